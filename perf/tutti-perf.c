@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tutti-perf: collective bandwidth in the nccl-tests dialect. Every rank runs
+ * the same sweep of sizes; rank 0 prints time, algbw, busbw and the number of
+ * wrong elements for out-of-place and in-place calls. Inputs are small
+ * integers, so every dtype and op has an exact expected result to check.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "env_config.h"
+#include "half.h"
+#include "tutti.h"
+
+typedef enum { C_ALLREDUCE, C_REDUCESCATTER, C_ALLGATHER, C_BROADCAST, C_REDUCE, C_ALLTOALL, C_SENDRECV, C_COUNT } coll_t;
+static const char *const coll_names[C_COUNT] = {"allreduce", "reducescatter", "allgather", "broadcast",
+                                                "reduce",    "alltoall",      "sendrecv"};
+
+typedef struct {
+    uint64_t minb, maxb, step;
+    double factor;
+    int iters, warmup, check, root;
+    tutti_dtype_t dtype;
+    tutti_op_t op;
+    int coll; /* -1: all */
+    int csv, json;
+} opts_t;
+
+typedef struct {
+    tutti_comm_t comm;
+    int rank, nranks;
+    const opts_t *o;
+    size_t elem;
+    char *send, *recv;
+    int json_first;
+    double busbw_sum;
+    int busbw_n;
+    long long wrong_total;
+} ctx_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tutti-perf [options]   (run one per rank: tutti-run -n 4 tutti-perf ...)\n"
+            "  -b, --minbytes SIZE   smallest size (default 32M); K/M/G suffixes\n"
+            "  -e, --maxbytes SIZE   largest size (default 32M)\n"
+            "  -f, --stepfactor F    multiply the size by F each step (default 2)\n"
+            "  -i, --stepbytes SIZE  add SIZE each step instead\n"
+            "  -n, --iters N         timed iterations per size (default 20)\n"
+            "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
+            "  -c, --check 0|1       check every element against the reference (default 1)\n"
+            "  -d, --datatype T      int8 uint8 int32 uint32 int64 uint64 half|fp16 bfloat16|bf16\n"
+            "                        float|fp32 double|fp64 (default float)\n"
+            "  -o, --op OP           sum prod min max avg (default sum)\n"
+            "  -r, --root R          root of broadcast and reduce (default 0)\n"
+            "  -C, --collective C    allreduce reducescatter allgather broadcast reduce alltoall\n"
+            "                        sendrecv, or all (default allreduce)\n"
+            "      --csv, --json     machine-readable output instead of the table\n"
+            "Sizes are the full buffer: the output of allgather, the input of reducescatter.\n"
+            "busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for reducescatter, allgather\n"
+            "and alltoall, x 1 otherwise. Exit status 1 if any element was wrong.\n");
+}
+
+static int parse_dtype(const char *s, tutti_dtype_t *out)
+{
+    static const struct { const char *name; tutti_dtype_t t; } names[] = {
+        {"int8", TUTTI_INT8},   {"uint8", TUTTI_UINT8},     {"int32", TUTTI_INT32}, {"int", TUTTI_INT32},
+        {"uint32", TUTTI_UINT32}, {"int64", TUTTI_INT64},   {"uint64", TUTTI_UINT64}, {"half", TUTTI_FP16},
+        {"fp16", TUTTI_FP16},   {"bfloat16", TUTTI_BF16},   {"bf16", TUTTI_BF16},   {"float", TUTTI_FP32},
+        {"fp32", TUTTI_FP32},   {"double", TUTTI_FP64},     {"fp64", TUTTI_FP64}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i].name) == 0) {
+            *out = names[i].t;
+            return 0;
+        }
+    return -1;
+}
+
+/* Input element i of rank r as an exact small number. prod uses 1, 2 and -1
+ * so products stay exact; unsigned types never see negatives. */
+static double input_value(int r, size_t i, tutti_op_t op, int is_signed)
+{
+    if (op == TUTTI_PROD) {
+        int k = (int)((r + i) % 5);
+        return k == 0 ? 2 : (k == 1 && is_signed) ? -1 : 1;
+    }
+    double v = (double)((r * 7 + i * 13) % 9);
+    return is_signed ? v - 4 : v;
+}
+
+static int is_signed(tutti_dtype_t t)
+{
+    return t != TUTTI_UINT8 && t != TUTTI_UINT32 && t != TUTTI_UINT64;
+}
+
+/* Stores v in the dtype; integers wrap modulo 2^bits like the library's. */
+static void store(void *buf, size_t i, tutti_dtype_t t, double v)
+{
+    int64_t iv = (int64_t)v;
+    switch (t) {
+    case TUTTI_INT8: ((int8_t *)buf)[i] = (int8_t)(uint8_t)iv; break;
+    case TUTTI_UINT8: ((uint8_t *)buf)[i] = (uint8_t)iv; break;
+    case TUTTI_INT32: ((int32_t *)buf)[i] = (int32_t)(uint32_t)iv; break;
+    case TUTTI_UINT32: ((uint32_t *)buf)[i] = (uint32_t)iv; break;
+    case TUTTI_INT64: ((int64_t *)buf)[i] = iv; break;
+    case TUTTI_UINT64: ((uint64_t *)buf)[i] = (uint64_t)iv; break;
+    case TUTTI_FP16: ((uint16_t *)buf)[i] = tt_f32_to_fp16((float)v); break;
+    case TUTTI_BF16: ((uint16_t *)buf)[i] = tt_f32_to_bf16((float)v); break;
+    case TUTTI_FP32: ((float *)buf)[i] = (float)v; break;
+    case TUTTI_FP64: ((double *)buf)[i] = v; break;
+    default: break;
+    }
+}
+
+/* The exact reduction of element i over all ranks, stored in the dtype. */
+static void expected_reduced(void *out, size_t i, size_t elem_index, const ctx_t *c)
+{
+    tutti_dtype_t t = c->o->dtype;
+    tutti_op_t op = c->o->op;
+    int sg = is_signed(t);
+    double acc = input_value(0, elem_index, op, sg);
+    int64_t iacc = (int64_t)acc;
+    for (int r = 1; r < c->nranks; r++) {
+        double v = input_value(r, elem_index, op, sg);
+        switch (op) {
+        case TUTTI_PROD: acc *= v; iacc = (int64_t)((uint64_t)iacc * (uint64_t)(int64_t)v); break;
+        case TUTTI_MIN: acc = v < acc ? v : acc; break;
+        case TUTTI_MAX: acc = v > acc ? v : acc; break;
+        default: acc += v; break;
+        }
+    }
+    if (op == TUTTI_PROD && t != TUTTI_FP16 && t != TUTTI_BF16 && t != TUTTI_FP32 && t != TUTTI_FP64)
+        acc = (double)iacc;
+    if (op == TUTTI_AVG) {
+        /* Integers: the wrapped sum divided, truncating; floats: one rounding. */
+        char tmp[8];
+        store(tmp, 0, t, acc);
+        switch (t) {
+        case TUTTI_INT8: acc = (double)(((int8_t *)tmp)[0] / c->nranks); break;
+        case TUTTI_UINT8: acc = (double)(((uint8_t *)tmp)[0] / c->nranks); break;
+        case TUTTI_INT32: acc = (double)(((int32_t *)tmp)[0] / c->nranks); break;
+        case TUTTI_UINT32: acc = (double)(((uint32_t *)tmp)[0] / (uint32_t)c->nranks); break;
+        case TUTTI_INT64: acc = (double)(((int64_t *)tmp)[0] / c->nranks); break;
+        case TUTTI_UINT64: acc = (double)(((uint64_t *)tmp)[0] / (uint64_t)c->nranks); break;
+        case TUTTI_FP64: acc = acc / c->nranks; break;
+        default: acc = (double)((float)acc / (float)c->nranks); break;
+        }
+    }
+    store(out, i, t, acc);
+}
+
+static void fill_input(const ctx_t *c, void *buf, size_t count, size_t first_index)
+{
+    for (size_t i = 0; i < count; i++)
+        store(buf, i, c->o->dtype, input_value(c->rank, first_index + i, c->o->op, is_signed(c->o->dtype)));
+}
+
+static long long count_wrong(const ctx_t *c, const void *got, size_t count, int source_rank, size_t first_index,
+                             int reduced)
+{
+    char want[8];
+    long long wrong = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (reduced)
+            expected_reduced(want, 0, first_index + i, c);
+        else
+            store(want, 0, c->o->dtype,
+                  input_value(source_rank, first_index + i, c->o->op, is_signed(c->o->dtype)));
+        wrong += memcmp(want, (const char *)got + i * c->elem, c->elem) != 0;
+    }
+    return wrong;
+}
+
+/* Elements per rank block for a size: the count argument of the call. */
+static size_t call_count(coll_t coll, size_t total, int p)
+{
+    return coll == C_REDUCESCATTER || coll == C_ALLGATHER || coll == C_ALLTOALL ? total / (size_t)p : total;
+}
+
+static tutti_status_t run_once(ctx_t *c, coll_t coll, size_t n, int in_place)
+{
+    int p = c->nranks, r = c->rank;
+    tutti_dtype_t t = c->o->dtype;
+    char *recv = c->recv, *send = in_place ? c->recv : c->send;
+    size_t bytes = n * c->elem;
+    switch (coll) {
+    case C_ALLREDUCE: return tutti_allreduce(send, recv, n, t, c->o->op, c->comm, NULL);
+    case C_REDUCESCATTER:
+        return tutti_reduce_scatter(send, in_place ? recv + (size_t)r * bytes : recv, n, t, c->o->op, c->comm, NULL);
+    case C_ALLGATHER: return tutti_allgather(in_place ? recv + (size_t)r * bytes : send, recv, n, t, c->comm, NULL);
+    case C_BROADCAST: return tutti_broadcast(send, recv, n, t, c->o->root, c->comm, NULL);
+    case C_REDUCE: return tutti_reduce(send, recv, n, t, c->o->op, c->o->root, c->comm, NULL);
+    case C_ALLTOALL: return tutti_alltoall(send, recv, n, t, c->comm, NULL);
+    case C_SENDRECV: {
+        if (p == 1)
+            return TUTTI_SUCCESS;
+        int right = (r + 1) % p, left = (r + p - 1) % p;
+        tutti_status_t st;
+        /* Blocking calls: even ranks send first, odd ranks receive first. */
+        if (r % 2 == 0) {
+            st = tutti_send(send, n, t, right, c->comm, NULL);
+            return st ? st : tutti_recv(recv, n, t, left, c->comm, NULL);
+        }
+        st = tutti_recv(recv, n, t, left, c->comm, NULL);
+        return st ? st : tutti_send(send, n, t, right, c->comm, NULL);
+    }
+    default: return TUTTI_ERR_INVALID_ARG;
+    }
+}
+
+/* Fills inputs, runs once, counts wrong elements on this rank. */
+static long long check_once(ctx_t *c, coll_t coll, size_t n, int in_place, tutti_status_t *st)
+{
+    int p = c->nranks, r = c->rank;
+    char *in = in_place ? c->recv : c->send;
+    size_t bytes = n * c->elem;
+    memset(c->recv, 0xa5, coll == C_ALLGATHER || coll == C_ALLTOALL || coll == C_REDUCESCATTER ? bytes * (size_t)p : bytes);
+    switch (coll) {
+    case C_REDUCESCATTER: case C_ALLTOALL: fill_input(c, in, n * (size_t)p, 0); break;
+    case C_ALLGATHER: fill_input(c, in_place ? c->recv + (size_t)r * bytes : in, n, (size_t)r * n); break;
+    default: fill_input(c, in, n, 0); break;
+    }
+    *st = run_once(c, coll, n, in_place);
+    if (*st)
+        return 0;
+    switch (coll) {
+    case C_ALLREDUCE: return count_wrong(c, c->recv, n, 0, 0, 1);
+    case C_REDUCESCATTER: return count_wrong(c, in_place ? c->recv + (size_t)r * bytes : c->recv, n, 0, (size_t)r * n, 1);
+    case C_ALLGATHER: {
+        long long w = 0;
+        for (int q = 0; q < p; q++)
+            w += count_wrong(c, c->recv + (size_t)q * bytes, n, q, (size_t)q * n, 0);
+        return w;
+    }
+    case C_BROADCAST: return count_wrong(c, c->recv, n, c->o->root, 0, 0);
+    case C_REDUCE: return r == c->o->root ? count_wrong(c, c->recv, n, 0, 0, 1) : 0;
+    case C_ALLTOALL: {
+        long long w = 0; /* block q came from rank q, which filled index r*n.. of its input */
+        for (int q = 0; q < p; q++)
+            w += count_wrong(c, c->recv + (size_t)q * bytes, n, q, (size_t)r * n, 0);
+        return w;
+    }
+    case C_SENDRECV: return p == 1 ? 0 : count_wrong(c, c->recv, n, (r + p - 1) % p, 0, 0);
+    default: return 0;
+    }
+}
+
+static double bus_factor(coll_t coll, int p)
+{
+    switch (coll) {
+    case C_ALLREDUCE: return 2.0 * (p - 1) / p;
+    case C_REDUCESCATTER: case C_ALLGATHER: case C_ALLTOALL: return (double)(p - 1) / p;
+    default: return 1.0;
+    }
+}
+
+typedef struct {
+    double us, algbw, busbw;
+    long long wrong; /* -1: not checked */
+    int skipped;
+} result_t;
+
+static tutti_status_t measure(ctx_t *c, coll_t coll, size_t n, size_t size_bytes, int in_place, result_t *res)
+{
+    tutti_status_t st = TUTTI_SUCCESS;
+    *res = (result_t){.wrong = -1};
+    if (in_place && coll == C_SENDRECV) { /* blocking send/recv cannot swap in place */
+        res->skipped = 1;
+        return TUTTI_SUCCESS;
+    }
+    for (int i = 0; i < c->o->warmup && !st; i++)
+        st = run_once(c, coll, n, in_place);
+    if (!st)
+        st = tutti_barrier(c->comm, NULL);
+    int64_t t0 = tt_now_ns();
+    for (int i = 0; i < c->o->iters && !st; i++)
+        st = run_once(c, coll, n, in_place);
+    double local_us = (double)(tt_now_ns() - t0) / 1e3 / (c->o->iters > 0 ? c->o->iters : 1), us = 0;
+    if (!st)
+        st = tutti_allreduce(&local_us, &us, 1, TUTTI_FP64, TUTTI_MAX, c->comm, NULL);
+    if (!st && c->o->check) {
+        int64_t wrong = check_once(c, coll, n, in_place, &st), total = 0;
+        if (!st)
+            st = tutti_allreduce(&wrong, &total, 1, TUTTI_INT64, TUTTI_SUM, c->comm, NULL);
+        res->wrong = total;
+    }
+    if (st)
+        return st;
+    res->us = us;
+    res->algbw = us > 0 ? (double)size_bytes / (us * 1e-6) / 1e9 : 0;
+    res->busbw = res->algbw * bus_factor(coll, c->nranks);
+    return TUTTI_SUCCESS;
+}
+
+static void print_header(const ctx_t *c, coll_t coll)
+{
+    if (c->o->json)
+        return;
+    if (c->o->csv) {
+        printf("collective,size,count,type,redop,root,oop_time_us,oop_algbw,oop_busbw,oop_wrong,"
+               "ip_time_us,ip_algbw,ip_busbw,ip_wrong\n");
+        return;
+    }
+    printf("# tutti-perf: %s, %d ranks, %d iterations, %d warm-up, check %s\n", coll_names[coll], c->nranks,
+           c->o->iters, c->o->warmup, c->o->check ? "on" : "off");
+    printf("#%61s%35s\n", "out-of-place", "in-place");
+    printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop", "root",
+           "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+    printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "", "(us)",
+           "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+static void print_row(ctx_t *c, coll_t coll, size_t size, size_t count, const result_t res[2])
+{
+    const char *redop = coll == C_ALLREDUCE || coll == C_REDUCESCATTER || coll == C_REDUCE ? tutti_op_name(c->o->op) : "none";
+    int root = coll == C_BROADCAST || coll == C_REDUCE ? c->o->root : -1;
+    if (c->o->json) {
+        printf("%s{\"collective\":\"%s\",\"size\":%zu,\"count\":%zu,\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d",
+               c->json_first ? "" : ",\n", coll_names[coll], size, count, tutti_dtype_name(c->o->dtype), redop, root);
+        for (int ip = 0; ip < 2; ip++) {
+            if (res[ip].skipped)
+                printf(",\"%s\":null", ip ? "in_place" : "out_of_place");
+            else
+                printf(",\"%s\":{\"time_us\":%.3f,\"algbw\":%.4f,\"busbw\":%.4f,\"wrong\":%lld}",
+                       ip ? "in_place" : "out_of_place", res[ip].us, res[ip].algbw, res[ip].busbw, res[ip].wrong);
+        }
+        printf("}");
+        c->json_first = 0;
+    } else if (c->o->csv) {
+        printf("%s,%zu,%zu,%s,%s,%d", coll_names[coll], size, count, tutti_dtype_name(c->o->dtype), redop, root);
+        for (int ip = 0; ip < 2; ip++)
+            if (res[ip].skipped)
+                printf(",,,,");
+            else
+                printf(",%.3f,%.4f,%.4f,%lld", res[ip].us, res[ip].algbw, res[ip].busbw, res[ip].wrong);
+        printf("\n");
+    } else {
+        printf("  %10zu %12zu %8s %6s %5d", size, count, tutti_dtype_name(c->o->dtype), redop, root);
+        for (int ip = 0; ip < 2; ip++) {
+            if (res[ip].skipped) {
+                printf(" %9s %7s %7s %6s", "-", "-", "-", "-");
+                continue;
+            }
+            char wrong[24];
+            if (res[ip].wrong < 0)
+                snprintf(wrong, sizeof wrong, "N/A");
+            else
+                snprintf(wrong, sizeof wrong, "%lld", res[ip].wrong);
+            printf(" %9.2f %7.3f %7.3f %6s", res[ip].us, res[ip].algbw, res[ip].busbw, wrong);
+        }
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+static tutti_status_t sweep(ctx_t *c, coll_t coll)
+{
+    const opts_t *o = c->o;
+    if (c->rank == 0)
+        print_header(c, coll);
+    for (uint64_t size = o->minb; size <= o->maxb;) {
+        size_t total = (size_t)(size / c->elem);
+        size_t n = call_count(coll, total, c->nranks);
+        size_t used = (coll == C_REDUCESCATTER || coll == C_ALLGATHER || coll == C_ALLTOALL ? n * (size_t)c->nranks : n) * c->elem;
+        result_t res[2];
+        for (int ip = 0; ip < 2; ip++) {
+            tutti_status_t st = measure(c, coll, n, used, ip, &res[ip]);
+            if (st) {
+                fprintf(stderr, "tutti-perf: rank %d: %s failed: %s: %s\n", c->rank, coll_names[coll],
+                        tutti_strerror(st), tutti_comm_last_error(c->comm));
+                return st;
+            }
+            if (res[ip].wrong > 0)
+                c->wrong_total += res[ip].wrong;
+        }
+        if (c->rank == 0)
+            print_row(c, coll, used, n * (coll == C_REDUCESCATTER || coll == C_ALLGATHER || coll == C_ALLTOALL ? (size_t)c->nranks : 1), res);
+        c->busbw_sum += res[0].busbw;
+        c->busbw_n++;
+        uint64_t next = o->step ? size + o->step : (uint64_t)((double)size * o->factor);
+        if (next <= size)
+            break;
+        size = next;
+    }
+    return TUTTI_SUCCESS;
+}
+
+static int parse_args(int argc, char **argv, opts_t *o)
+{
+    static const struct option longopts[] = {
+        {"minbytes", required_argument, NULL, 'b'}, {"maxbytes", required_argument, NULL, 'e'},
+        {"stepfactor", required_argument, NULL, 'f'}, {"stepbytes", required_argument, NULL, 'i'},
+        {"iters", required_argument, NULL, 'n'}, {"warmup_iters", required_argument, NULL, 'w'},
+        {"check", required_argument, NULL, 'c'}, {"datatype", required_argument, NULL, 'd'},
+        {"op", required_argument, NULL, 'o'}, {"root", required_argument, NULL, 'r'},
+        {"collective", required_argument, NULL, 'C'}, {"csv", no_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'J'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    *o = (opts_t){.minb = 32 << 20, .maxb = 32 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1,
+                  .dtype = TUTTI_FP32, .op = TUTTI_SUM, .coll = C_ALLREDUCE};
+    int opt;
+    while ((opt = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:C:h", longopts, NULL)) != -1) {
+        int bad = 0;
+        switch (opt) {
+        case 'b': bad = tt_parse_size(optarg, &o->minb); break;
+        case 'e': bad = tt_parse_size(optarg, &o->maxb); break;
+        case 'i': bad = tt_parse_size(optarg, &o->step); break;
+        case 'f': o->factor = atof(optarg); bad = o->factor <= 1.0; break;
+        case 'n': o->iters = atoi(optarg); bad = o->iters < 0; break;
+        case 'w': o->warmup = atoi(optarg); bad = o->warmup < 0; break;
+        case 'c': o->check = atoi(optarg); break;
+        case 'r': o->root = atoi(optarg); break;
+        case 'd': bad = parse_dtype(optarg, &o->dtype); break;
+        case 'o':
+            bad = 1;
+            for (int k = 0; k < TUTTI_NUM_OPS; k++)
+                if (strcmp(optarg, tutti_op_name((tutti_op_t)k)) == 0) {
+                    o->op = (tutti_op_t)k;
+                    bad = 0;
+                }
+            break;
+        case 'C':
+            bad = strcmp(optarg, "all") != 0;
+            o->coll = -1;
+            for (int k = 0; k < C_COUNT; k++)
+                if (strcmp(optarg, coll_names[k]) == 0) {
+                    o->coll = k;
+                    bad = 0;
+                }
+            break;
+        case 'S': o->csv = 1; break;
+        case 'J': o->json = 1; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return -1;
+        }
+        if (bad) {
+            fprintf(stderr, "tutti-perf: bad value '%s' for -%c\n", optarg, opt);
+            return -1;
+        }
+    }
+    if (o->minb > o->maxb) {
+        fprintf(stderr, "tutti-perf: -b is larger than -e\n");
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o;
+    if (parse_args(argc, argv, &o))
+        return 2;
+    ctx_t c = {.o = &o, .json_first = 1, .elem = tutti_dtype_size(o.dtype)};
+    tutti_status_t st = tutti_comm_init_env(&c.comm, NULL);
+    if (st) {
+        fprintf(stderr, "tutti-perf: joining the communicator failed: %s: %s\n", tutti_strerror(st),
+                tutti_comm_last_error(NULL));
+        return 1;
+    }
+    tutti_comm_rank(c.comm, &c.rank);
+    tutti_comm_size(c.comm, &c.nranks);
+    if (o.root < 0 || o.root >= c.nranks) {
+        fprintf(stderr, "tutti-perf: root %d is outside 0..%d\n", o.root, c.nranks - 1);
+        tutti_comm_destroy(c.comm);
+        return 2;
+    }
+    size_t buf_bytes = (size_t)o.maxb + (size_t)c.nranks * c.elem + 64;
+    c.send = malloc(buf_bytes);
+    c.recv = malloc(buf_bytes);
+    if (!c.send || !c.recv) {
+        fprintf(stderr, "tutti-perf: cannot allocate 2 x %zu bytes\n", buf_bytes);
+        return 1;
+    }
+    memset(c.send, 0, buf_bytes);
+    memset(c.recv, 0, buf_bytes);
+    if (c.rank == 0 && o.json)
+        printf("[\n");
+    for (int coll = 0; coll < C_COUNT && !st; coll++)
+        if (o.coll < 0 || o.coll == coll)
+            st = sweep(&c, (coll_t)coll);
+    if (c.rank == 0 && o.json)
+        printf("\n]\n");
+    else if (c.rank == 0 && !o.csv && !st) {
+        printf("# Out of bounds values : %lld %s\n", c.wrong_total, c.wrong_total ? "FAILED" : "OK");
+        printf("# Avg bus bandwidth    : %g GB/s\n", c.busbw_n ? c.busbw_sum / c.busbw_n : 0.0);
+    }
+    free(c.send);
+    free(c.recv);
+    if (st) {
+        tutti_comm_abort(c.comm);
+        return 1;
+    }
+    tutti_comm_destroy(c.comm);
+    return c.wrong_total ? 1 : 0;
+}

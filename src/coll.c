@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collective entry points: check arguments (naming the bad one), build
+ * the schedule, size the slices, run the engine, finish avg.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "algo.h"
+#include "comm.h"
+#include "dtype.h"
+#include "engine.h"
+#include "log.h"
+
+#define TT_MAX_SLICES (1 << 20)
+
+/* Everything a collective call says, after validation. */
+typedef struct {
+    tt_coll_t coll;
+    const void *send;
+    void *recv;
+    size_t count;
+    tutti_dtype_t dtype;
+    tutti_op_t op;
+    int root;
+    size_t in_bytes, out_bytes; /* 0 where the buffer is not used on this rank */
+    int in_place;
+} call_t;
+
+static int ranges_overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return alen && blen && x < y + blen && y < x + alen;
+}
+
+/* Multiplier of count in the largest buffer of each collective. */
+static size_t buffer_blocks(tt_coll_t coll, int nranks)
+{
+    switch (coll) {
+    case TT_COLL_REDUCE_SCATTER:
+    case TT_COLL_ALLGATHER:
+    case TT_COLL_ALLTOALL:
+        return (size_t)nranks;
+    default:
+        return 1;
+    }
+}
+
+static tutti_status_t validate(tutti_comm_t comm, call_t *c, tutti_stream_t stream)
+{
+    const char *name = tt_coll_name(c->coll);
+    if (!tt_comm_valid(comm))
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL or destroyed", name);
+    if (comm->failed)
+        return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
+                             name, tutti_strerror(comm->failed));
+    if (stream)
+        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
+                             "%s: stream: only NULL (host buffers, blocking) is supported by this build", name);
+    if (!tt_dtype_valid(c->dtype))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: dtype: %d is not a tutti_dtype_t", name, (int)c->dtype);
+    if (!tt_op_valid(c->op))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: op: %d is not a tutti_op_t", name, (int)c->op);
+    int p = comm->nranks, me = comm->rank;
+    int has_root = c->coll == TT_COLL_BROADCAST || c->coll == TT_COLL_REDUCE;
+    int is_p2p = c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
+    if ((has_root || is_p2p) && (c->root < 0 || c->root >= p))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: %s: %d is outside 0..%d", name,
+                             is_p2p ? "peer" : "root", c->root, p - 1);
+    if (is_p2p && c->root == me)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: peer: %d is this rank itself", name, c->root);
+    size_t elem = tutti_dtype_size(c->dtype), blocks = buffer_blocks(c->coll, p);
+    if (c->count > SIZE_MAX / elem / blocks || c->count * elem * blocks > (size_t)INT64_MAX)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: count: %zu elements of %s overflow the address space",
+                             name, c->count, tutti_dtype_name(c->dtype));
+    size_t bytes = c->count * elem;
+    switch (c->coll) {
+    case TT_COLL_ALLREDUCE:
+        c->in_bytes = c->out_bytes = bytes;
+        c->in_place = c->send == c->recv;
+        break;
+    case TT_COLL_REDUCE_SCATTER:
+        c->in_bytes = bytes * (size_t)p;
+        c->out_bytes = bytes;
+        c->in_place = (const char *)c->send + bytes * (size_t)me == (const char *)c->recv;
+        break;
+    case TT_COLL_ALLGATHER:
+        c->in_bytes = bytes;
+        c->out_bytes = bytes * (size_t)p;
+        c->in_place = (const char *)c->recv + bytes * (size_t)me == (const char *)c->send;
+        break;
+    case TT_COLL_BROADCAST:
+        c->in_bytes = me == c->root ? bytes : 0;
+        c->out_bytes = bytes;
+        c->in_place = me == c->root && c->send == c->recv;
+        break;
+    case TT_COLL_REDUCE:
+        c->in_bytes = bytes;
+        c->out_bytes = me == c->root ? bytes : 0;
+        c->in_place = me == c->root && c->send == c->recv;
+        break;
+    case TT_COLL_ALLTOALL:
+        c->in_bytes = c->out_bytes = bytes * (size_t)p;
+        c->in_place = c->send == c->recv;
+        break;
+    case TT_COLL_SEND:
+        c->in_bytes = bytes;
+        break;
+    case TT_COLL_RECV:
+        c->out_bytes = bytes;
+        break;
+    default:
+        break;
+    }
+    if (c->in_bytes && !c->send)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: sendbuf: NULL with count %zu", name, c->count);
+    if (c->out_bytes && !c->recv)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: recvbuf: NULL with count %zu", name, c->count);
+    if (!c->in_place && ranges_overlap(c->send, c->in_bytes, c->recv, c->out_bytes))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
+                             "%s: sendbuf and recvbuf overlap but are not the in-place form (see tutti_collectives(3))",
+                             name);
+    return TUTTI_SUCCESS;
+}
+
+static size_t rank_chunk_bytes(const call_t *c, int nranks)
+{
+    size_t bytes = c->count * tutti_dtype_size(c->dtype);
+    return c->coll == TT_COLL_ALLREDUCE ? bytes / (size_t)nranks : bytes;
+}
+
+static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stream)
+{
+    TT_TRY(validate(comm, c, stream));
+    int is_p2p = c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
+    if (c->count == 0 && c->coll != TT_COLL_BARRIER)
+        return TUTTI_SUCCESS; /* nothing to move; every rank agrees on that */
+    uint64_t seq = is_p2p ? (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++
+                          : comm->coll_seq++;
+    tt_coll_args_t args = {.coll = c->coll, .nranks = comm->nranks, .rank = comm->rank,
+                           .root = c->root, .count = c->count, .in_place = c->in_place};
+    tt_sched_t s;
+    tutti_status_t st = tt_algo_build(&args, &s);
+    if (st)
+        return tt_comm_error(comm, st, "%s: building the schedule failed", tt_coll_name(c->coll));
+    tt_exec_t x = {.coll = c->coll, .wire_coll = is_p2p ? TT_COLL_SEND : c->coll, .dtype = c->dtype,
+                   .op = c->op, .root = is_p2p ? 0 : c->root, .count = c->count, .seq = seq,
+                   .elem = tutti_dtype_size(c->dtype), .reduce = tt_reduce_get(c->dtype, c->op)};
+    x.bufs[TT_BUF_INPUT] = (char *)c->send;
+    x.bufs[TT_BUF_OUTPUT] = c->recv;
+    if (s.scratch_count) {
+        void *scratch;
+        st = tt_comm_scratch(comm, s.scratch_count * x.elem, &scratch);
+        if (st) {
+            tt_sched_free(&s);
+            return tt_comm_error(comm, st, "%s: no memory for %zu bytes of scratch", tt_coll_name(c->coll),
+                                 s.scratch_count * x.elem);
+        }
+        x.bufs[TT_BUF_SCRATCH] = scratch;
+    }
+    size_t chunk = rank_chunk_bytes(c, comm->nranks);
+    size_t nslices = (chunk + comm->slice_bytes - 1) / comm->slice_bytes;
+    x.nslices = nslices < 1 ? 1 : nslices > TT_MAX_SLICES ? TT_MAX_SLICES : (int)nslices;
+    TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s, %d rounds, %d slices", tt_coll_name(c->coll),
+             (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op),
+             tt_algo_for(c->coll)->name, s.nrounds, x.nslices);
+    st = tt_engine_run(comm, &s, &x);
+    tt_sched_free(&s);
+    if (st) {
+        tt_comm_fail(comm, st);
+        return st;
+    }
+    if (c->op == TUTTI_AVG && c->out_bytes && c->coll != TT_COLL_BROADCAST)
+        tt_reduce_avg_finish(c->recv, c->count, c->dtype, comm->nranks);
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_allreduce(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
+                                         tutti_op_t op, tutti_comm_t comm, tutti_stream_t stream)
+{
+    call_t c = {.coll = TT_COLL_ALLREDUCE, .send = sendbuf, .recv = recvbuf, .count = count, .dtype = dtype, .op = op};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                              tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
+                                              tutti_stream_t stream)
+{
+    call_t c = {.coll = TT_COLL_REDUCE_SCATTER, .send = sendbuf, .recv = recvbuf, .count = recvcount,
+                .dtype = dtype, .op = op};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, tutti_dtype_t dtype,
+                                         tutti_comm_t comm, tutti_stream_t stream)
+{
+    call_t c = {.coll = TT_COLL_ALLGATHER, .send = sendbuf, .recv = recvbuf, .count = sendcount, .dtype = dtype};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_broadcast(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
+                                         int root, tutti_comm_t comm, tutti_stream_t stream)
+{
+    call_t c = {.coll = TT_COLL_BROADCAST, .send = sendbuf, .recv = recvbuf, .count = count, .dtype = dtype,
+                .root = root};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_reduce(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
+                                      tutti_op_t op, int root, tutti_comm_t comm, tutti_stream_t stream)
+{
+    call_t c = {.coll = TT_COLL_REDUCE, .send = sendbuf, .recv = recvbuf, .count = count, .dtype = dtype,
+                .op = op, .root = root};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_alltoall(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
+                                        tutti_comm_t comm, tutti_stream_t stream)
+{
+    call_t c = {.coll = TT_COLL_ALLTOALL, .send = sendbuf, .recv = recvbuf, .count = count, .dtype = dtype};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_barrier(tutti_comm_t comm, tutti_stream_t stream)
+{
+    call_t c = {.coll = TT_COLL_BARRIER, .dtype = TUTTI_UINT8};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_send(const void *sendbuf, size_t count, tutti_dtype_t dtype, int peer,
+                                    tutti_comm_t comm, tutti_stream_t stream)
+{
+    call_t c = {.coll = TT_COLL_SEND, .send = sendbuf, .count = count, .dtype = dtype, .root = peer};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t dtype, int peer, tutti_comm_t comm,
+                                    tutti_stream_t stream)
+{
+    call_t c = {.coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .root = peer};
+    return run_call(comm, &c, stream);
+}

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Schedule execution. Each lane owns one transport channel to every peer and
+ * walks its slices one round at a time: post the round's sends and receives,
+ * do its local copies and reductions, and move on when all its requests are
+ * complete. Lanes interleave, so several slices are in flight and per-channel
+ * FIFO order matches on both sides because both walk the same schedule.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "algo.h"
+#include "clock.h"
+#include "engine.h"
+#include "log.h"
+
+#define ALIVE_CHECK_NS 20000000  /* 20 ms between peer liveness scans when idle */
+#define SPIN_BEFORE_YIELD 64
+#define YIELD_BEFORE_SLEEP 2048
+
+typedef struct {
+    char *dst;
+    const char *local;
+    tt_reduce_fn fn;
+    size_t elem;
+} combine_ctx_t;
+
+typedef struct {
+    int slice, round; /* slice == -1: lane finished */
+    int npending;
+    tt_req_t *reqs;       /* one per step of the widest round */
+    combine_ctx_t *ctxs;
+    const tt_step_t **req_step;
+} lane_t;
+
+typedef struct {
+    tutti_comm_t comm;
+    const tt_sched_t *s;
+    const tt_exec_t *x;
+    int nlanes, width;
+    lane_t *lanes;
+} run_t;
+
+static void engine_combine(void *ctxp, size_t off, const void *src, size_t n)
+{
+    combine_ctx_t *c = ctxp;
+    c->fn(c->dst + off, c->local + off, src, n / c->elem);
+}
+
+static char *slice_ptr(const tt_exec_t *x, tt_region_t r, int slice, size_t *bytes)
+{
+    size_t off = r.off + tt_block_off(r.count, x->nslices, slice);
+    *bytes = tt_block_count(r.count, x->nslices, slice) * x->elem;
+    return x->bufs[r.buf] + off * x->elem;
+}
+
+static const char *step_name(tt_step_kind_t k)
+{
+    static const char *const names[] = {"sending to", "receiving from", "receiving (to reduce) from", "copy", "reduce"};
+    return names[k];
+}
+
+static void describe_call(const tt_exec_t *x, uint64_t seq, int coll, int dtype, int op, int root,
+                          uint64_t count, char *out, size_t len)
+{
+    snprintf(out, len, "%s #%llu (count %llu, %s, %s, root %d)", tt_coll_name((tt_coll_t)coll),
+             (unsigned long long)seq, (unsigned long long)count, tutti_dtype_name((tutti_dtype_t)dtype),
+             tutti_op_name((tutti_op_t)op), root);
+    (void)x;
+}
+
+static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
+{
+    const tt_exec_t *x = run->x;
+    tutti_comm_t comm = run->comm;
+    int n;
+    const tt_step_t *steps = tt_sched_round_steps(run->s, lane->round, &n);
+    lane->npending = 0;
+    for (int i = 0; i < n; i++) {
+        const tt_step_t *st = &steps[i];
+        size_t bytes, bytes2;
+        if (st->kind == TT_STEP_COPY || st->kind == TT_STEP_REDUCE) {
+            char *dst = slice_ptr(x, st->dst, lane->slice, &bytes);
+            char *src = slice_ptr(x, st->src, lane->slice, &bytes2);
+            if (st->kind == TT_STEP_COPY)
+                memcpy(dst, src, bytes);
+            else
+                x->reduce(dst, dst, src, bytes / x->elem);
+            continue;
+        }
+        tt_req_t *req = &lane->reqs[lane->npending];
+        combine_ctx_t *cc = &lane->ctxs[lane->npending];
+        lane->req_step[lane->npending] = st;
+        memset(req, 0, sizeof *req);
+        char *buf = slice_ptr(x, st->kind == TT_STEP_SEND ? st->src : st->dst, lane->slice, &bytes);
+        req->hdr = (tt_msg_hdr_t){.magic = TT_MSG_MAGIC, .coll = (uint8_t)x->wire_coll, .dtype = (uint8_t)x->dtype,
+                                  .op = (uint8_t)x->op, .channel = (uint8_t)channel, .root = x->root,
+                                  .count = x->count, .seq = x->seq, .bytes = bytes};
+        req->buf = buf;
+        req->len = bytes;
+        req->unit = x->elem;
+        if (st->kind == TT_STEP_RECV_REDUCE) {
+            *cc = (combine_ctx_t){buf, slice_ptr(x, st->src, lane->slice, &bytes2), x->reduce, x->elem};
+            req->combine = engine_combine;
+            req->combine_ctx = cc;
+        }
+        const tt_peer_t *peer = &comm->peers[st->peer];
+        tutti_status_t rc = st->kind == TT_STEP_SEND ? peer->ops->isend(peer->conn, channel, req)
+                                                     : peer->ops->irecv(peer->conn, channel, req);
+        if (rc) {
+            tt_req_finish(req, rc);
+            lane->npending++;
+            return TUTTI_SUCCESS; /* reported by the completion scan */
+        }
+        lane->npending++;
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* Moves a lane whose round is complete on to its next round or slice. */
+static tutti_status_t lane_advance(run_t *run, lane_t *lane, int channel)
+{
+    for (;;) {
+        lane->round++;
+        if (lane->round >= run->s->nrounds) {
+            lane->slice += run->nlanes;
+            lane->round = 0;
+            if (lane->slice >= run->x->nslices) {
+                lane->slice = -1;
+                return TUTTI_SUCCESS;
+            }
+        }
+        TT_TRY(lane_start_round(run, lane, channel));
+        if (lane->npending > 0)
+            return TUTTI_SUCCESS;
+    }
+}
+
+/* Scans every peer; writes the ranks that are gone into out. */
+static int gone_peers(tutti_comm_t comm, char *out, size_t len)
+{
+    int n = 0;
+    size_t used = 0;
+    out[0] = '\0';
+    for (int r = 0; r < comm->nranks; r++)
+        if (comm->peers[r].ops && comm->peers[r].ops->alive(comm->peers[r].conn)) {
+            used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s%d", n ? ", " : "", r);
+            n++;
+        }
+    return n;
+}
+
+static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, int idx)
+{
+    tutti_comm_t comm = run->comm;
+    const tt_exec_t *x = run->x;
+    char call[160], gone[256];
+    describe_call(x, x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
+    const tt_step_t *step = lane->req_step[idx];
+    const tt_req_t *req = &lane->reqs[idx];
+    char where[160];
+    snprintf(where, sizeof where, "rank %d was %s rank %d (round %d of %d, slice %d of %d)", comm->rank,
+             step_name(step->kind), step->peer, lane->round + 1, run->s->nrounds, lane->slice + 1, x->nslices);
+    if (st == TUTTI_ERR_MISMATCH) {
+        char theirs[160];
+        describe_call(x, req->got.seq, req->got.coll, req->got.dtype, req->got.op, req->got.root,
+                      req->got.count, theirs, sizeof theirs);
+        return tt_comm_error(comm, st, "%s: %s, which sent %s with %llu bytes where %llu were expected",
+                             call, where, theirs, (unsigned long long)req->got.bytes,
+                             (unsigned long long)req->hdr.bytes);
+    }
+    if (st == TUTTI_ERR_TIMEOUT)
+        return tt_comm_error(comm, st, "%s: no progress for %lld ms (TUTTI_TIMEOUT); %s", call,
+                             (long long)comm->timeout_ms, where);
+    if (gone_peers(comm, gone, sizeof gone) > 0)
+        return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED, "%s: rank %s failed (died or aborted); %s",
+                             call, gone, where);
+    return tt_comm_error(comm, st, "%s: %s; %s", call, tutti_strerror(st), where);
+}
+
+static void idle_wait(int *idle)
+{
+    ++*idle;
+    if (*idle < SPIN_BEFORE_YIELD)
+        return;
+    if (*idle < YIELD_BEFORE_SLEEP) {
+        sched_yield();
+        return;
+    }
+    /* Long waits (a slow peer, oversubscribed cores) stop burning a core. */
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+}
+
+static tutti_status_t run_loop(run_t *run)
+{
+    tutti_comm_t comm = run->comm;
+    int64_t last_progress = tt_now_ns(), next_alive = last_progress + ALIVE_CHECK_NS;
+    int idle = 0;
+    for (;;) {
+        int progressed = 0, active = 0;
+        for (int r = 0; r < comm->nranks; r++)
+            if (comm->peers[r].ops)
+                comm->peers[r].ops->progress(comm->peers[r].conn, &progressed);
+        for (int l = 0; l < run->nlanes; l++) {
+            lane_t *lane = &run->lanes[l];
+            if (lane->slice < 0)
+                continue;
+            int done = 1;
+            for (int i = 0; i < lane->npending; i++) {
+                if (lane->reqs[i].state == TT_REQ_FAILED)
+                    return report(run, lane->reqs[i].status, lane, i);
+                done &= lane->reqs[i].state == TT_REQ_DONE;
+            }
+            if (done) {
+                TT_TRY(lane_advance(run, lane, l));
+                progressed = 1;
+            }
+            active += lane->slice >= 0;
+        }
+        if (!active)
+            return TUTTI_SUCCESS;
+        if (progressed) {
+            idle = 0;
+            continue;
+        }
+        idle_wait(&idle);
+        int64_t now = tt_now_ns();
+        if (idle == SPIN_BEFORE_YIELD)
+            last_progress = now; /* the clock is read only once we start idling */
+        if (now >= next_alive) {
+            char gone[256];
+            next_alive = now + ALIVE_CHECK_NS;
+            if (gone_peers(comm, gone, sizeof gone) > 0)
+                for (int l = 0; l < run->nlanes; l++)
+                    if (run->lanes[l].slice >= 0 && run->lanes[l].npending > 0)
+                        return report(run, TUTTI_ERR_PEER_FAILED, &run->lanes[l], 0);
+        }
+        if (now - last_progress > comm->timeout_ms * 1000000)
+            for (int l = 0; l < run->nlanes; l++)
+                for (int i = 0; i < run->lanes[l].npending; i++)
+                    if (run->lanes[l].reqs[i].state == TT_REQ_PENDING)
+                        return report(run, TUTTI_ERR_TIMEOUT, &run->lanes[l], i);
+    }
+}
+
+tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x)
+{
+    if (s->nrounds == 0)
+        return TUTTI_SUCCESS;
+    run_t run = {.comm = comm, .s = s, .x = x};
+    for (int r = 0; r < s->nrounds; r++) {
+        int n;
+        tt_sched_round_steps(s, r, &n);
+        if (n > run.width)
+            run.width = n;
+    }
+    run.nlanes = x->nslices < comm->nchannels ? x->nslices : comm->nchannels;
+    run.lanes = calloc((size_t)run.nlanes, sizeof(lane_t));
+    tt_req_t *reqs = calloc((size_t)(run.nlanes * run.width) + 1, sizeof(tt_req_t));
+    combine_ctx_t *ctxs = calloc((size_t)(run.nlanes * run.width) + 1, sizeof(combine_ctx_t));
+    const tt_step_t **steps = calloc((size_t)(run.nlanes * run.width) + 1, sizeof(tt_step_t *));
+    tutti_status_t st = TUTTI_ERR_NO_MEMORY;
+    if (!run.lanes || !reqs || !ctxs || !steps)
+        goto undo_alloc;
+    for (int l = 0; l < run.nlanes; l++) {
+        lane_t *lane = &run.lanes[l];
+        *lane = (lane_t){.slice = l, .round = 0, .reqs = reqs + l * run.width,
+                         .ctxs = ctxs + l * run.width, .req_step = steps + l * run.width};
+        st = lane_start_round(&run, lane, l);
+        if (!st && lane->npending == 0) /* a round of local steps only */
+            st = lane_advance(&run, lane, l);
+        if (st)
+            goto undo_alloc;
+    }
+    st = run_loop(&run);
+undo_alloc:
+    free(steps);
+    free(ctxs);
+    free(reqs);
+    free(run.lanes);
+    return st;
+}

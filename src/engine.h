@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine runs one rank's schedule over the peer connections. */
+#ifndef TT_ENGINE_H
+#define TT_ENGINE_H
+
+#include "comm.h"
+#include "reduce.h"
+#include "schedule.h"
+
+/* One execution: the call's signature (sent in every message header),
+ * the buffers regions refer to, and how finely to slice. */
+typedef struct {
+    tt_coll_t coll;      /* for messages and error reports */
+    tt_coll_t wire_coll; /* what both sides put in headers (send for p2p) */
+    tutti_dtype_t dtype;
+    tutti_op_t op;
+    int root;            /* header root (0 for p2p) */
+    size_t count;
+    uint64_t seq;
+    size_t elem;
+    char *bufs[3];       /* input, output, scratch */
+    tt_reduce_fn reduce;
+    int nslices;
+} tt_exec_t;
+
+/*
+ * Runs s. Slice k of every region is its k-th of nslices nearly equal parts;
+ * slices are spread over comm->nchannels lanes, each lane taking its slices
+ * in order and a slice's rounds in order. On failure the communicator's last
+ * error names the peer, the step, round and slice.
+ */
+tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x);
+
+#endif

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tutti: collective communication for host (and later device) buffers.
+ * This is the whole public C API; every call returns a tutti_status_t.
+ */
+#ifndef TUTTI_H
+#define TUTTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tutti_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TUTTI_API __attribute__((visibility("default")))
+#else
+#define TUTTI_API
+#endif
+
+/*
+ * Status codes, one table: X(name, value, description). tutti_strerror()
+ * returns the description.
+ */
+#define TUTTI_STATUS_TABLE(X)                                                             \
+    X(TUTTI_SUCCESS, 0, "success")                                                        \
+    X(TUTTI_ERR_INVALID_ARG, 1, "invalid argument")                                       \
+    X(TUTTI_ERR_NO_MEMORY, 2, "out of memory")                                            \
+    X(TUTTI_ERR_SYSTEM, 3, "system call failed")                                          \
+    X(TUTTI_ERR_TIMEOUT, 4, "timed out waiting for a peer")                               \
+    X(TUTTI_ERR_PEER_FAILED, 5, "a peer rank failed or disconnected")                     \
+    X(TUTTI_ERR_MISMATCH, 6, "ranks called different collectives or arguments")           \
+    X(TUTTI_ERR_UNSUPPORTED, 7, "operation not supported")                                \
+    X(TUTTI_ERR_AUTH, 8, "connection refused: wrong or missing key")                      \
+    X(TUTTI_ERR_ABORTED, 9, "communicator was aborted after an earlier error")            \
+    X(TUTTI_ERR_CONFIG, 10, "invalid configuration variable")                             \
+    X(TUTTI_ERR_INTERNAL, 11, "internal error")
+
+typedef enum {
+#define TUTTI_STATUS_ENUM(name, value, text) name = value,
+    TUTTI_STATUS_TABLE(TUTTI_STATUS_ENUM)
+#undef TUTTI_STATUS_ENUM
+} tutti_status_t;
+
+/** Element types (NCCL's set). fp16 is IEEE binary16, bf16 is bfloat16. */
+typedef enum {
+    TUTTI_INT8 = 0,
+    TUTTI_UINT8,
+    TUTTI_INT32,
+    TUTTI_UINT32,
+    TUTTI_INT64,
+    TUTTI_UINT64,
+    TUTTI_FP16,
+    TUTTI_BF16,
+    TUTTI_FP32,
+    TUTTI_FP64,
+    TUTTI_NUM_DTYPES
+} tutti_dtype_t;
+
+/**
+ * Reduction operators. fp16/bf16 are reduced in fp32 and rounded to nearest
+ * even when stored. min/max propagate NaN. avg is the sum divided by the
+ * number of ranks (integer division, truncating, for integer types).
+ */
+typedef enum {
+    TUTTI_SUM = 0,
+    TUTTI_PROD,
+    TUTTI_MIN,
+    TUTTI_MAX,
+    TUTTI_AVG,
+    TUTTI_NUM_OPS
+} tutti_op_t;
+
+/** An opaque communicator: a group of ranks that run collectives together. */
+typedef struct tutti_comm *tutti_comm_t;
+
+/**
+ * Stream argument of every collective. Pass NULL: host buffers, blocking
+ * completion. (A CUDA stream, once the device path exists.)
+ */
+typedef void *tutti_stream_t;
+
+#define TUTTI_UNIQUE_ID_BYTES 128
+/** Rendezvous token: the root's address and a 128-bit random key. */
+typedef struct {
+    unsigned char internal[TUTTI_UNIQUE_ID_BYTES];
+} tutti_unique_id_t;
+
+/* Bits of tutti_comm_params_t.field_mask: a field is read only when set. */
+#define TUTTI_PARAM_TIMEOUT_MS (1ull << 0)
+#define TUTTI_PARAM_NODE_ID (1ull << 1)
+
+/**
+ * Optional communicator parameters. Zero-initialise, set the fields you want
+ * and their bits in field_mask; unset fields take their TUTTI_* defaults.
+ */
+typedef struct {
+    uint64_t field_mask;
+    /** Milliseconds a blocking call may wait without progress (TUTTI_TIMEOUT). */
+    int64_t timeout_ms;
+    /** Host this rank counts as (TUTTI_NODE_ID); ranks on one host use shm. */
+    int node_id;
+} tutti_comm_params_t;
+
+/** Description of a status code; never NULL. */
+TUTTI_API const char *tutti_strerror(tutti_status_t status);
+
+/** Name of a status code ("TUTTI_ERR_TIMEOUT"); never NULL. */
+TUTTI_API const char *tutti_status_name(tutti_status_t status);
+
+/**
+ * Run-time library version (compare with TUTTI_VERSION).
+ * @param major, minor, patch  outputs; any may be NULL.
+ * @return TUTTI_VERSION_CODE of the loaded library.
+ */
+TUTTI_API int tutti_get_version(int *major, int *minor, int *patch);
+
+/** Size in bytes of one element of dtype, or 0 for an unknown dtype. */
+TUTTI_API size_t tutti_dtype_size(tutti_dtype_t dtype);
+
+/** Name of a dtype ("fp32") or op ("sum"); "unknown" when out of range. */
+TUTTI_API const char *tutti_dtype_name(tutti_dtype_t dtype);
+TUTTI_API const char *tutti_op_name(tutti_op_t op);
+
+/**
+ * Creates a rendezvous id. Call it on the process that will be rank 0 and
+ * pass the id to every rank (for example with MPI_Bcast). It binds a listening
+ * socket (TUTTI_SOCKET_IFNAME picks the interface) that rank 0's
+ * tutti_comm_init then serves.
+ * @param id  output.
+ * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG (id NULL), TUTTI_ERR_SYSTEM.
+ */
+TUTTI_API tutti_status_t tutti_get_unique_id(tutti_unique_id_t *id);
+
+/**
+ * Joins a communicator of nranks ranks as rank. Blocks until every rank has
+ * joined (or TUTTI_TIMEOUT passes) and peer connections are set up.
+ * @param comm    output handle.
+ * @param nranks  number of ranks, >= 1.
+ * @param rank    this rank, 0 <= rank < nranks; rank 0 must run on the
+ *                process that called tutti_get_unique_id (or bind the id's port).
+ * @param id      the id from tutti_get_unique_id, the same on every rank.
+ * @param params  optional (NULL for defaults).
+ * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG, TUTTI_ERR_TIMEOUT,
+ *         TUTTI_ERR_AUTH, TUTTI_ERR_SYSTEM, TUTTI_ERR_NO_MEMORY, TUTTI_ERR_CONFIG.
+ */
+TUTTI_API tutti_status_t tutti_comm_init(tutti_comm_t *comm, int nranks, int rank,
+                                         const tutti_unique_id_t *id,
+                                         const tutti_comm_params_t *params);
+
+/**
+ * Joins a communicator described by the launcher's environment: tutti-run
+ * (TUTTI_RANK, TUTTI_NRANKS, TUTTI_ROOT_ADDR, TUTTI_KEY), torchrun (RANK,
+ * WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK), or mpirun/srun through
+ * PMIx when tutti was built with it. See tutti(7).
+ * @return as tutti_comm_init; TUTTI_ERR_CONFIG when no launcher is recognised.
+ */
+TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_comm_params_t *params);
+
+/**
+ * Frees a communicator after its last collective. Collective: call it on every
+ * rank. The handle is invalid afterwards (later calls with it return
+ * TUTTI_ERR_INVALID_ARG).
+ */
+TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t comm);
+
+/**
+ * Frees a communicator without talking to the peers, for use after an error.
+ * Local: peers see this rank as failed.
+ */
+TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t comm);
+
+/** Outputs this rank's index / the number of ranks. */
+TUTTI_API tutti_status_t tutti_comm_rank(tutti_comm_t comm, int *rank);
+TUTTI_API tutti_status_t tutti_comm_size(tutti_comm_t comm, int *size);
+
+/**
+ * What the last failing call on comm (or, with comm NULL or invalid, on this
+ * thread) went wrong with: argument, peer rank, collective, step. Never NULL;
+ * "" when nothing failed. Valid until the next call on comm.
+ */
+TUTTI_API const char *tutti_comm_last_error(tutti_comm_t comm);
+
+/*
+ * Collectives. Blocking for host memory (stream NULL). Counts are in
+ * elements. Collectives must be called by every rank of comm, in the same
+ * order and with the same count, dtype, op and root; otherwise ranks return
+ * TUTTI_ERR_MISMATCH. Each returns TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG,
+ * TUTTI_ERR_TIMEOUT, TUTTI_ERR_PEER_FAILED, TUTTI_ERR_MISMATCH,
+ * TUTTI_ERR_ABORTED (after an earlier failure) or TUTTI_ERR_NO_MEMORY.
+ * Buffers must not overlap except in the in-place forms documented below.
+ */
+
+/** recvbuf[i] = op over ranks of sendbuf[i], i < count. In-place: sendbuf == recvbuf. */
+TUTTI_API tutti_status_t tutti_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                         tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
+                                         tutti_stream_t stream);
+
+/**
+ * sendbuf holds nranks * recvcount elements; rank r receives block r reduced.
+ * In-place: recvbuf == sendbuf + rank * recvcount elements.
+ */
+TUTTI_API tutti_status_t tutti_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                              tutti_dtype_t dtype, tutti_op_t op,
+                                              tutti_comm_t comm, tutti_stream_t stream);
+
+/**
+ * recvbuf (nranks * sendcount elements) gets every rank's sendbuf in rank
+ * order. In-place: sendbuf == recvbuf + rank * sendcount elements.
+ */
+TUTTI_API tutti_status_t tutti_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                         tutti_dtype_t dtype, tutti_comm_t comm,
+                                         tutti_stream_t stream);
+
+/** recvbuf = root's sendbuf (sendbuf is read on root only). In-place: sendbuf == recvbuf. */
+TUTTI_API tutti_status_t tutti_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+                                         tutti_dtype_t dtype, int root, tutti_comm_t comm,
+                                         tutti_stream_t stream);
+
+/** Root's recvbuf = op over ranks of sendbuf; recvbuf is unused (may be NULL) elsewhere. */
+TUTTI_API tutti_status_t tutti_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                                      tutti_dtype_t dtype, tutti_op_t op, int root,
+                                      tutti_comm_t comm, tutti_stream_t stream);
+
+/**
+ * Block j (count elements) of sendbuf goes to rank j, landing in block r of
+ * its recvbuf. Both buffers hold nranks * count elements. In-place:
+ * sendbuf == recvbuf.
+ */
+TUTTI_API tutti_status_t tutti_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                        tutti_dtype_t dtype, tutti_comm_t comm,
+                                        tutti_stream_t stream);
+
+/** Returns once every rank has entered the barrier. */
+TUTTI_API tutti_status_t tutti_barrier(tutti_comm_t comm, tutti_stream_t stream);
+
+/**
+ * Point-to-point. Blocking: a send returns once its data left this rank's
+ * buffer, a recv once the data arrived. Messages between two ranks match in
+ * order; counts and dtypes of matching calls must agree. peer != own rank.
+ */
+TUTTI_API tutti_status_t tutti_send(const void *sendbuf, size_t count, tutti_dtype_t dtype,
+                                    int peer, tutti_comm_t comm, tutti_stream_t stream);
+TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t dtype, int peer,
+                                    tutti_comm_t comm, tutti_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TUTTI_H */

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fp16/bf16 loops for AVX-512, shared by reduce_avx512.c and
+ * reduce_avx512bf16.c; TT_BF16_NARROW (defined by the includer) turns 16
+ * fp32 lanes into 16 bf16 values.
+ */
+static inline __m512 avx512_op(int op, __m512 x, __m512 y)
+{
+    __m512 r;
+    switch (op) {
+    case TUTTI_PROD:
+        return _mm512_mul_ps(x, y);
+    case TUTTI_MIN:
+        r = _mm512_min_ps(x, y);
+        break;
+    case TUTTI_MAX:
+        r = _mm512_max_ps(x, y);
+        break;
+    default:
+        return _mm512_add_ps(x, y);
+    }
+    __mmask16 nan = _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q);
+    return _mm512_mask_add_ps(r, nan, x, y);
+}
+
+/* Round to nearest even with integer arithmetic, NaNs made quiet; exact for
+ * subnormals, which the hardware bf16 conversion flushes to zero. */
+static inline __m256i avx512_bf16_round(__m512 v)
+{
+    __m512i u = _mm512_castps_si512(v);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+static inline void avx512_fp16_body(int op, void *dst, const void *a, const void *b, size_t n)
+{
+    uint16_t *d = dst;
+    const uint16_t *pa = a, *pb = b;
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, pa + i));
+        __m512 y = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, pb + i));
+        __m256i r = _mm512_cvtps_ph(avx512_op(op, x, y), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_mask_storeu_epi16(d + i, m, r);
+    }
+}
+
+static inline void avx512_bf16_body(int op, void *dst, const void *a, const void *b, size_t n)
+{
+    uint16_t *d = dst;
+    const uint16_t *pa = a, *pb = b;
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __m512i wa = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, pa + i));
+        __m512i wb = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, pb + i));
+        __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(wa, 16));
+        __m512 y = _mm512_castsi512_ps(_mm512_slli_epi32(wb, 16));
+        _mm256_mask_storeu_epi16(d + i, m, TT_BF16_NARROW(avx512_op(op, x, y)));
+    }
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Schedules are data. An algorithm turns (collective, nranks, rank, count)
+ * into this rank's schedule: rounds of steps that may run concurrently. Round
+ * r + 1 of a slice starts when round r of that slice is complete. The engine,
+ * the simulator, the cost model and tutti-explain all consume the same steps.
+ * Algorithms include only this header and do no I/O.
+ */
+#ifndef TT_SCHEDULE_H
+#define TT_SCHEDULE_H
+
+#include <stddef.h>
+
+#include "tutti.h"
+
+/* Returns from the calling function when a status-returning call fails. */
+#define TT_TRY(call)                         \
+    do {                                     \
+        tutti_status_t tt_try_ = (call);     \
+        if (tt_try_ != TUTTI_SUCCESS)        \
+            return tt_try_;                  \
+    } while (0)
+
+typedef enum {
+    TT_COLL_ALLREDUCE = 0,
+    TT_COLL_REDUCE_SCATTER,
+    TT_COLL_ALLGATHER,
+    TT_COLL_BROADCAST,
+    TT_COLL_REDUCE,
+    TT_COLL_ALLTOALL,
+    TT_COLL_BARRIER,
+    TT_COLL_SEND,
+    TT_COLL_RECV,
+    TT_COLL_COUNT
+} tt_coll_t;
+
+typedef enum { TT_BUF_INPUT = 0, TT_BUF_OUTPUT, TT_BUF_SCRATCH } tt_buf_t;
+
+/* count elements starting at element off of one buffer. */
+typedef struct {
+    tt_buf_t buf;
+    size_t off;
+    size_t count;
+} tt_region_t;
+
+typedef enum {
+    TT_STEP_SEND = 0,    /* send src to peer */
+    TT_STEP_RECV,        /* receive from peer into dst */
+    TT_STEP_RECV_REDUCE, /* dst = src op (what peer sends) */
+    TT_STEP_COPY,        /* dst = src */
+    TT_STEP_REDUCE       /* dst = dst op src */
+} tt_step_kind_t;
+
+typedef struct {
+    tt_step_kind_t kind;
+    int peer; /* -1 for COPY and REDUCE */
+    tt_region_t dst;
+    tt_region_t src;
+} tt_step_t;
+
+/* What a builder is asked for. count is in elements as the API defines it
+ * per collective (allgather: per-rank count; alltoall: per-peer count). */
+typedef struct {
+    tt_coll_t coll;
+    int nranks;
+    int rank;
+    int root; /* broadcast, reduce; the peer for send/recv */
+    size_t count;
+    int in_place;
+} tt_coll_args_t;
+
+typedef struct {
+    tt_step_t *steps;
+    int nsteps, steps_cap;
+    int *round_first; /* round r holds steps [round_first[r], round_first[r + 1]) */
+    int nrounds, rounds_cap;
+    size_t scratch_count; /* elements of scratch the schedule touches */
+} tt_sched_t;
+
+/* Builder helpers; each returns TUTTI_SUCCESS or TUTTI_ERR_NO_MEMORY. */
+void tt_sched_init(tt_sched_t *s);
+void tt_sched_free(tt_sched_t *s);
+tutti_status_t tt_sched_round(tt_sched_t *s); /* opens the next round */
+tutti_status_t tt_sched_add(tt_sched_t *s, tt_step_t step);
+tutti_status_t tt_sched_send(tt_sched_t *s, int peer, tt_region_t src);
+tutti_status_t tt_sched_recv(tt_sched_t *s, int peer, tt_region_t dst);
+tutti_status_t tt_sched_recv_reduce(tt_sched_t *s, int peer, tt_region_t dst, tt_region_t src);
+tutti_status_t tt_sched_copy(tt_sched_t *s, tt_region_t dst, tt_region_t src);
+/* Steps of round r: *n of them from the returned pointer. */
+const tt_step_t *tt_sched_round_steps(const tt_sched_t *s, int r, int *n);
+
+static inline tt_region_t tt_region(tt_buf_t buf, size_t off, size_t count)
+{
+    tt_region_t r = {buf, off, count};
+    return r;
+}
+
+/* Split of count elements into n nearly equal blocks (the first count % n
+ * blocks get one more); used by every algorithm so all ranks agree. */
+static inline size_t tt_block_off(size_t count, int n, int i)
+{
+    size_t q = count / (size_t)n, rem = count % (size_t)n;
+    return q * (size_t)i + ((size_t)i < rem ? (size_t)i : rem);
+}
+
+static inline size_t tt_block_count(size_t count, int n, int i)
+{
+    return count / (size_t)n + ((size_t)i < count % (size_t)n ? 1 : 0);
+}
+
+static inline int tt_mod(int a, int n)
+{
+    return ((a % n) + n) % n;
+}
+
+typedef tutti_status_t (*tt_sched_builder_t)(const tt_coll_args_t *args, tt_sched_t *s);
+
+/* One algorithm: its name, what it does, and a builder per collective it
+ * serves (NULL where it does not). */
+typedef struct {
+    const char *name;
+    const char *summary;
+    tt_sched_builder_t build[TT_COLL_COUNT];
+} tt_algorithm_t;
+
+extern const tt_algorithm_t tt_algo_ring;
+extern const tt_algorithm_t tt_algo_chain;
+extern const tt_algorithm_t tt_algo_pairwise;
+extern const tt_algorithm_t tt_algo_dissemination;
+extern const tt_algorithm_t tt_algo_p2p;
+
+#endif

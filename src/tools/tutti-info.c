@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* tutti-info: what this build of tutti has and how it can be configured. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "algo.h"
+#include "env_config.h"
+#include "reduce.h"
+#include "transport.h"
+#include "tutti.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: tutti-info [-v] [-l] [-A] [-e] [-h]\n"
+                 "  -v  version and build features\n"
+                 "  -l  transports\n"
+                 "  -A  algorithms and the collectives they serve\n"
+                 "  -e  TUTTI_* environment variables with defaults and help\n"
+                 "  (no option: all of the above)\n");
+}
+
+static void print_build(void)
+{
+    int major, minor, patch;
+    tutti_get_version(&major, &minor, &patch);
+    printf("tutti %d.%d.%d (headers %d.%d.%d)\n", major, minor, patch, TUTTI_VERSION_MAJOR,
+           TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH);
+    printf("reduction kernels: %s (usable:", tt_isa_name(tt_reduce_isa()));
+    for (int isa = 0; isa < TT_ISA_COUNT; isa++)
+        if (tt_isa_usable((tt_isa_t)isa))
+            printf(" %s", tt_isa_name((tt_isa_t)isa));
+    printf(")\n");
+    printf("features: pmix=%s hwloc=%s cuda=%s verbs=%s\n",
+#ifdef TT_HAVE_PMIX
+           "yes",
+#else
+           "no",
+#endif
+#ifdef TT_HAVE_HWLOC
+           "yes",
+#else
+           "no",
+#endif
+#ifdef TT_HAVE_CUDA
+           "found (no device path yet)",
+#else
+           "no",
+#endif
+#ifdef TT_HAVE_VERBS
+           "found (no transport yet)"
+#else
+           "no"
+#endif
+    );
+}
+
+static void print_transports(void)
+{
+    printf("transports (default priority order):\n");
+    for (int i = 0; tt_transports[i]; i++)
+        printf("  %-6s %s\n", tt_transports[i]->name, tt_transports[i]->summary);
+}
+
+static void print_algorithms(void)
+{
+    printf("algorithms:\n");
+    for (int i = 0; i < tt_num_algorithms; i++) {
+        const tt_algorithm_t *a = tt_algorithms[i];
+        printf("  %-14s %s\n  %-14s collectives:", a->name, a->summary, "");
+        for (int c = 0; c < TT_COLL_COUNT; c++)
+            if (a->build[c])
+                printf(" %s", tt_coll_name((tt_coll_t)c));
+        printf("\n");
+    }
+}
+
+static void print_variables(void)
+{
+    static const char *const types[] = {"string", "integer", "size", "0/1"};
+    printf("environment variables:\n");
+    for (int i = 0; i < TT_CFG_COUNT; i++) {
+        const tt_config_entry_t *e = &tt_config_entries[i];
+        printf("  %-24s %-8s default \"%s\"\n      %s\n", e->name, types[e->type], e->def, e->help);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int opt, any = 0, v = 0, l = 0, A = 0, e = 0;
+    while ((opt = getopt(argc, argv, "vlAeh")) != -1) {
+        any = 1;
+        switch (opt) {
+        case 'v': v = 1; break;
+        case 'l': l = 1; break;
+        case 'A': A = 1; break;
+        case 'e': e = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!any)
+        v = l = A = e = 1;
+    if (v)
+        print_build();
+    if (l)
+        print_transports();
+    if (A)
+        print_algorithms();
+    if (e)
+        print_variables();
+    return 0;
+}

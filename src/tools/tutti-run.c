@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tutti-run: starts N local ranks of a program with the TUTTI_* environment
+ * that tutti_comm_init_env reads. It owns the bootstrap root's listening
+ * socket and hands it to rank 0, so no port can be stolen in between. When a
+ * rank fails it names the rank and the cause, lets the others report their
+ * own errors for a grace period, then stops them. No rank outlives it: each
+ * rank runs in its own process group, killed as a whole, and asks the kernel
+ * to kill it should tutti-run itself die.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+#include "clock.h"
+#include "env_config.h"
+#include "sock.h"
+#include "transport.h"
+
+typedef struct {
+    pid_t pid;
+    int out_fd, err_fd; /* pipes when output is tagged, else -1 */
+    char out_line[4096], err_line[4096];
+    size_t out_len, err_len;
+    int exited;
+} rank_proc_t;
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+    got_signal = sig;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tutti-run -n N [--nodes K] [-t|--tag-output] [--grace S] prog [args...]\n"
+            "  -n N            number of ranks (>= 1)\n"
+            "  --nodes K       treat the ranks as K hosts (consecutive blocks of ranks);\n"
+            "                  ranks on different simulated hosts talk over tcp (default 1)\n"
+            "  -t, --tag-output  prefix every output line with [rank]\n"
+            "  --grace S       seconds the other ranks get to report after one fails\n"
+            "                  before they are stopped (default 3)\n"
+            "Exit status: 0 when every rank exits 0, else the first failing rank's\n"
+            "status (128 + signal number for a rank killed by a signal).\n");
+}
+
+static void hex_key(const unsigned char *key, char *out)
+{
+    for (int i = 0; i < TT_SOCK_KEY_BYTES; i++)
+        sprintf(out + 2 * i, "%02x", key[i]);
+}
+
+static void setenv_int(const char *name, long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%ld", v);
+    setenv(name, buf, 1);
+}
+
+/* Flushes complete lines (or everything, at EOF) of one stream with a prefix. */
+static void flush_lines(int rank, char *buf, size_t *len, FILE *to, int all)
+{
+    size_t start = 0;
+    for (size_t i = 0; i < *len; i++)
+        if (buf[i] == '\n') {
+            fprintf(to, "[%d] %.*s\n", rank, (int)(i - start), buf + start);
+            start = i + 1;
+        }
+    if (all && start < *len) {
+        fprintf(to, "[%d] %.*s\n", rank, (int)(*len - start), buf + start);
+        start = *len;
+    }
+    if (start == 0 && *len == sizeof ((rank_proc_t *)0)->out_line) { /* an over-long line */
+        fprintf(to, "[%d] %.*s\n", rank, (int)*len, buf);
+        start = *len;
+    }
+    memmove(buf, buf + start, *len - start);
+    *len -= start;
+    fflush(to);
+}
+
+static void pump(rank_proc_t *p, int rank, int is_err)
+{
+    int *fd = is_err ? &p->err_fd : &p->out_fd;
+    char *buf = is_err ? p->err_line : p->out_line;
+    size_t *len = is_err ? &p->err_len : &p->out_len;
+    ssize_t n = read(*fd, buf + *len, sizeof p->out_line - *len);
+    if (n > 0) {
+        *len += (size_t)n;
+        flush_lines(rank, buf, len, is_err ? stderr : stdout, 0);
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        flush_lines(rank, buf, len, is_err ? stderr : stdout, 1);
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+static void signal_all(rank_proc_t *procs, int n, int sig)
+{
+    for (int r = 0; r < n; r++)
+        if (!procs[r].exited)
+            kill(-procs[r].pid, sig);
+}
+
+static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, int tag,
+                        rank_proc_t *p)
+{
+    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (tag && (pipe(out) || pipe(err))) {
+        perror("tutti-run: pipe");
+        return -1;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("tutti-run: fork");
+        return -1;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        /* Dies with tutti-run, even if tutti-run is killed with SIGKILL. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        int per_node = (n + nodes - 1) / nodes;
+        setenv_int("TUTTI_RANK", rank);
+        setenv_int("TUTTI_NRANKS", n);
+        setenv_int("TUTTI_LOCAL_RANK", rank % per_node);
+        setenv_int("TUTTI_NODE_ID", nodes > 1 ? rank / per_node : -1);
+        if (rank == 0)
+            setenv_int("TUTTI_ROOT_FD", listen_fd);
+        else
+            close(listen_fd);
+        if (tag) {
+            dup2(out[1], STDOUT_FILENO);
+            dup2(err[1], STDERR_FILENO);
+            close(out[0]);
+            close(out[1]);
+            close(err[0]);
+            close(err[1]);
+        }
+        execvp(argv[0], argv);
+        fprintf(stderr, "tutti-run: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also here: no race with the first signal_all */
+    p->pid = pid;
+    p->out_fd = p->err_fd = -1;
+    if (tag) {
+        close(out[1]);
+        close(err[1]);
+        p->out_fd = out[0];
+        p->err_fd = err[0];
+    }
+    return pid;
+}
+
+static int exit_code(int status)
+{
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void describe(int status, char *out, size_t len)
+{
+    if (WIFEXITED(status))
+        snprintf(out, len, "exited with status %d", WEXITSTATUS(status));
+    else
+        snprintf(out, len, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+}
+
+int main(int argc, char **argv)
+{
+    int n = 0, nodes = 1, tag = 0, opt;
+    double grace = 3.0;
+    static const struct option longopts[] = {{"nodes", required_argument, NULL, 'N'},
+                                             {"tag-output", no_argument, NULL, 't'},
+                                             {"grace", required_argument, NULL, 'g'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    while ((opt = getopt_long(argc, argv, "+n:th", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'n': n = atoi(optarg); break;
+        case 'N': nodes = atoi(optarg); break;
+        case 't': tag = 1; break;
+        case 'g': grace = atof(optarg); break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (n < 1 || nodes < 1 || nodes > n || optind >= argc || grace < 0) {
+        fprintf(stderr, "tutti-run: %s\n", optind >= argc ? "no program given" : "-n must be >= 1 and 1 <= --nodes <= n");
+        usage(stderr);
+        return 2;
+    }
+
+    unsigned char key[TT_SOCK_KEY_BYTES];
+    char keyhex[2 * TT_SOCK_KEY_BYTES + 1], addrtext[96];
+    tt_sockaddr_t root;
+    int listen_fd;
+    if (tt_random_key(key) || tt_sock_pick_addr(getenv("TUTTI_SOCKET_IFNAME"), &root) ||
+        tt_sock_listen(&root, &listen_fd)) {
+        fprintf(stderr, "tutti-run: cannot open the bootstrap listener\n");
+        return 1;
+    }
+    /* The socket is inherited by rank 0 only (set per child). */
+    int flags = fcntl(listen_fd, F_GETFD);
+    fcntl(listen_fd, F_SETFD, flags & ~FD_CLOEXEC);
+    hex_key(key, keyhex);
+    tt_sock_addr_str(&root, addrtext, sizeof addrtext);
+    setenv("TUTTI_KEY", keyhex, 1);
+    setenv("TUTTI_ROOT_ADDR", addrtext, 1);
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rank_proc_t *procs = calloc((size_t)n, sizeof *procs);
+    if (!procs)
+        return 1;
+    int running = 0, first_code = 0, stopping = 0;
+    for (int r = 0; r < n; r++) {
+        if (start_rank(argv + optind, r, n, nodes, listen_fd, tag, &procs[r]) < 0) {
+            first_code = 1;
+            stopping = 1;
+            break;
+        }
+        running++;
+    }
+    close(listen_fd);
+
+    int64_t term_at = stopping ? tt_now_ms() : -1, kill_at = -1;
+    while (running > 0) {
+        struct pollfd pfds[2 * 1024];
+        int owner[2 * 1024], np = 0;
+        for (int r = 0; r < n && np + 2 <= 2 * 1024; r++) {
+            if (procs[r].out_fd >= 0) {
+                owner[np] = 2 * r;
+                pfds[np++] = (struct pollfd){.fd = procs[r].out_fd, .events = POLLIN};
+            }
+            if (procs[r].err_fd >= 0) {
+                owner[np] = 2 * r + 1;
+                pfds[np++] = (struct pollfd){.fd = procs[r].err_fd, .events = POLLIN};
+            }
+        }
+        if (poll(pfds, (nfds_t)np, 50) > 0)
+            for (int i = 0; i < np; i++)
+                if (pfds[i].revents)
+                    pump(&procs[owner[i] / 2], owner[i] / 2, owner[i] % 2);
+
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+            for (int r = 0; r < n; r++) {
+                if (procs[r].pid != pid || procs[r].exited)
+                    continue;
+                procs[r].exited = 1;
+                running--;
+                kill(-pid, SIGKILL); /* whatever the rank left behind in its group */
+                if (exit_code(status) != 0 && first_code == 0) {
+                    char why[128];
+                    describe(status, why, sizeof why);
+                    first_code = exit_code(status);
+                    if (running > 0)
+                        fprintf(stderr, "tutti-run: rank %d (pid %d) %s; stopping the other %d rank(s) in %.1f s\n",
+                                r, (int)pid, why, running, grace);
+                    else
+                        fprintf(stderr, "tutti-run: rank %d (pid %d) %s\n", r, (int)pid, why);
+                    term_at = tt_now_ms() + (int64_t)(grace * 1000);
+                }
+            }
+        }
+        if (got_signal && term_at < 0) {
+            fprintf(stderr, "tutti-run: got signal %d; stopping all ranks\n", (int)got_signal);
+            first_code = first_code ? first_code : 128 + got_signal;
+            signal_all(procs, n, (int)got_signal);
+            term_at = tt_now_ms();
+        }
+        int64_t now = tt_now_ms();
+        if (term_at >= 0 && now >= term_at && kill_at < 0) {
+            signal_all(procs, n, SIGTERM);
+            kill_at = now + 2000;
+        }
+        if (kill_at >= 0 && now >= kill_at) {
+            signal_all(procs, n, SIGKILL);
+            kill_at = now + 1000000;
+        }
+    }
+    for (int r = 0; r < n; r++) {
+        if (procs[r].out_fd >= 0)
+            flush_lines(r, procs[r].out_line, &procs[r].out_len, stdout, 1);
+        if (procs[r].err_fd >= 0)
+            flush_lines(r, procs[r].err_line, &procs[r].err_len, stderr, 1);
+    }
+    /* Shared segments are unlinked once mapped; sweep any left by a rank
+     * that died during set-up. */
+    for (int r = 0; r < n; r++) {
+        char name[96];
+        snprintf(name, sizeof name, TT_SHM_NAME_FORMAT, (unsigned long long)tt_key_tag(key), r);
+        shm_unlink(name);
+    }
+    free(procs);
+    return first_code;
+}

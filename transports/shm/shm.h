@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm transport internals. Each rank owns one segment holding its incoming
+ * queues: one per same-host peer and channel. A queue is a ring of slots;
+ * the sender copies into a slot and bumps head, the receiver consumes
+ * (copies or reduces straight from the slot) and bumps tail.
+ */
+#ifndef TT_SHM_H
+#define TT_SHM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "transport.h"
+
+#define TT_SHM_MAGIC 0x74747368u /* "ttsh" */
+#define TT_CACHELINE 64
+
+typedef struct {
+    tt_msg_hdr_t hdr;  /* the message this piece belongs to */
+    uint64_t offset;   /* byte offset of the piece in the message */
+    uint64_t nbytes;   /* bytes of the piece */
+    char pad[TT_CACHELINE - (sizeof(tt_msg_hdr_t) + 16) % TT_CACHELINE];
+} tt_shm_slot_hdr_t;
+
+typedef struct {
+    _Alignas(TT_CACHELINE) _Atomic uint64_t head; /* slots filled, written by the sender */
+    _Alignas(TT_CACHELINE) _Atomic uint64_t tail; /* slots consumed, written by the receiver */
+} tt_shm_queue_t;
+
+typedef struct {
+    uint32_t magic;
+    int32_t owner;
+    int32_t nlocal, nchannels, nslots;
+    uint64_t slot_bytes;
+    unsigned char key[TT_KEY_BYTES];
+    _Atomic uint32_t aborted; /* set by the owner when it gives up */
+} tt_shm_seg_hdr_t;
+
+typedef struct {
+    tt_shm_queue_t *q;
+    char *slots; /* nslots of (tt_shm_slot_hdr_t + slot_bytes) */
+    tt_req_t *reqs;
+} tt_shm_side_t;
+
+typedef struct {
+    int peer;
+    int nchannels, nslots;
+    size_t slot_bytes;
+    int pidfd;               /* readable once the peer process has exited */
+    int failed;
+    tt_shm_seg_hdr_t *peer_seg; /* the peer's segment (we send into it) */
+    tt_shm_side_t out[TT_MAX_CHANNELS], in[TT_MAX_CHANNELS];
+    struct tt_shm_ctx *ctx;
+} tt_shm_conn_t;
+
+typedef struct tt_shm_ctx {
+    const tt_tp_env_t *env;
+    char name[64];
+    tt_shm_seg_hdr_t *seg; /* our own segment */
+    size_t seg_bytes;
+    int *local_index; /* rank -> index among ranks of this host, or -1 */
+    int nlocal, nchannels, nslots;
+    size_t slot_bytes;
+    int unlinked;
+} tt_shm_ctx_t;
+
+/* Byte offset of queue (sender local index, channel) inside a segment. */
+size_t tt_shm_queue_offset(int nchannels, int nslots, size_t slot_bytes, int sender, int channel);
+size_t tt_shm_segment_bytes(int nlocal, int nchannels, int nslots, size_t slot_bytes);
+
+tutti_status_t tt_shm_isend(void *conn, int channel, tt_req_t *req);
+tutti_status_t tt_shm_irecv(void *conn, int channel, tt_req_t *req);
+tutti_status_t tt_shm_progress(void *conn, int *progressed);
+tutti_status_t tt_shm_alive(void *conn);
+
+#endif

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm data path: single-producer single-consumer slot rings. The release
+ * store of head publishes a filled slot to the receiver; the release store
+ * of tail hands the slot back to the sender.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+
+#include "log.h"
+#include "shm.h"
+
+static tt_shm_slot_hdr_t *slot_at(const tt_shm_conn_t *c, const tt_shm_side_t *side, uint64_t i)
+{
+    size_t stride = sizeof(tt_shm_slot_hdr_t) + c->slot_bytes;
+    return (tt_shm_slot_hdr_t *)(side->slots + (size_t)(i % (uint64_t)c->nslots) * stride);
+}
+
+static void fail_all(tt_shm_conn_t *c, tutti_status_t st)
+{
+    c->failed = 1;
+    for (int i = 0; i < c->nchannels; i++) {
+        for (tt_req_t *r = c->out[i].reqs; r; r = r->next)
+            tt_req_finish(r, st);
+        for (tt_req_t *r = c->in[i].reqs; r; r = r->next)
+            tt_req_finish(r, st);
+        c->out[i].reqs = c->in[i].reqs = NULL;
+    }
+}
+
+tutti_status_t tt_shm_isend(void *connp, int channel, tt_req_t *req)
+{
+    tt_shm_conn_t *c = connp;
+    if (c->failed)
+        return TUTTI_ERR_PEER_FAILED;
+    req->state = TT_REQ_PENDING;
+    req->done = 0;
+    req->got.magic = 0; /* "no piece pushed yet", so empty messages get one slot */
+    tt_req_queue_push(&c->out[channel].reqs, req);
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_shm_irecv(void *connp, int channel, tt_req_t *req)
+{
+    tt_shm_conn_t *c = connp;
+    if (c->failed)
+        return TUTTI_ERR_PEER_FAILED;
+    req->state = TT_REQ_PENDING;
+    req->done = 0;
+    tt_req_queue_push(&c->in[channel].reqs, req);
+    return TUTTI_SUCCESS;
+}
+
+static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
+{
+    uint64_t head = atomic_load_explicit(&side->q->head, memory_order_relaxed);
+    while (side->reqs) {
+        tt_req_t *r = side->reqs;
+        uint64_t tail = atomic_load_explicit(&side->q->tail, memory_order_acquire);
+        if (head - tail >= (uint64_t)c->nslots)
+            return;
+        tt_shm_slot_hdr_t *slot = slot_at(c, side, head);
+        size_t n = r->len - r->done < c->slot_bytes ? r->len - r->done : c->slot_bytes;
+        slot->hdr = r->hdr;
+        slot->offset = r->done;
+        slot->nbytes = n;
+        memcpy(slot + 1, r->buf + r->done, n);
+        r->done += n;
+        r->got.magic = 1;
+        atomic_store_explicit(&side->q->head, ++head, memory_order_release);
+        *progressed = 1;
+        if (r->done == r->len) {
+            side->reqs = r->next;
+            tt_req_finish(r, TUTTI_SUCCESS);
+        }
+    }
+}
+
+static int pull_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
+{
+    uint64_t tail = atomic_load_explicit(&side->q->tail, memory_order_relaxed);
+    while (side->reqs) {
+        tt_req_t *r = side->reqs;
+        uint64_t head = atomic_load_explicit(&side->q->head, memory_order_acquire);
+        if (head == tail)
+            return 0;
+        tt_shm_slot_hdr_t *slot = slot_at(c, side, tail);
+        r->got = slot->hdr;
+        if (!tt_msg_hdr_match(&r->hdr, &slot->hdr) || slot->offset != r->done ||
+            slot->nbytes > r->len - r->done) {
+            side->reqs = r->next;
+            tt_req_finish(r, TUTTI_ERR_MISMATCH);
+            return -1;
+        }
+        if (r->combine)
+            r->combine(r->combine_ctx, r->done, slot + 1, slot->nbytes);
+        else
+            memcpy(r->buf + r->done, slot + 1, slot->nbytes);
+        r->done += slot->nbytes;
+        atomic_store_explicit(&side->q->tail, ++tail, memory_order_release);
+        *progressed = 1;
+        if (r->done == r->len) {
+            side->reqs = r->next;
+            tt_req_finish(r, TUTTI_SUCCESS);
+        }
+    }
+    return 0;
+}
+
+tutti_status_t tt_shm_progress(void *connp, int *progressed)
+{
+    tt_shm_conn_t *c = connp;
+    if (c->failed)
+        return TUTTI_ERR_PEER_FAILED;
+    for (int i = 0; i < c->nchannels; i++) {
+        if (c->in[i].reqs && pull_some(c, &c->in[i], progressed)) {
+            fail_all(c, TUTTI_ERR_PEER_FAILED);
+            return TUTTI_ERR_MISMATCH;
+        }
+        if (c->out[i].reqs)
+            push_some(c, &c->out[i], progressed);
+    }
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_shm_alive(void *connp)
+{
+    tt_shm_conn_t *c = connp;
+    if (c->failed)
+        return TUTTI_ERR_PEER_FAILED;
+    int gone = 0;
+    if (c->pidfd >= 0) {
+        struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
+        gone = poll(&p, 1, 0) > 0;
+    }
+    if (gone || atomic_load_explicit(&c->peer_seg->aborted, memory_order_acquire)) {
+        TT_DEBUG(TT_SUB_NET, "shm: rank %d %s", c->peer, gone ? "exited" : "aborted");
+        fail_all(c, TUTTI_ERR_PEER_FAILED);
+        return TUTTI_ERR_PEER_FAILED;
+    }
+    return TUTTI_SUCCESS;
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm set-up. Each rank creates its segment 0600 with O_EXCL under a name
+ * derived from the job key's tag, stamps the key into it, and unlinks it as
+ * soon as every rank has mapped its peers' segments, so a crash afterwards
+ * leaves nothing in /dev/shm. A segment without the job key is refused.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "env_config.h"
+#include "log.h"
+#include "shm.h"
+
+size_t tt_shm_queue_offset(int nchannels, int nslots, size_t slot_bytes, int sender, int channel)
+{
+    size_t queue = sizeof(tt_shm_queue_t) + (size_t)nslots * (sizeof(tt_shm_slot_hdr_t) + slot_bytes);
+    size_t first = (sizeof(tt_shm_seg_hdr_t) + TT_CACHELINE - 1) / TT_CACHELINE * TT_CACHELINE;
+    return first + queue * ((size_t)sender * (size_t)nchannels + (size_t)channel);
+}
+
+size_t tt_shm_segment_bytes(int nlocal, int nchannels, int nslots, size_t slot_bytes)
+{
+    return tt_shm_queue_offset(nchannels, nslots, slot_bytes, nlocal, 0);
+}
+
+static int shm_reachable(const tt_tp_env_t *env, int peer)
+{
+    return env->endpoints[peer].host_id == env->endpoints[env->rank].host_id;
+}
+
+static void segment_name(char *out, size_t len, uint64_t tag, int rank)
+{
+    snprintf(out, len, TT_SHM_NAME_FORMAT, (unsigned long long)tag, rank);
+}
+
+static tutti_status_t shm_listen(const tt_tp_env_t *env, void **ctxp, void *addr, size_t *addr_len)
+{
+    tt_shm_ctx_t *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return TUTTI_ERR_NO_MEMORY;
+    ctx->env = env;
+    ctx->nchannels = env->nchannels;
+    ctx->nslots = (int)tt_config_int(TT_CFG_SHM_SLOTS);
+    ctx->slot_bytes = (size_t)tt_config_int(TT_CFG_SHM_SLOT_BYTES);
+    if (ctx->nslots < 1 || ctx->slot_bytes < 64 || ctx->slot_bytes % 64) {
+        TT_ERROR(TT_SUB_CONFIG, "TUTTI_SHM_SLOTS must be >= 1 and TUTTI_SHM_SLOT_BYTES a multiple of 64");
+        free(ctx);
+        return TUTTI_ERR_CONFIG;
+    }
+    segment_name(ctx->name, sizeof ctx->name, env->key_tag, env->rank);
+    /* The segment is sized and created at connect time, once the number
+     * of same-host peers is known; the name is all peers need. */
+    snprintf(addr, TT_ADDR_MAX, "%s", ctx->name);
+    *addr_len = strlen(ctx->name) + 1;
+    *ctxp = ctx;
+    return TUTTI_SUCCESS;
+}
+
+static tutti_status_t segment_create(tt_shm_ctx_t *ctx)
+{
+    const tt_tp_env_t *env = ctx->env;
+    ctx->seg_bytes = tt_shm_segment_bytes(ctx->nlocal, ctx->nchannels, ctx->nslots, ctx->slot_bytes);
+    int fd = shm_open(ctx->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        TT_ERROR(TT_SUB_NET, "shm_open(%s) failed: %s", ctx->name, strerror(errno));
+        return TUTTI_ERR_SYSTEM;
+    }
+    if (ftruncate(fd, (off_t)ctx->seg_bytes)) {
+        TT_ERROR(TT_SUB_NET, "sizing %s to %zu bytes failed: %s", ctx->name, ctx->seg_bytes, strerror(errno));
+        goto undo_open;
+    }
+    ctx->seg = mmap(NULL, ctx->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ctx->seg == MAP_FAILED) {
+        ctx->seg = NULL;
+        TT_ERROR(TT_SUB_NET, "mapping %s failed: %s", ctx->name, strerror(errno));
+        goto undo_open;
+    }
+    close(fd);
+    *ctx->seg = (tt_shm_seg_hdr_t){.magic = TT_SHM_MAGIC, .owner = env->rank, .nlocal = ctx->nlocal,
+                                   .nchannels = ctx->nchannels, .nslots = ctx->nslots,
+                                   .slot_bytes = ctx->slot_bytes};
+    memcpy(ctx->seg->key, env->key, TT_KEY_BYTES);
+    return TUTTI_SUCCESS;
+
+undo_open:
+    close(fd);
+    shm_unlink(ctx->name);
+    return TUTTI_ERR_SYSTEM;
+}
+
+static tutti_status_t conn_map_peer(tt_shm_ctx_t *ctx, tt_shm_conn_t *c, const char *name)
+{
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        TT_ERROR(TT_SUB_NET, "shm: opening rank %d's segment %s failed: %s", c->peer, name, strerror(errno));
+        return TUTTI_ERR_SYSTEM;
+    }
+    void *p = mmap(NULL, ctx->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        TT_ERROR(TT_SUB_NET, "shm: mapping rank %d's segment failed: %s", c->peer, strerror(errno));
+        return TUTTI_ERR_SYSTEM;
+    }
+    c->peer_seg = p;
+    unsigned diff = c->peer_seg->magic != TT_SHM_MAGIC;
+    for (int i = 0; i < TT_KEY_BYTES; i++)
+        diff |= (unsigned)(c->peer_seg->key[i] ^ ctx->env->key[i]);
+    if (diff || c->peer_seg->owner != c->peer) {
+        TT_WARN(TT_SUB_NET, "shm: refused segment %s: it does not carry this job's key", name);
+        return TUTTI_ERR_AUTH;
+    }
+    if (c->peer_seg->nlocal != ctx->nlocal || c->peer_seg->nchannels != ctx->nchannels ||
+        c->peer_seg->nslots != ctx->nslots || c->peer_seg->slot_bytes != ctx->slot_bytes) {
+        TT_ERROR(TT_SUB_CONFIG, "shm: rank %d uses other TUTTI_PIPELINE/TUTTI_SHM_* values than rank %d",
+                 c->peer, ctx->env->rank);
+        return TUTTI_ERR_CONFIG;
+    }
+    int me = ctx->local_index[ctx->env->rank], them = ctx->local_index[c->peer];
+    for (int ch = 0; ch < ctx->nchannels; ch++) {
+        char *out = (char *)c->peer_seg + tt_shm_queue_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, me, ch);
+        char *in = (char *)ctx->seg + tt_shm_queue_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, them, ch);
+        c->out[ch] = (tt_shm_side_t){(tt_shm_queue_t *)out, out + sizeof(tt_shm_queue_t), NULL};
+        c->in[ch] = (tt_shm_side_t){(tt_shm_queue_t *)in, in + sizeof(tt_shm_queue_t), NULL};
+    }
+    return TUTTI_SUCCESS;
+}
+
+static void conn_free(tt_shm_conn_t *c)
+{
+    if (!c)
+        return;
+    if (c->peer_seg)
+        munmap(c->peer_seg, c->ctx->seg_bytes);
+    if (c->pidfd >= 0)
+        close(c->pidfd);
+    free(c);
+}
+
+static tutti_status_t shm_connect(void *ctxp, const int *peers, int npeers, const unsigned char *addrs,
+                                  void **conns)
+{
+    tt_shm_ctx_t *ctx = ctxp;
+    const tt_tp_env_t *env = ctx->env;
+    tutti_status_t st = TUTTI_SUCCESS;
+    ctx->local_index = malloc(sizeof(int) * (size_t)env->nranks);
+    if (!ctx->local_index)
+        return TUTTI_ERR_NO_MEMORY;
+    for (int r = 0; r < env->nranks; r++)
+        ctx->local_index[r] = shm_reachable(env, r) ? ctx->nlocal++ : -1;
+    if (npeers > 0)
+        st = segment_create(ctx);
+    /* Everyone has created its segment before anyone opens a peer's. */
+    tutti_status_t bst = env->barrier(env->barrier_arg);
+    if (!st && bst)
+        st = bst;
+    for (int i = 0; i < npeers && !st; i++) {
+        tt_shm_conn_t *c = calloc(1, sizeof *c);
+        if (!c) {
+            st = TUTTI_ERR_NO_MEMORY;
+            break;
+        }
+        *c = (tt_shm_conn_t){.peer = peers[i], .nchannels = ctx->nchannels, .nslots = ctx->nslots,
+                             .slot_bytes = ctx->slot_bytes, .pidfd = -1, .ctx = ctx};
+        conns[i] = c;
+        c->pidfd = (int)syscall(SYS_pidfd_open, env->endpoints[peers[i]].pid, 0);
+        st = conn_map_peer(ctx, c, (const char *)addrs + (size_t)peers[i] * TT_ADDR_MAX);
+    }
+    /* Unlink once every rank has mapped what it needs (or failed trying). */
+    bst = env->barrier(env->barrier_arg);
+    if (ctx->seg) {
+        shm_unlink(ctx->name);
+        ctx->unlinked = 1;
+    }
+    if (!st && bst)
+        st = bst;
+    if (st)
+        for (int i = 0; i < npeers; i++) {
+            conn_free(conns[i]);
+            conns[i] = NULL;
+        }
+    return st;
+}
+
+static void shm_abort(void *connp)
+{
+    tt_shm_conn_t *c = connp;
+    atomic_store_explicit(&c->ctx->seg->aborted, 1, memory_order_release);
+}
+
+static void shm_close(void *connp)
+{
+    conn_free(connp);
+}
+
+static void shm_finalize(void *ctxp)
+{
+    tt_shm_ctx_t *ctx = ctxp;
+    if (ctx->seg) {
+        if (!ctx->unlinked)
+            shm_unlink(ctx->name);
+        munmap(ctx->seg, ctx->seg_bytes);
+    }
+    free(ctx->local_index);
+    free(ctx);
+}
+
+const tt_transport_ops_t tt_shm_ops = {
+    .name = "shm",
+    .summary = "shared-memory slot queues between ranks of one host; reduces straight from the sender's slot",
+    .caps = TT_CAP_HOST_MEM | TT_CAP_ZERO_COPY,
+    .reachable = shm_reachable,
+    .listen = shm_listen,
+    .connect = shm_connect,
+    .isend = tt_shm_isend,
+    .irecv = tt_shm_irecv,
+    .progress = tt_shm_progress,
+    .alive = tt_shm_alive,
+    .abort = shm_abort,
+    .close = shm_close,
+    .finalize = shm_finalize,
+};

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* tcp transport internals: one non-blocking socket per peer and channel. */
+#ifndef TT_TCP_H
+#define TT_TCP_H
+
+#include "sock.h"
+#include "transport.h"
+
+#define TT_TCP_BOUNCE_BYTES (256 * 1024)
+
+typedef struct {
+    int fd;
+    tt_req_t *sendq, *recvq; /* heads are the messages on the wire */
+    size_t send_hdr_done;    /* header bytes of sendq's head already sent */
+    tt_msg_hdr_t rhdr;       /* header of the message being received */
+    size_t recv_hdr_done;
+    char *bounce; /* reducing receives land here before combine */
+    size_t bounce_fill;
+} tt_tcp_chan_t;
+
+typedef struct {
+    int peer;
+    int nchannels;
+    int failed;
+    tt_tcp_chan_t ch[TT_MAX_CHANNELS];
+} tt_tcp_conn_t;
+
+typedef struct {
+    const tt_tp_env_t *env;
+    int listen_fd;
+    tt_sockaddr_t addr;
+    int bufbytes;
+} tt_tcp_ctx_t;
+
+tutti_status_t tt_tcp_isend(void *conn, int channel, tt_req_t *req);
+tutti_status_t tt_tcp_irecv(void *conn, int channel, tt_req_t *req);
+tutti_status_t tt_tcp_progress(void *conn, int *progressed);
+tutti_status_t tt_tcp_alive(void *conn);
+
+#endif

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport interface. A transport moves messages between two ranks over
+ * several independent channels per peer (one per slice in flight); messages on
+ * one channel arrive in the order they were posted. Every message carries a
+ * header naming the call it belongs to, so a receiver detects ranks that run
+ * different collectives. Transports include this header and core utilities
+ * (log, sock) only; the core reaches them through tt_transports[].
+ */
+#ifndef TT_TRANSPORT_H
+#define TT_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tutti.h"
+
+#define TT_KEY_BYTES 16
+#define TT_ADDR_MAX 128       /* bytes of one transport address blob */
+#define TT_MAX_CHANNELS 16
+#define TT_HOSTNAME_MAX 64
+/* Name of a rank's shm segment: key tag, rank (tutti-run sweeps these). */
+#define TT_SHM_NAME_FORMAT "/tutti-%016llx-%d"
+
+/* Where a rank runs: the transports' reachability tests use this. */
+typedef struct {
+    uint64_t host_id; /* equal for ranks on one (possibly simulated) host */
+    int32_t pid;
+    int32_t node_id;
+    char hostname[TT_HOSTNAME_MAX];
+} tt_endpoint_t;
+
+/* What a transport learns about the communicator it serves. */
+typedef struct {
+    int rank, nranks;
+    int nchannels;
+    unsigned char key[TT_KEY_BYTES];
+    uint64_t key_tag;         /* short public tag of the key, for names */
+    int64_t timeout_ms;       /* deadline of every blocking set-up wait */
+    const tt_endpoint_t *endpoints; /* nranks entries */
+    /* Collective over all ranks of the communicator, for set-up steps. */
+    tutti_status_t (*barrier)(void *arg);
+    void *barrier_arg;
+} tt_tp_env_t;
+
+#define TT_MSG_MAGIC 0x74747431u /* "ttt1" */
+
+/* Wire header of every message: the call's signature and the payload size. */
+typedef struct {
+    uint32_t magic;
+    uint8_t coll, dtype, op, channel;
+    int32_t root;
+    uint32_t reserved;
+    uint64_t count;
+    uint64_t seq;
+    uint64_t bytes;
+} tt_msg_hdr_t;
+
+static inline int tt_msg_hdr_match(const tt_msg_hdr_t *want, const tt_msg_hdr_t *got)
+{
+    return got->magic == TT_MSG_MAGIC && got->coll == want->coll && got->dtype == want->dtype &&
+           got->op == want->op && got->root == want->root && got->count == want->count &&
+           got->seq == want->seq && got->bytes == want->bytes;
+}
+
+/* Called by a receiving transport for each arrived piece of a reducing
+ * receive: n bytes (a whole number of elements) at byte offset off. */
+typedef void (*tt_combine_fn)(void *ctx, size_t off, const void *src, size_t n);
+
+typedef enum { TT_REQ_PENDING = 0, TT_REQ_DONE, TT_REQ_FAILED } tt_req_state_t;
+
+/* One posted send or receive. The engine owns the memory; the transport
+ * queues it and completes it. */
+typedef struct tt_req {
+    struct tt_req *next;  /* transport's per-channel queue */
+    tt_msg_hdr_t hdr;     /* send: header to send; recv: header expected */
+    tt_msg_hdr_t got;     /* recv: header that arrived (for mismatch reports) */
+    char *buf;            /* send: source; plain recv: destination */
+    size_t len, done;     /* payload bytes, bytes moved so far */
+    size_t unit;          /* element size: combine gets whole elements */
+    tt_combine_fn combine; /* recv: non-NULL to reduce instead of copy */
+    void *combine_ctx;
+    tt_req_state_t state;
+    tutti_status_t status;
+} tt_req_t;
+
+#define TT_CAP_HOST_MEM (1u << 0)
+#define TT_CAP_DEVICE_MEM (1u << 1)
+#define TT_CAP_ZERO_COPY (1u << 2) /* the receiver reads the sender's data in place */
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    unsigned caps;
+    /* Whether this transport can connect env->rank with peer. */
+    int (*reachable)(const tt_tp_env_t *env, int peer);
+    /* Prepares to accept connections; writes this rank's address blob. */
+    tutti_status_t (*listen)(const tt_tp_env_t *env, void **ctx, void *addr, size_t *addr_len);
+    /*
+     * Connects to the given peers (addrs holds every rank's blob, TT_ADDR_MAX
+     * apart) and fills conns[i] for peers[i]. Every rank calls it, with
+     * npeers possibly 0, so that a transport may use env->barrier inside.
+     */
+    tutti_status_t (*connect)(void *ctx, const int *peers, int npeers, const unsigned char *addrs,
+                              void **conns);
+    tutti_status_t (*isend)(void *conn, int channel, tt_req_t *req);
+    tutti_status_t (*irecv)(void *conn, int channel, tt_req_t *req);
+    /* Moves whatever can move without blocking; sets *progressed if any did.
+     * A failure of the connection fails its pending requests and is returned. */
+    tutti_status_t (*progress)(void *conn, int *progressed);
+    /* TUTTI_ERR_PEER_FAILED once the peer process is gone or has aborted. */
+    tutti_status_t (*alive)(void *conn);
+    /* Tells the peer this rank gives up (it sees TUTTI_ERR_PEER_FAILED). */
+    void (*abort)(void *conn);
+    void (*close)(void *conn);
+    void (*finalize)(void *ctx);
+} tt_transport_ops_t;
+
+extern const tt_transport_ops_t tt_tcp_ops;
+extern const tt_transport_ops_t tt_shm_ops;
+
+/* Every built transport, in default priority order, NULL-terminated. */
+extern const tt_transport_ops_t *const tt_transports[];
+
+/* Helpers shared by transports for the request queues. */
+static inline void tt_req_queue_push(tt_req_t **head, tt_req_t *req)
+{
+    req->next = NULL;
+    while (*head)
+        head = &(*head)->next;
+    *head = req;
+}
+
+static inline void tt_req_finish(tt_req_t *req, tutti_status_t status)
+{
+    req->status = status;
+    req->state = status == TUTTI_SUCCESS ? TT_REQ_DONE : TT_REQ_FAILED;
+}
+
+#endif

@@ -1,0 +1,7 @@
+/* SPDX-License-Identifier: MIT */
+/* The transports built into this library, in default priority order. */
+#include <stddef.h>
+
+#include "transport.h"
+
+const tt_transport_ops_t *const tt_transports[] = {&tt_shm_ops, &tt_tcp_ops, NULL};
