@@ -15,9 +15,12 @@ static tutti_status_t pairwise_alltoall(const tt_coll_args_t *a, tt_sched_t *s)
     tt_buf_t from = a->in_place ? TT_BUF_SCRATCH : TT_BUF_INPUT;
     TT_TRY(tt_sched_round(s));
     if (a->in_place) {
-        if (p > 1)
-            TT_TRY(tt_sched_copy(s, tt_region(TT_BUF_SCRATCH, 0, (size_t)p * n),
-                              tt_region(TT_BUF_INPUT, 0, (size_t)p * n)));
+        /* Block by block: slice k of a send then depends on slice k of
+         * its own copy only (see the slicing rule in schedule.h). */
+        for (int j = 0; j < p && p > 1; j++)
+            if (j != r)
+                TT_TRY(tt_sched_copy(s, tt_region(TT_BUF_SCRATCH, (size_t)j * n, n),
+                                     tt_region(TT_BUF_INPUT, (size_t)j * n, n)));
     } else {
         TT_TRY(tt_sched_copy(s, tt_region(TT_BUF_OUTPUT, (size_t)r * n, n),
                           tt_region(TT_BUF_INPUT, (size_t)r * n, n)));

@@ -5,6 +5,11 @@
  * r + 1 of a slice starts when round r of that slice is complete. The engine,
  * the simulator, the cost model and tutti-explain all consume the same steps.
  * Algorithms include only this header and do no I/O.
+ *
+ * Slicing rule: the engine runs slice k of every step's regions on its own
+ * (the k-th of nslices nearly equal parts of each region). So a region that
+ * reads what an earlier step wrote must have the same extent as the region
+ * that step wrote: copy or send block by block, not one block then parts.
  */
 #ifndef TT_SCHEDULE_H
 #define TT_SCHEDULE_H
