@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/* Fork-based multi-rank runner for the test suites. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "half.h"
+#include "harness.h"
+
+static int ranks_per_node;
+
+void tt_set_ranks_per_node(int n)
+{
+    ranks_per_node = n;
+}
+
+void tt_spawn_ranks(int nranks, tt_rank_fn fn, void *arg, pid_t *pids)
+{
+    tutti_unique_id_t id;
+    ck_assert_int_eq(tutti_get_unique_id(&id), TUTTI_SUCCESS);
+    fflush(stdout);
+    fflush(stderr);
+    for (int r = 0; r < nranks; r++) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            tutti_comm_t comm;
+            tutti_comm_params_t params = {0};
+            if (ranks_per_node > 0) {
+                params.field_mask = TUTTI_PARAM_NODE_ID;
+                params.node_id = r / ranks_per_node;
+            }
+            tutti_status_t st = tutti_comm_init(&comm, nranks, r, &id, &params);
+            if (st) {
+                fprintf(stderr, "rank %d: init failed: %s: %s\n", r, tutti_strerror(st), tutti_comm_last_error(NULL));
+                _exit(100);
+            }
+            int rc = fn(comm, r, nranks, arg);
+            if (rc == 0 && tutti_comm_destroy(comm) != TUTTI_SUCCESS)
+                rc = 101;
+            _exit(rc);
+        }
+        pids[r] = pid;
+    }
+}
+
+int tt_wait_ranks(int nranks, const pid_t *pids, int *codes, int timeout_s)
+{
+    int left = nranks, timed_out = 0;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (int r = 0; r < nranks; r++)
+        codes[r] = -1;
+    while (left > 0) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid > 0) {
+            for (int r = 0; r < nranks; r++)
+                if (pids[r] == pid) {
+                    codes[r] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                    left--;
+                }
+            continue;
+        }
+        if (pid < 0 && errno == ECHILD)
+            break;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec > timeout_s && !timed_out) {
+            timed_out = 1;
+            for (int r = 0; r < nranks; r++)
+                if (codes[r] < 0)
+                    kill(pids[r], SIGKILL);
+        }
+        usleep(2000);
+    }
+    return timed_out;
+}
+
+void tt_run_ranks(int nranks, tt_rank_fn fn, void *arg, int timeout_s)
+{
+    pid_t pids[64];
+    int codes[64];
+    ck_assert_int_le(nranks, 64);
+    tt_spawn_ranks(nranks, fn, arg, pids);
+    int timed_out = tt_wait_ranks(nranks, pids, codes, timeout_s);
+    ck_assert_msg(!timed_out, "ranks did not finish within %d s", timeout_s);
+    for (int r = 0; r < nranks; r++)
+        ck_assert_msg(codes[r] == 0, "rank %d of %d exited with %d", r, nranks, codes[r]);
+}
+
+int tt_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_tap(sr, "-");
+    srunner_run_all(sr, CK_SILENT);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int tt_count_shm_segments(void)
+{
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strncmp(e->d_name, "tutti-", 6) == 0;
+    closedir(d);
+    return n;
+}
+
+void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank, size_t index)
+{
+    int v = op == TUTTI_PROD ? ((rank + (int)index) % 5 == 0 ? 2 : 1) : (int)(((size_t)rank * 7 + index * 13) % 9);
+    switch (t) {
+    case TUTTI_FP16: ((uint16_t *)buf)[i] = tt_f32_to_fp16((float)v); break;
+    case TUTTI_BF16: ((uint16_t *)buf)[i] = tt_f32_to_bf16((float)v); break;
+    case TUTTI_FP32: ((float *)buf)[i] = (float)v; break;
+    case TUTTI_FP64: ((double *)buf)[i] = v; break;
+    case TUTTI_INT8: case TUTTI_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case TUTTI_INT32: case TUTTI_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    }
+}

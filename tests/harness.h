@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* Test helpers: run a function as N forked ranks of a real communicator. */
+#ifndef TT_TEST_HARNESS_H
+#define TT_TEST_HARNESS_H
+
+#include <check.h>
+#include <sys/types.h>
+
+#include "tutti.h"
+
+/* Body of one rank; returns 0 on success. */
+typedef int (*tt_rank_fn)(tutti_comm_t comm, int rank, int nranks, void *arg);
+
+/*
+ * Forks nranks processes that join one communicator (with the TUTTI_*
+ * environment as set by the caller) and run fn. Fails the test if a rank
+ * fails, and kills every rank that outlives timeout_s.
+ */
+void tt_run_ranks(int nranks, tt_rank_fn fn, void *arg, int timeout_s);
+
+/* With n > 0, later spawns tell rank r it runs on host r / n
+ * (TUTTI_PARAM_NODE_ID), simulating several hosts; 0 turns it off. */
+void tt_set_ranks_per_node(int n);
+
+/* Same, but returns each rank's exit status in codes[] instead of failing;
+ * the pids are written to pids[] before the ranks start their body. */
+void tt_spawn_ranks(int nranks, tt_rank_fn fn, void *arg, pid_t *pids);
+int tt_wait_ranks(int nranks, const pid_t *pids, int *codes, int timeout_s);
+
+/*
+ * Writes element i of buf as the exact small number that rank holds at
+ * global index: every dtype and op then has an exact, order-free result
+ * (prod uses only 1 and 2).
+ */
+void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank, size_t index);
+
+/* Runs a Check suite with TAP output on stdout; returns the exit status. */
+int tt_run_suite(Suite *s);
+
+/* Number of /dev/shm entries whose name starts with "tutti-". */
+int tt_count_shm_segments(void);
+
+#endif

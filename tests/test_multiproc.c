@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Real forked ranks (1, 2, 3, 4, 5, 8) over shm and, forced, over tcp: every
+ * collective, counts including 0 and counts not divisible by nranks,
+ * in-place and out-of-place, checked element by element.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "reduce.h"
+
+static const size_t counts[] = {0, 1, 7, 1000, 65537};
+static const struct {
+    tutti_dtype_t t;
+    tutti_op_t op;
+} kinds[] = {{TUTTI_FP32, TUTTI_SUM}, {TUTTI_INT32, TUTTI_MAX}, {TUTTI_BF16, TUTTI_SUM},
+             {TUTTI_FP64, TUTTI_PROD}, {TUTTI_UINT8, TUTTI_MIN}, {TUTTI_FP16, TUTTI_AVG}};
+
+#define FAIL_IF(cond, ...)                                     \
+    do {                                                       \
+        if (cond) {                                            \
+            fprintf(stderr, __VA_ARGS__);                      \
+            fprintf(stderr, "\n");                             \
+            return 1;                                          \
+        }                                                      \
+    } while (0)
+
+/* Expected reduction over p ranks of global indices [base, base + n). */
+static void expect_reduced(char *want, char *term, size_t n, size_t base, int p, tutti_dtype_t t, tutti_op_t op)
+{
+    tt_reduce_fn fn = tt_reduce_get(t, op);
+    for (size_t i = 0; i < n; i++)
+        tt_test_value(t, op, want, i, 0, base + i);
+    for (int q = 1; q < p; q++) {
+        for (size_t i = 0; i < n; i++)
+            tt_test_value(t, op, term, i, q, base + i);
+        fn(want, want, term, n);
+    }
+    if (op == TUTTI_AVG)
+        tt_reduce_avg_finish(want, n, t, p);
+}
+
+static int collectives(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    size_t maxn = 65537 * (size_t)p + 8;
+    char *in = malloc(maxn * 8), *out = malloc(maxn * 8), *want = malloc(maxn * 8), *term = malloc(maxn * 8);
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+        for (int ip = 0; ip < 2; ip++) {
+            size_t n = counts[ci];
+            tutti_dtype_t t = kinds[(ci + (size_t)ip) % 6].t;
+            tutti_op_t op = kinds[(ci + (size_t)ip) % 6].op;
+            size_t e = tutti_dtype_size(t);
+            int root = (int)(ci % (size_t)p);
+            tutti_status_t st;
+
+            /* allreduce */
+            for (size_t i = 0; i < n; i++)
+                tt_test_value(t, op, ip ? out : in, i, r, i);
+            st = tutti_allreduce(ip ? out : in, out, n, t, op, comm, NULL);
+            FAIL_IF(st, "allreduce n=%zu: %s: %s", n, tutti_strerror(st), tutti_comm_last_error(comm));
+            expect_reduced(want, term, n, 0, p, t, op);
+            FAIL_IF(memcmp(want, out, n * e), "allreduce n=%zu %s %s in_place=%d wrong", n, tutti_dtype_name(t),
+                    tutti_op_name(op), ip);
+
+            /* reduce_scatter: input p*n, rank r gets block r */
+            for (size_t i = 0; i < n * (size_t)p; i++)
+                tt_test_value(t, op, ip ? out : in, i, r, i);
+            char *rs_out = ip ? out + (size_t)r * n * e : out;
+            st = tutti_reduce_scatter(ip ? out : in, rs_out, n, t, op, comm, NULL);
+            FAIL_IF(st, "reduce_scatter n=%zu: %s", n, tutti_comm_last_error(comm));
+            expect_reduced(want, term, n, (size_t)r * n, p, t, op);
+            FAIL_IF(memcmp(want, rs_out, n * e), "reduce_scatter n=%zu in_place=%d wrong", n, ip);
+
+            /* allgather: block q of the output is rank q's input */
+            char *ag_in = ip ? out + (size_t)r * n * e : in;
+            for (size_t i = 0; i < n; i++)
+                tt_test_value(t, op, ag_in, i, r, (size_t)r * n + i);
+            st = tutti_allgather(ag_in, out, n, t, comm, NULL);
+            FAIL_IF(st, "allgather n=%zu: %s", n, tutti_comm_last_error(comm));
+            for (size_t i = 0; i < n * (size_t)p; i++)
+                tt_test_value(t, op, want, i, (int)(i / n), i);
+            FAIL_IF(memcmp(want, out, n * (size_t)p * e), "allgather n=%zu in_place=%d wrong", n, ip);
+
+            /* broadcast from root */
+            for (size_t i = 0; i < n; i++)
+                tt_test_value(t, op, ip ? out : in, i, r, i);
+            st = tutti_broadcast(ip ? out : in, out, n, t, root, comm, NULL);
+            FAIL_IF(st, "broadcast n=%zu: %s", n, tutti_comm_last_error(comm));
+            for (size_t i = 0; i < n; i++)
+                tt_test_value(t, op, want, i, root, i);
+            FAIL_IF(memcmp(want, out, n * e), "broadcast n=%zu root=%d in_place=%d wrong", n, root, ip);
+
+            /* reduce to root; non-root ranks pass no recvbuf */
+            for (size_t i = 0; i < n; i++)
+                tt_test_value(t, op, ip && r == root ? out : in, i, r, i);
+            st = tutti_reduce(ip && r == root ? out : in, r == root ? out : NULL, n, t, op, root, comm, NULL);
+            FAIL_IF(st, "reduce n=%zu: %s", n, tutti_comm_last_error(comm));
+            if (r == root) {
+                expect_reduced(want, term, n, 0, p, t, op);
+                FAIL_IF(memcmp(want, out, n * e), "reduce n=%zu root=%d wrong", n, root);
+            }
+
+            /* alltoall: block q of my output is block r of rank q's input */
+            for (size_t i = 0; i < n * (size_t)p; i++)
+                tt_test_value(t, op, ip ? out : in, i, r, i);
+            st = tutti_alltoall(ip ? out : in, out, n, t, comm, NULL);
+            FAIL_IF(st, "alltoall n=%zu: %s", n, tutti_comm_last_error(comm));
+            for (size_t i = 0; i < n * (size_t)p; i++)
+                tt_test_value(t, op, want, i, (int)(i / n), (size_t)r * n + i % n);
+            FAIL_IF(memcmp(want, out, n * (size_t)p * e), "alltoall n=%zu in_place=%d wrong", n, ip);
+
+            /* send/recv around the ring: even ranks send first */
+            if (p > 1) {
+                int right = (r + 1) % p, left = (r + p - 1) % p;
+                for (size_t i = 0; i < n; i++)
+                    tt_test_value(t, op, in, i, r, i);
+                if (r % 2 == 0) {
+                    st = tutti_send(in, n, t, right, comm, NULL);
+                    st = st ? st : tutti_recv(out, n, t, left, comm, NULL);
+                } else {
+                    st = tutti_recv(out, n, t, left, comm, NULL);
+                    st = st ? st : tutti_send(in, n, t, right, comm, NULL);
+                }
+                FAIL_IF(st, "send/recv n=%zu: %s", n, tutti_comm_last_error(comm));
+                for (size_t i = 0; i < n; i++)
+                    tt_test_value(t, op, want, i, left, i);
+                FAIL_IF(memcmp(want, out, n * e), "send/recv n=%zu wrong", n);
+            }
+            st = tutti_barrier(comm, NULL);
+            FAIL_IF(st, "barrier: %s", tutti_comm_last_error(comm));
+        }
+    free(in);
+    free(out);
+    free(want);
+    free(term);
+    return 0;
+}
+
+static const int sizes[] = {1, 2, 3, 4, 5, 8};
+
+START_TEST(every_collective_over_shm)
+{
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_run_ranks(sizes[_i], collectives, NULL, 240);
+    ck_assert_int_eq(tt_count_shm_segments(), 0);
+}
+END_TEST
+
+START_TEST(every_collective_over_tcp)
+{
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    tt_run_ranks(sizes[_i], collectives, NULL, 240);
+}
+END_TEST
+
+START_TEST(simulated_hosts_mix_shm_and_tcp)
+{
+    /* Ranks 0-1 count as host 0 and 2-3 as host 1: shm inside, tcp across. */
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_set_ranks_per_node(2);
+    tt_run_ranks(4, collectives, NULL, 240);
+    tt_set_ranks_per_node(0);
+}
+END_TEST
+
+START_TEST(shm_alone_cannot_reach_another_host)
+{
+    /* Proves the simulated hosts are honoured: shm must refuse to span them. */
+    setenv("TUTTI_TRANSPORTS", "shm", 1);
+    tt_set_ranks_per_node(1);
+    pid_t pids[2];
+    int codes[2];
+    tt_spawn_ranks(2, collectives, NULL, pids);
+    ck_assert(!tt_wait_ranks(2, pids, codes, 60));
+    tt_set_ranks_per_node(0);
+    ck_assert_int_eq(codes[0], 100); /* init failed */
+    ck_assert_int_eq(codes[1], 100);
+    ck_assert_int_eq(tt_count_shm_segments(), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("multiproc");
+    TCase *tc = tcase_create("multiproc");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, every_collective_over_shm, 0, 6);
+    tcase_add_loop_test(tc, every_collective_over_tcp, 0, 6);
+    tcase_add_test(tc, simulated_hosts_mix_shm_and_tcp);
+    tcase_add_test(tc, shm_alone_cannot_reach_another_host);
+    suite_add_tcase(s, tc);
+    return tt_run_suite(s);
+}

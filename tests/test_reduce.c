@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every reduction kernel of every usable instruction set, for every dtype
+ * and op, against an element-at-a-time reference written here: odd lengths,
+ * unaligned pointers, in-place use, and NaN/Inf/subnormal/-0 inputs.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "harness.h"
+#include "reduce.h"
+
+static const size_t lengths[] = {0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 100, 257, 1023};
+
+static double fop(tutti_op_t op, double x, double y)
+{
+    if ((op == TUTTI_MIN || op == TUTTI_MAX) && (isnan(x) || isnan(y)))
+        return NAN;
+    switch (op) {
+    case TUTTI_PROD: return x * y;
+    case TUTTI_MIN: return x < y ? x : y;
+    case TUTTI_MAX: return x > y ? x : y;
+    default: return x + y;
+    }
+}
+
+#define INT_REF(T, UT)                                                         \
+    {                                                                          \
+        T x = ((const T *)a)[i], y = ((const T *)b)[i], r;                     \
+        switch (op) {                                                          \
+        case TUTTI_PROD: r = (T)((UT)x * (UT)y); break;                        \
+        case TUTTI_MIN: r = x < y ? x : y; break;                              \
+        case TUTTI_MAX: r = x > y ? x : y; break;                              \
+        default: r = (T)((UT)x + (UT)y); break;                                \
+        }                                                                      \
+        memcpy(out, &r, sizeof r);                                             \
+        return;                                                                \
+    }
+
+/* The reference result of element i, written to out. Floats are computed
+ * in double and rounded once, which equals fp32 arithmetic for + * min max
+ * of fp32 inputs (double holds the exact product and sum). */
+static void reference(tutti_dtype_t t, tutti_op_t op, const void *a, const void *b, size_t i, void *out)
+{
+    switch (t) {
+    case TUTTI_INT8: INT_REF(int8_t, uint8_t)
+    case TUTTI_UINT8: INT_REF(uint8_t, uint8_t)
+    case TUTTI_INT32: INT_REF(int32_t, uint32_t)
+    case TUTTI_UINT32: INT_REF(uint32_t, uint32_t)
+    case TUTTI_INT64: INT_REF(int64_t, uint64_t)
+    case TUTTI_UINT64: INT_REF(uint64_t, uint64_t)
+    case TUTTI_FP32: {
+        float r = (float)fop(op, ((const float *)a)[i], ((const float *)b)[i]);
+        memcpy(out, &r, 4);
+        return;
+    }
+    case TUTTI_FP64: {
+        double x = ((const double *)a)[i], y = ((const double *)b)[i];
+        double r = op == TUTTI_PROD ? x * y : op == TUTTI_MIN || op == TUTTI_MAX ? fop(op, x, y) : x + y;
+        memcpy(out, &r, 8);
+        return;
+    }
+    case TUTTI_FP16: {
+        float r = (float)fop(op, tt_fp16_to_f32(((const uint16_t *)a)[i]), tt_fp16_to_f32(((const uint16_t *)b)[i]));
+        uint16_t h = tt_f32_to_fp16(r);
+        memcpy(out, &h, 2);
+        return;
+    }
+    case TUTTI_BF16: {
+        float r = (float)fop(op, tt_bf16_to_f32(((const uint16_t *)a)[i]), tt_bf16_to_f32(((const uint16_t *)b)[i]));
+        uint16_t h = tt_f32_to_bf16(r);
+        memcpy(out, &h, 2);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+static int is_nan_elem(tutti_dtype_t t, const void *p)
+{
+    switch (t) {
+    case TUTTI_FP32: { float f; memcpy(&f, p, 4); return isnan(f); }
+    case TUTTI_FP64: { double d; memcpy(&d, p, 8); return isnan(d); }
+    case TUTTI_FP16: { uint16_t h; memcpy(&h, p, 2); return isnan(tt_fp16_to_f32(h)); }
+    case TUTTI_BF16: { uint16_t h; memcpy(&h, p, 2); return isnan(tt_bf16_to_f32(h)); }
+    default: return 0;
+    }
+}
+
+/* Random bytes, with float special values sprinkled in. */
+static void fill(tutti_dtype_t t, void *buf, size_t n, unsigned *seed)
+{
+    size_t size = tutti_dtype_size(t);
+    unsigned char *p = buf;
+    for (size_t i = 0; i < n * size; i++)
+        p[i] = (unsigned char)rand_r(seed);
+    for (size_t i = 0; i < n; i++) {
+        int pick = rand_r(seed) % 12;
+        if (t == TUTTI_FP32) {
+            static const float sp[] = {NAN, INFINITY, -INFINITY, 1e-40f, -0.0f, 3.0f, 1e30f};
+            float v = pick < 7 ? sp[pick] : (float)(rand_r(seed) % 2001 - 1000) / 8;
+            memcpy(p + i * 4, &v, 4);
+        } else if (t == TUTTI_FP64) {
+            static const double sp[] = {NAN, INFINITY, -INFINITY, 1e-310, -0.0, 3.0, 1e300};
+            double v = pick < 7 ? sp[pick] : (double)(rand_r(seed) % 2001 - 1000) / 8;
+            memcpy(p + i * 8, &v, 8);
+        } else if ((t == TUTTI_FP16 || t == TUTTI_BF16) && pick < 6) {
+            /* NaN, Inf, a subnormal, -0, max finite; else random bits */
+            static const uint16_t h16[] = {0x7e00, 0x7c00, 0x0003, 0x8000, 0x7bff, 0x3c00};
+            static const uint16_t b16[] = {0x7fc0, 0x7f80, 0x0005, 0x8000, 0x7f7f, 0x3f80};
+            memcpy(p + i * 2, t == TUTTI_FP16 ? &h16[pick] : &b16[pick], 2);
+        }
+    }
+}
+
+START_TEST(kernels_match_the_reference)
+{
+    tt_isa_t isa = (tt_isa_t)_i;
+    unsigned seed = 1234u + (unsigned)_i;
+    char *a = malloc(8 * 1100 + 16), *b = malloc(8 * 1100 + 16), *d = malloc(8 * 1100 + 16);
+    for (int t = 0; t < TUTTI_NUM_DTYPES; t++)
+        for (int op = 0; op < TUTTI_NUM_OPS; op++) {
+            tt_reduce_fn fn = tt_reduce_get_isa(isa, (tutti_dtype_t)t, (tutti_op_t)op);
+            ck_assert_ptr_nonnull(fn);
+            size_t size = tutti_dtype_size((tutti_dtype_t)t);
+            for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+                for (int misalign = 0; misalign < 3; misalign++) {
+                    size_t n = lengths[li];
+                    char *pa = a + misalign, *pb = b + 2 * misalign, *pd = d + 3 * misalign;
+                    fill((tutti_dtype_t)t, pa, n, &seed);
+                    fill((tutti_dtype_t)t, pb, n, &seed);
+                    int in_place = li % 2;
+                    if (in_place)
+                        pd = pa;
+                    char *copy_a = malloc(n * size + 1);
+                    memcpy(copy_a, pa, n * size);
+                    fn(pd, pa, pb, n);
+                    for (size_t i = 0; i < n; i++) {
+                        char want[8];
+                        reference((tutti_dtype_t)t, (tutti_op_t)op, copy_a, pb, i, want);
+                        int both_nan = is_nan_elem((tutti_dtype_t)t, want) && is_nan_elem((tutti_dtype_t)t, pd + i * size);
+                        ck_assert_msg(both_nan || memcmp(want, pd + i * size, size) == 0,
+                                      "%s %s %s n=%zu element %zu differs", tt_isa_name(isa),
+                                      tutti_dtype_name((tutti_dtype_t)t), tutti_op_name((tutti_op_t)op), n, i);
+                    }
+                    free(copy_a);
+                }
+        }
+    free(a);
+    free(b);
+    free(d);
+}
+END_TEST
+
+START_TEST(portable_kernels_always_exist_and_avg_divides)
+{
+    ck_assert(tt_isa_usable(TT_ISA_PORTABLE));
+    ck_assert_ptr_nonnull(tt_reduce_get(TUTTI_FP32, TUTTI_SUM));
+    int32_t iv[3] = {7, -7, 9};
+    tt_reduce_avg_finish(iv, 3, TUTTI_INT32, 2);
+    ck_assert_int_eq(iv[0], 3);
+    ck_assert_int_eq(iv[1], -3);
+    ck_assert_int_eq(iv[2], 4);
+    uint16_t h = tt_f32_to_fp16(3.0f);
+    tt_reduce_avg_finish(&h, 1, TUTTI_FP16, 2);
+    ck_assert(tt_fp16_to_f32(h) == 1.5f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("reduce");
+    TCase *tc = tcase_create("reduce");
+    tcase_set_timeout(tc, 120);
+    for (int isa = 0; isa < TT_ISA_COUNT; isa++) {
+        if (tt_isa_usable((tt_isa_t)isa))
+            tcase_add_loop_test(tc, kernels_match_the_reference, isa, isa + 1);
+        else
+            fprintf(stderr, "reduce: %s kernels are not usable on this CPU or build: not tested here\n",
+                    tt_isa_name((tt_isa_t)isa));
+    }
+    tcase_add_test(tc, portable_kernels_always_exist_and_avg_divides);
+    suite_add_tcase(s, tc);
+    return tt_run_suite(s);
+}

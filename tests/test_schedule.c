@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Schedule builders, checked two ways: structural facts of the ring, and the
+ * simulator running every algorithm for nranks 1..12, counts 0, 1, 7, 1000,
+ * 65537 and a few million, every dtype and op, several slice/lane cuts,
+ * compared with the reduction computed here rank by rank.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo.h"
+#include "half.h"
+#include "harness.h"
+#include "reduce.h"
+#include "sim.h"
+
+typedef struct {
+    tt_coll_t coll;
+    int p, root, in_place;
+    size_t count;
+    tutti_dtype_t dtype;
+    tutti_op_t op;
+    int nslices, nlanes;
+} case_t;
+
+/* Elements of each rank's input and output buffers. */
+static void buffer_counts(const case_t *c, size_t *in, size_t *out)
+{
+    size_t n = c->count, pn = n * (size_t)c->p;
+    switch (c->coll) {
+    case TT_COLL_REDUCE_SCATTER: *in = pn; *out = n; break;
+    case TT_COLL_ALLGATHER: *in = n; *out = pn; break;
+    case TT_COLL_ALLTOALL: *in = *out = pn; break;
+    default: *in = *out = n; break;
+    }
+}
+
+/* Input element index for rank r's input position i (so the expected
+ * values can be named without the buffers). */
+static void run_case(const case_t *c)
+{
+    size_t elem = tutti_dtype_size(c->dtype), nin, nout;
+    buffer_counts(c, &nin, &nout);
+    int p = c->p;
+    tt_sim_t sim = {.nranks = p, .elem = elem, .dtype = c->dtype, .op = c->op, .nslices = c->nslices,
+                    .nlanes = c->nlanes, .seed = (unsigned)(c->count * 31 + (size_t)p)};
+    sim.in = calloc((size_t)p, sizeof(char *));
+    sim.out = calloc((size_t)p, sizeof(char *));
+    for (int r = 0; r < p; r++) {
+        sim.out[r] = calloc(nout + nin + 1, elem);
+        /* In place, the input lives inside the output as the API defines. */
+        size_t in_off = c->coll == TT_COLL_ALLGATHER ? (size_t)r * c->count : 0;
+        sim.in[r] = c->in_place ? sim.out[r] + in_off * elem : calloc(nin + 1, elem);
+        size_t base = c->coll == TT_COLL_ALLGATHER ? (size_t)r * c->count : 0;
+        for (size_t i = 0; i < nin; i++)
+            tt_test_value(c->dtype, c->op, sim.in[r], i, r, base + i);
+    }
+    /* reduce_scatter in place: rank r's output is its input block r. */
+    char **outs = calloc((size_t)p, sizeof(char *));
+    for (int r = 0; r < p; r++)
+        outs[r] = c->in_place && c->coll == TT_COLL_REDUCE_SCATTER ? sim.in[r] + (size_t)r * c->count * elem : sim.out[r];
+    char **saved_out = sim.out;
+    sim.out = outs;
+    tt_coll_args_t args = {.coll = c->coll, .nranks = p, .root = c->root, .count = c->count, .in_place = c->in_place};
+    const tt_algorithm_t *algo = tt_algo_for(c->coll);
+    int rc = tt_sim_run(&sim, algo, args);
+    ck_assert_msg(rc == 0, "%s p=%d count=%zu %s %s slices=%d lanes=%d in_place=%d: %s", tt_coll_name(c->coll), p,
+                  c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op), c->nslices, c->nlanes, c->in_place,
+                  sim.error);
+
+    tt_reduce_fn reduce = tt_reduce_get(c->dtype, c->op);
+    char *want = malloc((nout + 1) * elem), *term = malloc((nout + 1) * elem);
+    for (int r = 0; r < p; r++) {
+        size_t n = c->count, check_n = nout;
+        switch (c->coll) {
+        case TT_COLL_ALLREDUCE:
+        case TT_COLL_REDUCE:
+        case TT_COLL_REDUCE_SCATTER: {
+            if (c->coll == TT_COLL_REDUCE && r != c->root)
+                continue;
+            size_t base = c->coll == TT_COLL_REDUCE_SCATTER ? (size_t)r * n : 0;
+            for (size_t i = 0; i < n; i++)
+                tt_test_value(c->dtype, c->op, want, i, 0, base + i);
+            for (int q = 1; q < p; q++) {
+                for (size_t i = 0; i < n; i++)
+                    tt_test_value(c->dtype, c->op, term, i, q, base + i);
+                reduce(want, want, term, n);
+            }
+            check_n = n;
+            break;
+        }
+        case TT_COLL_ALLGATHER:
+            for (size_t i = 0; i < nout; i++)
+                tt_test_value(c->dtype, c->op, want, i, (int)(i / n), i);
+            break;
+        case TT_COLL_BROADCAST:
+            for (size_t i = 0; i < n; i++)
+                tt_test_value(c->dtype, c->op, want, i, c->root, i);
+            break;
+        case TT_COLL_ALLTOALL:
+            for (size_t i = 0; i < nout; i++)
+                tt_test_value(c->dtype, c->op, want, i, (int)(i / n), (size_t)r * n + i % n);
+            break;
+        default:
+            check_n = 0;
+        }
+        ck_assert_msg(memcmp(want, outs[r], check_n * elem) == 0, "%s p=%d count=%zu %s %s slices=%d: rank %d wrong",
+                      tt_coll_name(c->coll), p, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op),
+                      c->nslices, r);
+    }
+    free(want);
+    free(term);
+    for (int r = 0; r < p; r++) {
+        if (!c->in_place)
+            free(sim.in[r]);
+        free(saved_out[r]);
+    }
+    free(outs);
+    free(sim.in);
+    free(saved_out);
+}
+
+static const tt_coll_t reducing[] = {TT_COLL_ALLREDUCE, TT_COLL_REDUCE_SCATTER, TT_COLL_REDUCE};
+static const tt_coll_t moving[] = {TT_COLL_ALLGATHER, TT_COLL_BROADCAST, TT_COLL_ALLTOALL, TT_COLL_BARRIER};
+
+/* _i is nranks. */
+START_TEST(every_algorithm_every_dtype_and_op)
+{
+    int p = _i;
+    static const size_t counts[] = {0, 1, 7, 1000};
+    for (size_t ci = 0; ci < 4; ci++)
+        for (int t = 0; t < TUTTI_NUM_DTYPES; t++) {
+            for (int op = 0; op < TUTTI_NUM_OPS; op++) {
+                if (op == TUTTI_AVG)
+                    continue; /* avg is sum plus a division outside the schedule */
+                for (size_t k = 0; k < 3; k++) {
+                    case_t c = {reducing[k], p, (int)(counts[ci] % (size_t)p), (int)((ci + (size_t)t) % 2), counts[ci],
+                                (tutti_dtype_t)t, (tutti_op_t)op, 1 + (int)((ci + (size_t)op) % 3), 1 + t % 4};
+                    run_case(&c);
+                }
+            }
+            for (size_t k = 0; k < 4; k++) {
+                case_t c = {moving[k], p, p - 1, (int)((ci + k) % 2), counts[ci], (tutti_dtype_t)t, TUTTI_SUM,
+                            1 + (int)(ci % 3), 1 + (int)k};
+                run_case(&c);
+            }
+        }
+}
+END_TEST
+
+START_TEST(large_counts_with_many_slices)
+{
+    int p = _i;
+    for (size_t k = 0; k < 3; k++) {
+        case_t c = {reducing[k], p, p / 2, p % 2, 65537, p % 2 ? TUTTI_FP16 : TUTTI_INT32, TUTTI_SUM, 7, 4};
+        run_case(&c);
+    }
+    for (size_t k = 0; k < 3; k++) {
+        case_t c = {moving[k], p, 0, (p + 1) % 2, 65537, TUTTI_FP64, TUTTI_SUM, 5, 3};
+        run_case(&c);
+    }
+}
+END_TEST
+
+START_TEST(a_few_million_elements)
+{
+    int ps[] = {3, 8};
+    for (int i = 0; i < 2; i++) {
+        case_t c = {TT_COLL_ALLREDUCE, ps[i], 0, i, 3000017, TUTTI_FP32, TUTTI_SUM, 12, 4};
+        run_case(&c);
+        case_t g = {TT_COLL_ALLGATHER, ps[i], 0, 0, 3000017 / (size_t)ps[i], TUTTI_BF16, TUTTI_SUM, 9, 4};
+        run_case(&g);
+    }
+}
+END_TEST
+
+START_TEST(ring_allreduce_structure)
+{
+    for (int p = 2; p <= 9; p++)
+        for (int r = 0; r < p; r++) {
+            tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .rank = r, .count = 1000};
+            tt_sched_t s;
+            ck_assert_int_eq(tt_algo_build(&a, &s), TUTTI_SUCCESS);
+            ck_assert_int_eq(s.nrounds, 2 * (p - 1));
+            size_t moved = 0;
+            for (int k = 0; k < s.nrounds; k++) {
+                int n;
+                const tt_step_t *st = tt_sched_round_steps(&s, k, &n);
+                ck_assert_int_eq(n, 2);
+                ck_assert_int_eq(st[0].kind, TT_STEP_SEND);
+                ck_assert_int_eq(st[0].peer, (r + 1) % p);
+                ck_assert_int_eq(st[1].kind, k < p - 1 ? TT_STEP_RECV_REDUCE : TT_STEP_RECV);
+                ck_assert_int_eq(st[1].peer, (r + p - 1) % p);
+                moved += st[0].src.count;
+            }
+            /* Each rank sends 2 (p - 1) / p of the data: bandwidth-optimal. */
+            ck_assert_uint_le(moved, 2 * 1000 * (size_t)(p - 1) / (size_t)p + 2 * (size_t)p);
+            ck_assert_uint_ge(moved, 2 * 1000 * (size_t)(p - 1) / (size_t)p - 2 * (size_t)p);
+            tt_sched_free(&s);
+        }
+}
+END_TEST
+
+START_TEST(dissemination_barrier_takes_ceil_log2_rounds)
+{
+    int expect[] = {0, 0, 1, 2, 2, 3, 3, 3, 3, 4};
+    for (int p = 1; p <= 9; p++) {
+        tt_coll_args_t a = {.coll = TT_COLL_BARRIER, .nranks = p, .rank = 0};
+        tt_sched_t s;
+        ck_assert_int_eq(tt_algo_build(&a, &s), TUTTI_SUCCESS);
+        ck_assert_int_eq(s.nrounds, expect[p]);
+        tt_sched_free(&s);
+    }
+}
+END_TEST
+
+START_TEST(send_recv_pair_in_the_simulator)
+{
+    /* A send on rank 0 and the matching receive on rank 1 are one schedule
+     * each; simulate them as a two-rank "collective". */
+    tt_sched_t s0, s1;
+    tt_coll_args_t a0 = {.coll = TT_COLL_SEND, .nranks = 2, .rank = 0, .root = 1, .count = 77};
+    tt_coll_args_t a1 = {.coll = TT_COLL_RECV, .nranks = 2, .rank = 1, .root = 0, .count = 77};
+    ck_assert_int_eq(tt_algo_build(&a0, &s0), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_algo_build(&a1, &s1), TUTTI_SUCCESS);
+    ck_assert_int_eq(s0.steps[0].kind, TT_STEP_SEND);
+    ck_assert_int_eq(s1.steps[0].kind, TT_STEP_RECV);
+    ck_assert_uint_eq(s0.steps[0].src.count, s1.steps[0].dst.count);
+    tt_sched_free(&s0);
+    tt_sched_free(&s1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("schedule");
+    TCase *tc = tcase_create("schedule");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, ring_allreduce_structure);
+    tcase_add_test(tc, dissemination_barrier_takes_ceil_log2_rounds);
+    tcase_add_test(tc, send_recv_pair_in_the_simulator);
+    tcase_add_loop_test(tc, every_algorithm_every_dtype_and_op, 1, 13);
+    tcase_add_loop_test(tc, large_counts_with_many_slices, 1, 13);
+    tcase_add_test(tc, a_few_million_elements);
+    suite_add_tcase(s, tc);
+    return tt_run_suite(s);
+}
