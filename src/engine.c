@@ -18,6 +18,7 @@
 #include "log.h"
 
 #define ALIVE_CHECK_NS 20000000  /* 20 ms between peer liveness scans when idle */
+#define CAUSE_WAIT_MS 200         /* how long a report waits to see why a peer aborted */
 #define SPIN_BEFORE_YIELD 64
 #define YIELD_BEFORE_SLEEP 2048
 
@@ -139,18 +140,55 @@ static tutti_status_t lane_advance(run_t *run, lane_t *lane, int channel)
     }
 }
 
-/* Scans every peer; writes the ranks that are gone into out. */
-static int gone_peers(tutti_comm_t comm, char *out, size_t len)
+/* Appends rank to a "2, 5" list. */
+static void list_add(char *list, size_t len, int rank)
 {
-    int n = 0;
-    size_t used = 0;
-    out[0] = '\0';
-    for (int r = 0; r < comm->nranks; r++)
-        if (comm->peers[r].ops && comm->peers[r].ops->alive(comm->peers[r].conn)) {
-            used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s%d", n ? ", " : "", r);
-            n++;
+    size_t used = strlen(list);
+    snprintf(list + used, len - used, "%s%d", used ? ", " : "", rank);
+}
+
+/*
+ * Scans every peer. Writes what is known about the lost ones: ranks that
+ * died first (the cause), then ranks that gave up because of an error.
+ * Returns the number of lost peers; negative (and writes nothing) when
+ * only aborted peers are seen and allow_aborted_only is 0.
+ */
+static int lost_peers_scan(tutti_comm_t comm, char *out, size_t len, int allow_aborted_only)
+{
+    char died[128] = "", aborted[128] = "";
+    int ndied = 0, naborted = 0;
+    for (int r = 0; r < comm->nranks; r++) {
+        if (!comm->peers[r].ops)
+            continue;
+        tutti_status_t st = comm->peers[r].ops->alive(comm->peers[r].conn);
+        if (st == TUTTI_ERR_ABORTED) {
+            list_add(aborted, sizeof aborted, r);
+            naborted++;
+        } else if (st) {
+            list_add(died, sizeof died, r);
+            ndied++;
         }
-    return n;
+    }
+    out[0] = '\0';
+    if (ndied == 0 && naborted > 0 && !allow_aborted_only)
+        return -naborted; /* the cause is not visible yet */
+    if (ndied)
+        snprintf(out, len, "%s %s died or lost %s connection%s", ndied > 1 ? "ranks" : "rank", died,
+                 ndied > 1 ? "their" : "its", naborted ? "; " : "");
+    if (naborted)
+        snprintf(out + strlen(out), len - strlen(out), "%s %s aborted after an error", naborted > 1 ? "ranks" : "rank",
+                 aborted);
+    return ndied + naborted;
+}
+
+static int lost_peers(tutti_comm_t comm, char *out, size_t len)
+{
+    return lost_peers_scan(comm, out, len, 0);
+}
+
+static int lost_peers_final(tutti_comm_t comm, char *out, size_t len)
+{
+    return lost_peers_scan(comm, out, len, 1);
 }
 
 static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, int idx)
@@ -175,10 +213,41 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
     if (st == TUTTI_ERR_TIMEOUT)
         return tt_comm_error(comm, st, "%s: no progress for %lld ms (TUTTI_TIMEOUT); %s", call,
                              (long long)comm->timeout_ms, where);
-    if (gone_peers(comm, gone, sizeof gone) > 0)
-        return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED, "%s: rank %s failed (died or aborted); %s",
-                             call, gone, where);
+    /* A peer aborts because of something: usually another rank died and
+     * this rank's connections to it are still closing. Look again briefly
+     * so the report names the cause, not only who gave up. */
+    int lost = lost_peers(comm, gone, sizeof gone);
+    for (int64_t until = tt_now_ms() + CAUSE_WAIT_MS; lost < 0 && tt_now_ms() < until;) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+        lost = lost_peers(comm, gone, sizeof gone);
+    }
+    if (lost < 0)
+        lost = lost_peers_final(comm, gone, sizeof gone);
+    if (lost > 0)
+        return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED, "%s: %s; %s", call, gone, where);
     return tt_comm_error(comm, st, "%s: %s; %s", call, tutti_strerror(st), where);
+}
+
+/* Reports the most telling failed request: one that received another
+ * call's header, else the first failure found. */
+static tutti_status_t report_failure(run_t *run)
+{
+    const lane_t *first_lane = NULL;
+    int first = -1;
+    for (int l = 0; l < run->nlanes; l++)
+        for (int i = 0; i < run->lanes[l].npending; i++) {
+            const tt_req_t *req = &run->lanes[l].reqs[i];
+            if (req->state != TT_REQ_FAILED)
+                continue;
+            if (req->status == TUTTI_ERR_MISMATCH && req->got.magic == TT_MSG_MAGIC)
+                return report(run, req->status, &run->lanes[l], i);
+            if (first < 0) {
+                first_lane = &run->lanes[l];
+                first = i;
+            }
+        }
+    return report(run, first_lane->reqs[first].status, first_lane, first);
 }
 
 static void idle_wait(int *idle)
@@ -212,7 +281,7 @@ static tutti_status_t run_loop(run_t *run)
             int done = 1;
             for (int i = 0; i < lane->npending; i++) {
                 if (lane->reqs[i].state == TT_REQ_FAILED)
-                    return report(run, lane->reqs[i].status, lane, i);
+                    return report_failure(run);
                 done &= lane->reqs[i].state == TT_REQ_DONE;
             }
             if (done) {
@@ -234,7 +303,7 @@ static tutti_status_t run_loop(run_t *run)
         if (now >= next_alive) {
             char gone[256];
             next_alive = now + ALIVE_CHECK_NS;
-            if (gone_peers(comm, gone, sizeof gone) > 0)
+            if (lost_peers_final(comm, gone, sizeof gone) > 0)
                 for (int l = 0; l < run->nlanes; l++)
                     if (run->lanes[l].slice >= 0 && run->lanes[l].npending > 0)
                         return report(run, TUTTI_ERR_PEER_FAILED, &run->lanes[l], 0);

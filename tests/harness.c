@@ -44,7 +44,7 @@ void tt_spawn_ranks(int nranks, tt_rank_fn fn, void *arg, pid_t *pids)
             int rc = fn(comm, r, nranks, arg);
             if (rc == 0 && tutti_comm_destroy(comm) != TUTTI_SUCCESS)
                 rc = 101;
-            _exit(rc);
+            _exit(rc < 0 ? 0 : rc);
         }
         pids[r] = pid;
     }

@@ -8,7 +8,8 @@
 
 #include "tutti.h"
 
-/* Body of one rank; returns 0 on success. */
+/* Body of one rank: 0 on success (the harness then destroys comm), -1 on
+ * success when the body destroyed or aborted comm itself, else a failure code. */
 typedef int (*tt_rank_fn)(tutti_comm_t comm, int rank, int nranks, void *arg);
 
 /*

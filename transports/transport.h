@@ -108,9 +108,10 @@ typedef struct {
     /* Moves whatever can move without blocking; sets *progressed if any did.
      * A failure of the connection fails its pending requests and is returned. */
     tutti_status_t (*progress)(void *conn, int *progressed);
-    /* TUTTI_ERR_PEER_FAILED once the peer process is gone or has aborted. */
+    /* TUTTI_SUCCESS while the peer runs; TUTTI_ERR_ABORTED once it gave up
+     * (its abort op ran); TUTTI_ERR_PEER_FAILED once it died or vanished. */
     tutti_status_t (*alive)(void *conn);
-    /* Tells the peer this rank gives up (it sees TUTTI_ERR_PEER_FAILED). */
+    /* Tells the peer this rank gives up (its alive op then says ABORTED). */
     void (*abort)(void *conn);
     void (*close)(void *conn);
     void (*finalize)(void *ctx);

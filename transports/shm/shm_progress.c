@@ -19,7 +19,8 @@ static tt_shm_slot_hdr_t *slot_at(const tt_shm_conn_t *c, const tt_shm_side_t *s
 
 static void fail_all(tt_shm_conn_t *c, tutti_status_t st)
 {
-    c->failed = 1;
+    if (!c->failed)
+        c->failed = st;
     for (int i = 0; i < c->nchannels; i++) {
         for (tt_req_t *r = c->out[i].reqs; r; r = r->next)
             tt_req_finish(r, st);
@@ -33,10 +34,9 @@ tutti_status_t tt_shm_isend(void *connp, int channel, tt_req_t *req)
 {
     tt_shm_conn_t *c = connp;
     if (c->failed)
-        return TUTTI_ERR_PEER_FAILED;
+        return c->failed;
     req->state = TT_REQ_PENDING;
     req->done = 0;
-    req->got.magic = 0; /* "no piece pushed yet", so empty messages get one slot */
     tt_req_queue_push(&c->out[channel].reqs, req);
     return TUTTI_SUCCESS;
 }
@@ -45,7 +45,7 @@ tutti_status_t tt_shm_irecv(void *connp, int channel, tt_req_t *req)
 {
     tt_shm_conn_t *c = connp;
     if (c->failed)
-        return TUTTI_ERR_PEER_FAILED;
+        return c->failed;
     req->state = TT_REQ_PENDING;
     req->done = 0;
     tt_req_queue_push(&c->in[channel].reqs, req);
@@ -67,7 +67,6 @@ static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
         slot->nbytes = n;
         memcpy(slot + 1, r->buf + r->done, n);
         r->done += n;
-        r->got.magic = 1;
         atomic_store_explicit(&side->q->head, ++head, memory_order_release);
         *progressed = 1;
         if (r->done == r->len) {
@@ -112,10 +111,10 @@ tutti_status_t tt_shm_progress(void *connp, int *progressed)
 {
     tt_shm_conn_t *c = connp;
     if (c->failed)
-        return TUTTI_ERR_PEER_FAILED;
+        return c->failed;
     for (int i = 0; i < c->nchannels; i++) {
         if (c->in[i].reqs && pull_some(c, &c->in[i], progressed)) {
-            fail_all(c, TUTTI_ERR_PEER_FAILED);
+            fail_all(c, TUTTI_ERR_MISMATCH);
             return TUTTI_ERR_MISMATCH;
         }
         if (c->out[i].reqs)
@@ -127,15 +126,17 @@ tutti_status_t tt_shm_progress(void *connp, int *progressed)
 tutti_status_t tt_shm_alive(void *connp)
 {
     tt_shm_conn_t *c = connp;
-    if (c->failed)
-        return TUTTI_ERR_PEER_FAILED;
-    int gone = 0;
-    if (c->pidfd >= 0) {
-        struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
-        gone = poll(&p, 1, 0) > 0;
+    if (c->failed == TUTTI_ERR_ABORTED || c->failed == TUTTI_ERR_PEER_FAILED)
+        return c->failed;
+    /* The abort flag first: a rank that gave up and then exited aborted. */
+    if (atomic_load_explicit(&c->peer_seg->aborted, memory_order_acquire)) {
+        TT_DEBUG(TT_SUB_NET, "shm: rank %d aborted", c->peer);
+        fail_all(c, TUTTI_ERR_ABORTED);
+        return TUTTI_ERR_ABORTED;
     }
-    if (gone || atomic_load_explicit(&c->peer_seg->aborted, memory_order_acquire)) {
-        TT_DEBUG(TT_SUB_NET, "shm: rank %d %s", c->peer, gone ? "exited" : "aborted");
+    struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
+    if (c->pidfd >= 0 && poll(&p, 1, 0) > 0) {
+        TT_DEBUG(TT_SUB_NET, "shm: rank %d exited", c->peer);
         fail_all(c, TUTTI_ERR_PEER_FAILED);
         return TUTTI_ERR_PEER_FAILED;
     }

@@ -7,6 +7,10 @@
 #include "transport.h"
 
 #define TT_TCP_BOUNCE_BYTES (256 * 1024)
+/* Urgent byte an aborting rank sends before closing, so peers can tell
+ * "gave up" from "died" (a killed process sends none). Best effort: with a
+ * full send buffer the byte is dropped and the peer reports "died". */
+#define TT_TCP_ABORT_BYTE 'A'
 
 typedef struct {
     int fd;
@@ -21,7 +25,7 @@ typedef struct {
 typedef struct {
     int peer;
     int nchannels;
-    int failed;
+    tutti_status_t failed; /* why the connection is unusable, or 0 */
     tt_tcp_chan_t ch[TT_MAX_CHANNELS];
 } tt_tcp_conn_t;
 

@@ -9,13 +9,27 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include "log.h"
 #include "tcp.h"
 
+/* After a closed or broken socket: did the peer abort, or die? */
+static tutti_status_t loss_reason(const tt_tcp_conn_t *c)
+{
+    for (int i = 0; i < c->nchannels; i++) {
+        char b;
+        if (recv(c->ch[i].fd, &b, 1, MSG_OOB | MSG_DONTWAIT) == 1 && b == TT_TCP_ABORT_BYTE)
+            return TUTTI_ERR_ABORTED;
+    }
+    return TUTTI_ERR_PEER_FAILED;
+}
+
 static void conn_fail(tt_tcp_conn_t *c, tutti_status_t st)
 {
-    c->failed = 1;
+    if (!c->failed)
+        c->failed = st == TUTTI_ERR_PEER_FAILED ? loss_reason(c) : st;
     for (int i = 0; i < c->nchannels; i++) {
         for (tt_req_t *r = c->ch[i].sendq; r; r = r->next)
             tt_req_finish(r, st);
@@ -30,7 +44,7 @@ tutti_status_t tt_tcp_isend(void *connp, int channel, tt_req_t *req)
 {
     tt_tcp_conn_t *c = connp;
     if (c->failed)
-        return TUTTI_ERR_PEER_FAILED;
+        return c->failed;
     req->state = TT_REQ_PENDING;
     req->done = 0;
     tt_req_queue_push(&c->ch[channel].sendq, req);
@@ -41,7 +55,7 @@ tutti_status_t tt_tcp_irecv(void *connp, int channel, tt_req_t *req)
 {
     tt_tcp_conn_t *c = connp;
     if (c->failed)
-        return TUTTI_ERR_PEER_FAILED;
+        return c->failed;
     if (req->combine && !c->ch[channel].bounce) {
         c->ch[channel].bounce = malloc(TT_TCP_BOUNCE_BYTES);
         if (!c->ch[channel].bounce)
@@ -108,7 +122,7 @@ static void bounce_drain(tt_tcp_chan_t *ch, tt_req_t *r, int final)
     }
 }
 
-static int recv_some(tt_tcp_conn_t *c, tt_tcp_chan_t *ch, int *progressed)
+static int recv_some(tt_tcp_chan_t *ch, int *progressed)
 {
     while (ch->recvq) {
         tt_req_t *r = ch->recvq;
@@ -128,7 +142,6 @@ static int recv_some(tt_tcp_conn_t *c, tt_tcp_chan_t *ch, int *progressed)
                 /* The stream can no longer be parsed: fail the connection. */
                 tt_req_finish(r, TUTTI_ERR_MISMATCH);
                 ch->recvq = r->next;
-                c->failed = 1;
                 return -2;
             }
         }
@@ -166,12 +179,12 @@ tutti_status_t tt_tcp_progress(void *connp, int *progressed)
 {
     tt_tcp_conn_t *c = connp;
     if (c->failed)
-        return TUTTI_ERR_PEER_FAILED;
+        return c->failed;
     for (int i = 0; i < c->nchannels; i++) {
         tt_tcp_chan_t *ch = &c->ch[i];
-        int rc = ch->recvq ? recv_some(c, ch, progressed) : 0;
-        if (rc == -2) {
-            conn_fail(c, TUTTI_ERR_PEER_FAILED);
+        int rc = ch->recvq ? recv_some(ch, progressed) : 0;
+        if (rc == -2) { /* the stream can no longer be parsed */
+            conn_fail(c, TUTTI_ERR_MISMATCH);
             return TUTTI_ERR_MISMATCH;
         }
         if (rc == 0 && ch->sendq)
@@ -180,7 +193,7 @@ tutti_status_t tt_tcp_progress(void *connp, int *progressed)
             TT_DEBUG(TT_SUB_NET, "tcp: connection to rank %d lost: %s", c->peer,
                      errno ? strerror(errno) : "closed by peer");
             conn_fail(c, TUTTI_ERR_PEER_FAILED);
-            return TUTTI_ERR_PEER_FAILED;
+            return c->failed;
         }
     }
     return TUTTI_SUCCESS;
@@ -189,16 +202,21 @@ tutti_status_t tt_tcp_progress(void *connp, int *progressed)
 tutti_status_t tt_tcp_alive(void *connp)
 {
     tt_tcp_conn_t *c = connp;
-    if (c->failed)
-        return TUTTI_ERR_PEER_FAILED;
+    if (c->failed == TUTTI_ERR_ABORTED || c->failed == TUTTI_ERR_PEER_FAILED)
+        return c->failed;
     for (int i = 0; i < c->nchannels; i++) {
         char b;
-        /* Only an idle receive side can be peeked without stealing data the
-         * progress loop is parsing; a closed socket reads as 0 either way. */
+        /* The connection state tells a closed peer even when its last data
+         * is still unread ahead of the FIN; the peek catches errors. */
+        struct tcp_info info;
+        socklen_t len = sizeof info;
+        int closed = getsockopt(c->ch[i].fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 &&
+                     (info.tcpi_state == TCP_CLOSE_WAIT || info.tcpi_state == TCP_CLOSE);
         ssize_t n = recv(c->ch[i].fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        TT_TRACE(TT_SUB_NET, "tcp: rank %d channel %d state %d peek %zd", c->peer, i, (int)info.tcpi_state, n);
+        if (closed || n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
             conn_fail(c, TUTTI_ERR_PEER_FAILED);
-            return TUTTI_ERR_PEER_FAILED;
+            return c->failed;
         }
     }
     return TUTTI_SUCCESS;

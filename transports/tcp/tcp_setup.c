@@ -151,9 +151,12 @@ undo_conns:
 static void tcp_abort(void *connp)
 {
     tt_tcp_conn_t *c = connp;
+    char urgent = TT_TCP_ABORT_BYTE;
     for (int i = 0; i < c->nchannels; i++)
-        if (c->ch[i].fd >= 0)
+        if (c->ch[i].fd >= 0) {
+            send(c->ch[i].fd, &urgent, 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT);
             shutdown(c->ch[i].fd, SHUT_RDWR);
+        }
 }
 
 static void tcp_close(void *connp)
