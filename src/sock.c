@@ -80,6 +80,10 @@ tutti_status_t tt_sock_parse_addr(const char *text, tt_sockaddr_t *addr)
 void tt_sock_addr_str(const tt_sockaddr_t *addr, char *out, size_t outlen)
 {
     char host[INET6_ADDRSTRLEN] = "?";
+    if (addr->u.sa.sa_family != AF_INET && addr->u.sa.sa_family != AF_INET6) {
+        snprintf(out, outlen, "a local socket");
+        return;
+    }
     if (addr->u.sa.sa_family == AF_INET6) {
         inet_ntop(AF_INET6, &addr->u.in6.sin6_addr, host, sizeof host);
         snprintf(out, outlen, "[%s]:%u", host, ntohs(addr->u.in6.sin6_port));

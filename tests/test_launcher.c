@@ -1,1 +1,177 @@
-int main(void){return 0;}
+/* SPDX-License-Identifier: MIT */
+/*
+ * tutti-run: environment, tagged output, exit status, a dying rank stopping
+ * the others with a message naming it, and no process outliving the job,
+ * even when tutti-run itself is killed.
+ */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char builddir[512], workdir[512];
+
+static void setup(void)
+{
+    const char *b = getenv("TT_BUILDDIR");
+    snprintf(builddir, sizeof builddir, "%s", b ? b : ".");
+    snprintf(workdir, sizeof workdir, "/tmp/tutti-launcher-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(workdir));
+}
+
+static void teardown(void)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", workdir);
+}
+
+/* Runs tutti-run with args, capturing stdout+stderr into out; returns its status. */
+static int launch(const char *args, char *out, size_t outlen)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s/tutti-run' %s 2>&1", builddir, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, outlen - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static pid_t read_pid(int rank)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/pid.%d", workdir, rank);
+    FILE *f = fopen(path, "r");
+    int pid = -1;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = -1;
+        fclose(f);
+    }
+    return pid;
+}
+
+/* True once no process with that pid exists (zombies count as gone). */
+static int gone_within(pid_t pid, int ms)
+{
+    for (int t = 0; t < ms; t += 10) {
+        char path[64], state = 0;
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return 1;
+        int scanned = fscanf(f, "%*d %*s %c", &state);
+        fclose(f);
+        if (scanned == 1 && state == 'Z')
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+START_TEST(sets_the_environment_and_tags_output)
+{
+    char out[8192], args[2048];
+    snprintf(args, sizeof args, "-n 4 --nodes 2 --tag-output '%s/tests/fault-rank' echo '%s'", builddir, workdir);
+    ck_assert_int_eq(launch(args, out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "[0] hello from rank 0 of 4 node 0"));
+    ck_assert_ptr_nonnull(strstr(out, "[1] hello from rank 1 of 4 node 0"));
+    ck_assert_ptr_nonnull(strstr(out, "[2] hello from rank 2 of 4 node 1"));
+    ck_assert_ptr_nonnull(strstr(out, "[3] hello from rank 3 of 4 node 1"));
+}
+END_TEST
+
+START_TEST(propagates_the_first_failing_exit_code)
+{
+    char out[8192], args[2048];
+    snprintf(args, sizeof args, "-n 3 --grace 0.2 '%s/tests/fault-rank' exit7 '%s'", builddir, workdir);
+    ck_assert_int_eq(launch(args, out, sizeof out), 7);
+    ck_assert_ptr_nonnull(strstr(out, "rank 1"));
+    ck_assert_ptr_nonnull(strstr(out, "exited with status 7"));
+    for (int r = 0; r < 3; r++)
+        ck_assert_msg(gone_within(read_pid(r), 2000), "rank %d outlived tutti-run", r);
+}
+END_TEST
+
+START_TEST(a_killed_rank_stops_the_job)
+{
+    char out[16384], args[2048];
+    snprintf(args, sizeof args, "-n 3 '%s/tests/fault-rank' die '%s'", builddir, workdir);
+    int shm_before = tt_count_shm_segments();
+    ck_assert_int_eq(launch(args, out, sizeof out), 128 + SIGKILL);
+    ck_assert_msg(strstr(out, "rank 1") && strstr(out, "killed by signal 9"), "%s", out);
+    for (int r = 0; r < 3; r++)
+        ck_assert_msg(gone_within(read_pid(r), 2000), "rank %d outlived tutti-run", r);
+    /* The survivors reported the dead rank themselves before being stopped. */
+    for (int r = 0; r < 3; r += 2) {
+        char path[1024], msg[1024] = "";
+        snprintf(path, sizeof path, "%s/err.%d", workdir, r);
+        FILE *f = fopen(path, "r");
+        ck_assert_msg(f != NULL, "rank %d wrote no error report", r);
+        ck_assert_ptr_nonnull(fgets(msg, sizeof msg, f));
+        fclose(f);
+        ck_assert_msg(strstr(msg, "rank 1 died"), "rank %d reported: %s", r, msg);
+    }
+    ck_assert_int_eq(tt_count_shm_segments(), shm_before);
+}
+END_TEST
+
+START_TEST(no_orphans_when_the_launcher_is_killed)
+{
+    char exe[1024], dir[1024];
+    snprintf(exe, sizeof exe, "%s/tutti-run", builddir);
+    snprintf(dir, sizeof dir, "%s/tests/fault-rank", builddir);
+    pid_t launcher = fork();
+    ck_assert_int_ge(launcher, 0);
+    if (launcher == 0) {
+        execl(exe, exe, "-n", "3", dir, "sleep", workdir, (char *)NULL);
+        _exit(127);
+    }
+    pid_t pids[3];
+    for (int r = 0; r < 3; r++) {
+        int t = 0;
+        while ((pids[r] = read_pid(r)) <= 0 && t++ < 1000)
+            usleep(10000);
+        ck_assert_int_gt(pids[r], 0);
+    }
+    kill(launcher, SIGKILL);
+    waitpid(launcher, NULL, 0);
+    for (int r = 0; r < 3; r++)
+        ck_assert_msg(gone_within(pids[r], 3000), "rank %d survived its launcher", r);
+}
+END_TEST
+
+START_TEST(bad_command_lines_are_rejected)
+{
+    char out[4096];
+    ck_assert_int_eq(launch("-n 0 true", out, sizeof out), 2);
+    ck_assert_int_eq(launch("-n 2 --nodes 3 true", out, sizeof out), 2);
+    ck_assert_int_eq(launch("-n 2", out, sizeof out), 2);
+    ck_assert_int_eq(launch("-n 2 /nonexistent/program", out, sizeof out), 127);
+    ck_assert_ptr_nonnull(strstr(out, "cannot run"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("launcher");
+    TCase *tc = tcase_create("launcher");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, sets_the_environment_and_tags_output);
+    tcase_add_test(tc, propagates_the_first_failing_exit_code);
+    tcase_add_test(tc, a_killed_rank_stops_the_job);
+    tcase_add_test(tc, no_orphans_when_the_launcher_is_killed);
+    tcase_add_test(tc, bad_command_lines_are_rejected);
+    suite_add_tcase(s, tc);
+    return tt_run_suite(s);
+}

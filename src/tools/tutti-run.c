@@ -37,10 +37,21 @@ typedef struct {
 } rank_proc_t;
 
 static volatile sig_atomic_t got_signal;
+static int wake_pipe[2] = {-1, -1}; /* SIGCHLD wakes the poll loop through it */
 
 static void on_signal(int sig)
 {
     got_signal = sig;
+}
+
+static void on_child(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    if (write(wake_pipe[1], "c", 1) < 0) {
+        /* full pipe: a wake-up is already pending */
+    }
+    errno = saved;
 }
 
 static void usage(FILE *out)
@@ -231,6 +242,12 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK)) {
+        perror("tutti-run: pipe");
+        return 1;
+    }
+    struct sigaction sc = {.sa_handler = on_child, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
+    sigaction(SIGCHLD, &sc, NULL);
 
     rank_proc_t *procs = calloc((size_t)n, sizeof *procs);
     if (!procs)
@@ -248,8 +265,10 @@ int main(int argc, char **argv)
 
     int64_t term_at = stopping ? tt_now_ms() : -1, kill_at = -1;
     while (running > 0) {
-        struct pollfd pfds[2 * 1024];
-        int owner[2 * 1024], np = 0;
+        struct pollfd pfds[2 * 1024 + 1];
+        int owner[2 * 1024 + 1], np = 0;
+        owner[np] = -1;
+        pfds[np++] = (struct pollfd){.fd = wake_pipe[0], .events = POLLIN};
         for (int r = 0; r < n && np + 2 <= 2 * 1024; r++) {
             if (procs[r].out_fd >= 0) {
                 owner[np] = 2 * r;
@@ -261,11 +280,22 @@ int main(int argc, char **argv)
             }
         }
         if (poll(pfds, (nfds_t)np, 50) > 0)
-            for (int i = 0; i < np; i++)
-                if (pfds[i].revents)
+            for (int i = 0; i < np; i++) {
+                if (!pfds[i].revents)
+                    continue;
+                if (owner[i] < 0) {
+                    char drain[64];
+                    while (read(wake_pipe[0], drain, sizeof drain) > 0) {
+                    }
+                } else {
                     pump(&procs[owner[i] / 2], owner[i] / 2, owner[i] % 2);
+                }
+            }
 
-        int status;
+        /* Reap everything that ended; of several failures seen together,
+         * a death by signal is more likely the cause than the exits of
+         * ranks that noticed it. */
+        int status, cause = -1, cause_status = 0;
         pid_t pid;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
             for (int r = 0; r < n; r++) {
@@ -274,18 +304,22 @@ int main(int argc, char **argv)
                 procs[r].exited = 1;
                 running--;
                 kill(-pid, SIGKILL); /* whatever the rank left behind in its group */
-                if (exit_code(status) != 0 && first_code == 0) {
-                    char why[128];
-                    describe(status, why, sizeof why);
-                    first_code = exit_code(status);
-                    if (running > 0)
-                        fprintf(stderr, "tutti-run: rank %d (pid %d) %s; stopping the other %d rank(s) in %.1f s\n",
-                                r, (int)pid, why, running, grace);
-                    else
-                        fprintf(stderr, "tutti-run: rank %d (pid %d) %s\n", r, (int)pid, why);
-                    term_at = tt_now_ms() + (int64_t)(grace * 1000);
+                if (exit_code(status) != 0 && (cause < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(cause_status)))) {
+                    cause = r;
+                    cause_status = status;
                 }
             }
+        }
+        if (cause >= 0 && first_code == 0) {
+            char why[128];
+            describe(cause_status, why, sizeof why);
+            first_code = exit_code(cause_status);
+            if (running > 0)
+                fprintf(stderr, "tutti-run: rank %d (pid %d) %s; stopping the other %d rank(s) in %.1f s\n", cause,
+                        (int)procs[cause].pid, why, running, grace);
+            else
+                fprintf(stderr, "tutti-run: rank %d (pid %d) %s\n", cause, (int)procs[cause].pid, why);
+            term_at = tt_now_ms() + (int64_t)(grace * 1000);
         }
         if (got_signal && term_at < 0) {
             fprintf(stderr, "tutti-run: got signal %d; stopping all ranks\n", (int)got_signal);
