@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Parsing of TUTTI_* variables and sizes. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,25 @@ START_TEST(table_is_complete)
 }
 END_TEST
 
+START_TEST(every_variable_is_documented_in_tutti_7)
+{
+    const char *srcdir = getenv("TT_SRCDIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/man/tutti.7.md", srcdir ? srcdir : ".");
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    for (int i = 0; i < TT_CFG_COUNT; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "**%s**", tt_config_entries[i].name);
+        ck_assert_msg(strstr(text, want), "%s is missing from man/tutti.7.md", tt_config_entries[i].name);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("config");
@@ -79,6 +99,7 @@ int main(void)
     tcase_add_test(tc, ints_parse_strictly);
     tcase_add_test(tc, variables_fall_back_to_defaults_and_checks_name_typos);
     tcase_add_test(tc, table_is_complete);
+    tcase_add_test(tc, every_variable_is_documented_in_tutti_7);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }
