@@ -81,7 +81,7 @@ static int gone_within(pid_t pid, int ms)
 START_TEST(sets_the_environment_and_tags_output)
 {
     char out[8192], args[2048];
-    snprintf(args, sizeof args, "-n 4 --nodes 2 --tag-output '%s/tests/fault-rank' echo '%s'", builddir, workdir);
+    snprintf(args, sizeof args, "-n 4 --nodes 2 --tag-output '%s/tests/rank-helper' echo '%s'", builddir, workdir);
     ck_assert_int_eq(launch(args, out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "[0] hello from rank 0 of 4 node 0"));
     ck_assert_ptr_nonnull(strstr(out, "[1] hello from rank 1 of 4 node 0"));
@@ -93,7 +93,7 @@ END_TEST
 START_TEST(propagates_the_first_failing_exit_code)
 {
     char out[8192], args[2048];
-    snprintf(args, sizeof args, "-n 3 --grace 0.2 '%s/tests/fault-rank' exit7 '%s'", builddir, workdir);
+    snprintf(args, sizeof args, "-n 3 --grace 0.2 '%s/tests/rank-helper' exit7 '%s'", builddir, workdir);
     ck_assert_int_eq(launch(args, out, sizeof out), 7);
     ck_assert_ptr_nonnull(strstr(out, "rank 1"));
     ck_assert_ptr_nonnull(strstr(out, "exited with status 7"));
@@ -105,7 +105,7 @@ END_TEST
 START_TEST(a_killed_rank_stops_the_job)
 {
     char out[16384], args[2048];
-    snprintf(args, sizeof args, "-n 3 '%s/tests/fault-rank' die '%s'", builddir, workdir);
+    snprintf(args, sizeof args, "-n 3 '%s/tests/rank-helper' die '%s'", builddir, workdir);
     int shm_before = tt_count_shm_segments();
     ck_assert_int_eq(launch(args, out, sizeof out), 128 + SIGKILL);
     ck_assert_msg(strstr(out, "rank 1") && strstr(out, "killed by signal 9"), "%s", out);
@@ -129,7 +129,7 @@ START_TEST(no_orphans_when_the_launcher_is_killed)
 {
     char exe[1024], dir[1024];
     snprintf(exe, sizeof exe, "%s/tutti-run", builddir);
-    snprintf(dir, sizeof dir, "%s/tests/fault-rank", builddir);
+    snprintf(dir, sizeof dir, "%s/tests/rank-helper", builddir);
     pid_t launcher = fork();
     ck_assert_int_ge(launcher, 0);
     if (launcher == 0) {

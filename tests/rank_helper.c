@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A rank program for the launcher and fault suites, started under tutti-run.
- * usage: fault-rank MODE DIR
+ * A rank program for the launcher suites, started under tutti-run, torchrun's
+ * variables or mpirun.
+ * usage: rank-helper MODE DIR
  *   die      rank 1 kills itself with SIGKILL during a large all-reduce loop;
  *            the others report their error in DIR/err.<rank> and exit 3
  *   exit7    rank 1 exits with status 7, the others sleep
  *   echo     prints "hello from rank R of N node K" and exits 0
  *   sleep    joins, writes DIR/pid.<rank>, then sleeps
- * Every mode writes its pid to DIR/pid.<rank> first.
+ *   check    joins, checks an all-reduce, prints "rank R of N ok"
+ * Every mode writes its pid to DIR/pid.<rank> first (rank -1 when no
+ * TUTTI_RANK is set).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -51,12 +54,25 @@ int main(int argc, char **argv)
     tutti_comm_t comm;
     tutti_status_t st = tutti_comm_init_env(&comm, NULL);
     if (st) {
-        fprintf(stderr, "fault-rank %d: init failed: %s\n", rank, tutti_comm_last_error(NULL));
+        fprintf(stderr, "rank-helper %d: init failed: %s\n", rank, tutti_comm_last_error(NULL));
         return 1;
     }
     if (strcmp(mode, "sleep") == 0)
         for (;;)
             pause();
+    if (strcmp(mode, "check") == 0) {
+        int r, p, v, sum = 0;
+        tutti_comm_rank(comm, &r);
+        tutti_comm_size(comm, &p);
+        v = r + 1;
+        st = tutti_allreduce(&v, &sum, 1, TUTTI_INT32, TUTTI_SUM, comm, NULL);
+        if (st || sum != p * (p + 1) / 2) {
+            fprintf(stderr, "rank %d: allreduce gave %d: %s\n", r, sum, tutti_comm_last_error(comm));
+            return 1;
+        }
+        printf("rank %d of %d ok\n", r, p);
+        return tutti_comm_destroy(comm) ? 1 : 0;
+    }
     size_t n = 8 << 20;
     float *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
     for (int iter = 0; iter < 100000; iter++) {
