@@ -23,7 +23,7 @@ static tutti_status_t pairwise_alltoall(const tt_coll_args_t *a, tt_sched_t *s)
                                      tt_region(TT_BUF_INPUT, (size_t)j * n, n)));
     } else {
         TT_TRY(tt_sched_copy(s, tt_region(TT_BUF_OUTPUT, (size_t)r * n, n),
-                          tt_region(TT_BUF_INPUT, (size_t)r * n, n)));
+                             tt_region(TT_BUF_INPUT, (size_t)r * n, n)));
     }
     for (int k = 1; k < p; k++) {
         int to = tt_mod(r + k, p), from_rank = tt_mod(r - k, p);

@@ -32,7 +32,8 @@ static tutti_status_t ring_allreduce(const tt_coll_args_t *a, tt_sched_t *s)
         int sent = tt_mod(r - k, p), got = tt_mod(r - k - 1, p);
         TT_TRY(tt_sched_round(s));
         TT_TRY(tt_sched_send(s, right, chunk(k == 0 ? TT_BUF_INPUT : TT_BUF_OUTPUT, n, p, sent)));
-        TT_TRY(tt_sched_recv_reduce(s, left, chunk(TT_BUF_OUTPUT, n, p, got), chunk(TT_BUF_INPUT, n, p, got)));
+        TT_TRY(
+            tt_sched_recv_reduce(s, left, chunk(TT_BUF_OUTPUT, n, p, got), chunk(TT_BUF_INPUT, n, p, got)));
     }
     /* All-gather: rank r starts with the finished chunk r + 1. */
     for (int k = 0; k < p - 1; k++) {
@@ -54,8 +55,8 @@ static tutti_status_t ring_reduce_scatter(const tt_coll_args_t *a, tt_sched_t *s
     for (int k = 0; k < p - 1; k++) {
         int sent = tt_mod(r - k - 1, p), got = tt_mod(r - k - 2, p);
         tt_buf_t from = k == 0 ? TT_BUF_INPUT : TT_BUF_SCRATCH;
-        tt_region_t dst = k == p - 2 ? tt_region(TT_BUF_OUTPUT, 0, n)
-                                     : tt_region(TT_BUF_SCRATCH, (size_t)got * n, n);
+        tt_region_t dst =
+            k == p - 2 ? tt_region(TT_BUF_OUTPUT, 0, n) : tt_region(TT_BUF_SCRATCH, (size_t)got * n, n);
         TT_TRY(tt_sched_round(s));
         TT_TRY(tt_sched_send(s, right, tt_region(from, (size_t)sent * n, n)));
         TT_TRY(tt_sched_recv_reduce(s, left, dst, tt_region(TT_BUF_INPUT, (size_t)got * n, n)));
@@ -73,8 +74,9 @@ static tutti_status_t ring_allgather(const tt_coll_args_t *a, tt_sched_t *s)
         int sent = tt_mod(r - k, p), got = tt_mod(r - k - 1, p);
         if (k > 0)
             TT_TRY(tt_sched_round(s));
-        TT_TRY(tt_sched_send(s, right, k == 0 ? tt_region(TT_BUF_INPUT, 0, n)
-                                             : tt_region(TT_BUF_OUTPUT, (size_t)sent * n, n)));
+        TT_TRY(tt_sched_send(s, right,
+                             k == 0 ? tt_region(TT_BUF_INPUT, 0, n)
+                                    : tt_region(TT_BUF_OUTPUT, (size_t)sent * n, n)));
         TT_TRY(tt_sched_recv(s, left, tt_region(TT_BUF_OUTPUT, (size_t)got * n, n)));
     }
     return TUTTI_SUCCESS;

@@ -16,9 +16,12 @@ static size_t parse_size(const char *s)
     char *end;
     double v = strtod(s, &end);
     switch (*end) {
-    case 'K': case 'k': v *= 1 << 10; break;
-    case 'M': case 'm': v *= 1 << 20; break;
-    case 'G': case 'g': v *= 1 << 30; break;
+    case 'K':
+    case 'k': v *= 1 << 10; break;
+    case 'M':
+    case 'm': v *= 1 << 20; break;
+    case 'G':
+    case 'g': v *= 1 << 30; break;
     default: break;
     }
     return (size_t)v;
@@ -46,7 +49,8 @@ int main(int argc, char **argv)
     memset(send, 0, maxb + 4);
     memset(recv, 0, maxb + 4);
     if (rank == 0)
-        printf("# MPI_Allreduce fp32 sum, %d ranks\n# %10s %9s %7s %7s\n", p, "size(B)", "time(us)", "algbw", "busbw");
+        printf("# MPI_Allreduce fp32 sum, %d ranks\n# %10s %9s %7s %7s\n", p, "size(B)", "time(us)", "algbw",
+               "busbw");
     for (size_t size = minb; size <= maxb && factor > 1; size *= (size_t)factor) {
         int n = (int)(size / sizeof(float));
         for (int i = 0; i < warmup; i++)

@@ -17,7 +17,16 @@
 #include "half.h"
 #include "tutti.h"
 
-typedef enum { C_ALLREDUCE, C_REDUCESCATTER, C_ALLGATHER, C_BROADCAST, C_REDUCE, C_ALLTOALL, C_SENDRECV, C_COUNT } coll_t;
+typedef enum {
+    C_ALLREDUCE,
+    C_REDUCESCATTER,
+    C_ALLGATHER,
+    C_BROADCAST,
+    C_REDUCE,
+    C_ALLTOALL,
+    C_SENDRECV,
+    C_COUNT
+} coll_t;
 static const char *const coll_names[C_COUNT] = {"allreduce", "reducescatter", "allgather", "broadcast",
                                                 "reduce",    "alltoall",      "sendrecv"};
 
@@ -45,34 +54,36 @@ typedef struct {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: tutti-perf [options]   (run one per rank: tutti-run -n 4 tutti-perf ...)\n"
-            "  -b, --minbytes SIZE   smallest size (default 32M); K/M/G suffixes\n"
-            "  -e, --maxbytes SIZE   largest size (default 32M)\n"
-            "  -f, --stepfactor F    multiply the size by F each step (default 2)\n"
-            "  -i, --stepbytes SIZE  add SIZE each step instead\n"
-            "  -n, --iters N         timed iterations per size (default 20)\n"
-            "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
-            "  -c, --check 0|1       check every element against the reference (default 1)\n"
-            "  -d, --datatype T      int8 uint8 int32 uint32 int64 uint64 half|fp16 bfloat16|bf16\n"
-            "                        float|fp32 double|fp64 (default float)\n"
-            "  -o, --op OP           sum prod min max avg (default sum)\n"
-            "  -r, --root R          root of broadcast and reduce (default 0)\n"
-            "  -C, --collective C    allreduce reducescatter allgather broadcast reduce alltoall\n"
-            "                        sendrecv, or all (default allreduce)\n"
-            "      --csv, --json     machine-readable output instead of the table\n"
-            "Sizes are the full buffer: the output of allgather, the input of reducescatter.\n"
-            "busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for reducescatter, allgather\n"
-            "and alltoall, x 1 otherwise. Exit status 1 if any element was wrong.\n");
+    fprintf(out, "usage: tutti-perf [options]   (run one per rank: tutti-run -n 4 tutti-perf ...)\n"
+                 "  -b, --minbytes SIZE   smallest size (default 32M); K/M/G suffixes\n"
+                 "  -e, --maxbytes SIZE   largest size (default 32M)\n"
+                 "  -f, --stepfactor F    multiply the size by F each step (default 2)\n"
+                 "  -i, --stepbytes SIZE  add SIZE each step instead\n"
+                 "  -n, --iters N         timed iterations per size (default 20)\n"
+                 "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
+                 "  -c, --check 0|1       check every element against the reference (default 1)\n"
+                 "  -d, --datatype T      int8 uint8 int32 uint32 int64 uint64 half|fp16 bfloat16|bf16\n"
+                 "                        float|fp32 double|fp64 (default float)\n"
+                 "  -o, --op OP           sum prod min max avg (default sum)\n"
+                 "  -r, --root R          root of broadcast and reduce (default 0)\n"
+                 "  -C, --collective C    allreduce reducescatter allgather broadcast reduce alltoall\n"
+                 "                        sendrecv, or all (default allreduce)\n"
+                 "      --csv, --json     machine-readable output instead of the table\n"
+                 "Sizes are the full buffer: the output of allgather, the input of reducescatter.\n"
+                 "busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for reducescatter, allgather\n"
+                 "and alltoall, x 1 otherwise. Exit status 1 if any element was wrong.\n");
 }
 
 static int parse_dtype(const char *s, tutti_dtype_t *out)
 {
-    static const struct { const char *name; tutti_dtype_t t; } names[] = {
-        {"int8", TUTTI_INT8},   {"uint8", TUTTI_UINT8},     {"int32", TUTTI_INT32}, {"int", TUTTI_INT32},
-        {"uint32", TUTTI_UINT32}, {"int64", TUTTI_INT64},   {"uint64", TUTTI_UINT64}, {"half", TUTTI_FP16},
-        {"fp16", TUTTI_FP16},   {"bfloat16", TUTTI_BF16},   {"bf16", TUTTI_BF16},   {"float", TUTTI_FP32},
-        {"fp32", TUTTI_FP32},   {"double", TUTTI_FP64},     {"fp64", TUTTI_FP64}};
+    static const struct {
+        const char *name;
+        tutti_dtype_t t;
+    } names[] = {{"int8", TUTTI_INT8},     {"uint8", TUTTI_UINT8},   {"int32", TUTTI_INT32},
+                 {"int", TUTTI_INT32},     {"uint32", TUTTI_UINT32}, {"int64", TUTTI_INT64},
+                 {"uint64", TUTTI_UINT64}, {"half", TUTTI_FP16},     {"fp16", TUTTI_FP16},
+                 {"bfloat16", TUTTI_BF16}, {"bf16", TUTTI_BF16},     {"float", TUTTI_FP32},
+                 {"fp32", TUTTI_FP32},     {"double", TUTTI_FP64},   {"fp64", TUTTI_FP64}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(s, names[i].name) == 0) {
             *out = names[i].t;
@@ -128,7 +139,10 @@ static void expected_reduced(void *out, size_t i, size_t elem_index, const ctx_t
     for (int r = 1; r < c->nranks; r++) {
         double v = input_value(r, elem_index, op, sg);
         switch (op) {
-        case TUTTI_PROD: acc *= v; iacc = (int64_t)((uint64_t)iacc * (uint64_t)(int64_t)v); break;
+        case TUTTI_PROD:
+            acc *= v;
+            iacc = (int64_t)((uint64_t)iacc * (uint64_t)(int64_t)v);
+            break;
         case TUTTI_MIN: acc = v < acc ? v : acc; break;
         case TUTTI_MAX: acc = v > acc ? v : acc; break;
         default: acc += v; break;
@@ -160,8 +174,8 @@ static void fill_input(const ctx_t *c, void *buf, size_t count, size_t first_ind
         store(buf, i, c->o->dtype, input_value(c->rank, first_index + i, c->o->op, is_signed(c->o->dtype)));
 }
 
-static long long count_wrong(const ctx_t *c, const void *got, size_t count, int source_rank, size_t first_index,
-                             int reduced)
+static long long count_wrong(const ctx_t *c, const void *got, size_t count, int source_rank,
+                             size_t first_index, int reduced)
 {
     char want[8];
     long long wrong = 0;
@@ -191,8 +205,10 @@ static tutti_status_t run_once(ctx_t *c, coll_t coll, size_t n, int in_place)
     switch (coll) {
     case C_ALLREDUCE: return tutti_allreduce(send, recv, n, t, c->o->op, c->comm, NULL);
     case C_REDUCESCATTER:
-        return tutti_reduce_scatter(send, in_place ? recv + (size_t)r * bytes : recv, n, t, c->o->op, c->comm, NULL);
-    case C_ALLGATHER: return tutti_allgather(in_place ? recv + (size_t)r * bytes : send, recv, n, t, c->comm, NULL);
+        return tutti_reduce_scatter(send, in_place ? recv + (size_t)r * bytes : recv, n, t, c->o->op, c->comm,
+                                    NULL);
+    case C_ALLGATHER:
+        return tutti_allgather(in_place ? recv + (size_t)r * bytes : send, recv, n, t, c->comm, NULL);
     case C_BROADCAST: return tutti_broadcast(send, recv, n, t, c->o->root, c->comm, NULL);
     case C_REDUCE: return tutti_reduce(send, recv, n, t, c->o->op, c->o->root, c->comm, NULL);
     case C_ALLTOALL: return tutti_alltoall(send, recv, n, t, c->comm, NULL);
@@ -219,9 +235,11 @@ static long long check_once(ctx_t *c, coll_t coll, size_t n, int in_place, tutti
     int p = c->nranks, r = c->rank;
     char *in = in_place ? c->recv : c->send;
     size_t bytes = n * c->elem;
-    memset(c->recv, 0xa5, coll == C_ALLGATHER || coll == C_ALLTOALL || coll == C_REDUCESCATTER ? bytes * (size_t)p : bytes);
+    memset(c->recv, 0xa5,
+           coll == C_ALLGATHER || coll == C_ALLTOALL || coll == C_REDUCESCATTER ? bytes * (size_t)p : bytes);
     switch (coll) {
-    case C_REDUCESCATTER: case C_ALLTOALL: fill_input(c, in, n * (size_t)p, 0); break;
+    case C_REDUCESCATTER:
+    case C_ALLTOALL: fill_input(c, in, n * (size_t)p, 0); break;
     case C_ALLGATHER: fill_input(c, in_place ? c->recv + (size_t)r * bytes : in, n, (size_t)r * n); break;
     default: fill_input(c, in, n, 0); break;
     }
@@ -230,7 +248,8 @@ static long long check_once(ctx_t *c, coll_t coll, size_t n, int in_place, tutti
         return 0;
     switch (coll) {
     case C_ALLREDUCE: return count_wrong(c, c->recv, n, 0, 0, 1);
-    case C_REDUCESCATTER: return count_wrong(c, in_place ? c->recv + (size_t)r * bytes : c->recv, n, 0, (size_t)r * n, 1);
+    case C_REDUCESCATTER:
+        return count_wrong(c, in_place ? c->recv + (size_t)r * bytes : c->recv, n, 0, (size_t)r * n, 1);
     case C_ALLGATHER: {
         long long w = 0;
         for (int q = 0; q < p; q++)
@@ -254,7 +273,9 @@ static double bus_factor(coll_t coll, int p)
 {
     switch (coll) {
     case C_ALLREDUCE: return 2.0 * (p - 1) / p;
-    case C_REDUCESCATTER: case C_ALLGATHER: case C_ALLTOALL: return (double)(p - 1) / p;
+    case C_REDUCESCATTER:
+    case C_ALLGATHER:
+    case C_ALLTOALL: return (double)(p - 1) / p;
     default: return 1.0;
     }
 }
@@ -309,30 +330,35 @@ static void print_header(const ctx_t *c, coll_t coll)
     printf("# tutti-perf: %s, %d ranks, %d iterations, %d warm-up, check %s\n", coll_names[coll], c->nranks,
            c->o->iters, c->o->warmup, c->o->check ? "on" : "off");
     printf("#%61s%35s\n", "out-of-place", "in-place");
-    printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop", "root",
-           "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-    printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "", "(us)",
-           "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop",
+           "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+    printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "",
+           "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
 }
 
 static void print_row(ctx_t *c, coll_t coll, size_t size, size_t count, const result_t res[2])
 {
-    const char *redop = coll == C_ALLREDUCE || coll == C_REDUCESCATTER || coll == C_REDUCE ? tutti_op_name(c->o->op) : "none";
+    const char *redop =
+        coll == C_ALLREDUCE || coll == C_REDUCESCATTER || coll == C_REDUCE ? tutti_op_name(c->o->op) : "none";
     int root = coll == C_BROADCAST || coll == C_REDUCE ? c->o->root : -1;
     if (c->o->json) {
-        printf("%s{\"collective\":\"%s\",\"size\":%zu,\"count\":%zu,\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d",
-               c->json_first ? "" : ",\n", coll_names[coll], size, count, tutti_dtype_name(c->o->dtype), redop, root);
+        printf("%s{\"collective\":\"%s\",\"size\":%zu,\"count\":%zu,\"type\":\"%s\",\"redop\":\"%s\","
+               "\"root\":%d",
+               c->json_first ? "" : ",\n", coll_names[coll], size, count, tutti_dtype_name(c->o->dtype),
+               redop, root);
         for (int ip = 0; ip < 2; ip++) {
             if (res[ip].skipped)
                 printf(",\"%s\":null", ip ? "in_place" : "out_of_place");
             else
                 printf(",\"%s\":{\"time_us\":%.3f,\"algbw\":%.4f,\"busbw\":%.4f,\"wrong\":%lld}",
-                       ip ? "in_place" : "out_of_place", res[ip].us, res[ip].algbw, res[ip].busbw, res[ip].wrong);
+                       ip ? "in_place" : "out_of_place", res[ip].us, res[ip].algbw, res[ip].busbw,
+                       res[ip].wrong);
         }
         printf("}");
         c->json_first = 0;
     } else if (c->o->csv) {
-        printf("%s,%zu,%zu,%s,%s,%d", coll_names[coll], size, count, tutti_dtype_name(c->o->dtype), redop, root);
+        printf("%s,%zu,%zu,%s,%s,%d", coll_names[coll], size, count, tutti_dtype_name(c->o->dtype), redop,
+               root);
         for (int ip = 0; ip < 2; ip++)
             if (res[ip].skipped)
                 printf(",,,,");
@@ -366,7 +392,10 @@ static tutti_status_t sweep(ctx_t *c, coll_t coll)
     for (uint64_t size = o->minb; size <= o->maxb;) {
         size_t total = (size_t)(size / c->elem);
         size_t n = call_count(coll, total, c->nranks);
-        size_t used = (coll == C_REDUCESCATTER || coll == C_ALLGATHER || coll == C_ALLTOALL ? n * (size_t)c->nranks : n) * c->elem;
+        size_t used =
+            (coll == C_REDUCESCATTER || coll == C_ALLGATHER || coll == C_ALLTOALL ? n * (size_t)c->nranks
+                                                                                  : n) *
+            c->elem;
         result_t res[2];
         for (int ip = 0; ip < 2; ip++) {
             tutti_status_t st = measure(c, coll, n, used, ip, &res[ip]);
@@ -379,7 +408,11 @@ static tutti_status_t sweep(ctx_t *c, coll_t coll)
                 c->wrong_total += res[ip].wrong;
         }
         if (c->rank == 0)
-            print_row(c, coll, used, n * (coll == C_REDUCESCATTER || coll == C_ALLGATHER || coll == C_ALLTOALL ? (size_t)c->nranks : 1), res);
+            print_row(c, coll, used,
+                      n * (coll == C_REDUCESCATTER || coll == C_ALLGATHER || coll == C_ALLTOALL
+                               ? (size_t)c->nranks
+                               : 1),
+                      res);
         c->busbw_sum += res[0].busbw;
         c->busbw_n++;
         uint64_t next = o->step ? size + o->step : (uint64_t)((double)size * o->factor);
@@ -392,16 +425,30 @@ static tutti_status_t sweep(ctx_t *c, coll_t coll)
 
 static int parse_args(int argc, char **argv, opts_t *o)
 {
-    static const struct option longopts[] = {
-        {"minbytes", required_argument, NULL, 'b'}, {"maxbytes", required_argument, NULL, 'e'},
-        {"stepfactor", required_argument, NULL, 'f'}, {"stepbytes", required_argument, NULL, 'i'},
-        {"iters", required_argument, NULL, 'n'}, {"warmup_iters", required_argument, NULL, 'w'},
-        {"check", required_argument, NULL, 'c'}, {"datatype", required_argument, NULL, 'd'},
-        {"op", required_argument, NULL, 'o'}, {"root", required_argument, NULL, 'r'},
-        {"collective", required_argument, NULL, 'C'}, {"csv", no_argument, NULL, 'S'},
-        {"json", no_argument, NULL, 'J'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    *o = (opts_t){.minb = 32 << 20, .maxb = 32 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1,
-                  .dtype = TUTTI_FP32, .op = TUTTI_SUM, .coll = C_ALLREDUCE};
+    static const struct option longopts[] = {{"minbytes", required_argument, NULL, 'b'},
+                                             {"maxbytes", required_argument, NULL, 'e'},
+                                             {"stepfactor", required_argument, NULL, 'f'},
+                                             {"stepbytes", required_argument, NULL, 'i'},
+                                             {"iters", required_argument, NULL, 'n'},
+                                             {"warmup_iters", required_argument, NULL, 'w'},
+                                             {"check", required_argument, NULL, 'c'},
+                                             {"datatype", required_argument, NULL, 'd'},
+                                             {"op", required_argument, NULL, 'o'},
+                                             {"root", required_argument, NULL, 'r'},
+                                             {"collective", required_argument, NULL, 'C'},
+                                             {"csv", no_argument, NULL, 'S'},
+                                             {"json", no_argument, NULL, 'J'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    *o = (opts_t){.minb = 32 << 20,
+                  .maxb = 32 << 20,
+                  .factor = 2,
+                  .iters = 20,
+                  .warmup = 5,
+                  .check = 1,
+                  .dtype = TUTTI_FP32,
+                  .op = TUTTI_SUM,
+                  .coll = C_ALLREDUCE};
     int opt;
     while ((opt = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:C:h", longopts, NULL)) != -1) {
         int bad = 0;
@@ -409,9 +456,18 @@ static int parse_args(int argc, char **argv, opts_t *o)
         case 'b': bad = tt_parse_size(optarg, &o->minb); break;
         case 'e': bad = tt_parse_size(optarg, &o->maxb); break;
         case 'i': bad = tt_parse_size(optarg, &o->step); break;
-        case 'f': o->factor = atof(optarg); bad = o->factor <= 1.0; break;
-        case 'n': o->iters = atoi(optarg); bad = o->iters < 0; break;
-        case 'w': o->warmup = atoi(optarg); bad = o->warmup < 0; break;
+        case 'f':
+            o->factor = atof(optarg);
+            bad = o->factor <= 1.0;
+            break;
+        case 'n':
+            o->iters = atoi(optarg);
+            bad = o->iters < 0;
+            break;
+        case 'w':
+            o->warmup = atoi(optarg);
+            bad = o->warmup < 0;
+            break;
         case 'c': o->check = atoi(optarg); break;
         case 'r': o->root = atoi(optarg); break;
         case 'd': bad = parse_dtype(optarg, &o->dtype); break;

@@ -10,8 +10,7 @@ const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring, &tt_algo_chain, &t
 const int tt_num_algorithms = sizeof tt_algorithms / sizeof tt_algorithms[0];
 
 static const char *const coll_names[TT_COLL_COUNT] = {
-    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce",
-    "alltoall",  "barrier",        "send",      "recv"};
+    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall", "barrier", "send", "recv"};
 
 const char *tt_coll_name(tt_coll_t coll)
 {

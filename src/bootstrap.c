@@ -86,8 +86,8 @@ static tutti_status_t root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t dead
         int fd;
         tutti_status_t st = tt_sock_accept(listen_fd, deadline, &fd);
         if (st != TUTTI_SUCCESS) {
-            snprintf(err, errlen, "bootstrap root: %d of %d ranks joined before %s", joined,
-                     bs->nranks, st == TUTTI_ERR_TIMEOUT ? "the timeout" : "accept failed");
+            snprintf(err, errlen, "bootstrap root: %d of %d ranks joined before %s", joined, bs->nranks,
+                     st == TUTTI_ERR_TIMEOUT ? "the timeout" : "accept failed");
             return st;
         }
         int64_t hello_deadline = tt_now_ms() + HELLO_WAIT_MS;
@@ -97,9 +97,11 @@ static tutti_status_t root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t dead
             continue;
         }
         if (h.nranks != bs->nranks || h.rank <= 0 || h.rank >= bs->nranks || bs->rank_fds[h.rank] >= 0) {
-            TT_WARN(TT_SUB_INIT, "refused rank %d of %d: this communicator has %d ranks%s", h.rank,
-                    h.nranks, bs->nranks,
-                    h.rank > 0 && h.rank < bs->nranks && bs->rank_fds[h.rank] >= 0 ? " and that rank already joined" : "");
+            TT_WARN(TT_SUB_INIT, "refused rank %d of %d: this communicator has %d ranks%s", h.rank, h.nranks,
+                    bs->nranks,
+                    h.rank > 0 && h.rank < bs->nranks && bs->rank_fds[h.rank] >= 0
+                        ? " and that rank already joined"
+                        : "");
             close(fd);
             continue;
         }
@@ -110,9 +112,8 @@ static tutti_status_t root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t dead
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank,
-                                 const unsigned char *key, const tt_sockaddr_t *root,
-                                 int64_t timeout_ms, char *err, size_t errlen)
+tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
+                                 const tt_sockaddr_t *root, int64_t timeout_ms, char *err, size_t errlen)
 {
     memset(bs, 0, sizeof *bs);
     bs->rank = rank;
@@ -129,8 +130,8 @@ tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank,
         if (!st)
             st = tt_hello_send(bs->up_fd, key, rank, nranks, 0, deadline);
         if (st) {
-            snprintf(err, errlen, "rank %d could not reach the bootstrap root at %s: %s", rank,
-                     where, tutti_strerror(st));
+            snprintf(err, errlen, "rank %d could not reach the bootstrap root at %s: %s", rank, where,
+                     tutti_strerror(st));
             tt_bootstrap_close(bs);
         }
         return st;

@@ -42,9 +42,8 @@ void tt_bootstrap_keep_listener(const unsigned char *key, int fd);
  * root; other ranks connect to root. Connections with a wrong key are
  * refused and logged; the rest go on.
  */
-tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank,
-                                 const unsigned char *key, const tt_sockaddr_t *root,
-                                 int64_t timeout_ms, char *err, size_t errlen);
+tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
+                                 const tt_sockaddr_t *root, int64_t timeout_ms, char *err, size_t errlen);
 /* all (nranks * size bytes) gets every rank's mine in rank order. */
 tutti_status_t tt_bootstrap_allgather(tt_bootstrap_t *bs, const void *mine, void *all, size_t size);
 tutti_status_t tt_bootstrap_barrier(void *bs);

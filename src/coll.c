@@ -39,10 +39,8 @@ static size_t buffer_blocks(tt_coll_t coll, int nranks)
     switch (coll) {
     case TT_COLL_REDUCE_SCATTER:
     case TT_COLL_ALLGATHER:
-    case TT_COLL_ALLTOALL:
-        return (size_t)nranks;
-    default:
-        return 1;
+    case TT_COLL_ALLTOALL: return (size_t)nranks;
+    default: return 1;
     }
 }
 
@@ -56,9 +54,11 @@ static tutti_status_t validate(tutti_comm_t comm, call_t *c, tutti_stream_t stre
                              name, tutti_strerror(comm->failed));
     if (stream)
         return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
-                             "%s: stream: only NULL (host buffers, blocking) is supported by this build", name);
+                             "%s: stream: only NULL (host buffers, blocking) is supported by this build",
+                             name);
     if (!tt_dtype_valid(c->dtype))
-        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: dtype: %d is not a tutti_dtype_t", name, (int)c->dtype);
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: dtype: %d is not a tutti_dtype_t", name,
+                             (int)c->dtype);
     if (!tt_op_valid(c->op))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: op: %d is not a tutti_op_t", name, (int)c->op);
     int p = comm->nranks, me = comm->rank;
@@ -71,8 +71,9 @@ static tutti_status_t validate(tutti_comm_t comm, call_t *c, tutti_stream_t stre
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: peer: %d is this rank itself", name, c->root);
     size_t elem = tutti_dtype_size(c->dtype), blocks = buffer_blocks(c->coll, p);
     if (c->count > SIZE_MAX / elem / blocks || c->count * elem * blocks > (size_t)INT64_MAX)
-        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: count: %zu elements of %s overflow the address space",
-                             name, c->count, tutti_dtype_name(c->dtype));
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
+                             "%s: count: %zu elements of %s overflow the address space", name, c->count,
+                             tutti_dtype_name(c->dtype));
     size_t bytes = c->count * elem;
     switch (c->coll) {
     case TT_COLL_ALLREDUCE:
@@ -103,23 +104,18 @@ static tutti_status_t validate(tutti_comm_t comm, call_t *c, tutti_stream_t stre
         c->in_bytes = c->out_bytes = bytes * (size_t)p;
         c->in_place = c->send == c->recv;
         break;
-    case TT_COLL_SEND:
-        c->in_bytes = bytes;
-        break;
-    case TT_COLL_RECV:
-        c->out_bytes = bytes;
-        break;
-    default:
-        break;
+    case TT_COLL_SEND: c->in_bytes = bytes; break;
+    case TT_COLL_RECV: c->out_bytes = bytes; break;
+    default: break;
     }
     if (c->in_bytes && !c->send)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: sendbuf: NULL with count %zu", name, c->count);
     if (c->out_bytes && !c->recv)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: recvbuf: NULL with count %zu", name, c->count);
     if (!c->in_place && ranges_overlap(c->send, c->in_bytes, c->recv, c->out_bytes))
-        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
-                             "%s: sendbuf and recvbuf overlap but are not the in-place form (see tutti_collectives(3))",
-                             name);
+        return tt_comm_error(
+            comm, TUTTI_ERR_INVALID_ARG,
+            "%s: sendbuf and recvbuf overlap but are not the in-place form (see tutti_collectives(3))", name);
     return TUTTI_SUCCESS;
 }
 
@@ -135,17 +131,27 @@ static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stre
     int is_p2p = c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
     if (c->count == 0 && c->coll != TT_COLL_BARRIER)
         return TUTTI_SUCCESS; /* nothing to move; every rank agrees on that */
-    uint64_t seq = is_p2p ? (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++
-                          : comm->coll_seq++;
-    tt_coll_args_t args = {.coll = c->coll, .nranks = comm->nranks, .rank = comm->rank,
-                           .root = c->root, .count = c->count, .in_place = c->in_place};
+    uint64_t seq =
+        is_p2p ? (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++ : comm->coll_seq++;
+    tt_coll_args_t args = {.coll = c->coll,
+                           .nranks = comm->nranks,
+                           .rank = comm->rank,
+                           .root = c->root,
+                           .count = c->count,
+                           .in_place = c->in_place};
     tt_sched_t s;
     tutti_status_t st = tt_algo_build(&args, &s);
     if (st)
         return tt_comm_error(comm, st, "%s: building the schedule failed", tt_coll_name(c->coll));
-    tt_exec_t x = {.coll = c->coll, .wire_coll = is_p2p ? TT_COLL_SEND : c->coll, .dtype = c->dtype,
-                   .op = c->op, .root = is_p2p ? 0 : c->root, .count = c->count, .seq = seq,
-                   .elem = tutti_dtype_size(c->dtype), .reduce = tt_reduce_get(c->dtype, c->op)};
+    tt_exec_t x = {.coll = c->coll,
+                   .wire_coll = is_p2p ? TT_COLL_SEND : c->coll,
+                   .dtype = c->dtype,
+                   .op = c->op,
+                   .root = is_p2p ? 0 : c->root,
+                   .count = c->count,
+                   .seq = seq,
+                   .elem = tutti_dtype_size(c->dtype),
+                   .reduce = tt_reduce_get(c->dtype, c->op)};
     x.bufs[TT_BUF_INPUT] = (char *)c->send;
     x.bufs[TT_BUF_OUTPUT] = c->recv;
     if (s.scratch_count) {
@@ -175,10 +181,16 @@ static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stre
     return TUTTI_SUCCESS;
 }
 
-TUTTI_API tutti_status_t tutti_allreduce(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
-                                         tutti_op_t op, tutti_comm_t comm, tutti_stream_t stream)
+TUTTI_API tutti_status_t tutti_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                         tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
+                                         tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_ALLREDUCE, .send = sendbuf, .recv = recvbuf, .count = count, .dtype = dtype, .op = op};
+    call_t c = {.coll = TT_COLL_ALLREDUCE,
+                .send = sendbuf,
+                .recv = recvbuf,
+                .count = count,
+                .dtype = dtype,
+                .op = op};
     return run_call(comm, &c, stream);
 }
 
@@ -186,22 +198,32 @@ TUTTI_API tutti_status_t tutti_reduce_scatter(const void *sendbuf, void *recvbuf
                                               tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
                                               tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_REDUCE_SCATTER, .send = sendbuf, .recv = recvbuf, .count = recvcount,
-                .dtype = dtype, .op = op};
+    call_t c = {.coll = TT_COLL_REDUCE_SCATTER,
+                .send = sendbuf,
+                .recv = recvbuf,
+                .count = recvcount,
+                .dtype = dtype,
+                .op = op};
     return run_call(comm, &c, stream);
 }
 
-TUTTI_API tutti_status_t tutti_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, tutti_dtype_t dtype,
-                                         tutti_comm_t comm, tutti_stream_t stream)
+TUTTI_API tutti_status_t tutti_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                         tutti_dtype_t dtype, tutti_comm_t comm, tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_ALLGATHER, .send = sendbuf, .recv = recvbuf, .count = sendcount, .dtype = dtype};
+    call_t c = {
+        .coll = TT_COLL_ALLGATHER, .send = sendbuf, .recv = recvbuf, .count = sendcount, .dtype = dtype};
     return run_call(comm, &c, stream);
 }
 
-TUTTI_API tutti_status_t tutti_broadcast(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
-                                         int root, tutti_comm_t comm, tutti_stream_t stream)
+TUTTI_API tutti_status_t tutti_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+                                         tutti_dtype_t dtype, int root, tutti_comm_t comm,
+                                         tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_BROADCAST, .send = sendbuf, .recv = recvbuf, .count = count, .dtype = dtype,
+    call_t c = {.coll = TT_COLL_BROADCAST,
+                .send = sendbuf,
+                .recv = recvbuf,
+                .count = count,
+                .dtype = dtype,
                 .root = root};
     return run_call(comm, &c, stream);
 }
@@ -209,8 +231,13 @@ TUTTI_API tutti_status_t tutti_broadcast(const void *sendbuf, void *recvbuf, siz
 TUTTI_API tutti_status_t tutti_reduce(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
                                       tutti_op_t op, int root, tutti_comm_t comm, tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_REDUCE, .send = sendbuf, .recv = recvbuf, .count = count, .dtype = dtype,
-                .op = op, .root = root};
+    call_t c = {.coll = TT_COLL_REDUCE,
+                .send = sendbuf,
+                .recv = recvbuf,
+                .count = count,
+                .dtype = dtype,
+                .op = op,
+                .root = root};
     return run_call(comm, &c, stream);
 }
 
@@ -234,8 +261,8 @@ TUTTI_API tutti_status_t tutti_send(const void *sendbuf, size_t count, tutti_dty
     return run_call(comm, &c, stream);
 }
 
-TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t dtype, int peer, tutti_comm_t comm,
-                                    tutti_stream_t stream)
+TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t dtype, int peer,
+                                    tutti_comm_t comm, tutti_stream_t stream)
 {
     call_t c = {.coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .root = peer};
     return run_call(comm, &c, stream);

@@ -124,7 +124,8 @@ static tutti_status_t pick_transports(tutti_comm_t comm)
             if (strcmp(tt_transports[i]->name, name) == 0)
                 ops = tt_transports[i];
         if (!ops)
-            return tt_comm_error(comm, TUTTI_ERR_CONFIG, "TUTTI_TRANSPORTS names '%s', which this build lacks", name);
+            return tt_comm_error(comm, TUTTI_ERR_CONFIG,
+                                 "TUTTI_TRANSPORTS names '%s', which this build lacks", name);
         if (comm->ntransports == TT_MAX_TRANSPORTS)
             return tt_comm_error(comm, TUTTI_ERR_CONFIG, "TUTTI_TRANSPORTS lists too many transports");
         comm->tp_ops[comm->ntransports++] = ops;
@@ -172,8 +173,9 @@ static tutti_status_t connect_peers(tutti_comm_t comm, const rank_record_t *reco
     }
     for (int r = 0; r < comm->nranks && !st; r++)
         if (r != comm->rank && !comm->peers[r].ops)
-            st = tt_comm_error(comm, TUTTI_ERR_CONFIG, "no transport in TUTTI_TRANSPORTS reaches rank %d from rank %d",
-                               r, comm->rank);
+            st =
+                tt_comm_error(comm, TUTTI_ERR_CONFIG,
+                              "no transport in TUTTI_TRANSPORTS reaches rank %d from rank %d", r, comm->rank);
     free(peers);
     free(conns);
     free(addrs);
@@ -218,7 +220,8 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     comm->nchannels = (int)tt_config_int(TT_CFG_PIPELINE);
     comm->slice_bytes = (size_t)tt_config_int(TT_CFG_SLICE_BYTES);
     tutti_status_t st = TUTTI_SUCCESS;
-    if (comm->timeout_ms <= 0 || comm->nchannels < 1 || comm->nchannels > TT_MAX_CHANNELS || comm->slice_bytes < 64) {
+    if (comm->timeout_ms <= 0 || comm->nchannels < 1 || comm->nchannels > TT_MAX_CHANNELS ||
+        comm->slice_bytes < 64) {
         st = tt_comm_error(NULL, TUTTI_ERR_CONFIG,
                            "TUTTI_TIMEOUT must be > 0, TUTTI_PIPELINE 1..%d and TUTTI_SLICE_BYTES >= 64",
                            TT_MAX_CHANNELS);
@@ -243,17 +246,21 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
         goto undo_records;
     }
 
-    comm->env = (tt_tp_env_t){.rank = rank, .nranks = nranks, .nchannels = comm->nchannels,
+    comm->env = (tt_tp_env_t){.rank = rank,
+                              .nranks = nranks,
+                              .nchannels = comm->nchannels,
                               .key_tag = tt_key_tag(key),
-                              .timeout_ms = comm->timeout_ms, .endpoints = comm->endpoints,
-                              .barrier = tt_bootstrap_barrier, .barrier_arg = &comm->bs};
+                              .timeout_ms = comm->timeout_ms,
+                              .endpoints = comm->endpoints,
+                              .barrier = tt_bootstrap_barrier,
+                              .barrier_arg = &comm->bs};
     memcpy(comm->env.key, key, TT_KEY_BYTES);
     rank_record_t mine = {0};
     fill_endpoint(comm, node_id, &mine.endpoint);
     for (int t = 0; t < comm->ntransports; t++) {
         size_t len = 0;
-        mine.transports_hash = hash_bytes(comm->tp_ops[t]->name, strlen(comm->tp_ops[t]->name),
-                                          mine.transports_hash + 1);
+        mine.transports_hash =
+            hash_bytes(comm->tp_ops[t]->name, strlen(comm->tp_ops[t]->name), mine.transports_hash + 1);
         st = comm->tp_ops[t]->listen(&comm->env, &comm->tp_ctx[t], mine.addr[t], &len);
         if (st) {
             tt_comm_error(NULL, st, "rank %d: %s could not start listening", rank, comm->tp_ops[t]->name);
@@ -268,7 +275,8 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     for (int r = 0; r < nranks; r++) {
         comm->endpoints[r] = records[r].endpoint;
         if (records[r].transports_hash != mine.transports_hash) {
-            st = tt_comm_error(NULL, TUTTI_ERR_CONFIG, "rank %d and rank %d have different TUTTI_TRANSPORTS", r, rank);
+            st = tt_comm_error(NULL, TUTTI_ERR_CONFIG, "rank %d and rank %d have different TUTTI_TRANSPORTS",
+                               r, rank);
             goto undo_records;
         }
     }

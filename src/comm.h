@@ -27,12 +27,12 @@ struct tutti_comm {
     int ntransports;
     const tt_transport_ops_t *tp_ops[TT_MAX_TRANSPORTS];
     void *tp_ctx[TT_MAX_TRANSPORTS];
-    tt_peer_t *peers;        /* indexed by rank; peers[rank].ops is NULL */
-    uint64_t coll_seq;       /* collectives started on this communicator */
+    tt_peer_t *peers;              /* indexed by rank; peers[rank].ops is NULL */
+    uint64_t coll_seq;             /* collectives started on this communicator */
     uint64_t *send_seq, *recv_seq; /* point-to-point messages per peer */
     void *scratch;
     size_t scratch_bytes;
-    tutti_status_t failed;   /* set once a collective failed mid-flight */
+    tutti_status_t failed; /* set once a collective failed mid-flight */
     char last_error[512];
 };
 

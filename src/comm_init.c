@@ -118,12 +118,14 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
     int rank = (int)tt_config_int(TT_CFG_RANK), nranks = (int)tt_config_int(TT_CFG_NRANKS);
     const char *keyhex = tt_config_str(TT_CFG_KEY);
     if (*keyhex && parse_key(keyhex, key))
-        return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "TUTTI_KEY must be %d hex digits", 2 * TT_SOCK_KEY_BYTES);
+        return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "TUTTI_KEY must be %d hex digits",
+                             2 * TT_SOCK_KEY_BYTES);
 
     if (rank >= 0 && nranks > 0) { /* tutti-run */
         const char *addr = tt_config_str(TT_CFG_ROOT_ADDR);
         if (!*keyhex || !*addr)
-            return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "TUTTI_RANK is set but TUTTI_KEY or TUTTI_ROOT_ADDR is not");
+            return tt_comm_error(NULL, TUTTI_ERR_CONFIG,
+                                 "TUTTI_RANK is set but TUTTI_KEY or TUTTI_ROOT_ADDR is not");
         if (tt_sock_parse_addr(addr, &root))
             return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "TUTTI_ROOT_ADDR=%s is not host:port", addr);
         int fd = (int)tt_config_int(TT_CFG_ROOT_FD);
@@ -133,7 +135,8 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
         const char *host = getenv("MASTER_ADDR");
         int port;
         if (!host || env_int("MASTER_PORT", &port))
-            return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "RANK and WORLD_SIZE are set but MASTER_ADDR/MASTER_PORT are not");
+            return tt_comm_error(NULL, TUTTI_ERR_CONFIG,
+                                 "RANK and WORLD_SIZE are set but MASTER_ADDR/MASTER_PORT are not");
         char text[300];
         /* torchrun's own store holds MASTER_PORT; tutti's root sits beside it. */
         snprintf(text, sizeof text, "%s:%d", host, port + (int)tt_config_int(TT_CFG_ROOT_PORT_OFFSET));

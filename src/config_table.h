@@ -4,23 +4,24 @@
  * Types: STR, INT (decimal), SIZE (bytes, K/M/G suffixes), BOOL (0/1).
  * tutti-info -e prints this table and tutti(7) documents it.
  */
-#define TT_CONFIG_TABLE(X)                                                                         \
-    X(LOG, STR, "warn", "log level: none, error, warn, info, debug, trace")                        \
-    X(LOG_SUBSYS, STR, "all", "comma-separated subsystems to log: init,coll,engine,net,config")    \
-    X(TIMEOUT, INT, "300", "seconds a blocking call may wait without progress before it fails")    \
-    X(TRANSPORTS, STR, "shm,tcp", "transports to use, in priority order (shm: same host only)")    \
-    X(SOCKET_IFNAME, STR, "", "network interface for the bootstrap and tcp (default: first up, non-loopback)") \
-    X(SLICE_BYTES, SIZE, "1M", "bytes of one pipeline slice of a rank's chunk")                   \
-    X(PIPELINE, INT, "4", "slices in flight (and tcp sockets / shm queues per peer), 1..16")       \
-    X(SHM_SLOT_BYTES, SIZE, "256K", "bytes of one shm queue slot")                                 \
-    X(SHM_SLOTS, INT, "4", "slots in each shm queue (one queue per peer and slice in flight)")     \
-    X(TCP_BUF_BYTES, SIZE, "4M", "socket send/receive buffer size for tcp")                       \
-    X(REDUCE_ISA, STR, "auto", "reduction kernels: auto, scalar, avx2, avx512, avx512bf16")         \
-    X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun)")      \
-    X(ROOT_ADDR, STR, "", "host:port of the bootstrap root (set by tutti-run)")                   \
-    X(ROOT_FD, INT, "-1", "listening socket inherited by rank 0 from tutti-run")                 \
-    X(RANK, INT, "-1", "this process's rank (set by tutti-run)")                                   \
-    X(NRANKS, INT, "-1", "number of ranks (set by tutti-run)")                                    \
-    X(LOCAL_RANK, INT, "-1", "rank among the ranks of this host (set by tutti-run)")              \
-    X(NODE_ID, INT, "-1", "host index this rank counts as (tutti-run --nodes); -1: real hostname") \
+#define TT_CONFIG_TABLE(X)                                                                                   \
+    X(LOG, STR, "warn", "log level: none, error, warn, info, debug, trace")                                  \
+    X(LOG_SUBSYS, STR, "all", "comma-separated subsystems to log: init,coll,engine,net,config")              \
+    X(TIMEOUT, INT, "300", "seconds a blocking call may wait without progress before it fails")              \
+    X(TRANSPORTS, STR, "shm,tcp", "transports to use, in priority order (shm: same host only)")              \
+    X(SOCKET_IFNAME, STR, "",                                                                                \
+      "network interface for the bootstrap and tcp (default: first up, non-loopback)")                       \
+    X(SLICE_BYTES, SIZE, "1M", "bytes of one pipeline slice of a rank's chunk")                              \
+    X(PIPELINE, INT, "4", "slices in flight (and tcp sockets / shm queues per peer), 1..16")                 \
+    X(SHM_SLOT_BYTES, SIZE, "256K", "bytes of one shm queue slot")                                           \
+    X(SHM_SLOTS, INT, "4", "slots in each shm queue (one queue per peer and slice in flight)")               \
+    X(TCP_BUF_BYTES, SIZE, "4M", "socket send/receive buffer size for tcp")                                  \
+    X(REDUCE_ISA, STR, "auto", "reduction kernels: auto, scalar, avx2, avx512, avx512bf16")                  \
+    X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun)")                \
+    X(ROOT_ADDR, STR, "", "host:port of the bootstrap root (set by tutti-run)")                              \
+    X(ROOT_FD, INT, "-1", "listening socket inherited by rank 0 from tutti-run")                             \
+    X(RANK, INT, "-1", "this process's rank (set by tutti-run)")                                             \
+    X(NRANKS, INT, "-1", "number of ranks (set by tutti-run)")                                               \
+    X(LOCAL_RANK, INT, "-1", "rank among the ranks of this host (set by tutti-run)")                         \
+    X(NODE_ID, INT, "-1", "host index this rank counts as (tutti-run --nodes); -1: real hostname")           \
     X(ROOT_PORT_OFFSET, INT, "1", "under torchrun, tutti's root listens on MASTER_PORT plus this")

@@ -3,8 +3,8 @@
 #include "dtype.h"
 
 static const size_t dtype_sizes[TUTTI_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-static const char *const dtype_names[TUTTI_NUM_DTYPES] = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "fp16", "bf16", "fp32", "fp64"};
+static const char *const dtype_names[TUTTI_NUM_DTYPES] = {"int8",   "uint8", "int32", "uint32", "int64",
+                                                          "uint64", "fp16",  "bf16",  "fp32",   "fp64"};
 static const char *const op_names[TUTTI_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
 
 TUTTI_API size_t tutti_dtype_size(tutti_dtype_t dtype)

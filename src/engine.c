@@ -17,8 +17,8 @@
 #include "engine.h"
 #include "log.h"
 
-#define ALIVE_CHECK_NS 20000000  /* 20 ms between peer liveness scans when idle */
-#define CAUSE_WAIT_MS 200         /* how long a report waits to see why a peer aborted */
+#define ALIVE_CHECK_NS 20000000 /* 20 ms between peer liveness scans when idle */
+#define CAUSE_WAIT_MS 200       /* how long a report waits to see why a peer aborted */
 #define SPIN_BEFORE_YIELD 64
 #define YIELD_BEFORE_SLEEP 2048
 
@@ -32,7 +32,7 @@ typedef struct {
 typedef struct {
     int slice, round; /* slice == -1: lane finished */
     int npending;
-    tt_req_t *reqs;       /* one per step of the widest round */
+    tt_req_t *reqs; /* one per step of the widest round */
     combine_ctx_t *ctxs;
     const tt_step_t **req_step;
 } lane_t;
@@ -60,7 +60,8 @@ static char *slice_ptr(const tt_exec_t *x, tt_region_t r, int slice, size_t *byt
 
 static const char *step_name(tt_step_kind_t k)
 {
-    static const char *const names[] = {"sending to", "receiving from", "receiving (to reduce) from", "copy", "reduce"};
+    static const char *const names[] = {"sending to", "receiving from", "receiving (to reduce) from", "copy",
+                                        "reduce"};
     return names[k];
 }
 
@@ -97,9 +98,15 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
         lane->req_step[lane->npending] = st;
         memset(req, 0, sizeof *req);
         char *buf = slice_ptr(x, st->kind == TT_STEP_SEND ? st->src : st->dst, lane->slice, &bytes);
-        req->hdr = (tt_msg_hdr_t){.magic = TT_MSG_MAGIC, .coll = (uint8_t)x->wire_coll, .dtype = (uint8_t)x->dtype,
-                                  .op = (uint8_t)x->op, .channel = (uint8_t)channel, .root = x->root,
-                                  .count = x->count, .seq = x->seq, .bytes = bytes};
+        req->hdr = (tt_msg_hdr_t){.magic = TT_MSG_MAGIC,
+                                  .coll = (uint8_t)x->wire_coll,
+                                  .dtype = (uint8_t)x->dtype,
+                                  .op = (uint8_t)x->op,
+                                  .channel = (uint8_t)channel,
+                                  .root = x->root,
+                                  .count = x->count,
+                                  .seq = x->seq,
+                                  .bytes = bytes};
         req->buf = buf;
         req->len = bytes;
         req->unit = x->elem;
@@ -176,8 +183,8 @@ static int lost_peers_scan(tutti_comm_t comm, char *out, size_t len, int allow_a
         snprintf(out, len, "%s %s died or lost %s connection%s", ndied > 1 ? "ranks" : "rank", died,
                  ndied > 1 ? "their" : "its", naborted ? "; " : "");
     if (naborted)
-        snprintf(out + strlen(out), len - strlen(out), "%s %s aborted after an error", naborted > 1 ? "ranks" : "rank",
-                 aborted);
+        snprintf(out + strlen(out), len - strlen(out), "%s %s aborted after an error",
+                 naborted > 1 ? "ranks" : "rank", aborted);
     return ndied + naborted;
 }
 
@@ -201,13 +208,14 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
     const tt_req_t *req = &lane->reqs[idx];
     char where[160];
     snprintf(where, sizeof where, "rank %d was %s rank %d (round %d of %d, slice %d of %d)", comm->rank,
-             step_name(step->kind), step->peer, lane->round + 1, run->s->nrounds, lane->slice + 1, x->nslices);
+             step_name(step->kind), step->peer, lane->round + 1, run->s->nrounds, lane->slice + 1,
+             x->nslices);
     if (st == TUTTI_ERR_MISMATCH) {
         char theirs[160];
         describe_call(x, req->got.seq, req->got.coll, req->got.dtype, req->got.op, req->got.root,
                       req->got.count, theirs, sizeof theirs);
-        return tt_comm_error(comm, st, "%s: %s, which sent %s with %llu bytes where %llu were expected",
-                             call, where, theirs, (unsigned long long)req->got.bytes,
+        return tt_comm_error(comm, st, "%s: %s, which sent %s with %llu bytes where %llu were expected", call,
+                             where, theirs, (unsigned long long)req->got.bytes,
                              (unsigned long long)req->hdr.bytes);
     }
     if (st == TUTTI_ERR_TIMEOUT)
@@ -337,8 +345,11 @@ tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_ex
         goto undo_alloc;
     for (int l = 0; l < run.nlanes; l++) {
         lane_t *lane = &run.lanes[l];
-        *lane = (lane_t){.slice = l, .round = 0, .reqs = reqs + l * run.width,
-                         .ctxs = ctxs + l * run.width, .req_step = steps + l * run.width};
+        *lane = (lane_t){.slice = l,
+                         .round = 0,
+                         .reqs = reqs + l * run.width,
+                         .ctxs = ctxs + l * run.width,
+                         .req_step = steps + l * run.width};
         st = lane_start_round(&run, lane, l);
         if (!st && lane->npending == 0) /* a round of local steps only */
             st = lane_advance(&run, lane, l);

@@ -14,11 +14,11 @@ typedef struct {
     tt_coll_t wire_coll; /* what both sides put in headers (send for p2p) */
     tutti_dtype_t dtype;
     tutti_op_t op;
-    int root;            /* header root (0 for p2p) */
+    int root; /* header root (0 for p2p) */
     size_t count;
     uint64_t seq;
     size_t elem;
-    char *bufs[3];       /* input, output, scratch */
+    char *bufs[3]; /* input, output, scratch */
     tt_reduce_fn reduce;
     int nslices;
 } tt_exec_t;

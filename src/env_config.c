@@ -38,13 +38,23 @@ int tt_parse_size(const char *text, uint64_t *out)
         return -1;
     unsigned shift = 0;
     switch (*end) {
-    case '\0':
+    case '\0': break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
         break;
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default:
-        return -1;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    default: return -1;
     }
     if (*end == 'B' || *end == 'b')
         end++;
@@ -74,10 +84,8 @@ static int config_parse(tt_config_id_t id, const char *text, int64_t *out)
             return -1;
         *out = text[0] == '1';
         return 0;
-    case TT_CFG_TYPE_INT:
-        return tt_parse_int(text, out);
-    default:
-        return -1;
+    case TT_CFG_TYPE_INT: return tt_parse_int(text, out);
+    default: return -1;
     }
 }
 
@@ -87,8 +95,8 @@ int64_t tt_config_int(tt_config_id_t id)
     const char *text = tt_config_str(id);
     if (config_parse(id, text, &v) == 0)
         return v;
-    TT_WARN(TT_SUB_CONFIG, "%s=%s is malformed; using the default %s", tt_config_entries[id].name,
-            text, tt_config_entries[id].def);
+    TT_WARN(TT_SUB_CONFIG, "%s=%s is malformed; using the default %s", tt_config_entries[id].name, text,
+            tt_config_entries[id].def);
     config_parse(id, tt_config_entries[id].def, &v);
     return v;
 }

@@ -13,7 +13,7 @@ typedef enum {
 #define TT_CFG_ENUM(id, type, def, help) TT_CFG_##id,
     TT_CONFIG_TABLE(TT_CFG_ENUM)
 #undef TT_CFG_ENUM
-    TT_CFG_COUNT
+        TT_CFG_COUNT
 } tt_config_id_t;
 
 typedef enum { TT_CFG_TYPE_STR, TT_CFG_TYPE_INT, TT_CFG_TYPE_SIZE, TT_CFG_TYPE_BOOL } tt_config_type_t;

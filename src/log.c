@@ -57,8 +57,7 @@ void tt_log_write(tt_log_level_t level, tt_log_subsys_t sub, const char *fmt, ..
     char line[1024];
     int n;
     if (log_rank >= 0)
-        n = snprintf(line, sizeof line, "tutti[%d] %s %s: ", log_rank, level_names[level],
-                     subsys_names[sub]);
+        n = snprintf(line, sizeof line, "tutti[%d] %s %s: ", log_rank, level_names[level], subsys_names[sub]);
     else
         n = snprintf(line, sizeof line, "tutti %s %s: ", level_names[level], subsys_names[sub]);
     va_list ap;

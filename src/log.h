@@ -30,10 +30,10 @@ int tt_log_enabled(tt_log_level_t level, tt_log_subsys_t sub);
 void tt_log_write(tt_log_level_t level, tt_log_subsys_t sub, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#define TT_LOG(level, sub, ...)                     \
-    do {                                            \
-        if (tt_log_enabled(level, sub))             \
-            tt_log_write(level, sub, __VA_ARGS__);  \
+#define TT_LOG(level, sub, ...)                                                                              \
+    do {                                                                                                     \
+        if (tt_log_enabled(level, sub))                                                                      \
+            tt_log_write(level, sub, __VA_ARGS__);                                                           \
     } while (0)
 #define TT_ERROR(sub, ...) TT_LOG(TT_LOG_ERROR, sub, __VA_ARGS__)
 #define TT_WARN(sub, ...) TT_LOG(TT_LOG_WARN, sub, __VA_ARGS__)

@@ -25,13 +25,12 @@ static void reduce_setup(void)
     usable[TT_ISA_PORTABLE] = 1;
 #ifdef TT_HAVE_X86_SIMD
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-        __builtin_cpu_supports("fma")) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma")) {
         tt_reduce_fill_avx2(tables[TT_ISA_AVX2]);
         usable[TT_ISA_AVX2] = 1;
     }
-    if (usable[TT_ISA_AVX2] && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    if (usable[TT_ISA_AVX2] && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl")) {
         tt_reduce_fill_avx512(tables[TT_ISA_AVX512]);
         usable[TT_ISA_AVX512] = 1;
         if (__builtin_cpu_supports("avx512bf16")) {
@@ -53,8 +52,8 @@ static void reduce_setup(void)
             if (usable[isa])
                 chosen = (tt_isa_t)isa;
             else
-                TT_WARN(TT_SUB_CONFIG, "TUTTI_REDUCE_ISA=%s: this CPU or build lacks it; using %s",
-                        want, isa_names[chosen]);
+                TT_WARN(TT_SUB_CONFIG, "TUTTI_REDUCE_ISA=%s: this CPU or build lacks it; using %s", want,
+                        isa_names[chosen]);
             return;
         }
     TT_WARN(TT_SUB_CONFIG, "TUTTI_REDUCE_ISA=%s is unknown; using %s", want, isa_names[chosen]);
@@ -84,11 +83,11 @@ tt_reduce_fn tt_reduce_get(tutti_dtype_t dtype, tutti_op_t op)
     return tt_reduce_get_isa(tt_reduce_isa(), dtype, op);
 }
 
-#define AVG_INT(T)                                   \
-    do {                                             \
-        T *p = buf;                                  \
-        for (size_t i = 0; i < n; i++)               \
-            p[i] = (T)(p[i] / (T)nranks);            \
+#define AVG_INT(T)                                                                                           \
+    do {                                                                                                     \
+        T *p = buf;                                                                                          \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            p[i] = (T)(p[i] / (T)nranks);                                                                    \
     } while (0)
 
 void tt_reduce_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks)
@@ -114,7 +113,6 @@ void tt_reduce_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks)
             p[i] = tt_f32_to_bf16(tt_bf16_to_f32(p[i]) / (float)nranks);
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }

@@ -13,16 +13,10 @@ static inline __m256 avx2_op(int op, __m256 x, __m256 y)
 {
     __m256 r;
     switch (op) {
-    case TUTTI_PROD:
-        return _mm256_mul_ps(x, y);
-    case TUTTI_MIN:
-        r = _mm256_min_ps(x, y);
-        break;
-    case TUTTI_MAX:
-        r = _mm256_max_ps(x, y);
-        break;
-    default:
-        return _mm256_add_ps(x, y);
+    case TUTTI_PROD: return _mm256_mul_ps(x, y);
+    case TUTTI_MIN: r = _mm256_min_ps(x, y); break;
+    case TUTTI_MAX: r = _mm256_max_ps(x, y); break;
+    default: return _mm256_add_ps(x, y);
     }
     /* min/max_ps drop a NaN in the first operand; make it win instead. */
     return _mm256_blendv_ps(r, _mm256_add_ps(x, y), _mm256_cmp_ps(x, y, _CMP_UNORD_Q));
@@ -39,7 +33,8 @@ static inline void avx2_store_bf16(uint16_t *p, __m256 v)
 {
     __m256i u = _mm256_castps_si256(v);
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
     __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
     __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);

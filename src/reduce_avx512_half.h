@@ -8,16 +8,10 @@ static inline __m512 avx512_op(int op, __m512 x, __m512 y)
 {
     __m512 r;
     switch (op) {
-    case TUTTI_PROD:
-        return _mm512_mul_ps(x, y);
-    case TUTTI_MIN:
-        r = _mm512_min_ps(x, y);
-        break;
-    case TUTTI_MAX:
-        r = _mm512_max_ps(x, y);
-        break;
-    default:
-        return _mm512_add_ps(x, y);
+    case TUTTI_PROD: return _mm512_mul_ps(x, y);
+    case TUTTI_MIN: r = _mm512_min_ps(x, y); break;
+    case TUTTI_MAX: r = _mm512_max_ps(x, y); break;
+    default: return _mm512_add_ps(x, y);
     }
     __mmask16 nan = _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q);
     return _mm512_mask_add_ps(r, nan, x, y);

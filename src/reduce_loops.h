@@ -15,71 +15,71 @@
 #define TT_KFN(name) TT_CAT(TT_KERNEL_PREFIX, name)
 
 /* Integers wrap (computed unsigned: no signed-overflow UB). */
-#define TT_INT_KERNELS(T, UT, tag)                                                              \
-    static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)              \
-    {                                                                                           \
-        T *restrict pd = d;                                                                     \
-        const T *pa = a, *pb = b;                                                               \
-        for (size_t i = 0; i < n; i++)                                                          \
-            pd[i] = (T)((UT)pa[i] + (UT)pb[i]);                                                 \
-    }                                                                                           \
-    static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)             \
-    {                                                                                           \
-        T *restrict pd = d;                                                                     \
-        const T *pa = a, *pb = b;                                                               \
-        for (size_t i = 0; i < n; i++)                                                          \
-            pd[i] = (T)((UT)pa[i] * (UT)pb[i]);                                                 \
-    }                                                                                           \
-    static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)              \
-    {                                                                                           \
-        T *restrict pd = d;                                                                     \
-        const T *pa = a, *pb = b;                                                               \
-        for (size_t i = 0; i < n; i++)                                                          \
-            pd[i] = pa[i] < pb[i] ? pa[i] : pb[i];                                              \
-    }                                                                                           \
-    static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)              \
-    {                                                                                           \
-        T *restrict pd = d;                                                                     \
-        const T *pa = a, *pb = b;                                                               \
-        for (size_t i = 0; i < n; i++)                                                          \
-            pd[i] = pa[i] > pb[i] ? pa[i] : pb[i];                                              \
+#define TT_INT_KERNELS(T, UT, tag)                                                                           \
+    static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        T *restrict pd = d;                                                                                  \
+        const T *pa = a, *pb = b;                                                                            \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            pd[i] = (T)((UT)pa[i] + (UT)pb[i]);                                                              \
+    }                                                                                                        \
+    static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)                          \
+    {                                                                                                        \
+        T *restrict pd = d;                                                                                  \
+        const T *pa = a, *pb = b;                                                                            \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            pd[i] = (T)((UT)pa[i] * (UT)pb[i]);                                                              \
+    }                                                                                                        \
+    static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        T *restrict pd = d;                                                                                  \
+        const T *pa = a, *pb = b;                                                                            \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            pd[i] = pa[i] < pb[i] ? pa[i] : pb[i];                                                           \
+    }                                                                                                        \
+    static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        T *restrict pd = d;                                                                                  \
+        const T *pa = a, *pb = b;                                                                            \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            pd[i] = pa[i] > pb[i] ? pa[i] : pb[i];                                                           \
     }
 
 /* Floats: min/max return NaN when either input is NaN (a + b makes it). */
-#define TT_FLOAT_KERNELS(T, tag)                                                                \
-    static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)              \
-    {                                                                                           \
-        T *restrict pd = d;                                                                     \
-        const T *pa = a, *pb = b;                                                               \
-        for (size_t i = 0; i < n; i++)                                                          \
-            pd[i] = pa[i] + pb[i];                                                              \
-    }                                                                                           \
-    static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)             \
-    {                                                                                           \
-        T *restrict pd = d;                                                                     \
-        const T *pa = a, *pb = b;                                                               \
-        for (size_t i = 0; i < n; i++)                                                          \
-            pd[i] = pa[i] * pb[i];                                                              \
-    }                                                                                           \
-    static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)              \
-    {                                                                                           \
-        T *restrict pd = d;                                                                     \
-        const T *pa = a, *pb = b;                                                               \
-        for (size_t i = 0; i < n; i++) {                                                        \
-            T x = pa[i], y = pb[i];                                                             \
-            T m = x < y ? x : y;                                                                \
-            pd[i] = (x != x || y != y) ? x + y : m;                                             \
-        }                                                                                       \
-    }                                                                                           \
-    static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)              \
-    {                                                                                           \
-        T *restrict pd = d;                                                                     \
-        const T *pa = a, *pb = b;                                                               \
-        for (size_t i = 0; i < n; i++) {                                                        \
-            T x = pa[i], y = pb[i];                                                             \
-            T m = x > y ? x : y;                                                                \
-            pd[i] = (x != x || y != y) ? x + y : m;                                             \
-        }                                                                                       \
+#define TT_FLOAT_KERNELS(T, tag)                                                                             \
+    static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        T *restrict pd = d;                                                                                  \
+        const T *pa = a, *pb = b;                                                                            \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            pd[i] = pa[i] + pb[i];                                                                           \
+    }                                                                                                        \
+    static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)                          \
+    {                                                                                                        \
+        T *restrict pd = d;                                                                                  \
+        const T *pa = a, *pb = b;                                                                            \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            pd[i] = pa[i] * pb[i];                                                                           \
+    }                                                                                                        \
+    static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        T *restrict pd = d;                                                                                  \
+        const T *pa = a, *pb = b;                                                                            \
+        for (size_t i = 0; i < n; i++) {                                                                     \
+            T x = pa[i], y = pb[i];                                                                          \
+            T m = x < y ? x : y;                                                                             \
+            pd[i] = (x != x || y != y) ? x + y : m;                                                          \
+        }                                                                                                    \
+    }                                                                                                        \
+    static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        T *restrict pd = d;                                                                                  \
+        const T *pa = a, *pb = b;                                                                            \
+        for (size_t i = 0; i < n; i++) {                                                                     \
+            T x = pa[i], y = pb[i];                                                                          \
+            T m = x > y ? x : y;                                                                             \
+            pd[i] = (x != x || y != y) ? x + y : m;                                                          \
+        }                                                                                                    \
     }
 
 /* Half types one element at a time: the tails of the vector kernels and
@@ -87,26 +87,20 @@
 static inline float TT_KFN(half_op)(int op, float x, float y)
 {
     switch (op) {
-    case TUTTI_PROD:
-        return x * y;
-    case TUTTI_MIN:
-        return (x != x || y != y) ? x + y : (x < y ? x : y);
-    case TUTTI_MAX:
-        return (x != x || y != y) ? x + y : (x > y ? x : y);
-    default:
-        return x + y;
+    case TUTTI_PROD: return x * y;
+    case TUTTI_MIN: return (x != x || y != y) ? x + y : (x < y ? x : y);
+    case TUTTI_MAX: return (x != x || y != y) ? x + y : (x > y ? x : y);
+    default: return x + y;
     }
 }
 
-static inline void TT_KFN(fp16_tail)(int op, uint16_t *d, const uint16_t *a, const uint16_t *b,
-                                     size_t n)
+static inline void TT_KFN(fp16_tail)(int op, uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         d[i] = tt_f32_to_fp16(TT_KFN(half_op)(op, tt_fp16_to_f32(a[i]), tt_fp16_to_f32(b[i])));
 }
 
-static inline void TT_KFN(bf16_tail)(int op, uint16_t *d, const uint16_t *a, const uint16_t *b,
-                                     size_t n)
+static inline void TT_KFN(bf16_tail)(int op, uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         d[i] = tt_f32_to_bf16(TT_KFN(half_op)(op, tt_bf16_to_f32(a[i]), tt_bf16_to_f32(b[i])));
@@ -121,13 +115,13 @@ TT_INT_KERNELS(uint64_t, uint64_t, u64)
 TT_FLOAT_KERNELS(float, f32)
 TT_FLOAT_KERNELS(double, f64)
 
-#define TT_FILL_ROW(table, dtype, tag)              \
-    do {                                            \
-        table[dtype][TUTTI_SUM] = TT_KFN(sum_##tag);   \
-        table[dtype][TUTTI_PROD] = TT_KFN(prod_##tag); \
-        table[dtype][TUTTI_MIN] = TT_KFN(min_##tag);   \
-        table[dtype][TUTTI_MAX] = TT_KFN(max_##tag);   \
-        table[dtype][TUTTI_AVG] = TT_KFN(sum_##tag);   \
+#define TT_FILL_ROW(table, dtype, tag)                                                                       \
+    do {                                                                                                     \
+        table[dtype][TUTTI_SUM] = TT_KFN(sum_##tag);                                                         \
+        table[dtype][TUTTI_PROD] = TT_KFN(prod_##tag);                                                       \
+        table[dtype][TUTTI_MIN] = TT_KFN(min_##tag);                                                         \
+        table[dtype][TUTTI_MAX] = TT_KFN(max_##tag);                                                         \
+        table[dtype][TUTTI_AVG] = TT_KFN(sum_##tag);                                                         \
     } while (0)
 
 /* Fills every row but fp16/bf16, which each file provides itself. */
@@ -145,20 +139,20 @@ static inline void TT_KFN(fill_plain_rows)(tt_reduce_table_t t)
 
 /* Defines the 4 fp16 or bf16 kernels of one file from a body macro
  * BODY(op, d, a, b, n) that handles the whole array. */
-#define TT_HALF_KERNELS(tag, BODY)                                                              \
-    static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)              \
-    {                                                                                           \
-        BODY(TUTTI_SUM, d, a, b, n);                                                            \
-    }                                                                                           \
-    static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)             \
-    {                                                                                           \
-        BODY(TUTTI_PROD, d, a, b, n);                                                           \
-    }                                                                                           \
-    static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)              \
-    {                                                                                           \
-        BODY(TUTTI_MIN, d, a, b, n);                                                            \
-    }                                                                                           \
-    static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)              \
-    {                                                                                           \
-        BODY(TUTTI_MAX, d, a, b, n);                                                            \
+#define TT_HALF_KERNELS(tag, BODY)                                                                           \
+    static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        BODY(TUTTI_SUM, d, a, b, n);                                                                         \
+    }                                                                                                        \
+    static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)                          \
+    {                                                                                                        \
+        BODY(TUTTI_PROD, d, a, b, n);                                                                        \
+    }                                                                                                        \
+    static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        BODY(TUTTI_MIN, d, a, b, n);                                                                         \
+    }                                                                                                        \
+    static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        BODY(TUTTI_MAX, d, a, b, n);                                                                         \
     }

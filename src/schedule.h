@@ -19,11 +19,11 @@
 #include "tutti.h"
 
 /* Returns from the calling function when a status-returning call fails. */
-#define TT_TRY(call)                         \
-    do {                                     \
-        tutti_status_t tt_try_ = (call);     \
-        if (tt_try_ != TUTTI_SUCCESS)        \
-            return tt_try_;                  \
+#define TT_TRY(call)                                                                                         \
+    do {                                                                                                     \
+        tutti_status_t tt_try_ = (call);                                                                     \
+        if (tt_try_ != TUTTI_SUCCESS)                                                                        \
+            return tt_try_;                                                                                  \
     } while (0)
 
 typedef enum {

@@ -163,8 +163,8 @@ tutti_status_t tt_sock_connect(const tt_sockaddr_t *addr, int64_t deadline_ms, i
         int err = errno;
         close(s);
         /* The listener may not exist yet: retry with backoff until the deadline. */
-        if (err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN && err != EINTR &&
-            err != ENETUNREACH && err != EHOSTUNREACH) {
+        if (err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN && err != EINTR && err != ENETUNREACH &&
+            err != EHOSTUNREACH) {
             TT_ERROR(TT_SUB_INIT, "connect to %s failed: %s", where, strerror(err));
             return TUTTI_ERR_SYSTEM;
         }
@@ -259,8 +259,7 @@ tutti_status_t tt_hello_recv(int fd, const unsigned char *key, int64_t deadline_
         tt_sock_addr_str(&peer, from, sizeof from);
     tutti_status_t st = tt_sock_recv_all(fd, out, sizeof *out, deadline_ms);
     if (st != TUTTI_SUCCESS) {
-        TT_WARN(TT_SUB_INIT, "refused connection from %s: no complete hello (%s)", from,
-                tutti_strerror(st));
+        TT_WARN(TT_SUB_INIT, "refused connection from %s: no complete hello (%s)", from, tutti_strerror(st));
         return TUTTI_ERR_AUTH;
     }
     unsigned diff = out->magic != TT_HELLO_MAGIC;

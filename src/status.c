@@ -5,9 +5,8 @@
 TUTTI_API const char *tutti_strerror(tutti_status_t status)
 {
     switch (status) {
-#define TT_STATUS_TEXT(name, value, text) \
-    case name:                            \
-        return text;
+#define TT_STATUS_TEXT(name, value, text)                                                                    \
+    case name: return text;
         TUTTI_STATUS_TABLE(TT_STATUS_TEXT)
 #undef TT_STATUS_TEXT
     }
@@ -17,9 +16,8 @@ TUTTI_API const char *tutti_strerror(tutti_status_t status)
 TUTTI_API const char *tutti_status_name(tutti_status_t status)
 {
     switch (status) {
-#define TT_STATUS_NAME(name, value, text) \
-    case name:                            \
-        return #name;
+#define TT_STATUS_NAME(name, value, text)                                                                    \
+    case name: return #name;
         TUTTI_STATUS_TABLE(TT_STATUS_NAME)
 #undef TT_STATUS_NAME
     }

@@ -38,7 +38,8 @@ void tt_spawn_ranks(int nranks, tt_rank_fn fn, void *arg, pid_t *pids)
             }
             tutti_status_t st = tutti_comm_init(&comm, nranks, r, &id, &params);
             if (st) {
-                fprintf(stderr, "rank %d: init failed: %s: %s\n", r, tutti_strerror(st), tutti_comm_last_error(NULL));
+                fprintf(stderr, "rank %d: init failed: %s: %s\n", r, tutti_strerror(st),
+                        tutti_comm_last_error(NULL));
                 _exit(100);
             }
             int rc = fn(comm, r, nranks, arg);
@@ -119,14 +120,17 @@ int tt_count_shm_segments(void)
 
 void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank, size_t index)
 {
-    int v = op == TUTTI_PROD ? ((rank + (int)index) % 5 == 0 ? 2 : 1) : (int)(((size_t)rank * 7 + index * 13) % 9);
+    int v = op == TUTTI_PROD ? ((rank + (int)index) % 5 == 0 ? 2 : 1)
+                             : (int)(((size_t)rank * 7 + index * 13) % 9);
     switch (t) {
     case TUTTI_FP16: ((uint16_t *)buf)[i] = tt_f32_to_fp16((float)v); break;
     case TUTTI_BF16: ((uint16_t *)buf)[i] = tt_f32_to_bf16((float)v); break;
     case TUTTI_FP32: ((float *)buf)[i] = (float)v; break;
     case TUTTI_FP64: ((double *)buf)[i] = v; break;
-    case TUTTI_INT8: case TUTTI_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case TUTTI_INT32: case TUTTI_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case TUTTI_INT8:
+    case TUTTI_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case TUTTI_INT32:
+    case TUTTI_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
     default: ((uint64_t *)buf)[i] = (uint64_t)v; break;
     }
 }

@@ -38,7 +38,8 @@ static msg_t **queue(msg_t **queues, const tt_sim_t *sim, int from, int to, int 
 }
 
 /* Tries to move one lane on; returns 1 if it did anything. */
-static int step_lane(tt_sim_t *sim, rank_t *ranks, msg_t **queues, int r, int l, tt_reduce_fn reduce, int *err)
+static int step_lane(tt_sim_t *sim, rank_t *ranks, msg_t **queues, int r, int l, tt_reduce_fn reduce,
+                     int *err)
 {
     rank_t *rk = &ranks[r];
     lane_t *lane = &rk->lanes[l];
@@ -153,7 +154,8 @@ int tt_sim_run(tt_sim_t *sim, const tt_algorithm_t *algo, tt_coll_args_t args)
         if (!active)
             break;
         if (!moved) {
-            snprintf(sim->error, sizeof sim->error, "deadlock: %d lanes wait for messages that never come", active);
+            snprintf(sim->error, sizeof sim->error, "deadlock: %d lanes wait for messages that never come",
+                     active);
             rc = -1;
             break;
         }

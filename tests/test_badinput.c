@@ -11,7 +11,8 @@
 
 #include "harness.h"
 
-static int expect(tutti_comm_t comm, tutti_status_t got, tutti_status_t want, const char *word, const char *what)
+static int expect(tutti_comm_t comm, tutti_status_t got, tutti_status_t want, const char *word,
+                  const char *what)
 {
     const char *msg = tutti_comm_last_error(comm);
     if (got != want || !strstr(msg, word)) {
@@ -28,31 +29,41 @@ static int bad_calls(tutti_comm_t comm, int r, int p, void *arg)
     float buf[64] = {0}, other[64] = {0};
     int bad = 0;
     tutti_status_t E = TUTTI_ERR_INVALID_ARG;
-    bad |= expect(comm, tutti_allreduce(NULL, other, 10, TUTTI_FP32, TUTTI_SUM, comm, NULL), E, "sendbuf", "NULL sendbuf");
-    bad |= expect(comm, tutti_allreduce(buf, NULL, 10, TUTTI_FP32, TUTTI_SUM, comm, NULL), E, "recvbuf", "NULL recvbuf");
-    bad |= expect(comm, tutti_allreduce(buf, other, 10, (tutti_dtype_t)99, TUTTI_SUM, comm, NULL), E, "dtype", "dtype 99");
-    bad |= expect(comm, tutti_allreduce(buf, other, 10, (tutti_dtype_t)-1, TUTTI_SUM, comm, NULL), E, "dtype", "dtype -1");
-    bad |= expect(comm, tutti_allreduce(buf, other, 10, TUTTI_FP32, (tutti_op_t)17, comm, NULL), E, "op", "op 17");
-    bad |= expect(comm, tutti_allreduce(buf, other, SIZE_MAX / 2, TUTTI_FP32, TUTTI_SUM, comm, NULL), E, "count",
-                  "count overflow");
-    bad |= expect(comm, tutti_alltoall(buf, other, SIZE_MAX / 8 / (size_t)p + 1, TUTTI_FP64, comm, NULL), E, "count",
-                  "alltoall count * nranks overflow");
-    bad |= expect(comm, tutti_broadcast(buf, other, 4, TUTTI_FP32, p, comm, NULL), E, "root", "root = nranks");
-    bad |= expect(comm, tutti_reduce(buf, other, 4, TUTTI_FP32, TUTTI_SUM, -1, comm, NULL), E, "root", "root -1");
+    bad |= expect(comm, tutti_allreduce(NULL, other, 10, TUTTI_FP32, TUTTI_SUM, comm, NULL), E, "sendbuf",
+                  "NULL sendbuf");
+    bad |= expect(comm, tutti_allreduce(buf, NULL, 10, TUTTI_FP32, TUTTI_SUM, comm, NULL), E, "recvbuf",
+                  "NULL recvbuf");
+    bad |= expect(comm, tutti_allreduce(buf, other, 10, (tutti_dtype_t)99, TUTTI_SUM, comm, NULL), E, "dtype",
+                  "dtype 99");
+    bad |= expect(comm, tutti_allreduce(buf, other, 10, (tutti_dtype_t)-1, TUTTI_SUM, comm, NULL), E, "dtype",
+                  "dtype -1");
+    bad |= expect(comm, tutti_allreduce(buf, other, 10, TUTTI_FP32, (tutti_op_t)17, comm, NULL), E, "op",
+                  "op 17");
+    bad |= expect(comm, tutti_allreduce(buf, other, SIZE_MAX / 2, TUTTI_FP32, TUTTI_SUM, comm, NULL), E,
+                  "count", "count overflow");
+    bad |= expect(comm, tutti_alltoall(buf, other, SIZE_MAX / 8 / (size_t)p + 1, TUTTI_FP64, comm, NULL), E,
+                  "count", "alltoall count * nranks overflow");
+    bad |=
+        expect(comm, tutti_broadcast(buf, other, 4, TUTTI_FP32, p, comm, NULL), E, "root", "root = nranks");
+    bad |= expect(comm, tutti_reduce(buf, other, 4, TUTTI_FP32, TUTTI_SUM, -1, comm, NULL), E, "root",
+                  "root -1");
     bad |= expect(comm, tutti_send(buf, 4, TUTTI_FP32, p, comm, NULL), E, "peer", "send peer = nranks");
     bad |= expect(comm, tutti_send(buf, 4, TUTTI_FP32, r, comm, NULL), E, "peer", "send to self");
     bad |= expect(comm, tutti_recv(buf, 4, TUTTI_FP32, -2, comm, NULL), E, "peer", "recv peer -2");
     bad |= expect(comm, tutti_allreduce(buf, buf + 1, 10, TUTTI_FP32, TUTTI_SUM, comm, NULL), E, "overlap",
                   "allreduce overlapping by one element");
-    bad |= expect(comm, tutti_reduce_scatter(buf, buf + (size_t)r * 4 + 1, 4, TUTTI_FP32, TUTTI_SUM, comm, NULL), E,
-                  "overlap", "reduce_scatter recvbuf not at sendbuf + rank * recvcount");
-    bad |= expect(comm, tutti_allgather(buf + (size_t)r * 2 + 1, buf, 2, TUTTI_FP32, comm, NULL), E, "overlap",
-                  "allgather sendbuf not at recvbuf + rank * sendcount");
-    bad |= expect(comm, tutti_alltoall(buf, buf + 2, 2, TUTTI_FP32, comm, NULL), E, "overlap", "alltoall overlap");
+    bad |=
+        expect(comm, tutti_reduce_scatter(buf, buf + (size_t)r * 4 + 1, 4, TUTTI_FP32, TUTTI_SUM, comm, NULL),
+               E, "overlap", "reduce_scatter recvbuf not at sendbuf + rank * recvcount");
+    bad |= expect(comm, tutti_allgather(buf + (size_t)r * 2 + 1, buf, 2, TUTTI_FP32, comm, NULL), E,
+                  "overlap", "allgather sendbuf not at recvbuf + rank * sendcount");
+    bad |= expect(comm, tutti_alltoall(buf, buf + 2, 2, TUTTI_FP32, comm, NULL), E, "overlap",
+                  "alltoall overlap");
     bad |= expect(comm, tutti_allreduce(buf, other, 4, TUTTI_FP32, TUTTI_SUM, comm, (tutti_stream_t)buf),
                   TUTTI_ERR_UNSUPPORTED, "stream", "a stream without the device path");
     bad |= expect(comm, tutti_comm_rank(comm, NULL), E, "rank", "NULL rank output");
-    bad |= expect(NULL, tutti_allreduce(buf, other, 4, TUTTI_FP32, TUTTI_SUM, NULL, NULL), E, "comm", "NULL comm");
+    bad |= expect(NULL, tutti_allreduce(buf, other, 4, TUTTI_FP32, TUTTI_SUM, NULL, NULL), E, "comm",
+                  "NULL comm");
     /* count 0 needs no buffers */
     bad |= expect(comm, tutti_allreduce(NULL, NULL, 0, TUTTI_FP32, TUTTI_SUM, comm, NULL), TUTTI_SUCCESS, "",
                   "count 0 with NULL buffers");

@@ -57,7 +57,8 @@ static int allreduce_until_failure(tutti_comm_t comm, int r, int p, void *argp)
         const char *msg = tutti_comm_last_error(comm);
         int ok = st == TUTTI_ERR_PEER_FAILED && named_as_dead(msg, VICTIM) && waited < DEADLINE_S * 1000;
         if (!ok)
-            fprintf(stderr, "rank %d: %s after %lld ms: %s\n", r, tutti_status_name(st), (long long)waited, msg);
+            fprintf(stderr, "rank %d: %s after %lld ms: %s\n", r, tutti_status_name(st), (long long)waited,
+                    msg);
         /* The communicator refuses further work instead of hanging. */
         if (tutti_allreduce(a, b, 4, TUTTI_FP32, TUTTI_SUM, comm, NULL) != TUTTI_ERR_ABORTED)
             ok = 0;

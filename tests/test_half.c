@@ -40,7 +40,8 @@ START_TEST(fp16_widening_is_exact_for_all_patterns)
             ck_assert_msg(isnan(got), "0x%04x should widen to NaN", h);
             ck_assert_uint_eq(tt_f32_bits(got) >> 31, h >> 15);
         } else {
-            ck_assert_msg((double)got == want && !signbit(got) == !signbit(want), "0x%04x: %g != %g", h, got, want);
+            ck_assert_msg((double)got == want && !signbit(got) == !signbit(want), "0x%04x: %g != %g", h, got,
+                          want);
         }
     }
 }

@@ -15,8 +15,9 @@ START_TEST(mpirun_starts_ranks_that_join_through_pmix)
     const char *b = getenv("TT_BUILDDIR"), *mpirun = getenv("TT_MPIRUN");
     char cmd[2048], out[4096];
     /* Root may run mpirun only when told to; more ranks than cores is fine. */
-    snprintf(cmd, sizeof cmd, "'%s' --allow-run-as-root --oversubscribe -np 3 '%s/tests/rank-helper' check /tmp 2>&1",
-             mpirun, b ? b : ".");
+    snprintf(cmd, sizeof cmd,
+             "'%s' --allow-run-as-root --oversubscribe -np 3 '%s/tests/rank-helper' check /tmp 2>&1", mpirun,
+             b ? b : ".");
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     size_t n = fread(out, 1, sizeof out - 1, p);

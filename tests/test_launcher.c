@@ -81,7 +81,8 @@ static int gone_within(pid_t pid, int ms)
 START_TEST(sets_the_environment_and_tags_output)
 {
     char out[8192], args[2048];
-    snprintf(args, sizeof args, "-n 4 --nodes 2 --tag-output '%s/tests/rank-helper' echo '%s'", builddir, workdir);
+    snprintf(args, sizeof args, "-n 4 --nodes 2 --tag-output '%s/tests/rank-helper' echo '%s'", builddir,
+             workdir);
     ck_assert_int_eq(launch(args, out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "[0] hello from rank 0 of 4 node 0"));
     ck_assert_ptr_nonnull(strstr(out, "[1] hello from rank 1 of 4 node 0"));

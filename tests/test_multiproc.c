@@ -17,20 +17,21 @@ static const size_t counts[] = {0, 1, 7, 1000, 65537};
 static const struct {
     tutti_dtype_t t;
     tutti_op_t op;
-} kinds[] = {{TUTTI_FP32, TUTTI_SUM}, {TUTTI_INT32, TUTTI_MAX}, {TUTTI_BF16, TUTTI_SUM},
+} kinds[] = {{TUTTI_FP32, TUTTI_SUM},  {TUTTI_INT32, TUTTI_MAX}, {TUTTI_BF16, TUTTI_SUM},
              {TUTTI_FP64, TUTTI_PROD}, {TUTTI_UINT8, TUTTI_MIN}, {TUTTI_FP16, TUTTI_AVG}};
 
-#define FAIL_IF(cond, ...)                                     \
-    do {                                                       \
-        if (cond) {                                            \
-            fprintf(stderr, __VA_ARGS__);                      \
-            fprintf(stderr, "\n");                             \
-            return 1;                                          \
-        }                                                      \
+#define FAIL_IF(cond, ...)                                                                                   \
+    do {                                                                                                     \
+        if (cond) {                                                                                          \
+            fprintf(stderr, __VA_ARGS__);                                                                    \
+            fprintf(stderr, "\n");                                                                           \
+            return 1;                                                                                        \
+        }                                                                                                    \
     } while (0)
 
 /* Expected reduction over p ranks of global indices [base, base + n). */
-static void expect_reduced(char *want, char *term, size_t n, size_t base, int p, tutti_dtype_t t, tutti_op_t op)
+static void expect_reduced(char *want, char *term, size_t n, size_t base, int p, tutti_dtype_t t,
+                           tutti_op_t op)
 {
     tt_reduce_fn fn = tt_reduce_get(t, op);
     for (size_t i = 0; i < n; i++)
@@ -64,8 +65,8 @@ static int collectives(tutti_comm_t comm, int r, int p, void *arg)
             st = tutti_allreduce(ip ? out : in, out, n, t, op, comm, NULL);
             FAIL_IF(st, "allreduce n=%zu: %s: %s", n, tutti_strerror(st), tutti_comm_last_error(comm));
             expect_reduced(want, term, n, 0, p, t, op);
-            FAIL_IF(memcmp(want, out, n * e), "allreduce n=%zu %s %s in_place=%d wrong", n, tutti_dtype_name(t),
-                    tutti_op_name(op), ip);
+            FAIL_IF(memcmp(want, out, n * e), "allreduce n=%zu %s %s in_place=%d wrong", n,
+                    tutti_dtype_name(t), tutti_op_name(op), ip);
 
             /* reduce_scatter: input p*n, rank r gets block r */
             for (size_t i = 0; i < n * (size_t)p; i++)

@@ -29,17 +29,17 @@ static double fop(tutti_op_t op, double x, double y)
     }
 }
 
-#define INT_REF(T, UT)                                                         \
-    {                                                                          \
-        T x = ((const T *)a)[i], y = ((const T *)b)[i], r;                     \
-        switch (op) {                                                          \
-        case TUTTI_PROD: r = (T)((UT)x * (UT)y); break;                        \
-        case TUTTI_MIN: r = x < y ? x : y; break;                              \
-        case TUTTI_MAX: r = x > y ? x : y; break;                              \
-        default: r = (T)((UT)x + (UT)y); break;                                \
-        }                                                                      \
-        memcpy(out, &r, sizeof r);                                             \
-        return;                                                                \
+#define INT_REF(T, UT)                                                                                       \
+    {                                                                                                        \
+        T x = ((const T *)a)[i], y = ((const T *)b)[i], r;                                                   \
+        switch (op) {                                                                                        \
+        case TUTTI_PROD: r = (T)((UT)x * (UT)y); break;                                                      \
+        case TUTTI_MIN: r = x < y ? x : y; break;                                                            \
+        case TUTTI_MAX: r = x > y ? x : y; break;                                                            \
+        default: r = (T)((UT)x + (UT)y); break;                                                              \
+        }                                                                                                    \
+        memcpy(out, &r, sizeof r);                                                                           \
+        return;                                                                                              \
     }
 
 /* The reference result of element i, written to out. Floats are computed
@@ -66,29 +66,46 @@ static void reference(tutti_dtype_t t, tutti_op_t op, const void *a, const void 
         return;
     }
     case TUTTI_FP16: {
-        float r = (float)fop(op, tt_fp16_to_f32(((const uint16_t *)a)[i]), tt_fp16_to_f32(((const uint16_t *)b)[i]));
+        float r = (float)fop(op, tt_fp16_to_f32(((const uint16_t *)a)[i]),
+                             tt_fp16_to_f32(((const uint16_t *)b)[i]));
         uint16_t h = tt_f32_to_fp16(r);
         memcpy(out, &h, 2);
         return;
     }
     case TUTTI_BF16: {
-        float r = (float)fop(op, tt_bf16_to_f32(((const uint16_t *)a)[i]), tt_bf16_to_f32(((const uint16_t *)b)[i]));
+        float r = (float)fop(op, tt_bf16_to_f32(((const uint16_t *)a)[i]),
+                             tt_bf16_to_f32(((const uint16_t *)b)[i]));
         uint16_t h = tt_f32_to_bf16(r);
         memcpy(out, &h, 2);
         return;
     }
-    default:
-        return;
+    default: return;
     }
 }
 
 static int is_nan_elem(tutti_dtype_t t, const void *p)
 {
     switch (t) {
-    case TUTTI_FP32: { float f; memcpy(&f, p, 4); return isnan(f); }
-    case TUTTI_FP64: { double d; memcpy(&d, p, 8); return isnan(d); }
-    case TUTTI_FP16: { uint16_t h; memcpy(&h, p, 2); return isnan(tt_fp16_to_f32(h)); }
-    case TUTTI_BF16: { uint16_t h; memcpy(&h, p, 2); return isnan(tt_bf16_to_f32(h)); }
+    case TUTTI_FP32: {
+        float f;
+        memcpy(&f, p, 4);
+        return isnan(f);
+    }
+    case TUTTI_FP64: {
+        double d;
+        memcpy(&d, p, 8);
+        return isnan(d);
+    }
+    case TUTTI_FP16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return isnan(tt_fp16_to_f32(h));
+    }
+    case TUTTI_BF16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return isnan(tt_bf16_to_f32(h));
+    }
     default: return 0;
     }
 }
@@ -144,10 +161,12 @@ START_TEST(kernels_match_the_reference)
                     for (size_t i = 0; i < n; i++) {
                         char want[8];
                         reference((tutti_dtype_t)t, (tutti_op_t)op, copy_a, pb, i, want);
-                        int both_nan = is_nan_elem((tutti_dtype_t)t, want) && is_nan_elem((tutti_dtype_t)t, pd + i * size);
+                        int both_nan = is_nan_elem((tutti_dtype_t)t, want) &&
+                                       is_nan_elem((tutti_dtype_t)t, pd + i * size);
                         ck_assert_msg(both_nan || memcmp(want, pd + i * size, size) == 0,
                                       "%s %s %s n=%zu element %zu differs", tt_isa_name(isa),
-                                      tutti_dtype_name((tutti_dtype_t)t), tutti_op_name((tutti_op_t)op), n, i);
+                                      tutti_dtype_name((tutti_dtype_t)t), tutti_op_name((tutti_op_t)op), n,
+                                      i);
                     }
                     free(copy_a);
                 }

@@ -30,8 +30,14 @@ static void buffer_counts(const case_t *c, size_t *in, size_t *out)
 {
     size_t n = c->count, pn = n * (size_t)c->p;
     switch (c->coll) {
-    case TT_COLL_REDUCE_SCATTER: *in = pn; *out = n; break;
-    case TT_COLL_ALLGATHER: *in = n; *out = pn; break;
+    case TT_COLL_REDUCE_SCATTER:
+        *in = pn;
+        *out = n;
+        break;
+    case TT_COLL_ALLGATHER:
+        *in = n;
+        *out = pn;
+        break;
     case TT_COLL_ALLTOALL: *in = *out = pn; break;
     default: *in = *out = n; break;
     }
@@ -44,8 +50,13 @@ static void run_case(const case_t *c)
     size_t elem = tutti_dtype_size(c->dtype), nin, nout;
     buffer_counts(c, &nin, &nout);
     int p = c->p;
-    tt_sim_t sim = {.nranks = p, .elem = elem, .dtype = c->dtype, .op = c->op, .nslices = c->nslices,
-                    .nlanes = c->nlanes, .seed = (unsigned)(c->count * 31 + (size_t)p)};
+    tt_sim_t sim = {.nranks = p,
+                    .elem = elem,
+                    .dtype = c->dtype,
+                    .op = c->op,
+                    .nslices = c->nslices,
+                    .nlanes = c->nlanes,
+                    .seed = (unsigned)(c->count * 31 + (size_t)p)};
     sim.in = calloc((size_t)p, sizeof(char *));
     sim.out = calloc((size_t)p, sizeof(char *));
     for (int r = 0; r < p; r++) {
@@ -60,15 +71,17 @@ static void run_case(const case_t *c)
     /* reduce_scatter in place: rank r's output is its input block r. */
     char **outs = calloc((size_t)p, sizeof(char *));
     for (int r = 0; r < p; r++)
-        outs[r] = c->in_place && c->coll == TT_COLL_REDUCE_SCATTER ? sim.in[r] + (size_t)r * c->count * elem : sim.out[r];
+        outs[r] = c->in_place && c->coll == TT_COLL_REDUCE_SCATTER ? sim.in[r] + (size_t)r * c->count * elem
+                                                                   : sim.out[r];
     char **saved_out = sim.out;
     sim.out = outs;
-    tt_coll_args_t args = {.coll = c->coll, .nranks = p, .root = c->root, .count = c->count, .in_place = c->in_place};
+    tt_coll_args_t args = {
+        .coll = c->coll, .nranks = p, .root = c->root, .count = c->count, .in_place = c->in_place};
     const tt_algorithm_t *algo = tt_algo_for(c->coll);
     int rc = tt_sim_run(&sim, algo, args);
-    ck_assert_msg(rc == 0, "%s p=%d count=%zu %s %s slices=%d lanes=%d in_place=%d: %s", tt_coll_name(c->coll), p,
-                  c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op), c->nslices, c->nlanes, c->in_place,
-                  sim.error);
+    ck_assert_msg(rc == 0, "%s p=%d count=%zu %s %s slices=%d lanes=%d in_place=%d: %s",
+                  tt_coll_name(c->coll), p, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op),
+                  c->nslices, c->nlanes, c->in_place, sim.error);
 
     tt_reduce_fn reduce = tt_reduce_get(c->dtype, c->op);
     char *want = malloc((nout + 1) * elem), *term = malloc((nout + 1) * elem);
@@ -103,12 +116,11 @@ static void run_case(const case_t *c)
             for (size_t i = 0; i < nout; i++)
                 tt_test_value(c->dtype, c->op, want, i, (int)(i / n), (size_t)r * n + i % n);
             break;
-        default:
-            check_n = 0;
+        default: check_n = 0;
         }
-        ck_assert_msg(memcmp(want, outs[r], check_n * elem) == 0, "%s p=%d count=%zu %s %s slices=%d: rank %d wrong",
-                      tt_coll_name(c->coll), p, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op),
-                      c->nslices, r);
+        ck_assert_msg(memcmp(want, outs[r], check_n * elem) == 0,
+                      "%s p=%d count=%zu %s %s slices=%d: rank %d wrong", tt_coll_name(c->coll), p, c->count,
+                      tutti_dtype_name(c->dtype), tutti_op_name(c->op), c->nslices, r);
     }
     free(want);
     free(term);
@@ -136,14 +148,24 @@ START_TEST(every_algorithm_every_dtype_and_op)
                 if (op == TUTTI_AVG)
                     continue; /* avg is sum plus a division outside the schedule */
                 for (size_t k = 0; k < 3; k++) {
-                    case_t c = {reducing[k], p, (int)(counts[ci] % (size_t)p), (int)((ci + (size_t)t) % 2), counts[ci],
-                                (tutti_dtype_t)t, (tutti_op_t)op, 1 + (int)((ci + (size_t)op) % 3), 1 + t % 4};
+                    case_t c = {reducing[k],
+                                p,
+                                (int)(counts[ci] % (size_t)p),
+                                (int)((ci + (size_t)t) % 2),
+                                counts[ci],
+                                (tutti_dtype_t)t,
+                                (tutti_op_t)op,
+                                1 + (int)((ci + (size_t)op) % 3),
+                                1 + t % 4};
                     run_case(&c);
                 }
             }
             for (size_t k = 0; k < 4; k++) {
-                case_t c = {moving[k], p, p - 1, (int)((ci + k) % 2), counts[ci], (tutti_dtype_t)t, TUTTI_SUM,
-                            1 + (int)(ci % 3), 1 + (int)k};
+                case_t c = {moving[k],  p,
+                            p - 1,      (int)((ci + k) % 2),
+                            counts[ci], (tutti_dtype_t)t,
+                            TUTTI_SUM,  1 + (int)(ci % 3),
+                            1 + (int)k};
                 run_case(&c);
             }
         }

@@ -16,7 +16,7 @@
 #include "tutti.h"
 
 #define TT_KEY_BYTES 16
-#define TT_ADDR_MAX 128       /* bytes of one transport address blob */
+#define TT_ADDR_MAX 128 /* bytes of one transport address blob */
 #define TT_MAX_CHANNELS 16
 #define TT_HOSTNAME_MAX 64
 /* Name of a rank's shm segment: key tag, rank (tutti-run sweeps these). */
@@ -35,8 +35,8 @@ typedef struct {
     int rank, nranks;
     int nchannels;
     unsigned char key[TT_KEY_BYTES];
-    uint64_t key_tag;         /* short public tag of the key, for names */
-    int64_t timeout_ms;       /* deadline of every blocking set-up wait */
+    uint64_t key_tag;               /* short public tag of the key, for names */
+    int64_t timeout_ms;             /* deadline of every blocking set-up wait */
     const tt_endpoint_t *endpoints; /* nranks entries */
     /* Collective over all ranks of the communicator, for set-up steps. */
     tutti_status_t (*barrier)(void *arg);
@@ -72,12 +72,12 @@ typedef enum { TT_REQ_PENDING = 0, TT_REQ_DONE, TT_REQ_FAILED } tt_req_state_t;
 /* One posted send or receive. The engine owns the memory; the transport
  * queues it and completes it. */
 typedef struct tt_req {
-    struct tt_req *next;  /* transport's per-channel queue */
-    tt_msg_hdr_t hdr;     /* send: header to send; recv: header expected */
-    tt_msg_hdr_t got;     /* recv: header that arrived (for mismatch reports) */
-    char *buf;            /* send: source; plain recv: destination */
-    size_t len, done;     /* payload bytes, bytes moved so far */
-    size_t unit;          /* element size: combine gets whole elements */
+    struct tt_req *next;   /* transport's per-channel queue */
+    tt_msg_hdr_t hdr;      /* send: header to send; recv: header expected */
+    tt_msg_hdr_t got;      /* recv: header that arrived (for mismatch reports) */
+    char *buf;             /* send: source; plain recv: destination */
+    size_t len, done;      /* payload bytes, bytes moved so far */
+    size_t unit;           /* element size: combine gets whole elements */
     tt_combine_fn combine; /* recv: non-NULL to reduce instead of copy */
     void *combine_ctx;
     tt_req_state_t state;

@@ -25,18 +25,18 @@ extern "C" {
  * Status codes, one table: X(name, value, description). tutti_strerror()
  * returns the description.
  */
-#define TUTTI_STATUS_TABLE(X)                                                             \
-    X(TUTTI_SUCCESS, 0, "success")                                                        \
-    X(TUTTI_ERR_INVALID_ARG, 1, "invalid argument")                                       \
-    X(TUTTI_ERR_NO_MEMORY, 2, "out of memory")                                            \
-    X(TUTTI_ERR_SYSTEM, 3, "system call failed")                                          \
-    X(TUTTI_ERR_TIMEOUT, 4, "timed out waiting for a peer")                               \
-    X(TUTTI_ERR_PEER_FAILED, 5, "a peer rank failed or disconnected")                     \
-    X(TUTTI_ERR_MISMATCH, 6, "ranks called different collectives or arguments")           \
-    X(TUTTI_ERR_UNSUPPORTED, 7, "operation not supported")                                \
-    X(TUTTI_ERR_AUTH, 8, "connection refused: wrong or missing key")                      \
-    X(TUTTI_ERR_ABORTED, 9, "communicator was aborted after an earlier error")            \
-    X(TUTTI_ERR_CONFIG, 10, "invalid configuration variable")                             \
+#define TUTTI_STATUS_TABLE(X)                                                                                \
+    X(TUTTI_SUCCESS, 0, "success")                                                                           \
+    X(TUTTI_ERR_INVALID_ARG, 1, "invalid argument")                                                          \
+    X(TUTTI_ERR_NO_MEMORY, 2, "out of memory")                                                               \
+    X(TUTTI_ERR_SYSTEM, 3, "system call failed")                                                             \
+    X(TUTTI_ERR_TIMEOUT, 4, "timed out waiting for a peer")                                                  \
+    X(TUTTI_ERR_PEER_FAILED, 5, "a peer rank failed or disconnected")                                        \
+    X(TUTTI_ERR_MISMATCH, 6, "ranks called different collectives or arguments")                              \
+    X(TUTTI_ERR_UNSUPPORTED, 7, "operation not supported")                                                   \
+    X(TUTTI_ERR_AUTH, 8, "connection refused: wrong or missing key")                                         \
+    X(TUTTI_ERR_ABORTED, 9, "communicator was aborted after an earlier error")                               \
+    X(TUTTI_ERR_CONFIG, 10, "invalid configuration variable")                                                \
     X(TUTTI_ERR_INTERNAL, 11, "internal error")
 
 typedef enum {
@@ -65,14 +65,7 @@ typedef enum {
  * even when stored. min/max propagate NaN. avg is the sum divided by the
  * number of ranks (integer division, truncating, for integer types).
  */
-typedef enum {
-    TUTTI_SUM = 0,
-    TUTTI_PROD,
-    TUTTI_MIN,
-    TUTTI_MAX,
-    TUTTI_AVG,
-    TUTTI_NUM_OPS
-} tutti_op_t;
+typedef enum { TUTTI_SUM = 0, TUTTI_PROD, TUTTI_MIN, TUTTI_MAX, TUTTI_AVG, TUTTI_NUM_OPS } tutti_op_t;
 
 /** An opaque communicator: a group of ranks that run collectives together. */
 typedef struct tutti_comm *tutti_comm_t;
@@ -148,8 +141,7 @@ TUTTI_API tutti_status_t tutti_get_unique_id(tutti_unique_id_t *id);
  *         TUTTI_ERR_AUTH, TUTTI_ERR_SYSTEM, TUTTI_ERR_NO_MEMORY, TUTTI_ERR_CONFIG.
  */
 TUTTI_API tutti_status_t tutti_comm_init(tutti_comm_t *comm, int nranks, int rank,
-                                         const tutti_unique_id_t *id,
-                                         const tutti_comm_params_t *params);
+                                         const tutti_unique_id_t *id, const tutti_comm_params_t *params);
 
 /**
  * Joins a communicator described by the launcher's environment: tutti-run
@@ -204,16 +196,15 @@ TUTTI_API tutti_status_t tutti_allreduce(const void *sendbuf, void *recvbuf, siz
  * In-place: recvbuf == sendbuf + rank * recvcount elements.
  */
 TUTTI_API tutti_status_t tutti_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                              tutti_dtype_t dtype, tutti_op_t op,
-                                              tutti_comm_t comm, tutti_stream_t stream);
+                                              tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
+                                              tutti_stream_t stream);
 
 /**
  * recvbuf (nranks * sendcount elements) gets every rank's sendbuf in rank
  * order. In-place: sendbuf == recvbuf + rank * sendcount elements.
  */
 TUTTI_API tutti_status_t tutti_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
-                                         tutti_dtype_t dtype, tutti_comm_t comm,
-                                         tutti_stream_t stream);
+                                         tutti_dtype_t dtype, tutti_comm_t comm, tutti_stream_t stream);
 
 /** recvbuf = root's sendbuf (sendbuf is read on root only). In-place: sendbuf == recvbuf. */
 TUTTI_API tutti_status_t tutti_broadcast(const void *sendbuf, void *recvbuf, size_t count,
@@ -221,18 +212,16 @@ TUTTI_API tutti_status_t tutti_broadcast(const void *sendbuf, void *recvbuf, siz
                                          tutti_stream_t stream);
 
 /** Root's recvbuf = op over ranks of sendbuf; recvbuf is unused (may be NULL) elsewhere. */
-TUTTI_API tutti_status_t tutti_reduce(const void *sendbuf, void *recvbuf, size_t count,
-                                      tutti_dtype_t dtype, tutti_op_t op, int root,
-                                      tutti_comm_t comm, tutti_stream_t stream);
+TUTTI_API tutti_status_t tutti_reduce(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
+                                      tutti_op_t op, int root, tutti_comm_t comm, tutti_stream_t stream);
 
 /**
  * Block j (count elements) of sendbuf goes to rank j, landing in block r of
  * its recvbuf. Both buffers hold nranks * count elements. In-place:
  * sendbuf == recvbuf.
  */
-TUTTI_API tutti_status_t tutti_alltoall(const void *sendbuf, void *recvbuf, size_t count,
-                                        tutti_dtype_t dtype, tutti_comm_t comm,
-                                        tutti_stream_t stream);
+TUTTI_API tutti_status_t tutti_alltoall(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
+                                        tutti_comm_t comm, tutti_stream_t stream);
 
 /** Returns once every rank has entered the barrier. */
 TUTTI_API tutti_status_t tutti_barrier(tutti_comm_t comm, tutti_stream_t stream);
@@ -242,8 +231,8 @@ TUTTI_API tutti_status_t tutti_barrier(tutti_comm_t comm, tutti_stream_t stream)
  * buffer, a recv once the data arrived. Messages between two ranks match in
  * order; counts and dtypes of matching calls must agree. peer != own rank.
  */
-TUTTI_API tutti_status_t tutti_send(const void *sendbuf, size_t count, tutti_dtype_t dtype,
-                                    int peer, tutti_comm_t comm, tutti_stream_t stream);
+TUTTI_API tutti_status_t tutti_send(const void *sendbuf, size_t count, tutti_dtype_t dtype, int peer,
+                                    tutti_comm_t comm, tutti_stream_t stream);
 TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t dtype, int peer,
                                     tutti_comm_t comm, tutti_stream_t stream);
 

@@ -56,16 +56,15 @@ static void on_child(int sig)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: tutti-run -n N [--nodes K] [-t|--tag-output] [--grace S] prog [args...]\n"
-            "  -n N            number of ranks (>= 1)\n"
-            "  --nodes K       treat the ranks as K hosts (consecutive blocks of ranks);\n"
-            "                  ranks on different simulated hosts talk over tcp (default 1)\n"
-            "  -t, --tag-output  prefix every output line with [rank]\n"
-            "  --grace S       seconds the other ranks get to report after one fails\n"
-            "                  before they are stopped (default 3)\n"
-            "Exit status: 0 when every rank exits 0, else the first failing rank's\n"
-            "status (128 + signal number for a rank killed by a signal).\n");
+    fprintf(out, "usage: tutti-run -n N [--nodes K] [-t|--tag-output] [--grace S] prog [args...]\n"
+                 "  -n N            number of ranks (>= 1)\n"
+                 "  --nodes K       treat the ranks as K hosts (consecutive blocks of ranks);\n"
+                 "                  ranks on different simulated hosts talk over tcp (default 1)\n"
+                 "  -t, --tag-output  prefix every output line with [rank]\n"
+                 "  --grace S       seconds the other ranks get to report after one fails\n"
+                 "                  before they are stopped (default 3)\n"
+                 "Exit status: 0 when every rank exits 0, else the first failing rank's\n"
+                 "status (128 + signal number for a rank killed by a signal).\n");
 }
 
 static void hex_key(const unsigned char *key, char *out)
@@ -94,7 +93,7 @@ static void flush_lines(int rank, char *buf, size_t *len, FILE *to, int all)
         fprintf(to, "[%d] %.*s\n", rank, (int)(*len - start), buf + start);
         start = *len;
     }
-    if (start == 0 && *len == sizeof ((rank_proc_t *)0)->out_line) { /* an over-long line */
+    if (start == 0 && *len == sizeof((rank_proc_t *)0)->out_line) { /* an over-long line */
         fprintf(to, "[%d] %.*s\n", rank, (int)*len, buf);
         start = *len;
     }
@@ -126,8 +125,7 @@ static void signal_all(rank_proc_t *procs, int n, int sig)
             kill(-procs[r].pid, sig);
 }
 
-static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, int tag,
-                        rank_proc_t *p)
+static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, int tag, rank_proc_t *p)
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1};
     if (tag && (pipe(out) || pipe(err))) {
@@ -215,7 +213,8 @@ int main(int argc, char **argv)
         }
     }
     if (n < 1 || nodes < 1 || nodes > n || optind >= argc || grace < 0) {
-        fprintf(stderr, "tutti-run: %s\n", optind >= argc ? "no program given" : "-n must be >= 1 and 1 <= --nodes <= n");
+        fprintf(stderr, "tutti-run: %s\n",
+                optind >= argc ? "no program given" : "-n must be >= 1 and 1 <= --nodes <= n");
         usage(stderr);
         return 2;
     }
@@ -304,7 +303,8 @@ int main(int argc, char **argv)
                 procs[r].exited = 1;
                 running--;
                 kill(-pid, SIGKILL); /* whatever the rank left behind in its group */
-                if (exit_code(status) != 0 && (cause < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(cause_status)))) {
+                if (exit_code(status) != 0 &&
+                    (cause < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(cause_status)))) {
                     cause = r;
                     cause_status = status;
                 }
@@ -315,8 +315,8 @@ int main(int argc, char **argv)
             describe(cause_status, why, sizeof why);
             first_code = exit_code(cause_status);
             if (running > 0)
-                fprintf(stderr, "tutti-run: rank %d (pid %d) %s; stopping the other %d rank(s) in %.1f s\n", cause,
-                        (int)procs[cause].pid, why, running, grace);
+                fprintf(stderr, "tutti-run: rank %d (pid %d) %s; stopping the other %d rank(s) in %.1f s\n",
+                        cause, (int)procs[cause].pid, why, running, grace);
             else
                 fprintf(stderr, "tutti-run: rank %d (pid %d) %s\n", cause, (int)procs[cause].pid, why);
             term_at = tt_now_ms() + (int64_t)(grace * 1000);

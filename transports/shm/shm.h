@@ -17,9 +17,9 @@
 #define TT_CACHELINE 64
 
 typedef struct {
-    tt_msg_hdr_t hdr;  /* the message this piece belongs to */
-    uint64_t offset;   /* byte offset of the piece in the message */
-    uint64_t nbytes;   /* bytes of the piece */
+    tt_msg_hdr_t hdr; /* the message this piece belongs to */
+    uint64_t offset;  /* byte offset of the piece in the message */
+    uint64_t nbytes;  /* bytes of the piece */
     char pad[TT_CACHELINE - (sizeof(tt_msg_hdr_t) + 16) % TT_CACHELINE];
 } tt_shm_slot_hdr_t;
 
@@ -47,8 +47,8 @@ typedef struct {
     int peer;
     int nchannels, nslots;
     size_t slot_bytes;
-    int pidfd;               /* readable once the peer process has exited */
-    tutti_status_t failed; /* why the connection is unusable, or 0 */
+    int pidfd;                  /* readable once the peer process has exited */
+    tutti_status_t failed;      /* why the connection is unusable, or 0 */
     tt_shm_seg_hdr_t *peer_seg; /* the peer's segment (we send into it) */
     tt_shm_side_t out[TT_MAX_CHANNELS], in[TT_MAX_CHANNELS];
     struct tt_shm_ctx *ctx;

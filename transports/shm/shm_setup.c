@@ -83,8 +83,11 @@ static tutti_status_t segment_create(tt_shm_ctx_t *ctx)
         goto undo_open;
     }
     close(fd);
-    *ctx->seg = (tt_shm_seg_hdr_t){.magic = TT_SHM_MAGIC, .owner = env->rank, .nlocal = ctx->nlocal,
-                                   .nchannels = ctx->nchannels, .nslots = ctx->nslots,
+    *ctx->seg = (tt_shm_seg_hdr_t){.magic = TT_SHM_MAGIC,
+                                   .owner = env->rank,
+                                   .nlocal = ctx->nlocal,
+                                   .nchannels = ctx->nchannels,
+                                   .nslots = ctx->nslots,
                                    .slot_bytes = ctx->slot_bytes};
     memcpy(ctx->seg->key, env->key, TT_KEY_BYTES);
     return TUTTI_SUCCESS;
@@ -124,8 +127,10 @@ static tutti_status_t conn_map_peer(tt_shm_ctx_t *ctx, tt_shm_conn_t *c, const c
     }
     int me = ctx->local_index[ctx->env->rank], them = ctx->local_index[c->peer];
     for (int ch = 0; ch < ctx->nchannels; ch++) {
-        char *out = (char *)c->peer_seg + tt_shm_queue_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, me, ch);
-        char *in = (char *)ctx->seg + tt_shm_queue_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, them, ch);
+        char *out =
+            (char *)c->peer_seg + tt_shm_queue_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, me, ch);
+        char *in =
+            (char *)ctx->seg + tt_shm_queue_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, them, ch);
         c->out[ch] = (tt_shm_side_t){(tt_shm_queue_t *)out, out + sizeof(tt_shm_queue_t), NULL};
         c->in[ch] = (tt_shm_side_t){(tt_shm_queue_t *)in, in + sizeof(tt_shm_queue_t), NULL};
     }
@@ -166,8 +171,12 @@ static tutti_status_t shm_connect(void *ctxp, const int *peers, int npeers, cons
             st = TUTTI_ERR_NO_MEMORY;
             break;
         }
-        *c = (tt_shm_conn_t){.peer = peers[i], .nchannels = ctx->nchannels, .nslots = ctx->nslots,
-                             .slot_bytes = ctx->slot_bytes, .pidfd = -1, .ctx = ctx};
+        *c = (tt_shm_conn_t){.peer = peers[i],
+                             .nchannels = ctx->nchannels,
+                             .nslots = ctx->nslots,
+                             .slot_bytes = ctx->slot_bytes,
+                             .pidfd = -1,
+                             .ctx = ctx};
         conns[i] = c;
         c->pidfd = (int)syscall(SYS_pidfd_open, env->endpoints[peers[i]].pid, 0);
         st = conn_map_peer(ctx, c, (const char *)addrs + (size_t)peers[i] * TT_ADDR_MAX);

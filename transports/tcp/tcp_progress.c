@@ -213,7 +213,8 @@ tutti_status_t tt_tcp_alive(void *connp)
         int closed = getsockopt(c->ch[i].fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 &&
                      (info.tcpi_state == TCP_CLOSE_WAIT || info.tcpi_state == TCP_CLOSE);
         ssize_t n = recv(c->ch[i].fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        TT_TRACE(TT_SUB_NET, "tcp: rank %d channel %d state %d peek %zd", c->peer, i, (int)info.tcpi_state, n);
+        TT_TRACE(TT_SUB_NET, "tcp: rank %d channel %d state %d peek %zd", c->peer, i, (int)info.tcpi_state,
+                 n);
         if (closed || n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
             conn_fail(c, TUTTI_ERR_PEER_FAILED);
             return c->failed;

@@ -73,8 +73,8 @@ static void conn_adopt(tt_tcp_ctx_t *ctx, tt_tcp_conn_t *c, int channel, int fd)
     c->ch[channel].fd = fd;
 }
 
-static tutti_status_t tcp_connect(void *ctxp, const int *peers, int npeers,
-                                  const unsigned char *addrs, void **conns)
+static tutti_status_t tcp_connect(void *ctxp, const int *peers, int npeers, const unsigned char *addrs,
+                                  void **conns)
 {
     tt_tcp_ctx_t *ctx = ctxp;
     const tt_tp_env_t *env = ctx->env;
@@ -128,8 +128,10 @@ static tutti_status_t tcp_connect(void *ctxp, const int *peers, int npeers,
             continue;
         }
         int slot = h.rank >= 0 && h.rank < env->nranks ? slot_of_rank[h.rank] : -1;
-        if (slot < 0 || h.channel < 0 || h.channel >= nch || ((tt_tcp_conn_t *)conns[slot])->ch[h.channel].fd >= 0) {
-            TT_WARN(TT_SUB_NET, "tcp: refused unexpected connection claiming rank %d channel %d", h.rank, h.channel);
+        if (slot < 0 || h.channel < 0 || h.channel >= nch ||
+            ((tt_tcp_conn_t *)conns[slot])->ch[h.channel].fd >= 0) {
+            TT_WARN(TT_SUB_NET, "tcp: refused unexpected connection claiming rank %d channel %d", h.rank,
+                    h.channel);
             close(fd);
             continue;
         }
