@@ -85,7 +85,7 @@ tt_reduce_fn tt_reduce_get(tutti_dtype_t dtype, tutti_op_t op)
 
 #define AVG_INT(T)                                                                                           \
     do {                                                                                                     \
-        T *p = buf;                                                                                          \
+        T __attribute__((aligned(1))) *p = buf;                                                                                          \
         for (size_t i = 0; i < n; i++)                                                                       \
             p[i] = (T)(p[i] / (T)nranks);                                                                    \
     } while (0)
@@ -102,13 +102,13 @@ void tt_reduce_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks)
     case TUTTI_FP32: AVG_INT(float); break;
     case TUTTI_FP64: AVG_INT(double); break;
     case TUTTI_FP16: {
-        uint16_t *p = buf;
+        uint16_t __attribute__((aligned(1))) *p = buf;
         for (size_t i = 0; i < n; i++)
             p[i] = tt_f32_to_fp16(tt_fp16_to_f32(p[i]) / (float)nranks);
         break;
     }
     case TUTTI_BF16: {
-        uint16_t *p = buf;
+        uint16_t __attribute__((aligned(1))) *p = buf;
         for (size_t i = 0; i < n; i++)
             p[i] = tt_f32_to_bf16(tt_bf16_to_f32(p[i]) / (float)nranks);
         break;

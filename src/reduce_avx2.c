@@ -22,14 +22,14 @@ static inline __m256 avx2_op(int op, __m256 x, __m256 y)
     return _mm256_blendv_ps(r, _mm256_add_ps(x, y), _mm256_cmp_ps(x, y, _CMP_UNORD_Q));
 }
 
-static inline __m256 avx2_load_bf16(const uint16_t *p)
+static inline __m256 avx2_load_bf16(const tt_u16u_t *p)
 {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
 /* Round to nearest even as tt_f32_to_bf16 does, NaNs made quiet. */
-static inline void avx2_store_bf16(uint16_t *p, __m256 v)
+static inline void avx2_store_bf16(tt_u16u_t *p, __m256 v)
 {
     __m256i u = _mm256_castps_si256(v);
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
@@ -44,8 +44,8 @@ static inline void avx2_store_bf16(uint16_t *p, __m256 v)
 
 static inline void avx2_fp16_body(int op, void *dst, const void *a, const void *b, size_t n)
 {
-    uint16_t *d = dst;
-    const uint16_t *pa = a, *pb = b;
+    tt_u16u_t *d = dst;
+    const tt_u16u_t *pa = a, *pb = b;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(pa + i)));
@@ -58,8 +58,8 @@ static inline void avx2_fp16_body(int op, void *dst, const void *a, const void *
 
 static inline void avx2_bf16_body(int op, void *dst, const void *a, const void *b, size_t n)
 {
-    uint16_t *d = dst;
-    const uint16_t *pa = a, *pb = b;
+    tt_u16u_t *d = dst;
+    const tt_u16u_t *pa = a, *pb = b;
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
         avx2_store_bf16(d + i, avx2_op(op, avx2_load_bf16(pa + i), avx2_load_bf16(pb + i)));

@@ -31,8 +31,8 @@ static inline __m256i avx512_bf16_round(__m512 v)
 
 static inline void avx512_fp16_body(int op, void *dst, const void *a, const void *b, size_t n)
 {
-    uint16_t *d = dst;
-    const uint16_t *pa = a, *pb = b;
+    tt_u16u_t *d = dst;
+    const tt_u16u_t *pa = a, *pb = b;
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
         __m512 x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, pa + i));
@@ -44,8 +44,8 @@ static inline void avx512_fp16_body(int op, void *dst, const void *a, const void
 
 static inline void avx512_bf16_body(int op, void *dst, const void *a, const void *b, size_t n)
 {
-    uint16_t *d = dst;
-    const uint16_t *pa = a, *pb = b;
+    tt_u16u_t *d = dst;
+    const tt_u16u_t *pa = a, *pb = b;
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
         __m512i wa = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, pa + i));

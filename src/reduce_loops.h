@@ -10,61 +10,77 @@
 #include "half.h"
 #include "reduce.h"
 
+/* User buffers need not be aligned to their element size: every access
+ * goes through these alignment-1 types (a GCC extension), so misaligned
+ * elements are defined behaviour and still vectorise with unaligned loads. */
+#ifndef TT_UNALIGNED_TYPES
+#define TT_UNALIGNED_TYPES
+typedef int8_t tt_i8u_t;
+typedef uint8_t tt_u8u_t;
+typedef int32_t __attribute__((aligned(1))) tt_i32u_t;
+typedef uint32_t __attribute__((aligned(1))) tt_u32u_t;
+typedef int64_t __attribute__((aligned(1))) tt_i64u_t;
+typedef uint64_t __attribute__((aligned(1))) tt_u64u_t;
+typedef uint16_t __attribute__((aligned(1))) tt_u16u_t;
+typedef float __attribute__((aligned(1))) tt_f32u_t;
+typedef double __attribute__((aligned(1))) tt_f64u_t;
+#endif
+
 #define TT_CAT2(a, b) a##b
 #define TT_CAT(a, b) TT_CAT2(a, b)
 #define TT_KFN(name) TT_CAT(TT_KERNEL_PREFIX, name)
 
 /* Integers wrap (computed unsigned: no signed-overflow UB). */
-#define TT_INT_KERNELS(T, UT, tag)                                                                           \
+#define TT_INT_KERNELS(T, UT, tag, U)                                                                           \
     static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \
     {                                                                                                        \
-        T *restrict pd = d;                                                                                  \
-        const T *pa = a, *pb = b;                                                                            \
+        U *restrict pd = d;                                                                                  \
+        const U *pa = a, *pb = b;                                                                            \
         for (size_t i = 0; i < n; i++)                                                                       \
             pd[i] = (T)((UT)pa[i] + (UT)pb[i]);                                                              \
     }                                                                                                        \
     static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)                          \
     {                                                                                                        \
-        T *restrict pd = d;                                                                                  \
-        const T *pa = a, *pb = b;                                                                            \
+        U *restrict pd = d;                                                                                  \
+        const U *pa = a, *pb = b;                                                                            \
         for (size_t i = 0; i < n; i++)                                                                       \
             pd[i] = (T)((UT)pa[i] * (UT)pb[i]);                                                              \
     }                                                                                                        \
     static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)                           \
     {                                                                                                        \
-        T *restrict pd = d;                                                                                  \
-        const T *pa = a, *pb = b;                                                                            \
+        U *restrict pd = d;                                                                                  \
+        const U *pa = a, *pb = b;                                                                            \
         for (size_t i = 0; i < n; i++)                                                                       \
             pd[i] = pa[i] < pb[i] ? pa[i] : pb[i];                                                           \
     }                                                                                                        \
     static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)                           \
     {                                                                                                        \
-        T *restrict pd = d;                                                                                  \
-        const T *pa = a, *pb = b;                                                                            \
+        U *restrict pd = d;                                                                                  \
+        const U *pa = a, *pb = b;                                                                            \
         for (size_t i = 0; i < n; i++)                                                                       \
             pd[i] = pa[i] > pb[i] ? pa[i] : pb[i];                                                           \
     }
 
 /* Floats: min/max return NaN when either input is NaN (a + b makes it). */
-#define TT_FLOAT_KERNELS(T, tag)                                                                             \
+#define TT_FLOAT_KERNELS(T, tag, U)                                                                             \
     static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \
     {                                                                                                        \
-        T *restrict pd = d;                                                                                  \
-        const T *pa = a, *pb = b;                                                                            \
+        U *restrict pd = d;                                                                                  \
+        const U *pa = a, *pb = b;                                                                            \
         for (size_t i = 0; i < n; i++)                                                                       \
             pd[i] = pa[i] + pb[i];                                                                           \
     }                                                                                                        \
     static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)                          \
     {                                                                                                        \
-        T *restrict pd = d;                                                                                  \
-        const T *pa = a, *pb = b;                                                                            \
+        U *restrict pd = d;                                                                                  \
+        const U *pa = a, *pb = b;                                                                            \
         for (size_t i = 0; i < n; i++)                                                                       \
             pd[i] = pa[i] * pb[i];                                                                           \
     }                                                                                                        \
     static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)                           \
     {                                                                                                        \
-        T *restrict pd = d;                                                                                  \
-        const T *pa = a, *pb = b;                                                                            \
+        U *restrict pd = d;                                                                                  \
+        const U *pa = a, *pb = b;                                                                            \
         for (size_t i = 0; i < n; i++) {                                                                     \
             T x = pa[i], y = pb[i];                                                                          \
             T m = x < y ? x : y;                                                                             \
@@ -73,8 +89,8 @@
     }                                                                                                        \
     static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)                           \
     {                                                                                                        \
-        T *restrict pd = d;                                                                                  \
-        const T *pa = a, *pb = b;                                                                            \
+        U *restrict pd = d;                                                                                  \
+        const U *pa = a, *pb = b;                                                                            \
         for (size_t i = 0; i < n; i++) {                                                                     \
             T x = pa[i], y = pb[i];                                                                          \
             T m = x > y ? x : y;                                                                             \
@@ -94,26 +110,26 @@ static inline float TT_KFN(half_op)(int op, float x, float y)
     }
 }
 
-static inline void TT_KFN(fp16_tail)(int op, uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n)
+static inline void TT_KFN(fp16_tail)(int op, tt_u16u_t *d, const tt_u16u_t *a, const tt_u16u_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         d[i] = tt_f32_to_fp16(TT_KFN(half_op)(op, tt_fp16_to_f32(a[i]), tt_fp16_to_f32(b[i])));
 }
 
-static inline void TT_KFN(bf16_tail)(int op, uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n)
+static inline void TT_KFN(bf16_tail)(int op, tt_u16u_t *d, const tt_u16u_t *a, const tt_u16u_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         d[i] = tt_f32_to_bf16(TT_KFN(half_op)(op, tt_bf16_to_f32(a[i]), tt_bf16_to_f32(b[i])));
 }
 
-TT_INT_KERNELS(int8_t, uint8_t, i8)
-TT_INT_KERNELS(uint8_t, uint8_t, u8)
-TT_INT_KERNELS(int32_t, uint32_t, i32)
-TT_INT_KERNELS(uint32_t, uint32_t, u32)
-TT_INT_KERNELS(int64_t, uint64_t, i64)
-TT_INT_KERNELS(uint64_t, uint64_t, u64)
-TT_FLOAT_KERNELS(float, f32)
-TT_FLOAT_KERNELS(double, f64)
+TT_INT_KERNELS(int8_t, uint8_t, i8, tt_i8u_t)
+TT_INT_KERNELS(uint8_t, uint8_t, u8, tt_u8u_t)
+TT_INT_KERNELS(int32_t, uint32_t, i32, tt_i32u_t)
+TT_INT_KERNELS(uint32_t, uint32_t, u32, tt_u32u_t)
+TT_INT_KERNELS(int64_t, uint64_t, i64, tt_i64u_t)
+TT_INT_KERNELS(uint64_t, uint64_t, u64, tt_u64u_t)
+TT_FLOAT_KERNELS(float, f32, tt_f32u_t)
+TT_FLOAT_KERNELS(double, f64, tt_f64u_t)
 
 #define TT_FILL_ROW(table, dtype, tag)                                                                       \
     do {                                                                                                     \

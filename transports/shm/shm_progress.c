@@ -65,7 +65,8 @@ static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
         slot->hdr = r->hdr;
         slot->offset = r->done;
         slot->nbytes = n;
-        memcpy(slot + 1, r->buf + r->done, n);
+        if (n) /* an empty message still takes one slot, but copies nothing */
+            memcpy(slot + 1, r->buf + r->done, n);
         r->done += n;
         atomic_store_explicit(&side->q->head, ++head, memory_order_release);
         *progressed = 1;
@@ -94,7 +95,7 @@ static int pull_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
         }
         if (r->combine)
             r->combine(r->combine_ctx, r->done, slot + 1, slot->nbytes);
-        else
+        else if (slot->nbytes)
             memcpy(r->buf + r->done, slot + 1, slot->nbytes);
         r->done += slot->nbytes;
         atomic_store_explicit(&side->q->tail, ++tail, memory_order_release);
