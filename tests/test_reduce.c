@@ -31,7 +31,9 @@ static double fop(tutti_op_t op, double x, double y)
 
 #define INT_REF(T, UT)                                                                                       \
     {                                                                                                        \
-        T x = ((const T *)a)[i], y = ((const T *)b)[i], r;                                                   \
+        T x, y, r;                                                                                           \
+        memcpy(&x, (const char *)a + i * sizeof x, sizeof x);                                                \
+        memcpy(&y, (const char *)b + i * sizeof y, sizeof y);                                                \
         switch (op) {                                                                                        \
         case TUTTI_PROD: r = (T)((UT)x * (UT)y); break;                                                      \
         case TUTTI_MIN: r = x < y ? x : y; break;                                                            \
@@ -55,12 +57,17 @@ static void reference(tutti_dtype_t t, tutti_op_t op, const void *a, const void 
     case TUTTI_INT64: INT_REF(int64_t, uint64_t)
     case TUTTI_UINT64: INT_REF(uint64_t, uint64_t)
     case TUTTI_FP32: {
-        float r = (float)fop(op, ((const float *)a)[i], ((const float *)b)[i]);
+        float x, y;
+        memcpy(&x, (const char *)a + i * 4, 4);
+        memcpy(&y, (const char *)b + i * 4, 4);
+        float r = (float)fop(op, x, y);
         memcpy(out, &r, 4);
         return;
     }
     case TUTTI_FP64: {
-        double x = ((const double *)a)[i], y = ((const double *)b)[i];
+        double x, y;
+        memcpy(&x, (const char *)a + i * 8, 8);
+        memcpy(&y, (const char *)b + i * 8, 8);
         double r = op == TUTTI_PROD ? x * y : op == TUTTI_MIN || op == TUTTI_MAX ? fop(op, x, y) : x + y;
         memcpy(out, &r, 8);
         return;
