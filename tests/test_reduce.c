@@ -73,15 +73,19 @@ static void reference(tutti_dtype_t t, tutti_op_t op, const void *a, const void 
         return;
     }
     case TUTTI_FP16: {
-        float r = (float)fop(op, tt_fp16_to_f32(((const uint16_t *)a)[i]),
-                             tt_fp16_to_f32(((const uint16_t *)b)[i]));
+        uint16_t x, y;
+        memcpy(&x, (const char *)a + i * 2, 2);
+        memcpy(&y, (const char *)b + i * 2, 2);
+        float r = (float)fop(op, tt_fp16_to_f32(x), tt_fp16_to_f32(y));
         uint16_t h = tt_f32_to_fp16(r);
         memcpy(out, &h, 2);
         return;
     }
     case TUTTI_BF16: {
-        float r = (float)fop(op, tt_bf16_to_f32(((const uint16_t *)a)[i]),
-                             tt_bf16_to_f32(((const uint16_t *)b)[i]));
+        uint16_t x, y;
+        memcpy(&x, (const char *)a + i * 2, 2);
+        memcpy(&y, (const char *)b + i * 2, 2);
+        float r = (float)fop(op, tt_bf16_to_f32(x), tt_bf16_to_f32(y));
         uint16_t h = tt_f32_to_bf16(r);
         memcpy(out, &h, 2);
         return;
