@@ -10,6 +10,7 @@
 
 #include "bootstrap.h"
 #include "clock.h"
+#include "hash.h"
 #include "log.h"
 
 /* A rogue or half-open connection cannot hold the root longer than this. */
@@ -26,10 +27,7 @@ static kept_listener_t *kept;
 
 uint64_t tt_key_tag(const unsigned char *key)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < TT_SOCK_KEY_BYTES; i++)
-        h = (h ^ key[i]) * 0x100000001b3ull; /* FNV-1a */
-    return h;
+    return tt_hash(key, TT_SOCK_KEY_BYTES, TT_HASH_SEED);
 }
 
 tutti_status_t tt_random_key(unsigned char key[TT_SOCK_KEY_BYTES])

@@ -13,6 +13,7 @@
 
 #include "comm.h"
 #include "env_config.h"
+#include "hash.h"
 #include "log.h"
 
 #define TT_MAX_COMMS 1024
@@ -98,14 +99,6 @@ void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
             comm->peers[r].ops->abort(comm->peers[r].conn);
 }
 
-static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull; /* FNV-1a */
-    return h;
-}
-
 /* What every rank publishes at start-up. */
 typedef struct {
     tt_endpoint_t endpoint;
@@ -135,7 +128,7 @@ static tutti_status_t pick_transports(tutti_comm_t comm)
     return TUTTI_SUCCESS;
 }
 
-static void fill_endpoint(tutti_comm_t comm, int node_id, tt_endpoint_t *ep)
+static void fill_endpoint(int node_id, tt_endpoint_t *ep)
 {
     memset(ep, 0, sizeof *ep);
     gethostname(ep->hostname, sizeof ep->hostname - 1);
@@ -143,9 +136,8 @@ static void fill_endpoint(tutti_comm_t comm, int node_id, tt_endpoint_t *ep)
     ep->node_id = node_id;
     /* Ranks given different node ids on one machine count as different
      * hosts: that is how tutti-run --nodes simulates a cluster. */
-    ep->host_id = hash_bytes(ep->hostname, strlen(ep->hostname), 0xcbf29ce484222325ull);
-    ep->host_id = hash_bytes(&node_id, sizeof node_id, ep->host_id);
-    (void)comm;
+    ep->host_id = tt_hash(ep->hostname, strlen(ep->hostname), TT_HASH_SEED);
+    ep->host_id = tt_hash(&node_id, sizeof node_id, ep->host_id);
 }
 
 static tutti_status_t connect_peers(tutti_comm_t comm, const rank_record_t *records)
@@ -256,11 +248,11 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
                               .barrier_arg = &comm->bs};
     memcpy(comm->env.key, key, TT_KEY_BYTES);
     rank_record_t mine = {0};
-    fill_endpoint(comm, node_id, &mine.endpoint);
+    fill_endpoint(node_id, &mine.endpoint);
     for (int t = 0; t < comm->ntransports; t++) {
         size_t len = 0;
         mine.transports_hash =
-            hash_bytes(comm->tp_ops[t]->name, strlen(comm->tp_ops[t]->name), mine.transports_hash + 1);
+            tt_hash(comm->tp_ops[t]->name, strlen(comm->tp_ops[t]->name), mine.transports_hash + 1);
         st = comm->tp_ops[t]->listen(&comm->env, &comm->tp_ctx[t], mine.addr[t], &len);
         if (st) {
             tt_comm_error(NULL, st, "rank %d: %s could not start listening", rank, comm->tp_ops[t]->name);

@@ -10,6 +10,7 @@
 #include "bootstrap.h"
 #include "comm.h"
 #include "env_config.h"
+#include "hash.h"
 #include "log.h"
 
 #define TT_ID_MAGIC 0x74746964u /* "ttid" */
@@ -85,11 +86,8 @@ static int parse_key(const char *hex, unsigned char *key)
  */
 static void derive_key(const char *material, unsigned char *key)
 {
-    uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
-    for (const char *p = material; *p; p++) {
-        h1 = (h1 ^ (unsigned char)*p) * 0x100000001b3ull;
-        h2 = (h2 ^ (unsigned char)*p) * 0x1000193ull + 7;
-    }
+    uint64_t h1 = tt_hash(material, strlen(material), TT_HASH_SEED);
+    uint64_t h2 = tt_hash(material, strlen(material), h1);
     memcpy(key, &h1, 8);
     memcpy(key + 8, &h2, 8);
 }

@@ -17,11 +17,10 @@
 tutti_status_t tt_comm_init_pmix(tutti_comm_t *comm, const tutti_comm_params_t *params);
 
 /* Rank 0 makes and publishes the id; everyone reads it after a fence. */
-static tutti_status_t exchange_id(const pmix_proc_t *me, int nranks, tutti_unique_id_t *id)
+static tutti_status_t exchange_id(const pmix_proc_t *me, tutti_unique_id_t *id)
 {
     pmix_proc_t all, root;
     pmix_value_t *val = NULL;
-    (void)nranks;
     PMIX_LOAD_PROCID(&all, me->nspace, PMIX_RANK_WILDCARD);
     if (me->rank == 0) {
         tutti_status_t st = tutti_get_unique_id(id);
@@ -68,7 +67,7 @@ tutti_status_t tt_comm_init_pmix(tutti_comm_t *comm, const tutti_comm_params_t *
     if (val)
         PMIX_VALUE_RELEASE(val);
     if (!st)
-        st = exchange_id(&me, nranks, &id);
+        st = exchange_id(&me, &id);
     int rank = (int)me.rank;
     PMIx_Finalize(NULL, 0);
     if (st)

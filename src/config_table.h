@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Every TUTTI_* variable, declared once: X(id, type, default, help).
- * Types: STR, INT (decimal), SIZE (bytes, K/M/G suffixes), BOOL (0/1).
+ * Types: STR, INT (decimal), SIZE (bytes, K/M/G suffixes).
  * tutti-info -e prints this table and tutti(7) documents it.
  */
 #define TT_CONFIG_TABLE(X)                                                                                   \

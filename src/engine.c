@@ -65,13 +65,12 @@ static const char *step_name(tt_step_kind_t k)
     return names[k];
 }
 
-static void describe_call(const tt_exec_t *x, uint64_t seq, int coll, int dtype, int op, int root,
-                          uint64_t count, char *out, size_t len)
+static void describe_call(uint64_t seq, int coll, int dtype, int op, int root, uint64_t count, char *out,
+                          size_t len)
 {
     snprintf(out, len, "%s #%llu (count %llu, %s, %s, root %d)", tt_coll_name((tt_coll_t)coll),
              (unsigned long long)seq, (unsigned long long)count, tutti_dtype_name((tutti_dtype_t)dtype),
              tutti_op_name((tutti_op_t)op), root);
-    (void)x;
 }
 
 static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
@@ -203,7 +202,7 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
     tutti_comm_t comm = run->comm;
     const tt_exec_t *x = run->x;
     char call[160], gone[256];
-    describe_call(x, x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
+    describe_call(x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
     const tt_step_t *step = lane->req_step[idx];
     const tt_req_t *req = &lane->reqs[idx];
     char where[160];
@@ -212,8 +211,8 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
              x->nslices);
     if (st == TUTTI_ERR_MISMATCH) {
         char theirs[160];
-        describe_call(x, req->got.seq, req->got.coll, req->got.dtype, req->got.op, req->got.root,
-                      req->got.count, theirs, sizeof theirs);
+        describe_call(req->got.seq, req->got.coll, req->got.dtype, req->got.op, req->got.root, req->got.count,
+                      theirs, sizeof theirs);
         return tt_comm_error(comm, st, "%s: %s, which sent %s with %llu bytes where %llu were expected", call,
                              where, theirs, (unsigned long long)req->got.bytes,
                              (unsigned long long)req->hdr.bytes);

@@ -79,11 +79,6 @@ static int config_parse(tt_config_id_t id, const char *text, int64_t *out)
             return -1;
         *out = (int64_t)size;
         return 0;
-    case TT_CFG_TYPE_BOOL:
-        if (strcmp(text, "0") && strcmp(text, "1"))
-            return -1;
-        *out = text[0] == '1';
-        return 0;
     case TT_CFG_TYPE_INT: return tt_parse_int(text, out);
     default: return -1;
     }

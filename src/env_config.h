@@ -16,7 +16,7 @@ typedef enum {
         TT_CFG_COUNT
 } tt_config_id_t;
 
-typedef enum { TT_CFG_TYPE_STR, TT_CFG_TYPE_INT, TT_CFG_TYPE_SIZE, TT_CFG_TYPE_BOOL } tt_config_type_t;
+typedef enum { TT_CFG_TYPE_STR, TT_CFG_TYPE_INT, TT_CFG_TYPE_SIZE } tt_config_type_t;
 
 typedef struct {
     const char *name; /* "TUTTI_TIMEOUT" */

@@ -85,7 +85,7 @@ tt_reduce_fn tt_reduce_get(tutti_dtype_t dtype, tutti_op_t op)
 
 #define AVG_INT(T)                                                                                           \
     do {                                                                                                     \
-        T __attribute__((aligned(1))) *p = buf;                                                                                          \
+        T __attribute__((aligned(1))) *p = buf;                                                              \
         for (size_t i = 0; i < n; i++)                                                                       \
             p[i] = (T)(p[i] / (T)nranks);                                                                    \
     } while (0)

@@ -31,7 +31,7 @@ typedef double __attribute__((aligned(1))) tt_f64u_t;
 #define TT_KFN(name) TT_CAT(TT_KERNEL_PREFIX, name)
 
 /* Integers wrap (computed unsigned: no signed-overflow UB). */
-#define TT_INT_KERNELS(T, UT, tag, U)                                                                           \
+#define TT_INT_KERNELS(T, UT, tag, U)                                                                        \
     static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \
     {                                                                                                        \
         U *restrict pd = d;                                                                                  \
@@ -62,7 +62,7 @@ typedef double __attribute__((aligned(1))) tt_f64u_t;
     }
 
 /* Floats: min/max return NaN when either input is NaN (a + b makes it). */
-#define TT_FLOAT_KERNELS(T, tag, U)                                                                             \
+#define TT_FLOAT_KERNELS(T, tag, U)                                                                          \
     static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \
     {                                                                                                        \
         U *restrict pd = d;                                                                                  \

@@ -77,7 +77,7 @@ static void print_algorithms(void)
 
 static void print_variables(void)
 {
-    static const char *const types[] = {"string", "integer", "size", "0/1"};
+    static const char *const types[] = {"string", "integer", "size"};
     printf("environment variables:\n");
     for (int i = 0; i < TT_CFG_COUNT; i++) {
         const tt_config_entry_t *e = &tt_config_entries[i];

@@ -223,7 +223,7 @@ int main(int argc, char **argv)
     char keyhex[2 * TT_SOCK_KEY_BYTES + 1], addrtext[96];
     tt_sockaddr_t root;
     int listen_fd;
-    if (tt_random_key(key) || tt_sock_pick_addr(getenv("TUTTI_SOCKET_IFNAME"), &root) ||
+    if (tt_random_key(key) || tt_sock_pick_addr(tt_config_str(TT_CFG_SOCKET_IFNAME), &root) ||
         tt_sock_listen(&root, &listen_fd)) {
         fprintf(stderr, "tutti-run: cannot open the bootstrap listener\n");
         return 1;
