@@ -10,10 +10,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bootstrap.h"
 #include "half.h"
 #include "harness.h"
 
 static int ranks_per_node;
+static uint64_t last_job_tag;
+
+uint64_t tt_last_job_tag(void)
+{
+    return last_job_tag;
+}
 
 void tt_set_ranks_per_node(int n)
 {
@@ -24,6 +31,9 @@ void tt_spawn_ranks(int nranks, tt_rank_fn fn, void *arg, pid_t *pids)
 {
     tutti_unique_id_t id;
     ck_assert_int_eq(tutti_get_unique_id(&id), TUTTI_SUCCESS);
+    tt_id_t tid;
+    memcpy(&tid, id.internal, sizeof tid);
+    last_job_tag = tt_key_tag(tid.key);
     fflush(stdout);
     fflush(stderr);
     for (int r = 0; r < nranks; r++) {
@@ -106,14 +116,17 @@ int tt_run_suite(Suite *s)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-int tt_count_shm_segments(void)
+int tt_count_job_segments(uint64_t tag)
 {
+    char prefix[64];
+    /* The name format is TT_SHM_NAME_FORMAT without its leading slash. */
+    snprintf(prefix, sizeof prefix, "tutti-%016llx-", (unsigned long long)tag);
     DIR *d = opendir("/dev/shm");
     int n = 0;
     if (!d)
         return 0;
     for (struct dirent *e; (e = readdir(d));)
-        n += strncmp(e->d_name, "tutti-", 6) == 0;
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
     closedir(d);
     return n;
 }

@@ -4,6 +4,7 @@
 #define TT_TEST_HARNESS_H
 
 #include <check.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "tutti.h"
@@ -38,7 +39,9 @@ void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank
 /* Runs a Check suite with TAP output on stdout; returns the exit status. */
 int tt_run_suite(Suite *s);
 
-/* Number of /dev/shm entries whose name starts with "tutti-". */
-int tt_count_shm_segments(void);
+/* Key tag of the job the last tt_spawn_ranks started. */
+uint64_t tt_last_job_tag(void);
+/* Number of /dev/shm segments still named for the job with this key tag. */
+int tt_count_job_segments(uint64_t tag);
 
 #endif

@@ -10,7 +10,7 @@
  *   sleep    joins, writes DIR/pid.<rank>, then sleeps
  *   check    joins, checks an all-reduce, prints "rank R of N ok"
  * Every mode writes its pid to DIR/pid.<rank> first (rank -1 when no
- * TUTTI_RANK is set).
+ * TUTTI_RANK is set) and the job key to DIR/key.<rank>.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +41,8 @@ int main(int argc, char **argv)
     char text[1024];
     snprintf(text, sizeof text, "%d\n", (int)getpid());
     write_file(dir, "pid", rank, text);
+    const char *key = getenv("TUTTI_KEY");
+    write_file(dir, "key", rank, key ? key : "");
     if (strcmp(mode, "echo") == 0) {
         printf("hello from rank %d of %s node %s\n", rank, getenv("TUTTI_NRANKS"), getenv("TUTTI_NODE_ID"));
         return 0;

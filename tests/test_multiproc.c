@@ -147,9 +147,8 @@ static const int sizes[] = {1, 2, 3, 4, 5, 8};
 START_TEST(every_collective_over_shm)
 {
     setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
-    int before = tt_count_shm_segments();
     tt_run_ranks(sizes[_i], collectives, NULL, 240);
-    ck_assert_int_eq(tt_count_shm_segments(), before); /* every segment was unlinked */
+    ck_assert_int_eq(tt_count_job_segments(tt_last_job_tag()), 0); /* every segment was unlinked */
 }
 END_TEST
 
@@ -175,7 +174,6 @@ START_TEST(shm_alone_cannot_reach_another_host)
     /* Proves the simulated hosts are honoured: shm must refuse to span them. */
     setenv("TUTTI_TRANSPORTS", "shm", 1);
     tt_set_ranks_per_node(1);
-    int before = tt_count_shm_segments();
     pid_t pids[2];
     int codes[2];
     tt_spawn_ranks(2, collectives, NULL, pids);
@@ -183,7 +181,7 @@ START_TEST(shm_alone_cannot_reach_another_host)
     tt_set_ranks_per_node(0);
     ck_assert_int_eq(codes[0], 100); /* init failed */
     ck_assert_int_eq(codes[1], 100);
-    ck_assert_int_eq(tt_count_shm_segments(), before);
+    ck_assert_int_eq(tt_count_job_segments(tt_last_job_tag()), 0);
 }
 END_TEST
 
