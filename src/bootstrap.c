@@ -13,9 +13,6 @@
 #include "hash.h"
 #include "log.h"
 
-/* A rogue or half-open connection cannot hold the root longer than this. */
-#define HELLO_WAIT_MS 5000
-
 typedef struct kept_listener {
     struct kept_listener *next;
     unsigned char key[TT_SOCK_KEY_BYTES];
@@ -88,7 +85,7 @@ static tutti_status_t root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t dead
                      st == TUTTI_ERR_TIMEOUT ? "the timeout" : "accept failed");
             return st;
         }
-        int64_t hello_deadline = tt_now_ms() + HELLO_WAIT_MS;
+        int64_t hello_deadline = tt_now_ms() + TT_HELLO_WAIT_MS;
         tt_hello_t h;
         if (tt_hello_recv(fd, bs->key, hello_deadline < deadline ? hello_deadline : deadline, &h)) {
             close(fd); /* refused and logged by tt_hello_recv; keep serving */

@@ -15,6 +15,9 @@
 #include "tutti.h"
 
 #define TT_SOCK_KEY_BYTES 16
+/* A connection must present its hello within this long (or the set-up
+ * deadline, if sooner), so a silent or rogue peer cannot stall set-up. */
+#define TT_HELLO_WAIT_MS 5000
 
 /* A socket address small enough to embed in ids and address blobs. */
 typedef struct {

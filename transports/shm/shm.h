@@ -47,7 +47,8 @@ typedef struct {
     int peer;
     int nchannels, nslots;
     size_t slot_bytes;
-    int pidfd;                  /* readable once the peer process has exited */
+    int pidfd; /* readable once the peer process has exited */
+    int pid;
     tutti_status_t failed;      /* why the connection is unusable, or 0 */
     tt_shm_seg_hdr_t *peer_seg; /* the peer's segment (we send into it) */
     tt_shm_side_t out[TT_MAX_CHANNELS], in[TT_MAX_CHANNELS];

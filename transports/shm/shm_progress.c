@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 
 #include "log.h"
@@ -136,7 +137,10 @@ tutti_status_t tt_shm_alive(void *connp)
         return TUTTI_ERR_ABORTED;
     }
     struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
-    if (c->pidfd >= 0 && poll(&p, 1, 0) > 0) {
+    /* Without a pidfd (older kernels), kill(pid, 0) still sees a process
+     * that is gone, though not one that is a zombie yet. */
+    int gone = c->pidfd >= 0 ? poll(&p, 1, 0) > 0 : kill(c->pid, 0) == -1 && errno == ESRCH;
+    if (gone) {
         TT_DEBUG(TT_SUB_NET, "shm: rank %d exited", c->peer);
         fail_all(c, TUTTI_ERR_PEER_FAILED);
         return TUTTI_ERR_PEER_FAILED;

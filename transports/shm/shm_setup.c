@@ -178,7 +178,8 @@ static tutti_status_t shm_connect(void *ctxp, const int *peers, int npeers, cons
                              .pidfd = -1,
                              .ctx = ctx};
         conns[i] = c;
-        c->pidfd = (int)syscall(SYS_pidfd_open, env->endpoints[peers[i]].pid, 0);
+        c->pid = env->endpoints[peers[i]].pid;
+        c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
         st = conn_map_peer(ctx, c, (const char *)addrs + (size_t)peers[i] * TT_ADDR_MAX);
     }
     /* Unlink once every rank has mapped what it needs (or failed trying). */

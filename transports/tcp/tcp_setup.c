@@ -123,7 +123,8 @@ static tutti_status_t tcp_connect(void *ctxp, const int *peers, int npeers, cons
             TT_ERROR(TT_SUB_NET, "tcp: %d connections from higher ranks never arrived", expected);
             goto undo_conns;
         }
-        if (tt_hello_recv(fd, env->key, deadline, &h)) {
+        int64_t hello_deadline = tt_now_ms() + TT_HELLO_WAIT_MS;
+        if (tt_hello_recv(fd, env->key, hello_deadline < deadline ? hello_deadline : deadline, &h)) {
             close(fd); /* wrong key: refused and logged */
             continue;
         }
@@ -138,6 +139,9 @@ static tutti_status_t tcp_connect(void *ctxp, const int *peers, int npeers, cons
         conn_adopt(ctx, conns[slot], h.channel, fd);
         expected--;
     }
+    /* Every connection is up: nothing more to accept, so stop listening. */
+    close(ctx->listen_fd);
+    ctx->listen_fd = -1;
     free(slot_of_rank);
     return TUTTI_SUCCESS;
 
