@@ -67,7 +67,7 @@ static void usage(FILE *out)
                  "  -o, --op OP           sum prod min max avg (default sum)\n"
                  "  -r, --root R          root of broadcast and reduce (default 0)\n"
                  "  -C, --collective C    allreduce reducescatter allgather broadcast reduce alltoall\n"
-                 "                        sendrecv, or all (default allreduce)\n"
+                 "                        sendrecv, or all (default all)\n"
                  "      --csv, --json     machine-readable output instead of the table\n"
                  "Sizes are the full buffer: the output of allgather, the input of reducescatter.\n"
                  "busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for reducescatter, allgather\n"
@@ -448,7 +448,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
                   .check = 1,
                   .dtype = TUTTI_FP32,
                   .op = TUTTI_SUM,
-                  .coll = C_ALLREDUCE};
+                  .coll = -1};
     int opt;
     while ((opt = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:C:h", longopts, NULL)) != -1) {
         int bad = 0;
