@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The algorithm registry: which algorithms exist and which one a collective uses. */
+/* The algorithm registry: which algorithms exist and which one a call uses. */
 #ifndef TT_ALGO_H
 #define TT_ALGO_H
 
@@ -10,9 +10,25 @@ extern const int tt_num_algorithms;
 
 /* Name of a collective ("allreduce"). */
 const char *tt_coll_name(tt_coll_t coll);
-/* The algorithm that runs coll, or NULL if none serves it. */
-const tt_algorithm_t *tt_algo_for(tt_coll_t coll);
-/* Builds this rank's schedule for args with the chosen algorithm. */
-tutti_status_t tt_algo_build(const tt_coll_args_t *args, tt_sched_t *s);
+/* The registered algorithm with this name, or NULL. */
+const tt_algorithm_t *tt_algo_named(const char *name);
+/* What steers the choice, read from TUTTI_ALGO and TUTTI_SMALL_BYTES once
+ * per communicator (environment look-ups cost more than a small call). */
+typedef struct {
+    const tt_algorithm_t *forced; /* NULL: tutti chooses */
+    size_t small_bytes;
+} tt_algo_policy_t;
+
+void tt_algo_policy_from_env(tt_algo_policy_t *policy);
+/*
+ * The algorithm that runs a call moving bytes bytes (the whole buffer): the
+ * forced one when it serves the collective, else recursive doubling for
+ * all-reduces up to small_bytes, else the first registered algorithm that
+ * serves it. NULL if none does.
+ */
+const tt_algorithm_t *tt_algo_choose(const tt_algo_policy_t *policy, const tt_coll_args_t *args,
+                                     size_t bytes);
+/* Builds this rank's schedule for args with algo. */
+tutti_status_t tt_algo_build(const tt_algorithm_t *algo, const tt_coll_args_t *args, tt_sched_t *s);
 
 #endif

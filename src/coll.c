@@ -139,9 +139,11 @@ static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stre
                            .root = c->root,
                            .count = c->count,
                            .in_place = c->in_place};
-    tt_sched_t s;
-    tutti_status_t st = tt_algo_build(&args, &s);
-    if (st)
+    const tt_algorithm_t *algo =
+        tt_algo_choose(&comm->policy, &args, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);
+    tutti_status_t st;
+    const tt_sched_t *s = tt_sched_cache_get(&comm->sched_cache, algo, &args, &st);
+    if (!s)
         return tt_comm_error(comm, st, "%s: building the schedule failed", tt_coll_name(c->coll));
     tt_exec_t x = {.coll = c->coll,
                    .wire_coll = is_p2p ? TT_COLL_SEND : c->coll,
@@ -154,24 +156,21 @@ static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stre
                    .reduce = tt_reduce_get(c->dtype, c->op)};
     x.bufs[TT_BUF_INPUT] = (char *)c->send;
     x.bufs[TT_BUF_OUTPUT] = c->recv;
-    if (s.scratch_count) {
+    if (s->scratch_count) {
         void *scratch;
-        st = tt_comm_scratch(comm, s.scratch_count * x.elem, &scratch);
-        if (st) {
-            tt_sched_free(&s);
+        st = tt_comm_scratch(comm, s->scratch_count * x.elem, &scratch);
+        if (st)
             return tt_comm_error(comm, st, "%s: no memory for %zu bytes of scratch", tt_coll_name(c->coll),
-                                 s.scratch_count * x.elem);
-        }
+                                 s->scratch_count * x.elem);
         x.bufs[TT_BUF_SCRATCH] = scratch;
     }
     size_t chunk = rank_chunk_bytes(c, comm->nranks);
     size_t nslices = (chunk + comm->slice_bytes - 1) / comm->slice_bytes;
     x.nslices = nslices < 1 ? 1 : nslices > TT_MAX_SLICES ? TT_MAX_SLICES : (int)nslices;
     TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s, %d rounds, %d slices", tt_coll_name(c->coll),
-             (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op),
-             tt_algo_for(c->coll)->name, s.nrounds, x.nslices);
-    st = tt_engine_run(comm, &s, &x);
-    tt_sched_free(&s);
+             (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op), algo->name,
+             s->nrounds, x.nslices);
+    st = tt_engine_run(comm, s, &x);
     if (st) {
         tt_comm_fail(comm, st);
         return st;

@@ -5,6 +5,7 @@
  * registry so a destroyed handle is rejected instead of used.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static tutti_comm_t registry[TT_MAX_COMMS];
+static int registry_len; /* entries at or past this index are all NULL */
 static _Thread_local char thread_error[512];
 
 static int registry_add(tutti_comm_t comm)
@@ -28,6 +30,8 @@ static int registry_add(tutti_comm_t comm)
     for (int i = 0; i < TT_MAX_COMMS; i++)
         if (!registry[i]) {
             registry[i] = comm;
+            if (i >= registry_len)
+                registry_len = i + 1;
             pthread_mutex_unlock(&registry_lock);
             return 0;
         }
@@ -50,7 +54,7 @@ int tt_comm_valid(tutti_comm_t comm)
     if (!comm)
         return 0;
     pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < TT_MAX_COMMS && !found; i++)
+    for (int i = 0; i < registry_len && !found; i++)
         found = registry[i] == comm;
     pthread_mutex_unlock(&registry_lock);
     return found;
@@ -140,6 +144,21 @@ static void fill_endpoint(int node_id, tt_endpoint_t *ep)
     ep->host_id = tt_hash(&node_id, sizeof node_id, ep->host_id);
 }
 
+/* Whether this host runs more ranks than this process may use CPUs: then a
+ * waiting rank must give its CPU away at once instead of spinning. */
+static int host_is_oversubscribed(tutti_comm_t comm)
+{
+    cpu_set_t allowed;
+    int local = 0;
+    for (int r = 0; r < comm->nranks; r++)
+        local += comm->endpoints[r].host_id == comm->endpoints[comm->rank].host_id;
+    if (sched_getaffinity(0, sizeof allowed, &allowed))
+        return 0;
+    /* Pinned to one CPU (tutti-run --bind core): judge by the whole machine. */
+    int cpus = CPU_COUNT(&allowed) > 1 ? CPU_COUNT(&allowed) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return local > cpus;
+}
+
 static tutti_status_t connect_peers(tutti_comm_t comm, const rank_record_t *records)
 {
     const tt_tp_env_t *env = &comm->env;
@@ -188,6 +207,8 @@ static void comm_free(tutti_comm_t comm)
     free(comm->send_seq);
     free(comm->recv_seq);
     free(comm->scratch);
+    free(comm->engine_ws);
+    tt_sched_cache_free(&comm->sched_cache);
     free(comm);
 }
 
@@ -272,6 +293,8 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
             goto undo_records;
         }
     }
+    comm->oversubscribed = host_is_oversubscribed(comm);
+    tt_algo_policy_from_env(&comm->policy);
     st = connect_peers(comm, records);
     if (!st)
         st = tt_bootstrap_barrier(&comm->bs);

@@ -5,7 +5,9 @@
 
 #include <stdint.h>
 
+#include "algo.h"
 #include "bootstrap.h"
+#include "sched_cache.h"
 #include "transport.h"
 #include "tutti.h"
 
@@ -33,6 +35,11 @@ struct tutti_comm {
     void *scratch;
     size_t scratch_bytes;
     tutti_status_t failed; /* set once a collective failed mid-flight */
+    int oversubscribed;    /* more ranks on this host than CPUs they may use */
+    tt_algo_policy_t policy;
+    tt_sched_cache_t sched_cache;
+    void *engine_ws; /* the engine's per-call arrays, kept between calls */
+    size_t engine_ws_bytes;
     char last_error[512];
 };
 

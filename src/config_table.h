@@ -11,12 +11,14 @@
     X(TRANSPORTS, STR, "shm,tcp", "transports to use, in priority order (shm: same host only)")              \
     X(SOCKET_IFNAME, STR, "",                                                                                \
       "network interface for the bootstrap and tcp (default: first up, non-loopback)")                       \
+    X(ALGO, STR, "", "force this algorithm wherever it serves the collective (tutti-info -A lists them)")    \
+    X(SMALL_BYTES, SIZE, "64K", "all-reduces up to this many bytes use recursive doubling")                  \
     X(SLICE_BYTES, SIZE, "1M", "bytes of one pipeline slice of a rank's chunk")                              \
     X(PIPELINE, INT, "4", "slices in flight (and tcp sockets / shm queues per peer), 1..16")                 \
     X(SHM_SLOT_BYTES, SIZE, "256K", "bytes of one shm queue slot")                                           \
     X(SHM_SLOTS, INT, "4", "slots in each shm queue (one queue per peer and slice in flight)")               \
     X(TCP_BUF_BYTES, SIZE, "4M", "socket send/receive buffer size for tcp")                                  \
-    X(REDUCE_ISA, STR, "auto", "reduction kernels: auto, portable, avx2, avx512, avx512bf16")                  \
+    X(REDUCE_ISA, STR, "auto", "reduction kernels: auto, portable, avx2, avx512, avx512bf16")                \
     X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun)")                \
     X(ROOT_ADDR, STR, "", "host:port of the bootstrap root (set by tutti-run)")                              \
     X(ROOT_FD, INT, "-1", "listening socket inherited by rank 0 from tutti-run")                             \

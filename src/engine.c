@@ -19,8 +19,10 @@
 
 #define ALIVE_CHECK_NS 20000000 /* 20 ms between peer liveness scans when idle */
 #define CAUSE_WAIT_MS 200       /* how long a report waits to see why a peer aborted */
-#define SPIN_BEFORE_YIELD 64
+#define SPIN_BEFORE_YIELD 64    /* idle polls before yielding the CPU ... */
+#define SPIN_OVERSUBSCRIBED 2   /* ... or this few when ranks outnumber CPUs */
 #define YIELD_BEFORE_SLEEP 2048
+#define CLOCK_EVERY_IDLE 32 /* idle polls between deadline and liveness checks */
 
 typedef struct {
     char *dst;
@@ -257,10 +259,10 @@ static tutti_status_t report_failure(run_t *run)
     return report(run, first_lane->reqs[first].status, first_lane, first);
 }
 
-static void idle_wait(int *idle)
+static void idle_wait(int *idle, int spin)
 {
     ++*idle;
-    if (*idle < SPIN_BEFORE_YIELD)
+    if (*idle < spin)
         return;
     if (*idle < YIELD_BEFORE_SLEEP) {
         sched_yield();
@@ -275,7 +277,7 @@ static tutti_status_t run_loop(run_t *run)
 {
     tutti_comm_t comm = run->comm;
     int64_t last_progress = tt_now_ns(), next_alive = last_progress + ALIVE_CHECK_NS;
-    int idle = 0;
+    int idle = 0, spin = comm->oversubscribed ? SPIN_OVERSUBSCRIBED : SPIN_BEFORE_YIELD;
     for (;;) {
         int progressed = 0, active = 0;
         for (int r = 0; r < comm->nranks; r++)
@@ -303,9 +305,11 @@ static tutti_status_t run_loop(run_t *run)
             idle = 0;
             continue;
         }
-        idle_wait(&idle);
+        idle_wait(&idle, spin);
+        if (idle % CLOCK_EVERY_IDLE != 0 && idle != spin)
+            continue; /* reading the clock on every idle poll costs more than the poll */
         int64_t now = tt_now_ns();
-        if (idle == SPIN_BEFORE_YIELD)
+        if (idle == spin)
             last_progress = now; /* the clock is read only once we start idling */
         if (now >= next_alive) {
             char gone[256];
@@ -335,13 +339,23 @@ tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_ex
             run.width = n;
     }
     run.nlanes = x->nslices < comm->nchannels ? x->nslices : comm->nchannels;
-    run.lanes = calloc((size_t)run.nlanes, sizeof(lane_t));
-    tt_req_t *reqs = calloc((size_t)(run.nlanes * run.width) + 1, sizeof(tt_req_t));
-    combine_ctx_t *ctxs = calloc((size_t)(run.nlanes * run.width) + 1, sizeof(combine_ctx_t));
-    const tt_step_t **steps = calloc((size_t)(run.nlanes * run.width) + 1, sizeof(tt_step_t *));
-    tutti_status_t st = TUTTI_ERR_NO_MEMORY;
-    if (!run.lanes || !reqs || !ctxs || !steps)
-        goto undo_alloc;
+    /* The per-lane arrays live in a workspace the communicator keeps, so a
+     * small call allocates nothing. */
+    size_t nreq = (size_t)(run.nlanes * run.width);
+    size_t need = (size_t)run.nlanes * sizeof(lane_t) + nreq * (sizeof(tt_req_t) + sizeof(combine_ctx_t)) +
+                  nreq * sizeof(tt_step_t *);
+    if (need > comm->engine_ws_bytes) {
+        void *ws = realloc(comm->engine_ws, need);
+        if (!ws)
+            return TUTTI_ERR_NO_MEMORY;
+        comm->engine_ws = ws;
+        comm->engine_ws_bytes = need;
+    }
+    tt_req_t *reqs = comm->engine_ws; /* the most aligned type first */
+    combine_ctx_t *ctxs = (combine_ctx_t *)(reqs + nreq);
+    const tt_step_t **steps = (const tt_step_t **)(ctxs + nreq);
+    run.lanes = (lane_t *)(steps + nreq);
+    tutti_status_t st;
     for (int l = 0; l < run.nlanes; l++) {
         lane_t *lane = &run.lanes[l];
         *lane = (lane_t){.slice = l,
@@ -353,13 +367,7 @@ tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_ex
         if (!st && lane->npending == 0) /* a round of local steps only */
             st = lane_advance(&run, lane, l);
         if (st)
-            goto undo_alloc;
+            return st;
     }
-    st = run_loop(&run);
-undo_alloc:
-    free(steps);
-    free(ctxs);
-    free(reqs);
-    free(run.lanes);
-    return st;
+    return run_loop(&run);
 }

@@ -129,6 +129,7 @@ typedef struct {
 } tt_algorithm_t;
 
 extern const tt_algorithm_t tt_algo_ring;
+extern const tt_algorithm_t tt_algo_recursive_doubling;
 extern const tt_algorithm_t tt_algo_chain;
 extern const tt_algorithm_t tt_algo_pairwise;
 extern const tt_algorithm_t tt_algo_dissemination;

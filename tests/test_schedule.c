@@ -11,12 +11,14 @@
 #include <string.h>
 
 #include "algo.h"
+#include "env_config.h"
 #include "half.h"
 #include "harness.h"
 #include "reduce.h"
 #include "sim.h"
 
 typedef struct {
+    const tt_algorithm_t *algo;
     tt_coll_t coll;
     int p, root, in_place;
     size_t count;
@@ -77,9 +79,8 @@ static void run_case(const case_t *c)
     sim.out = outs;
     tt_coll_args_t args = {
         .coll = c->coll, .nranks = p, .root = c->root, .count = c->count, .in_place = c->in_place};
-    const tt_algorithm_t *algo = tt_algo_for(c->coll);
-    int rc = tt_sim_run(&sim, algo, args);
-    ck_assert_msg(rc == 0, "%s p=%d count=%zu %s %s slices=%d lanes=%d in_place=%d: %s",
+    int rc = tt_sim_run(&sim, c->algo, args);
+    ck_assert_msg(rc == 0, "%s/%s p=%d count=%zu %s %s slices=%d lanes=%d in_place=%d: %s", c->algo->name,
                   tt_coll_name(c->coll), p, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op),
                   c->nslices, c->nlanes, c->in_place, sim.error);
 
@@ -119,8 +120,9 @@ static void run_case(const case_t *c)
         default: check_n = 0;
         }
         ck_assert_msg(memcmp(want, outs[r], check_n * elem) == 0,
-                      "%s p=%d count=%zu %s %s slices=%d: rank %d wrong", tt_coll_name(c->coll), p, c->count,
-                      tutti_dtype_name(c->dtype), tutti_op_name(c->op), c->nslices, r);
+                      "%s/%s p=%d count=%zu %s %s slices=%d: rank %d wrong", c->algo->name,
+                      tt_coll_name(c->coll), p, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op),
+                      c->nslices, r);
     }
     free(want);
     free(term);
@@ -132,6 +134,19 @@ static void run_case(const case_t *c)
     free(outs);
     free(sim.in);
     free(saved_out);
+}
+
+/* Runs the case through every registered algorithm that serves its collective. */
+static void run_every_algorithm(case_t *c)
+{
+    int ran = 0;
+    for (int i = 0; i < tt_num_algorithms; i++)
+        if (tt_algorithms[i]->build[c->coll]) {
+            c->algo = tt_algorithms[i];
+            run_case(c);
+            ran++;
+        }
+    ck_assert_msg(ran > 0, "no algorithm serves %s", tt_coll_name(c->coll));
 }
 
 static const tt_coll_t reducing[] = {TT_COLL_ALLREDUCE, TT_COLL_REDUCE_SCATTER, TT_COLL_REDUCE};
@@ -148,7 +163,8 @@ START_TEST(every_algorithm_every_dtype_and_op)
                 if (op == TUTTI_AVG)
                     continue; /* avg is sum plus a division outside the schedule */
                 for (size_t k = 0; k < 3; k++) {
-                    case_t c = {reducing[k],
+                    case_t c = {NULL,
+                                reducing[k],
                                 p,
                                 (int)(counts[ci] % (size_t)p),
                                 (int)((ci + (size_t)t) % 2),
@@ -157,16 +173,21 @@ START_TEST(every_algorithm_every_dtype_and_op)
                                 (tutti_op_t)op,
                                 1 + (int)((ci + (size_t)op) % 3),
                                 1 + t % 4};
-                    run_case(&c);
+                    run_every_algorithm(&c);
                 }
             }
             for (size_t k = 0; k < 4; k++) {
-                case_t c = {moving[k],  p,
-                            p - 1,      (int)((ci + k) % 2),
-                            counts[ci], (tutti_dtype_t)t,
-                            TUTTI_SUM,  1 + (int)(ci % 3),
+                case_t c = {NULL,
+                            moving[k],
+                            p,
+                            p - 1,
+                            (int)((ci + k) % 2),
+                            counts[ci],
+                            (tutti_dtype_t)t,
+                            TUTTI_SUM,
+                            1 + (int)(ci % 3),
                             1 + (int)k};
-                run_case(&c);
+                run_every_algorithm(&c);
             }
         }
 }
@@ -176,12 +197,13 @@ START_TEST(large_counts_with_many_slices)
 {
     int p = _i;
     for (size_t k = 0; k < 3; k++) {
-        case_t c = {reducing[k], p, p / 2, p % 2, 65537, p % 2 ? TUTTI_FP16 : TUTTI_INT32, TUTTI_SUM, 7, 4};
-        run_case(&c);
+        case_t c = {NULL,      reducing[k], p, p / 2, p % 2, 65537, p % 2 ? TUTTI_FP16 : TUTTI_INT32,
+                    TUTTI_SUM, 7,           4};
+        run_every_algorithm(&c);
     }
     for (size_t k = 0; k < 3; k++) {
-        case_t c = {moving[k], p, 0, (p + 1) % 2, 65537, TUTTI_FP64, TUTTI_SUM, 5, 3};
-        run_case(&c);
+        case_t c = {NULL, moving[k], p, 0, (p + 1) % 2, 65537, TUTTI_FP64, TUTTI_SUM, 5, 3};
+        run_every_algorithm(&c);
     }
 }
 END_TEST
@@ -190,10 +212,11 @@ START_TEST(a_few_million_elements)
 {
     int ps[] = {3, 8};
     for (int i = 0; i < 2; i++) {
-        case_t c = {TT_COLL_ALLREDUCE, ps[i], 0, i, 3000017, TUTTI_FP32, TUTTI_SUM, 12, 4};
-        run_case(&c);
-        case_t g = {TT_COLL_ALLGATHER, ps[i], 0, 0, 3000017 / (size_t)ps[i], TUTTI_BF16, TUTTI_SUM, 9, 4};
-        run_case(&g);
+        case_t c = {NULL, TT_COLL_ALLREDUCE, ps[i], 0, i, 3000017, TUTTI_FP32, TUTTI_SUM, 12, 4};
+        run_every_algorithm(&c);
+        case_t g = {NULL,       TT_COLL_ALLGATHER, ps[i], 0, 0, 3000017 / (size_t)ps[i],
+                    TUTTI_BF16, TUTTI_SUM,         9,     4};
+        run_every_algorithm(&g);
     }
 }
 END_TEST
@@ -204,7 +227,7 @@ START_TEST(ring_allreduce_structure)
         for (int r = 0; r < p; r++) {
             tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .rank = r, .count = 1000};
             tt_sched_t s;
-            ck_assert_int_eq(tt_algo_build(&a, &s), TUTTI_SUCCESS);
+            ck_assert_int_eq(tt_algo_build(&tt_algo_ring, &a, &s), TUTTI_SUCCESS);
             ck_assert_int_eq(s.nrounds, 2 * (p - 1));
             size_t moved = 0;
             for (int k = 0; k < s.nrounds; k++) {
@@ -225,13 +248,36 @@ START_TEST(ring_allreduce_structure)
 }
 END_TEST
 
+START_TEST(small_allreduces_use_recursive_doubling_and_tutti_algo_overrides)
+{
+    tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = 8, .rank = 0, .count = 16};
+    tt_algo_policy_t policy;
+    unsetenv("TUTTI_ALGO");
+    unsetenv("TUTTI_SMALL_BYTES");
+    tt_algo_policy_from_env(&policy);
+    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_recursive_doubling);
+    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 1 << 20), &tt_algo_ring);
+    setenv("TUTTI_ALGO", "ring", 1);
+    tt_algo_policy_from_env(&policy);
+    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_ring);
+    a.coll = TT_COLL_BROADCAST; /* the ring does not serve broadcast: ignored */
+    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_chain);
+    unsetenv("TUTTI_ALGO");
+    setenv("TUTTI_SMALL_BYTES", "0", 1);
+    tt_algo_policy_from_env(&policy);
+    a.coll = TT_COLL_ALLREDUCE;
+    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_ring);
+    unsetenv("TUTTI_SMALL_BYTES");
+}
+END_TEST
+
 START_TEST(dissemination_barrier_takes_ceil_log2_rounds)
 {
     int expect[] = {0, 0, 1, 2, 2, 3, 3, 3, 3, 4};
     for (int p = 1; p <= 9; p++) {
         tt_coll_args_t a = {.coll = TT_COLL_BARRIER, .nranks = p, .rank = 0};
         tt_sched_t s;
-        ck_assert_int_eq(tt_algo_build(&a, &s), TUTTI_SUCCESS);
+        ck_assert_int_eq(tt_algo_build(&tt_algo_dissemination, &a, &s), TUTTI_SUCCESS);
         ck_assert_int_eq(s.nrounds, expect[p]);
         tt_sched_free(&s);
     }
@@ -245,8 +291,8 @@ START_TEST(send_recv_pair_in_the_simulator)
     tt_sched_t s0, s1;
     tt_coll_args_t a0 = {.coll = TT_COLL_SEND, .nranks = 2, .rank = 0, .root = 1, .count = 77};
     tt_coll_args_t a1 = {.coll = TT_COLL_RECV, .nranks = 2, .rank = 1, .root = 0, .count = 77};
-    ck_assert_int_eq(tt_algo_build(&a0, &s0), TUTTI_SUCCESS);
-    ck_assert_int_eq(tt_algo_build(&a1, &s1), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_algo_build(&tt_algo_p2p, &a0, &s0), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_algo_build(&tt_algo_p2p, &a1, &s1), TUTTI_SUCCESS);
     ck_assert_int_eq(s0.steps[0].kind, TT_STEP_SEND);
     ck_assert_int_eq(s1.steps[0].kind, TT_STEP_RECV);
     ck_assert_uint_eq(s0.steps[0].src.count, s1.steps[0].dst.count);
@@ -262,6 +308,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, ring_allreduce_structure);
     tcase_add_test(tc, dissemination_barrier_takes_ceil_log2_rounds);
+    tcase_add_test(tc, small_allreduces_use_recursive_doubling_and_tutti_algo_overrides);
     tcase_add_test(tc, send_recv_pair_in_the_simulator);
     tcase_add_loop_test(tc, every_algorithm_every_dtype_and_op, 1, 13);
     tcase_add_loop_test(tc, large_counts_with_many_slices, 1, 13);

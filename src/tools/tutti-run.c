@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,15 +57,19 @@ static void on_child(int sig)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tutti-run -n N [--nodes K] [-t|--tag-output] [--grace S] prog [args...]\n"
-                 "  -n N            number of ranks (>= 1)\n"
-                 "  --nodes K       treat the ranks as K hosts (consecutive blocks of ranks);\n"
-                 "                  ranks on different simulated hosts talk over tcp (default 1)\n"
-                 "  -t, --tag-output  prefix every output line with [rank]\n"
-                 "  --grace S       seconds the other ranks get to report after one fails\n"
-                 "                  before they are stopped (default 3)\n"
-                 "Exit status: 0 when every rank exits 0, else the first failing rank's\n"
-                 "status (128 + signal number for a rank killed by a signal).\n");
+    fprintf(
+        out,
+        "usage: tutti-run -n N [--nodes K] [-t|--tag-output] [--grace S] [--bind core|none] prog [args...]\n"
+        "  -n N            number of ranks (>= 1)\n"
+        "  --nodes K       treat the ranks as K hosts (consecutive blocks of ranks);\n"
+        "                  ranks on different simulated hosts talk over tcp (default 1)\n"
+        "  -t, --tag-output  prefix every output line with [rank]\n"
+        "  --grace S       seconds the other ranks get to report after one fails\n"
+        "                  before they are stopped (default 3)\n"
+        "  --bind core|none  pin each rank to one CPU of those tutti-run may use\n"
+        "                  (default core when a host's ranks do not outnumber them)\n"
+        "Exit status: 0 when every rank exits 0, else the first failing rank's\n"
+        "status (128 + signal number for a rank killed by a signal).\n");
 }
 
 static void hex_key(const unsigned char *key, char *out)
@@ -125,7 +130,24 @@ static void signal_all(rank_proc_t *procs, int n, int sig)
             kill(-procs[r].pid, sig);
 }
 
-static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, int tag, rank_proc_t *p)
+/* Pins the calling process to the k-th CPU it may run on (modulo their number). */
+static void bind_to_cpu(int k)
+{
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed))
+        return;
+    int count = CPU_COUNT(&allowed), seen = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && count > 0; cpu++)
+        if (CPU_ISSET(cpu, &allowed) && seen++ == k % count) {
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            sched_setaffinity(0, sizeof one, &one);
+            return;
+        }
+}
+
+static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, int tag, int bind,
+                        rank_proc_t *p)
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1};
     if (tag && (pipe(out) || pipe(err))) {
@@ -151,6 +173,10 @@ static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, 
         setenv_int("TUTTI_RANK", rank);
         setenv_int("TUTTI_NRANKS", n);
         setenv_int("TUTTI_LOCAL_RANK", rank % per_node);
+        /* A rank that stays on its own core waits for peers without being
+         * descheduled and keeps its caches (as mpirun binds by default). */
+        if (bind)
+            bind_to_cpu(rank % per_node);
         setenv_int("TUTTI_NODE_ID", nodes > 1 ? rank / per_node : -1);
         if (rank == 0)
             setenv_int("TUTTI_ROOT_FD", listen_fd);
@@ -195,19 +221,25 @@ static void describe(int status, char *out, size_t len)
 
 int main(int argc, char **argv)
 {
-    int n = 0, nodes = 1, tag = 0, opt;
+    int n = 0, nodes = 1, tag = 0, opt, bind = -1; /* -1: decide from the CPU count */
     double grace = 3.0;
-    static const struct option longopts[] = {{"nodes", required_argument, NULL, 'N'},
-                                             {"tag-output", no_argument, NULL, 't'},
-                                             {"grace", required_argument, NULL, 'g'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"nodes", required_argument, NULL, 'N'}, {"tag-output", no_argument, NULL, 't'},
+        {"grace", required_argument, NULL, 'g'}, {"bind", required_argument, NULL, 'b'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     while ((opt = getopt_long(argc, argv, "+n:th", longopts, NULL)) != -1) {
         switch (opt) {
         case 'n': n = atoi(optarg); break;
         case 'N': nodes = atoi(optarg); break;
         case 't': tag = 1; break;
         case 'g': grace = atof(optarg); break;
+        case 'b':
+            if (strcmp(optarg, "core") && strcmp(optarg, "none")) {
+                fprintf(stderr, "tutti-run: --bind takes core or none\n");
+                return 2;
+            }
+            bind = strcmp(optarg, "core") == 0;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -217,6 +249,12 @@ int main(int argc, char **argv)
                 optind >= argc ? "no program given" : "-n must be >= 1 and 1 <= --nodes <= n");
         usage(stderr);
         return 2;
+    }
+
+    if (bind < 0) {
+        cpu_set_t allowed;
+        int per_node = (n + nodes - 1) / nodes;
+        bind = sched_getaffinity(0, sizeof allowed, &allowed) == 0 && per_node <= CPU_COUNT(&allowed);
     }
 
     unsigned char key[TT_SOCK_KEY_BYTES];
@@ -253,7 +291,7 @@ int main(int argc, char **argv)
         return 1;
     int running = 0, first_code = 0, stopping = 0;
     for (int r = 0; r < n; r++) {
-        if (start_rank(argv + optind, r, n, nodes, listen_fd, tag, &procs[r]) < 0) {
+        if (start_rank(argv + optind, r, n, nodes, listen_fd, tag, bind, &procs[r]) < 0) {
             first_code = 1;
             stopping = 1;
             break;
