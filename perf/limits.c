@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ceilings a host collective is compared with, measured on this machine:
+ * single-thread memcpy bandwidth and the bandwidth of one TCP stream over
+ * loopback. Prints "memcpy_gbps X" and "tcp_stream_gbps Y" (GB = 1e9 bytes).
+ * usage: limits [-s SIZE] [-t SECONDS]
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "env_config.h"
+
+static double memcpy_gbps(size_t bytes, double seconds)
+{
+    char *src = malloc(bytes), *dst = malloc(bytes);
+    if (!src || !dst)
+        return 0;
+    memset(src, 1, bytes);
+    memset(dst, 2, bytes);
+    double best = 0;
+    int64_t end = tt_now_ns() + (int64_t)(seconds * 1e9);
+    while (tt_now_ns() < end) {
+        int64_t t0 = tt_now_ns();
+        memcpy(dst, src, bytes);
+        double gbps = (double)bytes / (double)(tt_now_ns() - t0);
+        if (gbps > best)
+            best = gbps;
+        src[0] = dst[bytes - 1]; /* keep the copy observable */
+    }
+    free(src);
+    free(dst);
+    return best;
+}
+
+/* One connection over loopback; a child process reads everything. */
+static double tcp_stream_gbps(double seconds)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof addr;
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) || listen(lfd, 1) ||
+        getsockname(lfd, (struct sockaddr *)&addr, &len))
+        return 0;
+    const size_t chunk = 4 << 20;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = accept(lfd, NULL, NULL);
+        char *buf = malloc(chunk);
+        while (read(fd, buf, chunk) > 0) {
+        }
+        _exit(0);
+    }
+    close(lfd);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1, bufsize = 4 << 20;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsize, sizeof bufsize);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return 0;
+    }
+    char *buf = calloc(1, chunk);
+    size_t sent = 0;
+    int64_t t0 = tt_now_ns(), end = t0 + (int64_t)(seconds * 1e9);
+    while (tt_now_ns() < end) {
+        ssize_t n = write(fd, buf, chunk);
+        if (n <= 0)
+            break;
+        sent += (size_t)n;
+    }
+    shutdown(fd, SHUT_WR);
+    waitpid(pid, NULL, 0); /* the reader has all the bytes */
+    double gbps = (double)sent / (double)(tt_now_ns() - t0);
+    close(fd);
+    free(buf);
+    return gbps;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t size = 64 << 20;
+    double seconds = 1.0;
+    int opt;
+    while ((opt = getopt(argc, argv, "s:t:h")) != -1) {
+        switch (opt) {
+        case 's':
+            if (tt_parse_size(optarg, &size) || size == 0) {
+                fprintf(stderr, "limits: bad size %s\n", optarg);
+                return 2;
+            }
+            break;
+        case 't': seconds = atof(optarg); break;
+        default:
+            fprintf(stderr, "usage: limits [-s SIZE (default 64M)] [-t SECONDS per measurement (default 1)]\n");
+            return opt == 'h' ? 0 : 2;
+        }
+    }
+    printf("memcpy_gbps %.3f\n", memcpy_gbps((size_t)size, seconds));
+    printf("tcp_stream_gbps %.3f\n", tcp_stream_gbps(seconds));
+    return 0;
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The MPI side of perf/compare: MPI_Allreduce, MPI_Reduce_scatter_block and
+ * MPI_Allgather on fp32, timed exactly as tutti-perf times tutti (warm-up,
+ * barrier, mean over iterations, slowest rank), with the same size
+ * convention (the whole buffer) and busbw factors.
+ * usage: mpirun -np N perf/mpi-bench [-C allreduce|reducescatter|allgather]
+ *        [-b SIZE] [-e SIZE] [-f F] [-n ITERS] [-w WARMUP] [--csv]
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'K': case 'k': v *= 1 << 10; break;
+    case 'M': case 'm': v *= 1 << 20; break;
+    case 'G': case 'g': v *= 1 << 30; break;
+    default: break;
+    }
+    return (size_t)v;
+}
+
+enum { ALLREDUCE, REDUCESCATTER, ALLGATHER };
+
+static void run(int coll, float *send, float *recv, int n, int p)
+{
+    switch (coll) {
+    case ALLREDUCE: MPI_Allreduce(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case REDUCESCATTER: MPI_Reduce_scatter_block(send, recv, n / p, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    default: MPI_Allgather(send, n / p, MPI_FLOAT, recv, n / p, MPI_FLOAT, MPI_COMM_WORLD); break;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const names[] = {"allreduce", "reducescatter", "allgather"};
+    size_t minb = 64 << 20, maxb = 64 << 20;
+    int iters = 20, warmup = 5, factor = 2, coll = ALLREDUCE, csv = 0;
+    MPI_Init(&argc, &argv);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "--csv"))
+            csv = 1;
+        else if (!strcmp(a, "-b") && ++i)
+            minb = parse_size(v);
+        else if (!strcmp(a, "-e") && ++i)
+            maxb = parse_size(v);
+        else if (!strcmp(a, "-f") && ++i)
+            factor = atoi(v);
+        else if (!strcmp(a, "-n") && ++i)
+            iters = atoi(v);
+        else if (!strcmp(a, "-w") && ++i)
+            warmup = atoi(v);
+        else if (!strcmp(a, "-C") && ++i) {
+            coll = -1;
+            for (int k = 0; k < 3; k++)
+                if (!strcmp(v, names[k]))
+                    coll = k;
+            if (coll < 0)
+                MPI_Abort(MPI_COMM_WORLD, 2);
+        } else {
+            fprintf(stderr, "mpi-bench: unknown argument %s\n", a);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    int rank, p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    float *send = calloc(maxb / 4 + 4, 4), *recv = calloc(maxb / 4 + 4, 4);
+    if (rank == 0)
+        printf(csv ? "collective,size,count,time_us,algbw,busbw\n"
+                   : "# MPI %s fp32 sum, %d ranks\n# %10s %9s %7s %7s\n",
+               names[coll], p, "size(B)", "time(us)", "algbw", "busbw");
+    for (size_t size = minb; size <= maxb && factor > 1; size *= (size_t)factor) {
+        int n = (int)(size / 4);
+        if (coll != ALLREDUCE)
+            n -= n % p; /* whole blocks per rank, as tutti-perf rounds */
+        size_t used = (size_t)n * 4;
+        for (int i = 0; i < warmup; i++)
+            run(coll, send, recv, n, p);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < iters; i++)
+            run(coll, send, recv, n, p);
+        double local = (MPI_Wtime() - t0) / (iters > 0 ? iters : 1) * 1e6, us;
+        MPI_Allreduce(&local, &us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        double algbw = us > 0 ? (double)used / (us * 1e-6) / 1e9 : 0;
+        double busbw = algbw * (coll == ALLREDUCE ? 2.0 * (p - 1) / p : (double)(p - 1) / p);
+        if (rank == 0) {
+            if (csv)
+                printf("%s,%zu,%d,%.3f,%.4f,%.4f\n", names[coll], used, n, us, algbw, busbw);
+            else
+                printf("  %10zu %9.2f %7.3f %7.3f\n", used, us, algbw, busbw);
+        }
+    }
+    free(send);
+    free(recv);
+    MPI_Finalize();
+    return 0;
+}
