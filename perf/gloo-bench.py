@@ -42,6 +42,8 @@ def worker(rank, args, port, queue):
         count = size // 4
         if args.C == "allgather":
             count -= count % p
+        if count == 0:  # less than one element per rank: nothing to time
+            continue
         send = torch.ones(count if args.C == "allreduce" else count // p, dtype=torch.float32)
         outs = [torch.empty(count // p, dtype=torch.float32) for _ in range(p)]
 
@@ -87,12 +89,18 @@ def main():
     for proc in procs:
         proc.start()
     print("collective,size,count,time_us,algbw,busbw", flush=True)
-    expected = len(list(sizes(args.b, args.e, args.f)))
-    for _ in range(expected):
-        print(queue.get(timeout=900), flush=True)
+    # Rows arrive as rank 0 measures; stop once every worker has ended.
+    while any(proc.is_alive() for proc in procs) or not queue.empty():
+        try:
+            print(queue.get(timeout=1), flush=True)
+        except Exception:  # queue.Empty: nothing yet
+            pass
     for proc in procs:
         proc.join()
-    return 0 if all(proc.exitcode == 0 for proc in procs) else 1
+    failed = [r for r, proc in enumerate(procs) if proc.exitcode != 0]
+    if failed:
+        print(f"gloo-bench: ranks {failed} failed", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -19,9 +19,9 @@
 
 #define ALIVE_CHECK_NS 20000000 /* 20 ms between peer liveness scans when idle */
 #define CAUSE_WAIT_MS 200       /* how long a report waits to see why a peer aborted */
-#define SPIN_BEFORE_YIELD 64    /* idle polls before yielding the CPU ... */
+#define SPIN_BEFORE_YIELD 4096  /* idle polls before yielding a CPU of our own ... */
 #define SPIN_OVERSUBSCRIBED 2   /* ... or this few when ranks outnumber CPUs */
-#define YIELD_BEFORE_SLEEP 2048
+#define YIELD_BEFORE_SLEEP (SPIN_BEFORE_YIELD + 2048)
 #define CLOCK_EVERY_IDLE 32 /* idle polls between deadline and liveness checks */
 
 typedef struct {
@@ -331,13 +331,7 @@ tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_ex
 {
     if (s->nrounds == 0)
         return TUTTI_SUCCESS;
-    run_t run = {.comm = comm, .s = s, .x = x};
-    for (int r = 0; r < s->nrounds; r++) {
-        int n;
-        tt_sched_round_steps(s, r, &n);
-        if (n > run.width)
-            run.width = n;
-    }
+    run_t run = {.comm = comm, .s = s, .x = x, .width = s->max_round_steps};
     run.nlanes = x->nslices < comm->nchannels ? x->nslices : comm->nchannels;
     /* The per-lane arrays live in a workspace the communicator keeps, so a
      * small call allocates nothing. */

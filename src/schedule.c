@@ -50,6 +50,9 @@ tutti_status_t tt_sched_add(tt_sched_t *s, tt_step_t step)
         return TUTTI_ERR_NO_MEMORY;
     s->steps[s->nsteps++] = step;
     s->round_first[s->nrounds] = s->nsteps;
+    int in_round = s->round_first[s->nrounds] - s->round_first[s->nrounds - 1];
+    if (in_round > s->max_round_steps)
+        s->max_round_steps = in_round;
     const tt_region_t *regions[2] = {&step.dst, &step.src};
     for (int i = 0; i < 2; i++)
         if (regions[i]->buf == TT_BUF_SCRATCH && regions[i]->off + regions[i]->count > s->scratch_count)

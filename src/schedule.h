@@ -80,6 +80,7 @@ typedef struct {
     int *round_first; /* round r holds steps [round_first[r], round_first[r + 1]) */
     int nrounds, rounds_cap;
     size_t scratch_count; /* elements of scratch the schedule touches */
+    int max_round_steps;  /* steps in the widest round */
 } tt_sched_t;
 
 /* Builder helpers; each returns TUTTI_SUCCESS or TUTTI_ERR_NO_MEMORY. */

@@ -2,8 +2,10 @@
 /*
  * shm transport internals. Each rank owns one segment holding its incoming
  * queues: one per same-host peer and channel. A queue is a ring of slots;
- * the sender copies into a slot and bumps head, the receiver consumes
- * (copies or reduces straight from the slot) and bumps tail.
+ * the sender fills a slot and then sets its sequence number, which the
+ * receiver polls (one cache line carries the header and the flag); the
+ * receiver consumes the slot (copies or reduces straight from it) and bumps
+ * tail, which the sender reads only when the ring looks full.
  */
 #ifndef TT_SHM_H
 #define TT_SHM_H
@@ -17,14 +19,15 @@
 #define TT_CACHELINE 64
 
 typedef struct {
-    tt_msg_hdr_t hdr; /* the message this piece belongs to */
-    uint64_t offset;  /* byte offset of the piece in the message */
-    uint64_t nbytes;  /* bytes of the piece */
-    char pad[TT_CACHELINE - (sizeof(tt_msg_hdr_t) + 16) % TT_CACHELINE];
+    tt_msg_hdr_t hdr;     /* the message this piece belongs to */
+    uint64_t offset;      /* byte offset of the piece in the message */
+    uint64_t nbytes;      /* bytes of the piece */
+    _Atomic uint64_t seq; /* position + 1 once the slot is filled, set last */
 } tt_shm_slot_hdr_t;
 
+_Static_assert(sizeof(tt_shm_slot_hdr_t) == TT_CACHELINE, "a slot header is one cache line");
+
 typedef struct {
-    _Alignas(TT_CACHELINE) _Atomic uint64_t head; /* slots filled, written by the sender */
     _Alignas(TT_CACHELINE) _Atomic uint64_t tail; /* slots consumed, written by the receiver */
 } tt_shm_queue_t;
 
@@ -41,6 +44,8 @@ typedef struct {
     tt_shm_queue_t *q;
     char *slots; /* nslots of (tt_shm_slot_hdr_t + slot_bytes) */
     tt_req_t *reqs;
+    uint64_t pos;       /* next slot position to fill (out) or to read (in) */
+    uint64_t tail_seen; /* out: the receiver's tail when last read */
 } tt_shm_side_t;
 
 typedef struct {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shm data path: single-producer single-consumer slot rings. The release
- * store of head publishes a filled slot to the receiver; the release store
+ * store of a slot's seq publishes it to the receiver; the release store
  * of tail hands the slot back to the sender.
  */
 #include <errno.h>
@@ -55,13 +55,14 @@ tutti_status_t tt_shm_irecv(void *connp, int channel, tt_req_t *req)
 
 static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
 {
-    uint64_t head = atomic_load_explicit(&side->q->head, memory_order_relaxed);
     while (side->reqs) {
         tt_req_t *r = side->reqs;
-        uint64_t tail = atomic_load_explicit(&side->q->tail, memory_order_acquire);
-        if (head - tail >= (uint64_t)c->nslots)
-            return;
-        tt_shm_slot_hdr_t *slot = slot_at(c, side, head);
+        if (side->pos - side->tail_seen >= (uint64_t)c->nslots) {
+            side->tail_seen = atomic_load_explicit(&side->q->tail, memory_order_acquire);
+            if (side->pos - side->tail_seen >= (uint64_t)c->nslots)
+                return; /* the receiver has not freed a slot yet */
+        }
+        tt_shm_slot_hdr_t *slot = slot_at(c, side, side->pos);
         size_t n = r->len - r->done < c->slot_bytes ? r->len - r->done : c->slot_bytes;
         slot->hdr = r->hdr;
         slot->offset = r->done;
@@ -69,7 +70,7 @@ static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
         if (n) /* an empty message still takes one slot, but copies nothing */
             memcpy(slot + 1, r->buf + r->done, n);
         r->done += n;
-        atomic_store_explicit(&side->q->head, ++head, memory_order_release);
+        atomic_store_explicit(&slot->seq, ++side->pos, memory_order_release);
         *progressed = 1;
         if (r->done == r->len) {
             side->reqs = r->next;
@@ -80,13 +81,11 @@ static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
 
 static int pull_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
 {
-    uint64_t tail = atomic_load_explicit(&side->q->tail, memory_order_relaxed);
     while (side->reqs) {
         tt_req_t *r = side->reqs;
-        uint64_t head = atomic_load_explicit(&side->q->head, memory_order_acquire);
-        if (head == tail)
-            return 0;
-        tt_shm_slot_hdr_t *slot = slot_at(c, side, tail);
+        tt_shm_slot_hdr_t *slot = slot_at(c, side, side->pos);
+        if (atomic_load_explicit(&slot->seq, memory_order_acquire) != side->pos + 1)
+            return 0; /* not filled yet */
         r->got = slot->hdr;
         if (!tt_msg_hdr_match(&r->hdr, &slot->hdr) || slot->offset != r->done ||
             slot->nbytes > r->len - r->done) {
@@ -99,7 +98,7 @@ static int pull_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
         else if (slot->nbytes)
             memcpy(r->buf + r->done, slot + 1, slot->nbytes);
         r->done += slot->nbytes;
-        atomic_store_explicit(&side->q->tail, ++tail, memory_order_release);
+        atomic_store_explicit(&side->q->tail, ++side->pos, memory_order_release);
         *progressed = 1;
         if (r->done == r->len) {
             side->reqs = r->next;

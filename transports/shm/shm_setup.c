@@ -131,8 +131,8 @@ static tutti_status_t conn_map_peer(tt_shm_ctx_t *ctx, tt_shm_conn_t *c, const c
             (char *)c->peer_seg + tt_shm_queue_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, me, ch);
         char *in =
             (char *)ctx->seg + tt_shm_queue_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, them, ch);
-        c->out[ch] = (tt_shm_side_t){(tt_shm_queue_t *)out, out + sizeof(tt_shm_queue_t), NULL};
-        c->in[ch] = (tt_shm_side_t){(tt_shm_queue_t *)in, in + sizeof(tt_shm_queue_t), NULL};
+        c->out[ch] = (tt_shm_side_t){.q = (tt_shm_queue_t *)out, .slots = out + sizeof(tt_shm_queue_t)};
+        c->in[ch] = (tt_shm_side_t){.q = (tt_shm_queue_t *)in, .slots = in + sizeof(tt_shm_queue_t)};
     }
     return TUTTI_SUCCESS;
 }
