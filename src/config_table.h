@@ -16,7 +16,7 @@
     X(SLICE_BYTES, SIZE, "256K", "bytes of one pipeline slice of a rank's chunk")                              \
     X(PIPELINE, INT, "4", "slices in flight (and tcp sockets / shm queues per peer), 1..16")                 \
     X(SHM_SLOT_BYTES, SIZE, "256K", "bytes of one shm queue slot")                                           \
-    X(SHM_SLOTS, INT, "4", "slots in each shm queue (one queue per peer and slice in flight)")               \
+    X(SHM_SLOTS, INT, "2", "slots in each shm queue (one queue per peer and slice in flight)")               \
     X(TCP_BUF_BYTES, SIZE, "4M", "socket send/receive buffer size for tcp")                                  \
     X(REDUCE_ISA, STR, "auto", "reduction kernels: auto, portable, avx2, avx512, avx512bf16")                \
     X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun)")                \
