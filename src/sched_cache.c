@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The schedule cache (see sched_cache.h). */
+#include "algo.h"
 #include "sched_cache.h"
 
 static int same_shape(const tt_coll_args_t *a, const tt_coll_args_t *b)
@@ -16,21 +17,14 @@ const tt_sched_t *tt_sched_cache_get(tt_sched_cache_t *cache, const tt_algorithm
         if (e->algo == algo && same_shape(&e->args, args))
             return &e->sched;
     }
-    if (!algo || !algo->build[args->coll]) {
-        *st = TUTTI_ERR_UNSUPPORTED;
-        return NULL;
-    }
     tt_sched_cache_entry_t *e = &cache->entries[cache->next_victim];
     cache->next_victim = (cache->next_victim + 1) % TT_SCHED_CACHE_SIZE;
     if (e->algo)
         tt_sched_free(&e->sched);
     e->algo = NULL;
-    tt_sched_init(&e->sched);
-    *st = algo->build[args->coll](args, &e->sched);
-    if (*st) {
-        tt_sched_free(&e->sched);
+    *st = tt_algo_build(algo, args, &e->sched);
+    if (*st)
         return NULL;
-    }
     e->algo = algo;
     e->args = *args;
     return &e->sched;
