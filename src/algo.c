@@ -8,8 +8,9 @@
 #include "env_config.h"
 
 /* Registration order is the fallback preference per collective. */
-const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring,     &tt_algo_recursive_doubling, &tt_algo_chain,
-                                               &tt_algo_pairwise, &tt_algo_dissemination,      &tt_algo_p2p};
+const tt_algorithm_t *const tt_algorithms[] = {
+    &tt_algo_ring,     &tt_algo_recursive_doubling, &tt_algo_chain, &tt_algo_binomial,
+    &tt_algo_pairwise, &tt_algo_dissemination,      &tt_algo_p2p};
 const int tt_num_algorithms = sizeof tt_algorithms / sizeof tt_algorithms[0];
 
 static const char *const coll_names[TT_COLL_COUNT] = {
@@ -38,8 +39,13 @@ const tt_algorithm_t *tt_algo_choose(const tt_algo_policy_t *policy, const tt_co
 {
     if (policy->forced && policy->forced->build[args->coll])
         return policy->forced;
-    if (args->coll == TT_COLL_ALLREDUCE && bytes <= policy->small_bytes)
-        return &tt_algo_recursive_doubling;
+    /* Small messages: the fewest rounds. */
+    if (bytes <= policy->small_bytes) {
+        if (args->coll == TT_COLL_ALLREDUCE)
+            return &tt_algo_recursive_doubling;
+        if (args->coll == TT_COLL_BROADCAST || args->coll == TT_COLL_REDUCE)
+            return &tt_algo_binomial;
+    }
     for (int i = 0; i < tt_num_algorithms; i++)
         if (tt_algorithms[i]->build[args->coll])
             return tt_algorithms[i];

@@ -22,9 +22,9 @@ typedef struct {
 void tt_algo_policy_from_env(tt_algo_policy_t *policy);
 /*
  * The algorithm that runs a call moving bytes bytes (the whole buffer): the
- * forced one when it serves the collective, else recursive doubling for
- * all-reduces up to small_bytes, else the first registered algorithm that
- * serves it. NULL if none does.
+ * forced one when it serves the collective; up to small_bytes, recursive
+ * doubling for all-reduce and binomial trees for broadcast and reduce; else
+ * the first registered algorithm that serves it. NULL if none does.
  */
 const tt_algorithm_t *tt_algo_choose(const tt_algo_policy_t *policy, const tt_coll_args_t *args,
                                      size_t bytes);

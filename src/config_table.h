@@ -12,8 +12,8 @@
     X(SOCKET_IFNAME, STR, "",                                                                                \
       "network interface for the bootstrap and tcp (default: first up, non-loopback)")                       \
     X(ALGO, STR, "", "force this algorithm wherever it serves the collective (tutti-info -A lists them)")    \
-    X(SMALL_BYTES, SIZE, "64K", "all-reduces up to this many bytes use recursive doubling")                  \
-    X(SLICE_BYTES, SIZE, "256K", "bytes of one pipeline slice of a rank's chunk")                              \
+    X(SMALL_BYTES, SIZE, "64K", "calls up to this many bytes use the fewest-round algorithm")                \
+    X(SLICE_BYTES, SIZE, "256K", "bytes of one pipeline slice of a rank's chunk")                            \
     X(PIPELINE, INT, "4", "slices in flight (and tcp sockets / shm queues per peer), 1..16")                 \
     X(SHM_SLOT_BYTES, SIZE, "256K", "bytes of one shm queue slot")                                           \
     X(SHM_SLOTS, INT, "2", "slots in each shm queue (one queue per peer and slice in flight)")               \

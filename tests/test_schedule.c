@@ -248,7 +248,7 @@ START_TEST(ring_allreduce_structure)
 }
 END_TEST
 
-START_TEST(small_allreduces_use_recursive_doubling_and_tutti_algo_overrides)
+START_TEST(small_messages_take_the_fewest_rounds_and_tutti_algo_overrides)
 {
     tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = 8, .rank = 0, .count = 16};
     tt_algo_policy_t policy;
@@ -261,7 +261,8 @@ START_TEST(small_allreduces_use_recursive_doubling_and_tutti_algo_overrides)
     tt_algo_policy_from_env(&policy);
     ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_ring);
     a.coll = TT_COLL_BROADCAST; /* the ring does not serve broadcast: ignored */
-    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_chain);
+    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_binomial);
+    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 1 << 20), &tt_algo_chain);
     unsetenv("TUTTI_ALGO");
     setenv("TUTTI_SMALL_BYTES", "0", 1);
     tt_algo_policy_from_env(&policy);
@@ -308,7 +309,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, ring_allreduce_structure);
     tcase_add_test(tc, dissemination_barrier_takes_ceil_log2_rounds);
-    tcase_add_test(tc, small_allreduces_use_recursive_doubling_and_tutti_algo_overrides);
+    tcase_add_test(tc, small_messages_take_the_fewest_rounds_and_tutti_algo_overrides);
     tcase_add_test(tc, send_recv_pair_in_the_simulator);
     tcase_add_loop_test(tc, every_algorithm_every_dtype_and_op, 1, 13);
     tcase_add_loop_test(tc, large_counts_with_many_slices, 1, 13);
