@@ -17,12 +17,12 @@
 #include "engine.h"
 #include "log.h"
 
-#define ALIVE_CHECK_NS 20000000 /* 20 ms between peer liveness scans when idle */
-#define CAUSE_WAIT_MS 200       /* how long a report waits to see why a peer aborted */
-#define SPIN_BEFORE_YIELD 4096  /* idle polls before yielding a CPU of our own ... */
-#define SPIN_OVERSUBSCRIBED 2   /* ... or this few when ranks outnumber CPUs */
-#define YIELD_BEFORE_SLEEP (SPIN_BEFORE_YIELD + 2048)
-#define CLOCK_EVERY_IDLE 32 /* idle polls between deadline and liveness checks */
+#define ALIVE_CHECK_NS 20000000                       /* 20 ms between peer liveness scans when idle */
+#define CAUSE_WAIT_MS 200                             /* how long a report waits to see why a peer aborted */
+#define SPIN_BEFORE_YIELD 4096                        /* idle polls before yielding a CPU of our own ... */
+#define SPIN_OVERSUBSCRIBED 2                         /* ... or this few when ranks outnumber CPUs */
+#define YIELD_BEFORE_SLEEP (SPIN_BEFORE_YIELD + 2048) /* then yield until here, then nap */
+#define CLOCK_EVERY_IDLE 32                           /* idle polls between deadline and liveness checks */
 
 typedef struct {
     char *dst;
