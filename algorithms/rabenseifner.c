@@ -18,10 +18,7 @@ static tt_region_t block(tt_buf_t buf, size_t count, int nblocks, int i)
 
 static tutti_status_t rabenseifner_allreduce(const tt_coll_args_t *a, tt_sched_t *s)
 {
-    int p = a->nranks, r = a->rank, pof2 = 1;
-    while (pof2 * 2 <= p)
-        pof2 *= 2;
-    int extra = p - pof2;
+    int p = a->nranks, r = a->rank, pof2 = tt_pow2_floor(p), extra = p - pof2;
     size_t n = a->count;
 
     TT_TRY(tt_sched_round(s));

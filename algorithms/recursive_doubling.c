@@ -11,10 +11,7 @@
 
 static tutti_status_t rd_allreduce(const tt_coll_args_t *a, tt_sched_t *s)
 {
-    int p = a->nranks, r = a->rank, pof2 = 1;
-    while (pof2 * 2 <= p)
-        pof2 *= 2;
-    int extra = p - pof2;
+    int p = a->nranks, r = a->rank, pof2 = tt_pow2_floor(p), extra = p - pof2;
     size_t n = a->count;
     tt_region_t in = tt_region(TT_BUF_INPUT, 0, n), out = tt_region(TT_BUF_OUTPUT, 0, n);
     tt_region_t theirs = tt_region(TT_BUF_SCRATCH, 0, n);

@@ -114,6 +114,16 @@ static inline size_t tt_block_count(size_t count, int n, int i)
     return count / (size_t)n + ((size_t)i < count % (size_t)n ? 1 : 0);
 }
 
+/* The largest power of two not above n (n >= 1): the ranks that take part
+ * in halving and doubling; the others fold into them. */
+static inline int tt_pow2_floor(int n)
+{
+    int pof2 = 1;
+    while (pof2 * 2 <= n)
+        pof2 *= 2;
+    return pof2;
+}
+
 static inline int tt_mod(int a, int n)
 {
     return ((a % n) + n) % n;
