@@ -144,6 +144,7 @@ extern const tt_algorithm_t tt_algo_recursive_doubling;
 extern const tt_algorithm_t tt_algo_rabenseifner;
 extern const tt_algorithm_t tt_algo_direct;
 extern const tt_algorithm_t tt_algo_bruck;
+extern const tt_algorithm_t tt_algo_scatter_allgather;
 extern const tt_algorithm_t tt_algo_chain;
 extern const tt_algorithm_t tt_algo_binomial;
 extern const tt_algorithm_t tt_algo_pairwise;
