@@ -67,7 +67,7 @@ static void print_algorithms(void)
     printf("algorithms:\n");
     for (int i = 0; i < tt_num_algorithms; i++) {
         const tt_algorithm_t *a = tt_algorithms[i];
-        printf("  %-14s %s\n  %-14s collectives:", a->name, a->summary, "");
+        printf("  %-18s %s\n  %-18s collectives:", a->name, a->summary, "");
         for (int c = 0; c < TT_COLL_COUNT; c++)
             if (a->build[c])
                 printf(" %s", tt_coll_name((tt_coll_t)c));
