@@ -7,7 +7,7 @@
  *            the others report their error in DIR/err.<rank> and exit 3
  *   exit7    rank 1 exits with status 7, the others sleep
  *   echo     prints "hello from rank R of N node K" and exits 0
- *   sleep    joins, writes DIR/pid.<rank>, then sleeps
+ *   sleep    joins, writes DIR/ready.<rank>, then sleeps
  *   check    joins, checks an all-reduce, prints "rank R of N ok"
  * Every mode writes its pid to DIR/pid.<rank> first (rank -1 when no
  * TUTTI_RANK is set) and the job key to DIR/key.<rank>.
@@ -59,9 +59,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "rank-helper %d: init failed: %s\n", rank, tutti_comm_last_error(NULL));
         return 1;
     }
-    if (strcmp(mode, "sleep") == 0)
+    if (strcmp(mode, "sleep") == 0) {
+        write_file(dir, "ready", rank, "joined\n");
         for (;;)
             pause();
+    }
     if (strcmp(mode, "check") == 0) {
         int r, p, v, sum = 0;
         tutti_comm_rank(comm, &r);

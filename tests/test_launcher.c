@@ -155,11 +155,16 @@ START_TEST(no_orphans_when_the_launcher_is_killed)
         execl(exe, exe, "-n", "3", dir, "sleep", workdir, (char *)NULL);
         _exit(127);
     }
+    /* Kill only once every rank has joined: a rank killed inside set-up
+     * could leave its shm segment behind, which is not what this tests. */
     pid_t pids[3];
     for (int r = 0; r < 3; r++) {
-        int t = 0;
-        while ((pids[r] = read_pid(r)) <= 0 && t++ < 1000)
+        char ready[1100];
+        snprintf(ready, sizeof ready, "%s/ready.%d", workdir, r);
+        for (int t = 0; access(ready, F_OK) != 0 && t < 1000; t++)
             usleep(10000);
+        ck_assert_msg(access(ready, F_OK) == 0, "rank %d never joined", r);
+        pids[r] = read_pid(r);
         ck_assert_int_gt(pids[r], 0);
     }
     kill(launcher, SIGKILL);
