@@ -11,11 +11,6 @@
  */
 #include "schedule.h"
 
-static tt_region_t block(tt_buf_t buf, size_t count, int nblocks, int i)
-{
-    return tt_region(buf, tt_block_off(count, nblocks, i), tt_block_count(count, nblocks, i));
-}
-
 static tutti_status_t rabenseifner_allreduce(const tt_coll_args_t *a, tt_sched_t *s)
 {
     int p = a->nranks, r = a->rank, pof2 = tt_pow2_floor(p), extra = p - pof2;
@@ -24,19 +19,20 @@ static tutti_status_t rabenseifner_allreduce(const tt_coll_args_t *a, tt_sched_t
     TT_TRY(tt_sched_round(s));
     if (r >= pof2) { /* an extra rank: hand over, then wait for the result */
         for (int b = 0; b < pof2; b++)
-            TT_TRY(tt_sched_send(s, r - pof2, block(TT_BUF_INPUT, n, pof2, b)));
+            TT_TRY(tt_sched_send(s, r - pof2, tt_block_region(TT_BUF_INPUT, n, pof2, b)));
         TT_TRY(tt_sched_round(s));
         for (int b = 0; b < pof2; b++)
-            TT_TRY(tt_sched_recv(s, r - pof2, block(TT_BUF_OUTPUT, n, pof2, b)));
+            TT_TRY(tt_sched_recv(s, r - pof2, tt_block_region(TT_BUF_OUTPUT, n, pof2, b)));
         return TUTTI_SUCCESS;
     }
     if (r < extra) { /* fold the extra rank's input into ours, block by block */
         for (int b = 0; b < pof2; b++)
-            TT_TRY(tt_sched_recv_reduce(s, r + pof2, block(TT_BUF_OUTPUT, n, pof2, b),
-                                        block(TT_BUF_INPUT, n, pof2, b)));
+            TT_TRY(tt_sched_recv_reduce(s, r + pof2, tt_block_region(TT_BUF_OUTPUT, n, pof2, b),
+                                        tt_block_region(TT_BUF_INPUT, n, pof2, b)));
     } else if (!a->in_place) {
         for (int b = 0; b < pof2; b++)
-            TT_TRY(tt_sched_copy(s, block(TT_BUF_OUTPUT, n, pof2, b), block(TT_BUF_INPUT, n, pof2, b)));
+            TT_TRY(tt_sched_copy(s, tt_block_region(TT_BUF_OUTPUT, n, pof2, b),
+                                 tt_block_region(TT_BUF_INPUT, n, pof2, b)));
     }
     /* Recursive halving: the window [lo, lo + width) of blocks halves each
      * round; this rank keeps the half its bit for that round selects. */
@@ -46,10 +42,10 @@ static tutti_status_t rabenseifner_allreduce(const tt_coll_args_t *a, tt_sched_t
         int keep = (r & mask) ? lo + half : lo, give = (r & mask) ? lo : lo + half;
         TT_TRY(tt_sched_round(s));
         for (int b = 0; b < half; b++)
-            TT_TRY(tt_sched_send(s, partner, block(TT_BUF_OUTPUT, n, pof2, give + b)));
+            TT_TRY(tt_sched_send(s, partner, tt_block_region(TT_BUF_OUTPUT, n, pof2, give + b)));
         for (int b = 0; b < half; b++)
-            TT_TRY(tt_sched_recv_reduce(s, partner, block(TT_BUF_OUTPUT, n, pof2, keep + b),
-                                        block(TT_BUF_OUTPUT, n, pof2, keep + b)));
+            TT_TRY(tt_sched_recv_reduce(s, partner, tt_block_region(TT_BUF_OUTPUT, n, pof2, keep + b),
+                                        tt_block_region(TT_BUF_OUTPUT, n, pof2, keep + b)));
         lo = keep;
         width = half;
     }
@@ -58,16 +54,16 @@ static tutti_status_t rabenseifner_allreduce(const tt_coll_args_t *a, tt_sched_t
         int partner = r ^ mask, theirs = (r & mask) ? lo - width : lo + width;
         TT_TRY(tt_sched_round(s));
         for (int b = 0; b < width; b++)
-            TT_TRY(tt_sched_send(s, partner, block(TT_BUF_OUTPUT, n, pof2, lo + b)));
+            TT_TRY(tt_sched_send(s, partner, tt_block_region(TT_BUF_OUTPUT, n, pof2, lo + b)));
         for (int b = 0; b < width; b++)
-            TT_TRY(tt_sched_recv(s, partner, block(TT_BUF_OUTPUT, n, pof2, theirs + b)));
+            TT_TRY(tt_sched_recv(s, partner, tt_block_region(TT_BUF_OUTPUT, n, pof2, theirs + b)));
         lo = lo < theirs ? lo : theirs;
         width *= 2;
     }
     if (r < extra) {
         TT_TRY(tt_sched_round(s));
         for (int b = 0; b < pof2; b++)
-            TT_TRY(tt_sched_send(s, r + pof2, block(TT_BUF_OUTPUT, n, pof2, b)));
+            TT_TRY(tt_sched_send(s, r + pof2, tt_block_region(TT_BUF_OUTPUT, n, pof2, b)));
     }
     return TUTTI_SUCCESS;
 }

@@ -8,11 +8,6 @@
  */
 #include "schedule.h"
 
-static tt_region_t chunk(tt_buf_t buf, size_t count, int p, int i)
-{
-    return tt_region(buf, tt_block_off(count, p, i), tt_block_count(count, p, i));
-}
-
 static tutti_status_t copy_unless_in_place(const tt_coll_args_t *a, tt_sched_t *s, size_t dst_off,
                                            size_t count)
 {
@@ -31,15 +26,15 @@ static tutti_status_t ring_allreduce(const tt_coll_args_t *a, tt_sched_t *s)
     for (int k = 0; k < p - 1; k++) {
         int sent = tt_mod(r - k, p), got = tt_mod(r - k - 1, p);
         TT_TRY(tt_sched_round(s));
-        TT_TRY(tt_sched_send(s, right, chunk(k == 0 ? TT_BUF_INPUT : TT_BUF_OUTPUT, n, p, sent)));
-        TT_TRY(
-            tt_sched_recv_reduce(s, left, chunk(TT_BUF_OUTPUT, n, p, got), chunk(TT_BUF_INPUT, n, p, got)));
+        TT_TRY(tt_sched_send(s, right, tt_block_region(k == 0 ? TT_BUF_INPUT : TT_BUF_OUTPUT, n, p, sent)));
+        TT_TRY(tt_sched_recv_reduce(s, left, tt_block_region(TT_BUF_OUTPUT, n, p, got),
+                                    tt_block_region(TT_BUF_INPUT, n, p, got)));
     }
     /* All-gather: rank r starts with the finished chunk r + 1. */
     for (int k = 0; k < p - 1; k++) {
         TT_TRY(tt_sched_round(s));
-        TT_TRY(tt_sched_send(s, right, chunk(TT_BUF_OUTPUT, n, p, tt_mod(r + 1 - k, p))));
-        TT_TRY(tt_sched_recv(s, left, chunk(TT_BUF_OUTPUT, n, p, tt_mod(r - k, p))));
+        TT_TRY(tt_sched_send(s, right, tt_block_region(TT_BUF_OUTPUT, n, p, tt_mod(r + 1 - k, p))));
+        TT_TRY(tt_sched_recv(s, left, tt_block_region(TT_BUF_OUTPUT, n, p, tt_mod(r - k, p))));
     }
     return TUTTI_SUCCESS;
 }

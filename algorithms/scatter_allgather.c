@@ -8,11 +8,6 @@
  */
 #include "schedule.h"
 
-static tt_region_t block(tt_buf_t buf, size_t n, int p, int j)
-{
-    return tt_region(buf, tt_block_off(n, p, j), tt_block_count(n, p, j));
-}
-
 static tutti_status_t scatter_allgather_broadcast(const tt_coll_args_t *a, tt_sched_t *s)
 {
     int p = a->nranks, r = a->rank, root = a->root;
@@ -22,18 +17,19 @@ static tutti_status_t scatter_allgather_broadcast(const tt_coll_args_t *a, tt_sc
     if (r == root) {
         for (int j = 0; j < p; j++) {
             if (!a->in_place)
-                TT_TRY(tt_sched_copy(s, block(TT_BUF_OUTPUT, n, p, j), block(TT_BUF_INPUT, n, p, j)));
+                TT_TRY(tt_sched_copy(s, tt_block_region(TT_BUF_OUTPUT, n, p, j),
+                                     tt_block_region(TT_BUF_INPUT, n, p, j)));
             if (j != root)
-                TT_TRY(tt_sched_send(s, j, block(TT_BUF_INPUT, n, p, j)));
+                TT_TRY(tt_sched_send(s, j, tt_block_region(TT_BUF_INPUT, n, p, j)));
         }
     } else {
-        TT_TRY(tt_sched_recv(s, root, block(TT_BUF_OUTPUT, n, p, r)));
+        TT_TRY(tt_sched_recv(s, root, tt_block_region(TT_BUF_OUTPUT, n, p, r)));
     }
     /* Ring all-gather of the p blocks: rank r starts with block r. */
     for (int k = 0; k < p - 1; k++) {
         TT_TRY(tt_sched_round(s));
-        TT_TRY(tt_sched_send(s, right, block(TT_BUF_OUTPUT, n, p, tt_mod(r - k, p))));
-        TT_TRY(tt_sched_recv(s, left, block(TT_BUF_OUTPUT, n, p, tt_mod(r - k - 1, p))));
+        TT_TRY(tt_sched_send(s, right, tt_block_region(TT_BUF_OUTPUT, n, p, tt_mod(r - k, p))));
+        TT_TRY(tt_sched_recv(s, left, tt_block_region(TT_BUF_OUTPUT, n, p, tt_mod(r - k - 1, p))));
     }
     return TUTTI_SUCCESS;
 }

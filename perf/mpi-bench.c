@@ -13,17 +13,17 @@
 #include <string.h>
 #include <unistd.h>
 
-static size_t parse_size(const char *s)
+#include "env_config.h"
+
+/* "64M" -> bytes, with the parser every tutti tool uses; bad input aborts the job. */
+static size_t parse_size(const char *text)
 {
-    char *end;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'K': case 'k': v *= 1 << 10; break;
-    case 'M': case 'm': v *= 1 << 20; break;
-    case 'G': case 'g': v *= 1 << 30; break;
-    default: break;
+    uint64_t bytes;
+    if (tt_parse_size(text, &bytes)) {
+        fprintf(stderr, "mpi-bench: bad size %s\n", text);
+        MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    return (size_t)v;
+    return (size_t)bytes;
 }
 
 enum { ALLREDUCE, REDUCESCATTER, ALLGATHER };
@@ -32,7 +32,9 @@ static void run(int coll, float *send, float *recv, int n, int p)
 {
     switch (coll) {
     case ALLREDUCE: MPI_Allreduce(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
-    case REDUCESCATTER: MPI_Reduce_scatter_block(send, recv, n / p, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case REDUCESCATTER:
+        MPI_Reduce_scatter_block(send, recv, n / p, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
     default: MPI_Allgather(send, n / p, MPI_FLOAT, recv, n / p, MPI_FLOAT, MPI_COMM_WORLD); break;
     }
 }

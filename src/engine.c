@@ -161,7 +161,7 @@ static void list_add(char *list, size_t len, int rank)
  * Returns the number of lost peers; negative (and writes nothing) when
  * only aborted peers are seen and allow_aborted_only is 0.
  */
-static int lost_peers_scan(tutti_comm_t comm, char *out, size_t len, int allow_aborted_only)
+static int lost_peers(tutti_comm_t comm, char *out, size_t len, int allow_aborted_only)
 {
     char died[128] = "", aborted[128] = "";
     int ndied = 0, naborted = 0;
@@ -187,16 +187,6 @@ static int lost_peers_scan(tutti_comm_t comm, char *out, size_t len, int allow_a
         snprintf(out + strlen(out), len - strlen(out), "%s %s aborted after an error",
                  naborted > 1 ? "ranks" : "rank", aborted);
     return ndied + naborted;
-}
-
-static int lost_peers(tutti_comm_t comm, char *out, size_t len)
-{
-    return lost_peers_scan(comm, out, len, 0);
-}
-
-static int lost_peers_final(tutti_comm_t comm, char *out, size_t len)
-{
-    return lost_peers_scan(comm, out, len, 1);
 }
 
 static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, int idx)
@@ -225,14 +215,14 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
     /* A peer aborts because of something: usually another rank died and
      * this rank's connections to it are still closing. Look again briefly
      * so the report names the cause, not only who gave up. */
-    int lost = lost_peers(comm, gone, sizeof gone);
+    int lost = lost_peers(comm, gone, sizeof gone, 0);
     for (int64_t until = tt_now_ms() + CAUSE_WAIT_MS; lost < 0 && tt_now_ms() < until;) {
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
-        lost = lost_peers(comm, gone, sizeof gone);
+        lost = lost_peers(comm, gone, sizeof gone, 0);
     }
     if (lost < 0)
-        lost = lost_peers_final(comm, gone, sizeof gone);
+        lost = lost_peers(comm, gone, sizeof gone, 1);
     if (lost > 0)
         return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED, "%s: %s; %s", call, gone, where);
     return tt_comm_error(comm, st, "%s: %s; %s", call, tutti_strerror(st), where);
@@ -314,7 +304,7 @@ static tutti_status_t run_loop(run_t *run)
         if (now >= next_alive) {
             char gone[256];
             next_alive = now + ALIVE_CHECK_NS;
-            if (lost_peers_final(comm, gone, sizeof gone) > 0)
+            if (lost_peers(comm, gone, sizeof gone, 1) > 0)
                 for (int l = 0; l < run->nlanes; l++)
                     if (run->lanes[l].slice >= 0 && run->lanes[l].npending > 0)
                         return report(run, TUTTI_ERR_PEER_FAILED, &run->lanes[l], 0);

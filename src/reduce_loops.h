@@ -30,73 +30,31 @@ typedef double __attribute__((aligned(1))) tt_f64u_t;
 #define TT_CAT(a, b) TT_CAT2(a, b)
 #define TT_KFN(name) TT_CAT(TT_KERNEL_PREFIX, name)
 
+/* One kernel: pd[i] = EXPR of x = pa[i] and y = pb[i]. */
+#define TT_ELEMENTWISE(name, T, U, EXPR)                                                                     \
+    static void TT_KFN(name)(void *d, const void *a, const void *b, size_t n)                                \
+    {                                                                                                        \
+        U *restrict pd = d;                                                                                  \
+        const U *pa = a, *pb = b;                                                                            \
+        for (size_t i = 0; i < n; i++) {                                                                     \
+            T x = pa[i], y = pb[i];                                                                          \
+            pd[i] = (EXPR);                                                                                  \
+        }                                                                                                    \
+    }
+
 /* Integers wrap (computed unsigned: no signed-overflow UB). */
 #define TT_INT_KERNELS(T, UT, tag, U)                                                                        \
-    static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \
-    {                                                                                                        \
-        U *restrict pd = d;                                                                                  \
-        const U *pa = a, *pb = b;                                                                            \
-        for (size_t i = 0; i < n; i++)                                                                       \
-            pd[i] = (T)((UT)pa[i] + (UT)pb[i]);                                                              \
-    }                                                                                                        \
-    static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)                          \
-    {                                                                                                        \
-        U *restrict pd = d;                                                                                  \
-        const U *pa = a, *pb = b;                                                                            \
-        for (size_t i = 0; i < n; i++)                                                                       \
-            pd[i] = (T)((UT)pa[i] * (UT)pb[i]);                                                              \
-    }                                                                                                        \
-    static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)                           \
-    {                                                                                                        \
-        U *restrict pd = d;                                                                                  \
-        const U *pa = a, *pb = b;                                                                            \
-        for (size_t i = 0; i < n; i++)                                                                       \
-            pd[i] = pa[i] < pb[i] ? pa[i] : pb[i];                                                           \
-    }                                                                                                        \
-    static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)                           \
-    {                                                                                                        \
-        U *restrict pd = d;                                                                                  \
-        const U *pa = a, *pb = b;                                                                            \
-        for (size_t i = 0; i < n; i++)                                                                       \
-            pd[i] = pa[i] > pb[i] ? pa[i] : pb[i];                                                           \
-    }
+    TT_ELEMENTWISE(sum_##tag, T, U, (T)((UT)x + (UT)y))                                                      \
+    TT_ELEMENTWISE(prod_##tag, T, U, (T)((UT)x * (UT)y))                                                     \
+    TT_ELEMENTWISE(min_##tag, T, U, x < y ? x : y)                                                           \
+    TT_ELEMENTWISE(max_##tag, T, U, x > y ? x : y)
 
 /* Floats: min/max return NaN when either input is NaN (a + b makes it). */
 #define TT_FLOAT_KERNELS(T, tag, U)                                                                          \
-    static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \
-    {                                                                                                        \
-        U *restrict pd = d;                                                                                  \
-        const U *pa = a, *pb = b;                                                                            \
-        for (size_t i = 0; i < n; i++)                                                                       \
-            pd[i] = pa[i] + pb[i];                                                                           \
-    }                                                                                                        \
-    static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)                          \
-    {                                                                                                        \
-        U *restrict pd = d;                                                                                  \
-        const U *pa = a, *pb = b;                                                                            \
-        for (size_t i = 0; i < n; i++)                                                                       \
-            pd[i] = pa[i] * pb[i];                                                                           \
-    }                                                                                                        \
-    static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)                           \
-    {                                                                                                        \
-        U *restrict pd = d;                                                                                  \
-        const U *pa = a, *pb = b;                                                                            \
-        for (size_t i = 0; i < n; i++) {                                                                     \
-            T x = pa[i], y = pb[i];                                                                          \
-            T m = x < y ? x : y;                                                                             \
-            pd[i] = (x != x || y != y) ? x + y : m;                                                          \
-        }                                                                                                    \
-    }                                                                                                        \
-    static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)                           \
-    {                                                                                                        \
-        U *restrict pd = d;                                                                                  \
-        const U *pa = a, *pb = b;                                                                            \
-        for (size_t i = 0; i < n; i++) {                                                                     \
-            T x = pa[i], y = pb[i];                                                                          \
-            T m = x > y ? x : y;                                                                             \
-            pd[i] = (x != x || y != y) ? x + y : m;                                                          \
-        }                                                                                                    \
-    }
+    TT_ELEMENTWISE(sum_##tag, T, U, x + y)                                                                   \
+    TT_ELEMENTWISE(prod_##tag, T, U, x *y)                                                                   \
+    TT_ELEMENTWISE(min_##tag, T, U, (x != x || y != y) ? x + y : (x < y ? x : y))                            \
+    TT_ELEMENTWISE(max_##tag, T, U, (x != x || y != y) ? x + y : (x > y ? x : y))
 
 /* Half types one element at a time: the tails of the vector kernels and
  * the whole portable kernels. */

@@ -114,6 +114,12 @@ static inline size_t tt_block_count(size_t count, int n, int i)
     return count / (size_t)n + ((size_t)i < count % (size_t)n ? 1 : 0);
 }
 
+/* Block i of those n blocks of buffer buf, as a region. */
+static inline tt_region_t tt_block_region(tt_buf_t buf, size_t count, int n, int i)
+{
+    return tt_region(buf, tt_block_off(count, n, i), tt_block_count(count, n, i));
+}
+
 /* The largest power of two not above n (n >= 1): the ranks that take part
  * in halving and doubling; the others fold into them. */
 static inline int tt_pow2_floor(int n)
