@@ -9,7 +9,7 @@
 
 /* Registration order is the fallback preference per collective. */
 const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring,         &tt_algo_recursive_doubling,
-                                               &tt_algo_rabenseifner, &tt_algo_direct,
+                                               &tt_algo_rabenseifner, &tt_algo_double_tree, &tt_algo_direct,
                                                &tt_algo_bruck,        &tt_algo_chain,
                                                &tt_algo_binomial,     &tt_algo_scatter_allgather,
                                                &tt_algo_pairwise,     &tt_algo_dissemination,

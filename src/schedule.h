@@ -148,6 +148,7 @@ typedef struct {
 extern const tt_algorithm_t tt_algo_ring;
 extern const tt_algorithm_t tt_algo_recursive_doubling;
 extern const tt_algorithm_t tt_algo_rabenseifner;
+extern const tt_algorithm_t tt_algo_double_tree;
 extern const tt_algorithm_t tt_algo_direct;
 extern const tt_algorithm_t tt_algo_bruck;
 extern const tt_algorithm_t tt_algo_scatter_allgather;

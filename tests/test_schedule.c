@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Schedule builders, checked two ways: structural facts of the ring, and the
- * simulator running every algorithm for nranks 1..12, counts 0, 1, 7, 1000,
+ * simulator running every algorithm for nranks 1..17, counts 0, 1, 7, 1000,
  * 65537 and a few million, every dtype and op, several slice/lane cuts,
  * compared with the reduction computed here rank by rank.
  */
@@ -311,8 +311,8 @@ int main(void)
     tcase_add_test(tc, dissemination_barrier_takes_ceil_log2_rounds);
     tcase_add_test(tc, small_messages_take_the_fewest_rounds_and_tutti_algo_overrides);
     tcase_add_test(tc, send_recv_pair_in_the_simulator);
-    tcase_add_loop_test(tc, every_algorithm_every_dtype_and_op, 1, 13);
-    tcase_add_loop_test(tc, large_counts_with_many_slices, 1, 13);
+    tcase_add_loop_test(tc, every_algorithm_every_dtype_and_op, 1, 18);
+    tcase_add_loop_test(tc, large_counts_with_many_slices, 1, 18);
     tcase_add_test(tc, a_few_million_elements);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
