@@ -13,7 +13,7 @@ const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring,         &tt_algo_r
                                                &tt_algo_bruck,        &tt_algo_chain,
                                                &tt_algo_binomial,     &tt_algo_scatter_allgather,
                                                &tt_algo_pairwise,     &tt_algo_dissemination,
-                                               &tt_algo_p2p};
+                                               &tt_algo_p2p,          &tt_algo_hierarchical};
 const int tt_num_algorithms = sizeof tt_algorithms / sizeof tt_algorithms[0];
 
 static const char *const coll_names[TT_COLL_COUNT] = {

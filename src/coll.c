@@ -138,7 +138,8 @@ static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stre
                            .rank = comm->rank,
                            .root = c->root,
                            .count = c->count,
-                           .in_place = c->in_place};
+                           .in_place = c->in_place,
+                           .hosts = &comm->hosts};
     const tt_algorithm_t *algo =
         tt_algo_choose(&comm->policy, &args, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);
     tutti_status_t st;

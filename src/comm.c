@@ -193,6 +193,18 @@ static tutti_status_t connect_peers(tutti_comm_t comm, const rank_record_t *reco
     return st;
 }
 
+static tutti_status_t hosts_from_endpoints(tutti_comm_t comm)
+{
+    uint64_t *ids = malloc((size_t)comm->nranks * sizeof *ids);
+    if (!ids)
+        return TUTTI_ERR_NO_MEMORY;
+    for (int r = 0; r < comm->nranks; r++)
+        ids[r] = comm->endpoints[r].host_id;
+    tutti_status_t st = tt_hosts_init(&comm->hosts, comm->nranks, ids);
+    free(ids);
+    return st;
+}
+
 static void comm_free(tutti_comm_t comm)
 {
     for (int r = 0; comm->peers && r < comm->nranks; r++)
@@ -204,6 +216,7 @@ static void comm_free(tutti_comm_t comm)
     tt_bootstrap_close(&comm->bs);
     free(comm->peers);
     free(comm->endpoints);
+    tt_hosts_free(&comm->hosts);
     free(comm->send_seq);
     free(comm->recv_seq);
     free(comm->scratch);
@@ -294,6 +307,11 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
         }
     }
     comm->oversubscribed = host_is_oversubscribed(comm);
+    st = hosts_from_endpoints(comm);
+    if (st) {
+        tt_comm_error(NULL, st, "rank %d: no memory for the host layout", rank);
+        goto undo_records;
+    }
     tt_algo_policy_from_env(&comm->policy);
     st = connect_peers(comm, records);
     if (!st)

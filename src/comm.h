@@ -7,6 +7,7 @@
 
 #include "algo.h"
 #include "bootstrap.h"
+#include "hosts.h"
 #include "sched_cache.h"
 #include "transport.h"
 #include "tutti.h"
@@ -36,6 +37,7 @@ struct tutti_comm {
     size_t scratch_bytes;
     tutti_status_t failed; /* set once a collective failed mid-flight */
     int oversubscribed;    /* more ranks on this host than CPUs they may use */
+    tt_hosts_t hosts;      /* which ranks share a host */
     tt_algo_policy_t policy;
     tt_sched_cache_t sched_cache;
     void *engine_ws; /* the engine's per-call arrays, kept between calls */

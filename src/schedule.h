@@ -63,6 +63,16 @@ typedef struct {
     tt_region_t src;
 } tt_step_t;
 
+/* How ranks sit on hosts, for the hierarchical algorithms. Hosts are
+ * numbered by their lowest rank, a host's ranks by rank. */
+typedef struct {
+    int nhosts;
+    int per_host;        /* ranks on every host; 0 when hosts hold different numbers */
+    const int *host_of;  /* [rank] */
+    const int *local_of; /* [rank]: index among the ranks of its host */
+    const int *rank_at;  /* [host * per_host + local], when per_host > 0 */
+} tt_hosts_t;
+
 /* What a builder is asked for. count is in elements as the API defines it
  * per collective (allgather: per-rank count; alltoall: per-peer count). */
 typedef struct {
@@ -72,6 +82,7 @@ typedef struct {
     int root; /* broadcast, reduce; the peer for send/recv */
     size_t count;
     int in_place;
+    const tt_hosts_t *hosts; /* NULL: all ranks count as one host */
 } tt_coll_args_t;
 
 typedef struct {
@@ -157,5 +168,6 @@ extern const tt_algorithm_t tt_algo_binomial;
 extern const tt_algorithm_t tt_algo_pairwise;
 extern const tt_algorithm_t tt_algo_dissemination;
 extern const tt_algorithm_t tt_algo_p2p;
+extern const tt_algorithm_t tt_algo_hierarchical;
 
 #endif

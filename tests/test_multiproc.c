@@ -180,6 +180,13 @@ START_TEST(simulated_hosts_mix_shm_and_tcp)
     setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
     tt_set_ranks_per_node(2);
     tt_run_ranks(4, collectives, NULL, 240);
+    /* The two-level algorithms then really have two levels; 6 ranks as 3
+     * hosts of 2 over tcp as well. */
+    setenv("TUTTI_ALGO", "hierarchical", 1);
+    tt_run_ranks(4, collectives, NULL, 240);
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    tt_run_ranks(6, collectives, NULL, 240);
+    unsetenv("TUTTI_ALGO");
     tt_set_ranks_per_node(0);
 }
 END_TEST

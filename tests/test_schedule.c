@@ -14,6 +14,7 @@
 #include "env_config.h"
 #include "half.h"
 #include "harness.h"
+#include "hosts.h"
 #include "reduce.h"
 #include "sim.h"
 
@@ -25,6 +26,7 @@ typedef struct {
     tutti_dtype_t dtype;
     tutti_op_t op;
     int nslices, nlanes;
+    const tt_hosts_t *hosts; /* NULL: one host */
 } case_t;
 
 /* Elements of each rank's input and output buffers. */
@@ -78,7 +80,8 @@ static void run_case(const case_t *c)
     char **saved_out = sim.out;
     sim.out = outs;
     tt_coll_args_t args = {
-        .coll = c->coll, .nranks = p, .root = c->root, .count = c->count, .in_place = c->in_place};
+        .coll = c->coll, .nranks = p, .root = c->root, .count = c->count, .in_place = c->in_place,
+        .hosts = c->hosts};
     int rc = tt_sim_run(&sim, c->algo, args);
     ck_assert_msg(rc == 0, "%s/%s p=%d count=%zu %s %s slices=%d lanes=%d in_place=%d: %s", c->algo->name,
                   tt_coll_name(c->coll), p, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op),
@@ -172,7 +175,7 @@ START_TEST(every_algorithm_every_dtype_and_op)
                                 (tutti_dtype_t)t,
                                 (tutti_op_t)op,
                                 1 + (int)((ci + (size_t)op) % 3),
-                                1 + t % 4};
+                                1 + t % 4, NULL};
                     run_every_algorithm(&c);
                 }
             }
@@ -186,7 +189,7 @@ START_TEST(every_algorithm_every_dtype_and_op)
                             (tutti_dtype_t)t,
                             TUTTI_SUM,
                             1 + (int)(ci % 3),
-                            1 + (int)k};
+                            1 + (int)k, NULL};
                 run_every_algorithm(&c);
             }
         }
@@ -198,11 +201,11 @@ START_TEST(large_counts_with_many_slices)
     int p = _i;
     for (size_t k = 0; k < 3; k++) {
         case_t c = {NULL,      reducing[k], p, p / 2, p % 2, 65537, p % 2 ? TUTTI_FP16 : TUTTI_INT32,
-                    TUTTI_SUM, 7,           4};
+                    TUTTI_SUM, 7,           4, NULL};
         run_every_algorithm(&c);
     }
     for (size_t k = 0; k < 3; k++) {
-        case_t c = {NULL, moving[k], p, 0, (p + 1) % 2, 65537, TUTTI_FP64, TUTTI_SUM, 5, 3};
+        case_t c = {NULL, moving[k], p, 0, (p + 1) % 2, 65537, TUTTI_FP64, TUTTI_SUM, 5, 3, NULL};
         run_every_algorithm(&c);
     }
 }
@@ -212,11 +215,43 @@ START_TEST(a_few_million_elements)
 {
     int ps[] = {3, 8};
     for (int i = 0; i < 2; i++) {
-        case_t c = {NULL, TT_COLL_ALLREDUCE, ps[i], 0, i, 3000017, TUTTI_FP32, TUTTI_SUM, 12, 4};
+        case_t c = {NULL, TT_COLL_ALLREDUCE, ps[i], 0, i, 3000017, TUTTI_FP32, TUTTI_SUM, 12, 4, NULL};
         run_every_algorithm(&c);
         case_t g = {NULL,       TT_COLL_ALLGATHER, ps[i], 0, 0, 3000017 / (size_t)ps[i],
-                    TUTTI_BF16, TUTTI_SUM,         9,     4};
+                    TUTTI_BF16, TUTTI_SUM,         9,     4, NULL};
         run_every_algorithm(&g);
+    }
+}
+END_TEST
+
+/* The hierarchical algorithms on every uniform layout of p ranks (hosts
+ * of L ranks, placed in blocks or round-robin) and on uneven hosts (where
+ * they fall back to one ring). _i is p. */
+START_TEST(hierarchical_on_every_host_layout)
+{
+    int p = _i;
+    uint64_t ids[17];
+    for (int L = 1; L <= p; L++) {
+        for (int round_robin = 0; round_robin < 2; round_robin++) {
+            int uneven = p % L != 0;
+            for (int r = 0; r < p; r++)
+                ids[r] = uneven ? (uint64_t)(r < L) : round_robin ? (uint64_t)(r % (p / L)) : (uint64_t)(r / L);
+            tt_hosts_t hosts;
+            ck_assert_int_eq(tt_hosts_init(&hosts, p, ids), TUTTI_SUCCESS);
+            ck_assert_int_eq(hosts.per_host, uneven && L < p ? 0 : L);
+            for (size_t k = 0; k < 3; k++) {
+                static const size_t counts[] = {1, 7, 1000, 65537};
+                for (size_t ci = 0; ci < (L == 2 ? 4u : 3u); ci++) {
+                    case_t c = {&tt_algo_hierarchical, k == 2 ? TT_COLL_ALLGATHER : reducing[k], p, 0,
+                                (int)((ci + (size_t)round_robin) % 2), counts[ci], k == 1 ? TUTTI_BF16 : TUTTI_FP32,
+                                TUTTI_SUM, 1 + (int)ci, 1 + (int)k, &hosts};
+                    run_case(&c);
+                }
+            }
+            tt_hosts_free(&hosts);
+            if (uneven)
+                break;
+        }
     }
 }
 END_TEST
@@ -314,6 +349,7 @@ int main(void)
     tcase_add_loop_test(tc, every_algorithm_every_dtype_and_op, 1, 18);
     tcase_add_loop_test(tc, large_counts_with_many_slices, 1, 18);
     tcase_add_test(tc, a_few_million_elements);
+    tcase_add_loop_test(tc, hierarchical_on_every_host_layout, 1, 18);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }
