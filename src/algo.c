@@ -13,7 +13,7 @@ const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring,         &tt_algo_r
                                                &tt_algo_bruck,        &tt_algo_chain,
                                                &tt_algo_binomial,     &tt_algo_scatter_allgather,
                                                &tt_algo_pairwise,     &tt_algo_dissemination,
-                                               &tt_algo_p2p,          &tt_algo_hierarchical};
+                                               &tt_algo_p2p,          &tt_algo_hierarchical, &tt_algo_ordered};
 const int tt_num_algorithms = sizeof tt_algorithms / sizeof tt_algorithms[0];
 
 static const char *const coll_names[TT_COLL_COUNT] = {
@@ -36,10 +36,24 @@ void tt_algo_policy_from_env(tt_algo_policy_t *policy)
 {
     policy->forced = tt_algo_named(tt_config_str(TT_CFG_ALGO));
     policy->small_bytes = (size_t)tt_config_int(TT_CFG_SMALL_BYTES);
+    policy->deterministic = tt_config_int(TT_CFG_DETERMINISTIC) != 0;
+}
+
+/* Deterministic mode: reductions add in rank order, through the direct
+ * all-reduce (small or forced) or the ordered algorithms. */
+static const tt_algorithm_t *deterministic_choice(const tt_algo_policy_t *policy, const tt_coll_args_t *args,
+                                                  size_t bytes)
+{
+    if (args->coll == TT_COLL_ALLREDUCE &&
+        (policy->forced ? policy->forced == &tt_algo_direct : bytes <= policy->small_bytes))
+        return &tt_algo_direct;
+    return &tt_algo_ordered;
 }
 
 const tt_algorithm_t *tt_algo_choose(const tt_algo_policy_t *policy, const tt_coll_args_t *args, size_t bytes)
 {
+    if (policy->deterministic && tt_algo_ordered.build[args->coll])
+        return deterministic_choice(policy, args, bytes);
     if (policy->forced && policy->forced->build[args->coll])
         return policy->forced;
     /* Small messages: the fewest rounds. */

@@ -17,11 +17,14 @@ const tt_algorithm_t *tt_algo_named(const char *name);
 typedef struct {
     const tt_algorithm_t *forced; /* NULL: tutti chooses */
     size_t small_bytes;
+    int deterministic; /* TUTTI_DETERMINISTIC: reductions add in rank order */
 } tt_algo_policy_t;
 
 void tt_algo_policy_from_env(tt_algo_policy_t *policy);
 /*
- * The algorithm that runs a call moving bytes bytes (the whole buffer): the
+ * The algorithm that runs a call moving bytes bytes (the whole buffer). In
+ * deterministic mode a reduction runs the ordered algorithm (or the direct
+ * all-reduce, which adds in the same order, when small or forced). Else the
  * forced one when it serves the collective; up to small_bytes, recursive
  * doubling for all-reduce and binomial trees for broadcast and reduce; else
  * the first registered algorithm that serves it. NULL if none does.

@@ -12,6 +12,8 @@
     X(SOCKET_IFNAME, STR, "",                                                                                \
       "network interface for the bootstrap and tcp (default: first up, non-loopback)")                       \
     X(ALGO, STR, "", "force this algorithm wherever it serves the collective (tutti-info -A lists them)")    \
+    X(DETERMINISTIC, INT, "0",                                                                               \
+      "1: reductions add in rank order, giving the same bits whatever the algorithm, transport or layout")  \
     X(SMALL_BYTES, SIZE, "64K", "calls up to this many bytes use the fewest-round algorithm")                \
     X(SLICE_BYTES, SIZE, "256K", "bytes of one pipeline slice of a rank's chunk")                            \
     X(PIPELINE, INT, "4", "slices in flight (and tcp sockets / shm queues per peer), 1..16")                 \

@@ -6,6 +6,9 @@
  * the simulator, the cost model and tutti-explain all consume the same steps.
  * Algorithms include only this header and do no I/O.
  *
+ * Within a round the local steps (COPY, REDUCE) run first, in list order,
+ * then the transfers start.
+ *
  * Slicing rule: the engine runs slice k of every step's regions on its own
  * (the k-th of nslices nearly equal parts of each region). So a region that
  * reads what an earlier step wrote must have the same extent as the region
@@ -169,5 +172,6 @@ extern const tt_algorithm_t tt_algo_pairwise;
 extern const tt_algorithm_t tt_algo_dissemination;
 extern const tt_algorithm_t tt_algo_p2p;
 extern const tt_algorithm_t tt_algo_hierarchical;
+extern const tt_algorithm_t tt_algo_ordered;
 
 #endif
