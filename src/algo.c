@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The algorithm registry and the rule that picks one per call (the cost
- * model and tuner will replace the rule). */
+/* The algorithm registry and the choice per call: what the user forced,
+ * else what the tuner picks. */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "algo.h"
@@ -32,41 +33,64 @@ const tt_algorithm_t *tt_algo_named(const char *name)
     return NULL;
 }
 
-void tt_algo_policy_from_env(tt_algo_policy_t *policy)
+/* TUTTI_ALGO_<COLLECTIVE> for each collective, in tt_coll_t order. */
+static const tt_config_id_t per_coll_var[TT_COLL_COUNT] = {
+    TT_CFG_ALGO_ALLREDUCE, TT_CFG_ALGO_REDUCE_SCATTER, TT_CFG_ALGO_ALLGATHER, TT_CFG_ALGO_BROADCAST,
+    TT_CFG_ALGO_REDUCE,    TT_CFG_ALGO_ALLTOALL,       TT_CFG_ALGO_BARRIER,   TT_CFG_COUNT,
+    TT_CFG_COUNT};
+
+static tutti_status_t named_or_empty(const char *var, const char *name, const tt_algorithm_t **out, char *err,
+                                     size_t errlen)
 {
-    policy->forced = tt_algo_named(tt_config_str(TT_CFG_ALGO));
-    policy->small_bytes = (size_t)tt_config_int(TT_CFG_SMALL_BYTES);
-    policy->deterministic = tt_config_int(TT_CFG_DETERMINISTIC) != 0;
+    *out = NULL;
+    if (!*name)
+        return TUTTI_SUCCESS;
+    *out = tt_algo_named(name);
+    if (*out)
+        return TUTTI_SUCCESS;
+    snprintf(err, errlen, "%s=%s: no such algorithm (tutti-info -A lists them)", var, name);
+    return TUTTI_ERR_CONFIG;
 }
 
-/* Deterministic mode: reductions add in rank order, through the direct
- * all-reduce (small or forced) or the ordered algorithms. */
-static const tt_algorithm_t *deterministic_choice(const tt_algo_policy_t *policy, const tt_coll_args_t *args,
-                                                  size_t bytes)
+tutti_status_t tt_algo_policy_from_env(tt_algo_policy_t *policy, char *err, size_t errlen)
 {
-    if (args->coll == TT_COLL_ALLREDUCE &&
-        (policy->forced ? policy->forced == &tt_algo_direct : bytes <= policy->small_bytes))
-        return &tt_algo_direct;
-    return &tt_algo_ordered;
-}
-
-const tt_algorithm_t *tt_algo_choose(const tt_algo_policy_t *policy, const tt_coll_args_t *args, size_t bytes)
-{
-    if (policy->deterministic && tt_algo_ordered.build[args->coll])
-        return deterministic_choice(policy, args, bytes);
-    if (policy->forced && policy->forced->build[args->coll])
-        return policy->forced;
-    /* Small messages: the fewest rounds. */
-    if (bytes <= policy->small_bytes) {
-        if (args->coll == TT_COLL_ALLREDUCE)
-            return &tt_algo_recursive_doubling;
-        if (args->coll == TT_COLL_BROADCAST || args->coll == TT_COLL_REDUCE)
-            return &tt_algo_binomial;
+    *policy = (tt_algo_policy_t){0};
+    tt_tuner_t *t = &policy->tuner;
+    tt_cost_defaults(&t->model);
+    const char *file = tt_config_str(TT_CFG_TUNING_FILE);
+    if (*file)
+        TT_TRY(tt_cost_load(&t->model, file, err, errlen));
+    t->slice_bytes = (size_t)tt_config_int(TT_CFG_SLICE_BYTES);
+    t->deterministic = tt_config_int(TT_CFG_DETERMINISTIC) != 0;
+    const tt_algorithm_t *all;
+    TT_TRY(named_or_empty("TUTTI_ALGO", tt_config_str(TT_CFG_ALGO), &all, err, errlen));
+    for (int c = 0; c < TT_COLL_COUNT; c++) {
+        policy->forced[c] = all && all->build[c] ? all : NULL;
+        if (per_coll_var[c] == TT_CFG_COUNT)
+            continue;
+        const tt_algorithm_t *one;
+        const char *var = tt_config_entries[per_coll_var[c]].name;
+        TT_TRY(named_or_empty(var, tt_config_str(per_coll_var[c]), &one, err, errlen));
+        if (one && !one->build[c]) {
+            snprintf(err, errlen, "%s=%s: %s does not serve %s", var, one->name, one->name,
+                     tt_coll_name((tt_coll_t)c));
+            return TUTTI_ERR_CONFIG;
+        }
+        if (one)
+            policy->forced[c] = one;
     }
-    for (int i = 0; i < tt_num_algorithms; i++)
-        if (tt_algorithms[i]->build[args->coll])
-            return tt_algorithms[i];
-    return NULL;
+    return TUTTI_SUCCESS;
+}
+
+tt_tuned_t tt_algo_choose(tt_algo_policy_t *policy, const tt_coll_args_t *args, size_t bytes, size_t elem)
+{
+    const tt_algorithm_t *forced = policy->forced[args->coll];
+    /* Deterministic mode keeps a forced algorithm only if it adds in rank order. */
+    if (forced && (!policy->tuner.deterministic || tt_tuner_considers(&policy->tuner, forced, args))) {
+        size_t slice = policy->tuner.slice_bytes ? policy->tuner.slice_bytes : TT_TUNER_DEFAULT_SLICE;
+        return (tt_tuned_t){forced, slice, -1};
+    }
+    return tt_tuner_pick(&policy->tuner, args, bytes, elem);
 }
 
 tutti_status_t tt_algo_build(const tt_algorithm_t *algo, const tt_coll_args_t *args, tt_sched_t *s)

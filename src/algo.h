@@ -4,6 +4,7 @@
 #define TT_ALGO_H
 
 #include "schedule.h"
+#include "tuner.h"
 
 extern const tt_algorithm_t *const tt_algorithms[];
 extern const int tt_num_algorithms;
@@ -12,25 +13,23 @@ extern const int tt_num_algorithms;
 const char *tt_coll_name(tt_coll_t coll);
 /* The registered algorithm with this name, or NULL. */
 const tt_algorithm_t *tt_algo_named(const char *name);
-/* What steers the choice, read from TUTTI_ALGO and TUTTI_SMALL_BYTES once
- * per communicator (environment look-ups cost more than a small call). */
+/* What steers the choice, read from the environment once per
+ * communicator (environment look-ups cost more than a small call). */
 typedef struct {
-    const tt_algorithm_t *forced; /* NULL: tutti chooses */
-    size_t small_bytes;
-    int deterministic; /* TUTTI_DETERMINISTIC: reductions add in rank order */
+    const tt_algorithm_t *forced[TT_COLL_COUNT]; /* TUTTI_ALGO_<COLL>, else TUTTI_ALGO; NULL: tuned */
+    tt_tuner_t tuner;
 } tt_algo_policy_t;
 
-void tt_algo_policy_from_env(tt_algo_policy_t *policy);
+/* Reads TUTTI_ALGO*, TUTTI_SLICE_BYTES, TUTTI_DETERMINISTIC and
+ * TUTTI_TUNING_FILE; TUTTI_ERR_CONFIG with err set on an unknown algorithm,
+ * one that does not serve its collective, or a bad tuning file. */
+tutti_status_t tt_algo_policy_from_env(tt_algo_policy_t *policy, char *err, size_t errlen);
 /*
- * The algorithm that runs a call moving bytes bytes (the whole buffer). In
- * deterministic mode a reduction runs the ordered algorithm (or the direct
- * all-reduce, which adds in the same order, when small or forced). Else the
- * forced one when it serves the collective; up to small_bytes, recursive
- * doubling for all-reduce and binomial trees for broadcast and reduce; else
- * the first registered algorithm that serves it. NULL if none does.
+ * The algorithm and slice size for a call moving bytes (the whole buffer)
+ * in elements of elem bytes: the forced one where it serves the collective
+ * (in deterministic mode, only if it adds in rank order), else the tuner's.
  */
-const tt_algorithm_t *tt_algo_choose(const tt_algo_policy_t *policy, const tt_coll_args_t *args,
-                                     size_t bytes);
+tt_tuned_t tt_algo_choose(tt_algo_policy_t *policy, const tt_coll_args_t *args, size_t bytes, size_t elem);
 /* Builds this rank's schedule for args with algo. */
 tutti_status_t tt_algo_build(const tt_algorithm_t *algo, const tt_coll_args_t *args, tt_sched_t *s);
 

@@ -12,8 +12,6 @@
 #include "engine.h"
 #include "log.h"
 
-#define TT_MAX_SLICES (1 << 20)
-
 /* Everything a collective call says, after validation. */
 typedef struct {
     tt_coll_t coll;
@@ -119,12 +117,6 @@ static tutti_status_t validate(tutti_comm_t comm, call_t *c, tutti_stream_t stre
     return TUTTI_SUCCESS;
 }
 
-static size_t rank_chunk_bytes(const call_t *c, int nranks)
-{
-    size_t bytes = c->count * tutti_dtype_size(c->dtype);
-    return c->coll == TT_COLL_ALLREDUCE ? bytes / (size_t)nranks : bytes;
-}
-
 static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stream)
 {
     TT_TRY(validate(comm, c, stream));
@@ -140,8 +132,9 @@ static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stre
                            .count = c->count,
                            .in_place = c->in_place,
                            .hosts = &comm->hosts};
-    const tt_algorithm_t *algo =
-        tt_algo_choose(&comm->policy, &args, c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes);
+    size_t bytes = c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes;
+    tt_tuned_t choice = tt_algo_choose(&comm->policy, &args, bytes, tutti_dtype_size(c->dtype));
+    const tt_algorithm_t *algo = choice.algo;
     tutti_status_t st;
     const tt_sched_t *s = tt_sched_cache_get(&comm->sched_cache, algo, &args, &st);
     if (!s)
@@ -165,12 +158,11 @@ static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stre
                                  s->scratch_count * x.elem);
         x.bufs[TT_BUF_SCRATCH] = scratch;
     }
-    size_t chunk = rank_chunk_bytes(c, comm->nranks);
-    size_t nslices = (chunk + comm->slice_bytes - 1) / comm->slice_bytes;
-    x.nslices = nslices < 1 ? 1 : nslices > TT_MAX_SLICES ? TT_MAX_SLICES : (int)nslices;
-    TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s, %d rounds, %d slices", tt_coll_name(c->coll),
-             (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op), algo->name,
-             s->nrounds, x.nslices);
+    x.nslices = tt_tuner_slices(tt_tuner_chunk_bytes(&args, x.elem), choice.slice_bytes);
+    TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s (%s %.1f us), %d rounds, %d slices",
+             tt_coll_name(c->coll), (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype),
+             tutti_op_name(c->op), algo->name, choice.predicted < 0 ? "forced" : "tuner predicts",
+             choice.predicted < 0 ? 0.0 : choice.predicted * 1e6, s->nrounds, x.nslices);
     st = tt_engine_run(comm, s, &x);
     if (st) {
         tt_comm_fail(comm, st);

@@ -244,12 +244,12 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     if (params && (params->field_mask & TUTTI_PARAM_NODE_ID))
         node_id = params->node_id;
     comm->nchannels = (int)tt_config_int(TT_CFG_PIPELINE);
-    comm->slice_bytes = (size_t)tt_config_int(TT_CFG_SLICE_BYTES);
     tutti_status_t st = TUTTI_SUCCESS;
+    size_t slice_bytes = (size_t)tt_config_int(TT_CFG_SLICE_BYTES);
     if (comm->timeout_ms <= 0 || comm->nchannels < 1 || comm->nchannels > TT_MAX_CHANNELS ||
-        comm->slice_bytes < 64) {
+        (slice_bytes != 0 && slice_bytes < 64)) {
         st = tt_comm_error(NULL, TUTTI_ERR_CONFIG,
-                           "TUTTI_TIMEOUT must be > 0, TUTTI_PIPELINE 1..%d and TUTTI_SLICE_BYTES >= 64",
+                           "TUTTI_TIMEOUT must be > 0, TUTTI_PIPELINE 1..%d and TUTTI_SLICE_BYTES 0 or >= 64",
                            TT_MAX_CHANNELS);
         goto undo_alloc;
     }
@@ -312,7 +312,12 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
         tt_comm_error(NULL, st, "rank %d: no memory for the host layout", rank);
         goto undo_records;
     }
-    tt_algo_policy_from_env(&comm->policy);
+    char why[256];
+    st = tt_algo_policy_from_env(&comm->policy, why, sizeof why);
+    if (st) {
+        tt_comm_error(NULL, st, "%s", why);
+        goto undo_records;
+    }
     st = connect_peers(comm, records);
     if (!st)
         st = tt_bootstrap_barrier(&comm->bs);

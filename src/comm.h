@@ -23,7 +23,6 @@ struct tutti_comm {
     int rank, nranks;
     int64_t timeout_ms;
     int nchannels;
-    size_t slice_bytes;
     tt_bootstrap_t bs;
     tt_tp_env_t env;
     tt_endpoint_t *endpoints;

@@ -283,27 +283,86 @@ START_TEST(ring_allreduce_structure)
 }
 END_TEST
 
-START_TEST(small_messages_take_the_fewest_rounds_and_tutti_algo_overrides)
+/* Rounds in which this rank sends or receives anything. */
+static int rounds_with_messages(const tt_sched_t *s)
 {
-    tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = 8, .rank = 0, .count = 16};
+    int busy = 0;
+    for (int k = 0; k < s->nrounds; k++) {
+        int n, any = 0;
+        const tt_step_t *st = tt_sched_round_steps(s, k, &n);
+        for (int i = 0; i < n; i++)
+            any |= st[i].peer >= 0;
+        busy += any;
+    }
+    return busy;
+}
+
+static tt_tuned_t choose(tt_algo_policy_t *policy, tt_coll_t coll, int p, size_t bytes)
+{
+    tt_coll_args_t a = {.coll = coll, .nranks = p, .rank = 0, .count = bytes / 4};
+    return tt_algo_choose(policy, &a, bytes, 4);
+}
+
+START_TEST(the_tuner_takes_few_rounds_for_small_calls_and_the_ring_for_large)
+{
+    char err[256];
     tt_algo_policy_t policy;
-    unsetenv("TUTTI_ALGO");
-    unsetenv("TUTTI_SMALL_BYTES");
-    tt_algo_policy_from_env(&policy);
-    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_recursive_doubling);
-    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 1 << 20), &tt_algo_ring);
+    ck_assert_int_eq(tt_algo_policy_from_env(&policy, err, sizeof err), TUTTI_SUCCESS);
+    for (int p = 4; p <= 16; p *= 2) {
+        const tt_algorithm_t *small = choose(&policy, TT_COLL_ALLREDUCE, p, 8).algo;
+        tt_sched_t s, ring;
+        tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .count = 2};
+        ck_assert_int_eq(tt_algo_build(small, &a, &s), TUTTI_SUCCESS);
+        ck_assert_int_eq(tt_algo_build(&tt_algo_ring, &a, &ring), TUTTI_SUCCESS);
+        ck_assert_msg(rounds_with_messages(&s) <= rounds_with_messages(&ring) / 2, "p=%d: %s takes %d rounds", p,
+                      small->name, rounds_with_messages(&s));
+        tt_sched_free(&s);
+        tt_sched_free(&ring);
+        ck_assert_ptr_eq(choose(&policy, TT_COLL_ALLREDUCE, p, 256 << 20).algo, &tt_algo_ring);
+        ck_assert_ptr_eq(choose(&policy, TT_COLL_BROADCAST, p, 8).algo, &tt_algo_binomial);
+    }
+}
+END_TEST
+
+START_TEST(tutti_algo_and_per_collective_variables_override_the_tuner)
+{
+    char err[256];
+    tt_algo_policy_t policy;
     setenv("TUTTI_ALGO", "ring", 1);
-    tt_algo_policy_from_env(&policy);
-    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_ring);
-    a.coll = TT_COLL_BROADCAST; /* the ring does not serve broadcast: ignored */
-    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_binomial);
-    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 1 << 20), &tt_algo_chain);
+    ck_assert_int_eq(tt_algo_policy_from_env(&policy, err, sizeof err), TUTTI_SUCCESS);
+    ck_assert_ptr_eq(choose(&policy, TT_COLL_ALLREDUCE, 8, 8).algo, &tt_algo_ring);
+    /* the ring does not serve broadcast: the tuner still chooses there */
+    ck_assert_ptr_eq(choose(&policy, TT_COLL_BROADCAST, 8, 8).algo, &tt_algo_binomial);
+    setenv("TUTTI_ALGO_ALLREDUCE", "double_tree", 1);
+    ck_assert_int_eq(tt_algo_policy_from_env(&policy, err, sizeof err), TUTTI_SUCCESS);
+    ck_assert_ptr_eq(choose(&policy, TT_COLL_ALLREDUCE, 8, 8).algo, &tt_algo_double_tree);
+    ck_assert_ptr_eq(choose(&policy, TT_COLL_ALLGATHER, 8, 8).algo, &tt_algo_ring);
+    setenv("TUTTI_ALGO_ALLREDUCE", "bruck", 1); /* bruck has no all-reduce */
+    ck_assert_int_eq(tt_algo_policy_from_env(&policy, err, sizeof err), TUTTI_ERR_CONFIG);
+    ck_assert_msg(strstr(err, "TUTTI_ALGO_ALLREDUCE=bruck") && strstr(err, "does not serve"), "%s", err);
+    unsetenv("TUTTI_ALGO_ALLREDUCE");
+    setenv("TUTTI_ALGO", "rign", 1);
+    ck_assert_int_eq(tt_algo_policy_from_env(&policy, err, sizeof err), TUTTI_ERR_CONFIG);
+    ck_assert_msg(strstr(err, "TUTTI_ALGO=rign: no such algorithm"), "%s", err);
     unsetenv("TUTTI_ALGO");
-    setenv("TUTTI_SMALL_BYTES", "0", 1);
-    tt_algo_policy_from_env(&policy);
-    a.coll = TT_COLL_ALLREDUCE;
-    ck_assert_ptr_eq(tt_algo_choose(&policy, &a, 64), &tt_algo_ring);
-    unsetenv("TUTTI_SMALL_BYTES");
+}
+END_TEST
+
+START_TEST(deterministic_mode_keeps_to_rank_order_algorithms)
+{
+    char err[256];
+    tt_algo_policy_t policy;
+    setenv("TUTTI_DETERMINISTIC", "1", 1);
+    setenv("TUTTI_ALGO", "ring", 1);
+    ck_assert_int_eq(tt_algo_policy_from_env(&policy, err, sizeof err), TUTTI_SUCCESS);
+    for (size_t bytes = 8; bytes <= (256u << 20); bytes *= 32) {
+        const tt_algorithm_t *a = choose(&policy, TT_COLL_ALLREDUCE, 8, bytes).algo;
+        ck_assert_msg(a == &tt_algo_ordered || a == &tt_algo_direct, "%zu bytes: %s", bytes, a->name);
+        ck_assert_ptr_eq(choose(&policy, TT_COLL_REDUCE_SCATTER, 8, bytes).algo, &tt_algo_ordered);
+    }
+    ck_assert_ptr_eq(choose(&policy, TT_COLL_ALLGATHER, 8, 64).algo, &tt_algo_ring); /* no reduction */
+    unsetenv("TUTTI_ALGO");
+    unsetenv("TUTTI_DETERMINISTIC");
 }
 END_TEST
 
@@ -344,7 +403,9 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, ring_allreduce_structure);
     tcase_add_test(tc, dissemination_barrier_takes_ceil_log2_rounds);
-    tcase_add_test(tc, small_messages_take_the_fewest_rounds_and_tutti_algo_overrides);
+    tcase_add_test(tc, the_tuner_takes_few_rounds_for_small_calls_and_the_ring_for_large);
+    tcase_add_test(tc, tutti_algo_and_per_collective_variables_override_the_tuner);
+    tcase_add_test(tc, deterministic_mode_keeps_to_rank_order_algorithms);
     tcase_add_test(tc, send_recv_pair_in_the_simulator);
     tcase_add_loop_test(tc, every_algorithm_every_dtype_and_op, 1, 18);
     tcase_add_loop_test(tc, large_counts_with_many_slices, 1, 18);
