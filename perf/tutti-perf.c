@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "dtype.h"
 #include "env_config.h"
 #include "half.h"
 #include "tutti.h"
@@ -72,24 +73,6 @@ static void usage(FILE *out)
                  "Sizes are the full buffer: the output of allgather, the input of reducescatter.\n"
                  "busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for reducescatter, allgather\n"
                  "and alltoall, x 1 otherwise. Exit status 1 if any element was wrong.\n");
-}
-
-static int parse_dtype(const char *s, tutti_dtype_t *out)
-{
-    static const struct {
-        const char *name;
-        tutti_dtype_t t;
-    } names[] = {{"int8", TUTTI_INT8},     {"uint8", TUTTI_UINT8},   {"int32", TUTTI_INT32},
-                 {"int", TUTTI_INT32},     {"uint32", TUTTI_UINT32}, {"int64", TUTTI_INT64},
-                 {"uint64", TUTTI_UINT64}, {"half", TUTTI_FP16},     {"fp16", TUTTI_FP16},
-                 {"bfloat16", TUTTI_BF16}, {"bf16", TUTTI_BF16},     {"float", TUTTI_FP32},
-                 {"fp32", TUTTI_FP32},     {"double", TUTTI_FP64},   {"fp64", TUTTI_FP64}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(s, names[i].name) == 0) {
-            *out = names[i].t;
-            return 0;
-        }
-    return -1;
 }
 
 /* Input element i of rank r as an exact small number. prod uses 1, 2 and -1
@@ -470,7 +453,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
             break;
         case 'c': o->check = atoi(optarg); break;
         case 'r': o->root = atoi(optarg); break;
-        case 'd': bad = parse_dtype(optarg, &o->dtype); break;
+        case 'd': bad = tt_dtype_parse(optarg, &o->dtype); break;
         case 'o':
             bad = 1;
             for (int k = 0; k < TUTTI_NUM_OPS; k++)

@@ -159,6 +159,12 @@ static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stre
         x.bufs[TT_BUF_SCRATCH] = scratch;
     }
     x.nslices = tt_tuner_slices(tt_tuner_chunk_bytes(&args, x.elem), choice.slice_bytes);
+    if (comm->trace.round_end_ns && s->nrounds <= comm->trace.cap) {
+        x.round_end_ns = comm->trace.round_end_ns;
+        comm->trace.nrounds = s->nrounds;
+        comm->trace.nslices = x.nslices;
+        comm->trace.algo = algo;
+    }
     TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s (%s %.1f us), %d rounds, %d slices",
              tt_coll_name(c->coll), (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype),
              tutti_op_name(c->op), algo->name, choice.predicted < 0 ? "forced" : "tuner predicts",

@@ -41,6 +41,11 @@ struct tutti_comm {
     tt_sched_cache_t sched_cache;
     void *engine_ws; /* the engine's per-call arrays, kept between calls */
     size_t engine_ws_bytes;
+    struct {                      /* tutti-explain --measure: what the last call ran */
+        int64_t *round_end_ns;    /* caller's array of cap entries; NULL: not traced */
+        int cap, nrounds, nslices;
+        const tt_algorithm_t *algo;
+    } trace;
     char last_error[512];
 };
 

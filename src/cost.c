@@ -234,10 +234,12 @@ static int round_of(const tt_sched_t *s, int step)
  */
 static double one_slice_trip(job_t *j, const tt_cost_model_t *m, size_t elem, int nslices)
 {
-    int p = j->p, *cur = calloc((size_t)p, sizeof *cur), left = p;
+    int p = j->p, *cur = calloc((size_t)p, sizeof *cur), left = 0;
     double finish = 0;
     if (!cur)
         return -1;
+    for (int r = 0; r < p; r++)
+        left += j->s[r].nrounds > 0;
     for (int r = 0; r < p; r++) {
         j->round_start[r][0] = 0;
         for (int k = 1; k <= j->s[r].nrounds; k++)
@@ -340,6 +342,43 @@ static double predict_sampled(const tt_cost_model_t *m, const tt_algorithm_t *al
 
 #define TT_COST_EXACT_RANKS 64
 
+/* Fills each rank's per-slice round costs; returns W, the busiest rank's
+ * sending or receiving time over all slices. */
+static double job_costs(job_t *j, const tt_cost_model_t *m, size_t elem, int nslices)
+{
+    double work = 0;
+    for (int r = 0; r < j->p; r++) {
+        double send = 0, recv = 0;
+        for (int k = 0; k < j->s[r].nrounds; k++) {
+            tt_round_cost_t rc = tt_cost_round(m, &j->args[r], &j->s[r], k, elem, nslices);
+            j->round_cost[r][k] = rc.seconds;
+            send += rc.send_seconds;
+            recv += rc.recv_seconds;
+        }
+        double busy = (send > recv ? send : recv) * nslices;
+        if (busy > work)
+            work = busy;
+    }
+    return work;
+}
+
+int tt_cost_round_ends(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+                       size_t elem, int nslices, double *ends, int nrounds)
+{
+    job_t j = {0};
+    int rc = -1;
+    if (args->nranks <= TT_COST_EXACT_RANKS && job_build(&j, algo, args) == 0) {
+        job_costs(&j, m, elem, nslices);
+        if (one_slice_trip(&j, m, elem, nslices) >= 0 && j.s[args->rank].nrounds == nrounds) {
+            for (int k = 0; k < nrounds; k++)
+                ends[k] = j.round_start[args->rank][k + 1];
+            rc = 0;
+        }
+    }
+    job_free(&j);
+    return rc;
+}
+
 double tt_cost_predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
                        size_t elem, int nslices)
 {
@@ -350,20 +389,7 @@ double tt_cost_predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, con
         job_free(&j);
         return -1;
     }
-    /* W: the busiest rank's send side or receive side over all slices. */
-    double work = 0;
-    for (int r = 0; r < j.p; r++) {
-        double send = 0, recv = 0;
-        for (int k = 0; k < j.s[r].nrounds; k++) {
-            tt_round_cost_t rc = tt_cost_round(m, &j.args[r], &j.s[r], k, elem, nslices);
-            j.round_cost[r][k] = rc.seconds;
-            send += rc.send_seconds;
-            recv += rc.recv_seconds;
-        }
-        double busy = (send > recv ? send : recv) * nslices;
-        if (busy > work)
-            work = busy;
-    }
+    double work = job_costs(&j, m, elem, nslices);
     double trip = one_slice_trip(&j, m, elem, nslices);
     job_free(&j);
     return trip < 0 ? -1 : trip + work * (1.0 - 1.0 / nslices);

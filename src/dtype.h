@@ -17,4 +17,8 @@ static inline int tt_op_valid(int op)
     return op >= 0 && op < TUTTI_NUM_OPS;
 }
 
+/* A type from its tutti-perf / nccl-tests name ("float", "fp32", "bf16",
+ * "half"...). 0, or -1 for an unknown name. */
+int tt_dtype_parse(const char *name, tutti_dtype_t *out);
+
 #endif

@@ -133,6 +133,8 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
 static tutti_status_t lane_advance(run_t *run, lane_t *lane, int channel)
 {
     for (;;) {
+        if (run->x->round_end_ns && lane->slice == 0)
+            run->x->round_end_ns[lane->round] = tt_now_ns();
         lane->round++;
         if (lane->round >= run->s->nrounds) {
             lane->slice += run->nlanes;

@@ -3,6 +3,8 @@
 #ifndef TT_ENGINE_H
 #define TT_ENGINE_H
 
+#include <stdint.h>
+
 #include "comm.h"
 #include "reduce.h"
 #include "schedule.h"
@@ -21,6 +23,7 @@ typedef struct {
     char *bufs[3]; /* input, output, scratch */
     tt_reduce_fn reduce;
     int nslices;
+    int64_t *round_end_ns; /* when set: when slice 0 finished each round (tutti-explain --measure) */
 } tt_exec_t;
 
 /*

@@ -3,8 +3,9 @@
 
 #include "algo.h"
 
-/* Slice sizes the tuner tries when TUTTI_SLICE_BYTES is not set. */
-static const size_t slice_choices[] = {64 << 10, 256 << 10, 1 << 20};
+/* Slice sizes the tuner tries when TUTTI_SLICE_BYTES is not set; the
+ * default first, so it wins ties. */
+static const size_t slice_choices[] = {TT_TUNER_DEFAULT_SLICE, 64 << 10, 1 << 20};
 
 int tt_tuner_slices(size_t chunk_bytes, size_t slice_bytes)
 {

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo.h"
+#include "clock.h"
+#include "comm.h"
+#include "explain_measure.h"
+
+#define MEASURE_ITERS 20
+#define MEASURE_WARMUP 3
+#define MAX_TRACED_ROUNDS 4096
+
+static tutti_status_t run_once(tt_coll_t coll, const void *in, void *out, size_t count, tutti_dtype_t t, int root,
+                               tutti_comm_t comm)
+{
+    switch (coll) {
+    case TT_COLL_ALLREDUCE: return tutti_allreduce(in, out, count, t, TUTTI_SUM, comm, NULL);
+    case TT_COLL_REDUCE_SCATTER: return tutti_reduce_scatter(in, out, count, t, TUTTI_SUM, comm, NULL);
+    case TT_COLL_ALLGATHER: return tutti_allgather(in, out, count, t, comm, NULL);
+    case TT_COLL_BROADCAST: return tutti_broadcast(in, out, count, t, root, comm, NULL);
+    case TT_COLL_REDUCE: return tutti_reduce(in, out, count, t, TUTTI_SUM, root, comm, NULL);
+    case TT_COLL_ALLTOALL: return tutti_alltoall(in, out, count, t, comm, NULL);
+    default: return tutti_barrier(comm, NULL);
+    }
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes, tutti_dtype_t dtype, int root)
+{
+    /* One slice, so a round's end is a point in time; the algorithm is
+     * forced for this collective only. */
+    setenv("TUTTI_SLICE_BYTES", "1G", 1);
+    if (algo) {
+        char var[64];
+        snprintf(var, sizeof var, "TUTTI_ALGO_%s", tt_coll_name(coll));
+        for (char *c = var; *c; c++)
+            *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+        setenv(var, algo->name, 1);
+    }
+    tutti_comm_t comm;
+    tutti_status_t st = tutti_comm_init_env(&comm, NULL);
+    if (st) {
+        fprintf(stderr, "tutti-explain --measure: %s: %s (run it under tutti-run)\n", tutti_status_name(st),
+                tutti_comm_last_error(NULL));
+        return 1;
+    }
+    int p = comm->nranks, me = comm->rank;
+    size_t elem = tutti_dtype_size(dtype), count = bytes / elem;
+    if (coll == TT_COLL_REDUCE_SCATTER || coll == TT_COLL_ALLGATHER || coll == TT_COLL_ALLTOALL)
+        count /= (size_t)p;
+    char *in = calloc(bytes + elem, 1), *out = calloc(bytes + elem, 1);
+    int64_t *ends = calloc(MAX_TRACED_ROUNDS, sizeof *ends);
+    double *samples = calloc((size_t)MAX_TRACED_ROUNDS * MEASURE_ITERS, sizeof *samples);
+    if (!in || !out || !ends || !samples) {
+        fprintf(stderr, "tutti-explain --measure: out of memory\n");
+        return 1;
+    }
+    comm->trace.round_end_ns = ends;
+    comm->trace.cap = MAX_TRACED_ROUNDS;
+    for (int it = 0; it < MEASURE_WARMUP + MEASURE_ITERS && !st; it++) {
+        st = tutti_barrier(comm, NULL);
+        int64_t t0 = tt_now_ns();
+        if (!st)
+            st = run_once(coll, in, out, count, dtype, root, comm);
+        for (int k = 0; !st && it >= MEASURE_WARMUP && k < comm->trace.nrounds; k++)
+            samples[(size_t)k * MEASURE_ITERS + (size_t)(it - MEASURE_WARMUP)] = (double)(ends[k] - t0) * 1e-9;
+    }
+    int rc = 0;
+    if (st) {
+        fprintf(stderr, "tutti-explain --measure: rank %d: %s\n", me, tutti_comm_last_error(comm));
+        rc = 1;
+    } else if (me == 0) {
+        int nrounds = comm->trace.nrounds;
+        tt_coll_args_t args = {.coll = coll, .nranks = p, .rank = 0, .root = root, .count = count, .hosts = &comm->hosts};
+        double *predicted = calloc((size_t)nrounds + 1, sizeof *predicted);
+        int have = predicted && tt_cost_round_ends(&comm->policy.tuner.model, comm->trace.algo, &args, elem, 1,
+                                                   predicted, nrounds) == 0;
+        printf("%s of %zu bytes with %s on %d ranks, one slice, median of %d runs (rank 0's rounds)\n",
+               tt_coll_name(coll), bytes, comm->trace.algo->name, p, MEASURE_ITERS);
+        printf("%6s %14s %14s %8s\n", "round", "measured_us", "predicted_us", "ratio");
+        for (int k = 0; k < nrounds; k++) {
+            double *s = samples + (size_t)k * MEASURE_ITERS;
+            qsort(s, MEASURE_ITERS, sizeof *s, by_value);
+            double m = s[MEASURE_ITERS / 2];
+            if (have)
+                printf("%6d %14.1f %14.1f %8.2f\n", k + 1, m * 1e6, predicted[k] * 1e6,
+                       predicted[k] > 0 ? m / predicted[k] : 0.0);
+            else
+                printf("%6d %14.1f %14s %8s\n", k + 1, m * 1e6, "-", "-");
+        }
+        free(predicted);
+    }
+    tutti_comm_destroy(comm);
+    free(in);
+    free(out);
+    free(ends);
+    free(samples);
+    return rc;
+}

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tutti-explain: shows what an algorithm does, round by round and rank by
+ * rank, from the same schedules the engine runs: who sends which chunk to
+ * whom, what each chunk holds afterwards (a0+b0+c0), the bytes, the link
+ * class and the cost model's time. --compare tables every algorithm's
+ * predicted time and marks the tuner's pick; --mermaid draws the schedule;
+ * --measure (under tutti-run) runs it and prints measured time per round.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo.h"
+#include "dtype.h"
+#include "env_config.h"
+#include "explain_measure.h"
+#include "explain_trace.h"
+#include "hosts.h"
+
+typedef struct {
+    tt_coll_t coll;
+    const tt_algorithm_t *algo; /* NULL: the tuner's pick */
+    int nranks, nodes, root;
+    uint64_t bytes;
+    tutti_dtype_t dtype;
+    int compare, mermaid, measure;
+} opts_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tutti-explain -C COLL [-a ALGO] -n P [-s SIZE] [options]\n"
+               "  -C, --collective C   allreduce reduce_scatter allgather broadcast reduce alltoall barrier\n"
+               "  -a, --algo NAME      the algorithm (default: the tuner's pick); tutti-info -A lists them\n"
+               "  -n, --nranks P       ranks (default 4; the round-by-round view reads best up to 16)\n"
+               "  -s, --size SIZE      bytes of the whole buffer, K/M/G suffixes (default 1M)\n"
+               "  -d, --datatype T     element type for the sizes (default float)\n"
+               "  -r, --root R         root of broadcast and reduce (default 0)\n"
+               "      --nodes K        the ranks as K hosts of consecutive ranks (hierarchical, tcp links)\n"
+               "      --compare        predicted time of every algorithm; * marks the tuner's pick\n"
+               "      --mermaid        a Mermaid sequence diagram of the schedule\n"
+               "      --measure        under tutti-run: run it and print measured next to predicted time\n"
+               "Predictions use the cost model (TUTTI_TUNING_FILE overrides its parameters).\n");
+}
+
+static int parse_coll(const char *s, tt_coll_t *out)
+{
+    if (strcmp(s, "reducescatter") == 0)
+        s = "reduce_scatter";
+    for (int c = 0; c <= TT_COLL_BARRIER; c++)
+        if (strcmp(s, tt_coll_name((tt_coll_t)c)) == 0) {
+            *out = (tt_coll_t)c;
+            return 0;
+        }
+    return -1;
+}
+
+/* The API count for a buffer of bytes (per rank where the API counts per rank). */
+static size_t api_count(const opts_t *o)
+{
+    size_t n = (size_t)o->bytes / tutti_dtype_size(o->dtype);
+    if (o->coll == TT_COLL_REDUCE_SCATTER || o->coll == TT_COLL_ALLGATHER || o->coll == TT_COLL_ALLTOALL)
+        n /= (size_t)o->nranks;
+    return o->coll == TT_COLL_BARRIER ? 0 : n;
+}
+
+/* One element per chunk: enough to name every chunk an algorithm cuts. */
+static size_t symbolic_count(const opts_t *o)
+{
+    if (o->coll == TT_COLL_BARRIER)
+        return 0;
+    return o->coll == TT_COLL_REDUCE_SCATTER || o->coll == TT_COLL_ALLGATHER || o->coll == TT_COLL_ALLTOALL
+               ? 1
+               : (size_t)o->nranks;
+}
+
+static void format_time(double s, char *out, size_t len)
+{
+    if (s < 1e-3)
+        snprintf(out, len, "%.1f us", s * 1e6);
+    else
+        snprintf(out, len, "%.2f ms", s * 1e3);
+}
+
+static void format_bytes(size_t b, char *out, size_t len)
+{
+    if (b >= (1u << 20) && b % (1u << 20) == 0)
+        snprintf(out, len, "%zu MiB", b >> 20);
+    else if (b >= (1u << 10) && b % (1u << 10) == 0)
+        snprintf(out, len, "%zu KiB", b >> 10);
+    else
+        snprintf(out, len, "%zu B", b);
+}
+
+static int compare_table(const opts_t *o, tt_algo_policy_t *policy, const tt_coll_args_t *args)
+{
+    size_t elem = tutti_dtype_size(o->dtype), chunk = tt_tuner_chunk_bytes(args, elem);
+    tt_tuned_t pick = tt_tuner_pick(&policy->tuner, args, (size_t)o->bytes, elem);
+    char size[32];
+    format_bytes((size_t)o->bytes, size, sizeof size);
+    printf("%s of %s on %d ranks (%d host%s): predicted time per algorithm\n", tt_coll_name(o->coll), size,
+           o->nranks, o->nodes, o->nodes == 1 ? "" : "s");
+    printf("%-20s %7s %12s %12s %10s\n", "algorithm", "rounds", "sent/rank", "slice", "predicted");
+    for (int i = 0; i < tt_num_algorithms; i++) {
+        const tt_algorithm_t *algo = tt_algorithms[i];
+        if (!algo->build[o->coll] || algo == &tt_algo_p2p)
+            continue;
+        tt_coll_args_t a = *args;
+        tt_sched_t s;
+        if (tt_algo_build(algo, &a, &s) != TUTTI_SUCCESS)
+            continue;
+        size_t sent = 0;
+        for (int k = 0; k < s.nsteps; k++)
+            if (s.steps[k].kind == TT_STEP_SEND)
+                sent += s.steps[k].src.count * elem;
+        size_t slice = pick.algo == algo ? pick.slice_bytes : TT_TUNER_DEFAULT_SLICE;
+        double t = tt_cost_predict(&policy->tuner.model, algo, args, elem, tt_tuner_slices(chunk, slice));
+        char when[32], sb[32], sl[32];
+        format_time(t, when, sizeof when);
+        format_bytes(sent, sb, sizeof sb);
+        format_bytes(slice, sl, sizeof sl);
+        printf("%-20s %7d %12s %12s %10s%s%s\n", algo->name, s.nrounds, sb, sl, t < 0 ? "-" : when,
+               pick.algo == algo ? "  *" : "", tt_tuner_considers(&policy->tuner, algo, args) ? "" : "  (not tuned)");
+        tt_sched_free(&s);
+    }
+    printf("* the tuner's pick: the first algorithm it considers, unless another is predicted 20%% faster\n");
+    return 0;
+}
+
+static void print_mermaid(const tt_trace_t *t)
+{
+    printf("sequenceDiagram\n");
+    for (int r = 0; r < t->nranks; r++)
+        printf("    participant r%d as rank %d\n", r, r);
+    int rounds = 0;
+    for (int r = 0; r < t->nranks; r++)
+        rounds = t->s[r].nrounds > rounds ? t->s[r].nrounds : rounds;
+    for (int k = 0; k < rounds; k++) {
+        printf("    Note over r0,r%d: round %d\n", t->nranks - 1, k + 1);
+        for (int r = 0; r < t->nranks; r++) {
+            if (k >= t->s[r].nrounds)
+                continue;
+            int n, first = t->s[r].round_first[k];
+            const tt_step_t *st = tt_sched_round_steps(&t->s[r], k, &n);
+            for (int i = 0; i < n; i++) {
+                if (st[i].kind != TT_STEP_SEND)
+                    continue;
+                /* "sends chunk 2 [a2+b2] to rank 1" -> "chunk 2 [a2+b2]" */
+                char what[400];
+                snprintf(what, sizeof what, "%s", t->labels[r][first + i] + strlen("sends "));
+                char *to = strstr(what, " to rank ");
+                if (to)
+                    *to = '\0';
+                printf("    r%d->>r%d: %s\n", r, st[i].peer, what);
+            }
+        }
+    }
+}
+
+static int explain_rounds(const opts_t *o, tt_algo_policy_t *policy, const tt_algorithm_t *algo,
+                          const tt_coll_args_t *args, const tt_trace_t *t)
+{
+    size_t elem = tutti_dtype_size(o->dtype);
+    size_t chunk = tt_tuner_chunk_bytes(args, elem);
+    int nslices = tt_tuner_slices(chunk, TT_TUNER_DEFAULT_SLICE);
+    char size[32];
+    format_bytes((size_t)o->bytes, size, sizeof size);
+    printf("%s of %s with %s on %d ranks (%d host%s)\n%s\n", tt_coll_name(o->coll), size, algo->name, o->nranks,
+           o->nodes, o->nodes == 1 ? "" : "s", algo->summary);
+    printf("Rank r's data is letter r (a = rank 0); %s. Times: the cost model, for\n"
+           "the first of %d slices, from the start of the call.\n\n",
+           o->coll == TT_COLL_ALLGATHER ? "rank r's block is chunk r" : "chunk i of rank 0's data is ai", nslices);
+    int rounds = 0;
+    for (int r = 0; r < t->nranks; r++)
+        rounds = t->s[r].nrounds > rounds ? t->s[r].nrounds : rounds;
+    double **ends = calloc((size_t)t->nranks, sizeof *ends);
+    tt_sched_t *real = calloc((size_t)t->nranks, sizeof *real);
+    for (int r = 0; r < t->nranks; r++) {
+        tt_coll_args_t a = *args;
+        a.rank = r;
+        if (tt_algo_build(algo, &a, &real[r]) != TUTTI_SUCCESS || real[r].nrounds != t->s[r].nrounds)
+            return fprintf(stderr, "tutti-explain: %s builds different schedules at this size\n", algo->name), 1;
+        ends[r] = calloc((size_t)real[r].nrounds + 1, sizeof(double));
+        if (tt_cost_round_ends(&policy->tuner.model, algo, &a, elem, nslices, ends[r], real[r].nrounds))
+            for (int k = 0; k < real[r].nrounds; k++)
+                ends[r][k] = -1;
+    }
+    for (int k = 0; k < rounds; k++) {
+        printf("round %d\n", k + 1);
+        for (int r = 0; r < t->nranks; r++) {
+            if (k >= t->s[r].nrounds)
+                continue;
+            int n, first = t->s[r].round_first[k];
+            tt_sched_round_steps(&t->s[r], k, &n);
+            tt_round_cost_t rc = tt_cost_round(&policy->tuner.model, &(tt_coll_args_t){.hosts = args->hosts, .rank = r},
+                                               &real[r], k, elem, nslices);
+            char out[32], in[32], when[32];
+            format_bytes(rc.sent, out, sizeof out);
+            format_bytes(rc.received, in, sizeof in);
+            format_time(ends[r][k], when, sizeof when);
+            if (n == 0) {
+                printf("  rank %-2d  idle\n", r);
+                continue;
+            }
+            printf("  rank %-2d  ", r);
+            for (int i = 0; i < n; i++)
+                printf("%s%s\n", i ? "           " : "", t->labels[r][first + i]);
+            if (rc.messages)
+                printf("           = %s out, %s in over %s; done at %s\n", out, in, tt_link_name(rc.busiest),
+                       ends[r][k] < 0 ? "-" : when);
+        }
+    }
+    double total = tt_cost_predict(&policy->tuner.model, algo, args, elem, nslices);
+    char when[32];
+    format_time(total, when, sizeof when);
+    printf("\npredicted for the whole call (%d slices pipelined): %s\n", nslices, when);
+    for (int r = 0; r < t->nranks; r++) {
+        tt_sched_free(&real[r]);
+        free(ends[r]);
+    }
+    free(real);
+    free(ends);
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, opts_t *o)
+{
+    enum { OPT_NODES = 256, OPT_COMPARE, OPT_MERMAID, OPT_MEASURE };
+    static const struct option longs[] = {{"collective", required_argument, 0, 'C'},
+                                          {"algo", required_argument, 0, 'a'},
+                                          {"nranks", required_argument, 0, 'n'},
+                                          {"size", required_argument, 0, 's'},
+                                          {"datatype", required_argument, 0, 'd'},
+                                          {"root", required_argument, 0, 'r'},
+                                          {"nodes", required_argument, 0, OPT_NODES},
+                                          {"compare", no_argument, 0, OPT_COMPARE},
+                                          {"mermaid", no_argument, 0, OPT_MERMAID},
+                                          {"measure", no_argument, 0, OPT_MEASURE},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    *o = (opts_t){.coll = TT_COLL_ALLREDUCE, .nranks = 4, .nodes = 1, .bytes = 1 << 20, .dtype = TUTTI_FP32};
+    int c, have_coll = 0;
+    int64_t v;
+    while ((c = getopt_long(argc, argv, "C:a:n:s:d:r:h", longs, NULL)) != -1) {
+        switch (c) {
+        case 'C':
+            if (parse_coll(optarg, &o->coll))
+                return fprintf(stderr, "tutti-explain: unknown collective '%s'\n", optarg), 2;
+            have_coll = 1;
+            break;
+        case 'a':
+            if (!(o->algo = tt_algo_named(optarg)))
+                return fprintf(stderr, "tutti-explain: unknown algorithm '%s' (tutti-info -A lists them)\n", optarg), 2;
+            break;
+        case 'n':
+            if (tt_parse_int(optarg, &v) || v < 1 || v > 64)
+                return fprintf(stderr, "tutti-explain: -n takes 1..64\n"), 2;
+            o->nranks = (int)v;
+            break;
+        case 's':
+            if (tt_parse_size(optarg, &o->bytes))
+                return fprintf(stderr, "tutti-explain: bad size '%s'\n", optarg), 2;
+            break;
+        case 'd':
+            if (tt_dtype_parse(optarg, &o->dtype))
+                return fprintf(stderr, "tutti-explain: unknown datatype '%s'\n", optarg), 2;
+            break;
+        case 'r':
+            if (tt_parse_int(optarg, &v) || v < 0)
+                return fprintf(stderr, "tutti-explain: bad root '%s'\n", optarg), 2;
+            o->root = (int)v;
+            break;
+        case OPT_NODES:
+            if (tt_parse_int(optarg, &v) || v < 1)
+                return fprintf(stderr, "tutti-explain: bad --nodes '%s'\n", optarg), 2;
+            o->nodes = (int)v;
+            break;
+        case OPT_COMPARE: o->compare = 1; break;
+        case OPT_MERMAID: o->mermaid = 1; break;
+        case OPT_MEASURE: o->measure = 1; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc || !have_coll)
+        return usage(stderr), 2;
+    if (o->root >= o->nranks || o->nodes > o->nranks)
+        return fprintf(stderr, "tutti-explain: the root and --nodes must be below -n\n"), 2;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    if (o.measure)
+        return tt_explain_measure(o.coll, o.algo, (size_t)o.bytes, o.dtype, o.root);
+    char err[256];
+    tt_algo_policy_t policy;
+    if (tt_algo_policy_from_env(&policy, err, sizeof err))
+        return fprintf(stderr, "tutti-explain: %s\n", err), 2;
+    /* --nodes K: ranks in K blocks of consecutive ranks, as tutti-run --nodes. */
+    uint64_t *ids = malloc((size_t)o.nranks * sizeof *ids);
+    int per_node = (o.nranks + o.nodes - 1) / o.nodes;
+    for (int r = 0; r < o.nranks; r++)
+        ids[r] = (uint64_t)(r / per_node);
+    tt_hosts_t hosts;
+    if (!ids || tt_hosts_init(&hosts, o.nranks, ids))
+        return fprintf(stderr, "tutti-explain: out of memory\n"), 1;
+    free(ids);
+    tt_coll_args_t args = {
+        .coll = o.coll, .nranks = o.nranks, .root = o.root, .count = api_count(&o), .hosts = &hosts};
+    if (o.compare) {
+        rc = compare_table(&o, &policy, &args);
+    } else {
+        const tt_algorithm_t *algo =
+            o.algo ? o.algo : tt_tuner_pick(&policy.tuner, &args, (size_t)o.bytes, tutti_dtype_size(o.dtype)).algo;
+        if (!algo || !algo->build[o.coll]) {
+            fprintf(stderr, "tutti-explain: %s does not serve %s\n", algo ? algo->name : "no algorithm",
+                    tt_coll_name(o.coll));
+            tt_hosts_free(&hosts);
+            return 2;
+        }
+        tt_coll_args_t sym = args;
+        sym.count = symbolic_count(&o);
+        tt_trace_t t;
+        if (tt_trace_run(&t, algo, &sym)) {
+            fprintf(stderr, "tutti-explain: %s\n", t.error);
+            rc = 1;
+        } else if (o.mermaid) {
+            print_mermaid(&t);
+        } else {
+            rc = explain_rounds(&o, &policy, algo, &args, &t);
+        }
+        tt_trace_free(&t);
+    }
+    tt_hosts_free(&hosts);
+    return rc;
+}
