@@ -125,15 +125,17 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
     t->nranks = p;
     t->s = calloc((size_t)p, sizeof *t->s);
     t->labels = calloc((size_t)p, sizeof *t->labels);
+    t->out = calloc((size_t)p, sizeof *t->out);
     rank_bufs_t *bufs = calloc((size_t)p, sizeof *bufs);
     queue_t *queues = calloc((size_t)p * (size_t)p, sizeof *queues); /* [from * p + to] */
     int *round = calloc((size_t)p, sizeof *round), *posted = calloc((size_t)p, sizeof *posted);
-    if (!t->s || !t->labels || !bufs || !queues || !round || !posted) {
+    if (!t->s || !t->labels || !t->out || !bufs || !queues || !round || !posted) {
         snprintf(t->error, sizeof t->error, "out of memory");
         goto out;
     }
     size_t nin, nout;
     buffer_counts(args, &nin, &nout);
+    t->nout = nout;
     for (int r = 0; r < p; r++) {
         tt_coll_args_t a = *args;
         a.rank = r;
@@ -240,9 +242,14 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
     }
     rc = 0;
 out:
-    for (int r = 0; bufs && r < p; r++)
+    for (int r = 0; bufs && r < p; r++) {
+        if (t->out) { /* the caller keeps the outputs */
+            t->out[r] = bufs[r].buf[TT_BUF_OUTPUT];
+            bufs[r].buf[TT_BUF_OUTPUT] = NULL;
+        }
         for (int b = 0; b < 3; b++)
             free(bufs[r].buf[b]);
+    }
     for (int i = 0; queues && i < p * p; i++) {
         for (int k = queues[i].head; k < queues[i].head + queues[i].len; k++)
             free(queues[i].items[k].cells);
@@ -266,7 +273,10 @@ void tt_trace_free(tt_trace_t *t)
             free(t->labels[r]);
         if (t->s)
             tt_sched_free(&t->s[r]);
+        if (t->out)
+            free(t->out[r]);
     }
+    free(t->out);
     free(t->labels);
     free(t->s);
     memset(t, 0, sizeof *t);
