@@ -32,6 +32,7 @@ void tt_cost_defaults(tt_cost_model_t *m)
     m->link[TT_LINK_IB] = link_cost(3.0, 23.0, 10.0);
     m->intra = TT_LINK_SHM;
     m->inter = TT_LINK_TCP;
+    m->inter_links = 1;
 }
 
 static int link_named(const char *name, tt_link_t *out)
@@ -61,6 +62,7 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
             *hash = '\0';
         char word[32], name[32], extra[2];
         double alpha, bw, rbw;
+        int count;
         tt_link_t link;
         int n = sscanf(line, "%31s", word);
         if (n != 1)
@@ -68,14 +70,17 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
         if ((strcmp(word, "intra") == 0 || strcmp(word, "inter") == 0) &&
             sscanf(line, "%31s %31s %1s", word, name, extra) == 2 && link_named(name, &link) == 0) {
             *(strcmp(word, "intra") == 0 ? &m->intra : &m->inter) = link;
+        } else if (strcmp(word, "inter_links") == 0 && sscanf(line, "%31s %d %1s", word, &count, extra) == 2 &&
+                   count >= 1) {
+            m->inter_links = count;
         } else if (link_named(word, &link) == 0 &&
                    sscanf(line, "%31s %lf %lf %lf %1s", name, &alpha, &bw, &rbw, extra) == 4 && alpha >= 0 &&
                    bw > 0 && rbw > 0) {
             m->link[link] = link_cost(alpha, bw, rbw);
         } else {
             snprintf(err, errlen,
-                     "TUTTI_TUNING_FILE %s:%d: expected \"CLASS ALPHA_US GB_PER_S REDUCE_GB_PER_S\" or "
-                     "\"intra|inter CLASS\" (classes: shm tcp pcie nvlink ib)",
+                     "TUTTI_TUNING_FILE %s:%d: expected \"CLASS ALPHA_US GB_PER_S REDUCE_GB_PER_S\", "
+                     "\"intra|inter CLASS\" (classes: shm tcp pcie nvlink ib) or \"inter_links N\"",
                      path, lineno);
             st = TUTTI_ERR_CONFIG;
         }
@@ -103,14 +108,17 @@ tt_round_cost_t tt_cost_round(const tt_cost_model_t *m, const tt_coll_args_t *ar
         size_t bytes = (st[i].kind == TT_STEP_SEND ? st[i].src.count : st[i].dst.count) * elem;
         double slice = (double)bytes / nslices;
         tt_link_t l = st[i].peer >= 0 ? tt_cost_link(m, args->hosts, args->rank, st[i].peer) : m->intra;
+        int off_host = st[i].peer >= 0 && args->hosts && args->hosts->host_of[args->rank] != args->hosts->host_of[st[i].peer];
         if (st[i].kind == TT_STEP_SEND) {
             out[l] += slice;
             nout[l]++;
             rc.sent += bytes;
+            rc.sent_off_host += off_host ? bytes : 0;
         } else if (st[i].kind == TT_STEP_RECV || st[i].kind == TT_STEP_RECV_REDUCE) {
             in[l] += slice;
             nin[l]++;
             rc.received += bytes;
+            rc.received_off_host += off_host ? bytes : 0;
         } else if (st[i].kind == TT_STEP_COPY) {
             local += slice * m->link[m->intra].beta;
         }
@@ -342,11 +350,14 @@ static double predict_sampled(const tt_cost_model_t *m, const tt_algorithm_t *al
 
 #define TT_COST_EXACT_RANKS 64
 
-/* Fills each rank's per-slice round costs; returns W, the busiest rank's
- * sending or receiving time over all slices. */
+/* Fills each rank's per-slice round costs; returns W: the busiest rank's
+ * sending or receiving time over all slices, or the busiest host's
+ * traffic to other hosts through its shared links, whichever is longer. */
 static double job_costs(job_t *j, const tt_cost_model_t *m, size_t elem, int nslices)
 {
-    double work = 0;
+    const tt_hosts_t *hosts = j->args[0].hosts;
+    int nhosts = hosts ? hosts->nhosts : 1;
+    double work = 0, *host_out = calloc((size_t)nhosts, sizeof(double)), *host_in = calloc((size_t)nhosts, sizeof(double));
     for (int r = 0; r < j->p; r++) {
         double send = 0, recv = 0;
         for (int k = 0; k < j->s[r].nrounds; k++) {
@@ -354,11 +365,23 @@ static double job_costs(job_t *j, const tt_cost_model_t *m, size_t elem, int nsl
             j->round_cost[r][k] = rc.seconds;
             send += rc.send_seconds;
             recv += rc.recv_seconds;
+            if (hosts && host_out && host_in) {
+                host_out[hosts->host_of[r]] += (double)rc.sent_off_host;
+                host_in[hosts->host_of[r]] += (double)rc.received_off_host;
+            }
         }
         double busy = (send > recv ? send : recv) * nslices;
         if (busy > work)
             work = busy;
     }
+    for (int h = 0; host_out && host_in && h < nhosts; h++) {
+        double bytes = host_out[h] > host_in[h] ? host_out[h] : host_in[h];
+        double busy = bytes * m->link[m->inter].beta / m->inter_links;
+        if (busy > work)
+            work = busy;
+    }
+    free(host_out);
+    free(host_in);
     return work;
 }
 

@@ -24,6 +24,7 @@ typedef struct {
 typedef struct {
     tt_link_cost_t link[TT_LINK_COUNT];
     tt_link_t intra, inter; /* the class of a link inside a host, and between hosts */
+    int inter_links;        /* independent inter-host links per host (NICs); its ranks share them */
 } tt_cost_model_t;
 
 const char *tt_link_name(tt_link_t link);
@@ -31,7 +32,8 @@ const char *tt_link_name(tt_link_t link);
 void tt_cost_defaults(tt_cost_model_t *m);
 /*
  * Overrides from a tuning file: lines "CLASS ALPHA_US GB_PER_S REDUCE_GB_PER_S"
- * ("shm 1.0 8 10"), "intra CLASS", "inter CLASS"; # starts a comment.
+ * ("shm 1.0 8 10"), "intra CLASS", "inter CLASS", "inter_links N"; # starts
+ * a comment.
  * Returns TUTTI_ERR_CONFIG with err set on a bad line or unreadable file.
  */
 tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, size_t errlen);
@@ -43,6 +45,7 @@ typedef struct {
     double seconds;                 /* predicted, for one slice: the busier direction */
     double send_seconds, recv_seconds; /* each direction; receiving includes reducing and copying */
     size_t sent, received, reduced; /* bytes, whole call (all slices) */
+    size_t sent_off_host, received_off_host; /* of those, to and from other hosts */
     int messages;                   /* sends and receives, per slice */
     tt_link_t busiest;              /* the link class that bounds the round */
 } tt_round_cost_t;
@@ -55,7 +58,9 @@ tt_round_cost_t tt_cost_round(const tt_cost_model_t *m, const tt_coll_args_t *ar
  * elem bytes cut into S = nslices slices: D + W (1 - 1/S). D is one slice's
  * trip through every rank's rounds, each transfer waiting for both its
  * ends; W is the busiest rank's sending or receiving (and reducing) time
- * over all slices, the rate at which the pipeline drains. Up to 64 ranks
+ * over all slices, or the busiest host's traffic to other hosts through
+ * its inter_links links if that is longer: the rate at which the pipeline
+ * drains. Up to 64 ranks
  * every schedule is simulated; beyond that 32 ranks are sampled and rounds
  * taken as aligned. Negative when algo cannot build the schedule.
  */
