@@ -16,6 +16,7 @@
 #include "env_config.h"
 #include "hash.h"
 #include "log.h"
+#include "topo.h"
 
 #define TT_MAX_COMMS 1024
 
@@ -142,6 +143,13 @@ static void fill_endpoint(int node_id, tt_endpoint_t *ep)
      * hosts: that is how tutti-run --nodes simulates a cluster. */
     ep->host_id = tt_hash(ep->hostname, strlen(ep->hostname), TT_HASH_SEED);
     ep->host_id = tt_hash(&node_id, sizeof node_id, ep->host_id);
+    cpu_set_t set;
+    int cpu = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set))
+            cpu++;
+    int numa = tt_topo_cpu_numa(cpu);
+    ep->place = (uint64_t)(numa < 0 ? 0 : numa) << 32 | (uint64_t)cpu;
 }
 
 /* Whether this host runs more ranks than this process may use CPUs: then a
@@ -195,12 +203,14 @@ static tutti_status_t connect_peers(tutti_comm_t comm, const rank_record_t *reco
 
 static tutti_status_t hosts_from_endpoints(tutti_comm_t comm)
 {
-    uint64_t *ids = malloc((size_t)comm->nranks * sizeof *ids);
+    uint64_t *ids = malloc(2 * (size_t)comm->nranks * sizeof *ids), *place = ids + comm->nranks;
     if (!ids)
         return TUTTI_ERR_NO_MEMORY;
-    for (int r = 0; r < comm->nranks; r++)
+    for (int r = 0; r < comm->nranks; r++) {
         ids[r] = comm->endpoints[r].host_id;
-    tutti_status_t st = tt_hosts_init(&comm->hosts, comm->nranks, ids);
+        place[r] = comm->endpoints[r].place;
+    }
+    tutti_status_t st = tt_hosts_init(&comm->hosts, comm->nranks, ids, place);
     free(ids);
     return st;
 }

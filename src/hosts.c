@@ -3,7 +3,7 @@
 
 #include "hosts.h"
 
-tutti_status_t tt_hosts_init(tt_hosts_t *h, int nranks, const uint64_t *host_id)
+tutti_status_t tt_hosts_init(tt_hosts_t *h, int nranks, const uint64_t *host_id, const uint64_t *place)
 {
     int *host_of = calloc((size_t)nranks * 3, sizeof(int));
     if (!host_of)
@@ -16,13 +16,20 @@ tutti_status_t tt_hosts_init(tt_hosts_t *h, int nranks, const uint64_t *host_id)
             first++;
         host_of[r] = first == r ? nhosts++ : host_of[first];
     }
-    /* Local indices in rank order, and whether every host is the same size. */
+    /* A rank's local index: how many ranks of its host come before it in
+     * (place, rank) order. Also whether every host is the same size. */
     int per_host = 0, uniform = 1;
+    for (int r = 0; r < nranks; r++) {
+        local_of[r] = 0;
+        for (int q = 0; q < nranks; q++)
+            if (host_of[q] == host_of[r] && q != r &&
+                (place && place[q] != place[r] ? place[q] < place[r] : q < r))
+                local_of[r]++;
+    }
     for (int hst = 0; hst < nhosts; hst++) {
         int local = 0;
         for (int r = 0; r < nranks; r++)
-            if (host_of[r] == hst)
-                local_of[r] = local++;
+            local += host_of[r] == hst;
         if (hst == 0)
             per_host = local;
         uniform &= local == per_host;

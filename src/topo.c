@@ -99,6 +99,20 @@ void tt_topo_finish(tt_topo_t *t)
     }
 }
 
+int tt_topo_cpu_numa(int cpu)
+{
+    for (int node = 0; node < 4096; node++) {
+        char path[96];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/node%d", cpu, node);
+        if (access(path, F_OK) == 0)
+            return node;
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%d", node);
+        if (access(path, F_OK) != 0)
+            return -1; /* past the last node */
+    }
+    return -1;
+}
+
 tutti_status_t tt_topo_load_local(tt_topo_t *t, char *err, size_t errlen)
 {
 #ifdef TT_HAVE_HWLOC

@@ -66,6 +66,8 @@ tt_path_t tt_topo_path(const tt_topo_t *t, int a, int b, int *links);
 void tt_topo_path_name(tt_path_t path, int links, char *out, size_t len);
 /* The NIC nearest to device d (best path class, then lowest index); -1 if none. */
 int tt_topo_nearest_nic(const tt_topo_t *t, int d);
+/* The NUMA node of a CPU of this machine, from /sys; -1 if unknown. */
+int tt_topo_cpu_numa(int cpu);
 /* Puts GPUs before NICs, each in PCI bus order, and names them. */
 void tt_topo_finish(tt_topo_t *t);
 

@@ -50,7 +50,7 @@ START_TEST(the_trace_of_every_schedule_ends_with_the_right_terms)
     for (int r = 0; r < p; r++)
         ids[r] = (uint64_t)(p % 2 == 0 ? r / 2 : 0);
     tt_hosts_t hosts;
-    ck_assert_int_eq(tt_hosts_init(&hosts, p, ids), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_hosts_init(&hosts, p, ids, NULL), TUTTI_SUCCESS);
     for (int i = 0; i < tt_num_algorithms; i++)
         for (int c = 0; c <= TT_COLL_BARRIER; c++) {
             if (!tt_algorithms[i]->build[c])
@@ -109,7 +109,7 @@ START_TEST(a_slow_network_favours_the_hierarchical_algorithm)
     tt_cost_defaults(&m);
     uint64_t ids[8] = {0, 0, 0, 0, 1, 1, 1, 1};
     tt_hosts_t hosts;
-    ck_assert_int_eq(tt_hosts_init(&hosts, 8, ids), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_hosts_init(&hosts, 8, ids, NULL), TUTTI_SUCCESS);
     size_t count = 16 << 20;
     double ring = predict(&m, &tt_algo_ring, TT_COLL_ALLREDUCE, 8, count, 64, &hosts);
     double hier = predict(&m, &tt_algo_hierarchical, TT_COLL_ALLREDUCE, 8, count, 64, &hosts);

@@ -237,7 +237,7 @@ START_TEST(hierarchical_on_every_host_layout)
             for (int r = 0; r < p; r++)
                 ids[r] = uneven ? (uint64_t)(r < L) : round_robin ? (uint64_t)(r % (p / L)) : (uint64_t)(r / L);
             tt_hosts_t hosts;
-            ck_assert_int_eq(tt_hosts_init(&hosts, p, ids), TUTTI_SUCCESS);
+            ck_assert_int_eq(tt_hosts_init(&hosts, p, ids, NULL), TUTTI_SUCCESS);
             ck_assert_int_eq(hosts.per_host, uneven && L < p ? 0 : L);
             for (size_t k = 0; k < 3; k++) {
                 static const size_t counts[] = {1, 7, 1000, 65537};

@@ -219,7 +219,7 @@ START_TEST(ranks_are_grouped_by_host_in_rank_order)
 {
     uint64_t ids[6] = {7, 3, 7, 3, 9, 9}; /* hosts by first rank: 7 -> 0, 3 -> 1, 9 -> 2 */
     tt_hosts_t h;
-    ck_assert_int_eq(tt_hosts_init(&h, 6, ids), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_hosts_init(&h, 6, ids, NULL), TUTTI_SUCCESS);
     ck_assert_int_eq(h.nhosts, 3);
     ck_assert_int_eq(h.per_host, 2);
     int host[6] = {0, 1, 0, 1, 2, 2}, local[6] = {0, 0, 1, 1, 0, 1};
@@ -228,6 +228,21 @@ START_TEST(ranks_are_grouped_by_host_in_rank_order)
         ck_assert_int_eq(h.local_of[r], local[r]);
         ck_assert_int_eq(h.rank_at[host[r] * 2 + local[r]], r);
     }
+    tt_hosts_free(&h);
+}
+END_TEST
+
+START_TEST(local_ranks_follow_the_hardware)
+{
+    /* Four ranks of one host placed round-robin over two sockets by their
+     * launcher: the local order keeps each socket's ranks together. */
+    uint64_t ids[4] = {5, 5, 5, 5};
+    uint64_t place[4] = {(1ull << 32) | 0, (0ull << 32) | 0, (1ull << 32) | 1, (0ull << 32) | 1};
+    tt_hosts_t h;
+    ck_assert_int_eq(tt_hosts_init(&h, 4, ids, place), TUTTI_SUCCESS);
+    int want[4] = {1, 3, 0, 2}; /* rank_at[local] */
+    for (int l = 0; l < 4; l++)
+        ck_assert_int_eq(h.rank_at[l], want[l]);
     tt_hosts_free(&h);
 }
 END_TEST
@@ -277,6 +292,7 @@ int main(void)
     tcase_add_test(tc, sysfs_trees_are_read_without_hwloc);
     tcase_add_test(tc, this_machine_is_read);
     tcase_add_test(tc, ranks_are_grouped_by_host_in_rank_order);
+    tcase_add_test(tc, local_ranks_follow_the_hardware);
     tcase_add_test(tc, tutti_topo_prints_the_matrix_tree_and_json);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

@@ -308,7 +308,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < o.nranks; r++)
         ids[r] = (uint64_t)(r / per_node);
     tt_hosts_t hosts;
-    if (!ids || tt_hosts_init(&hosts, o.nranks, ids))
+    if (!ids || tt_hosts_init(&hosts, o.nranks, ids, NULL))
         return fprintf(stderr, "tutti-explain: out of memory\n"), 1;
     free(ids);
     tt_coll_args_t args = {
