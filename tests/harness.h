@@ -36,6 +36,10 @@ int tt_wait_ranks(int nranks, const pid_t *pids, int *codes, int timeout_s);
  */
 void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank, size_t index);
 
+/* Runs the built tool (TT_BUILDDIR/tool) with args through the shell;
+ * returns its exit status, its stdout and stderr in out. */
+int tt_run_tool(const char *tool, const char *args, char *out, size_t len);
+
 /* Runs a Check suite with TAP output on stdout; returns the exit status. */
 int tt_run_suite(Suite *s);
 

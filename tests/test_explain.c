@@ -151,39 +151,25 @@ START_TEST(tuning_files_override_the_defaults_and_bad_lines_are_named)
 }
 END_TEST
 
-/* Runs tutti-explain with args; returns its exit status and stdout. */
-static int run_explain(const char *args, char *out, size_t len)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s/tutti-explain %s 2>&1", getenv("TT_BUILDDIR") ? getenv("TT_BUILDDIR") : ".",
-             args);
-    FILE *f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    size_t n = fread(out, 1, len - 1, f);
-    out[n] = '\0';
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 START_TEST(tutti_explain_shows_rounds_compares_and_draws)
 {
     static char out[1 << 16];
-    ck_assert_int_eq(run_explain("-C allreduce -a ring -n 4 -s 64M", out, sizeof out), 0);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a ring -n 4 -s 64M", out, sizeof out), 0);
     ck_assert_msg(strstr(out, "round 6"), "%s", out);
     ck_assert_msg(strstr(out, "adds chunk 1 [b1+c1+d1] from rank 3: chunk 1 [a1+b1+c1+d1]"), "%s", out);
     ck_assert_msg(strstr(out, "16 MiB out, 16 MiB in over shm"), "%s", out);
-    ck_assert_int_eq(run_explain("-C allreduce -n 8 -s 8 --compare", out, sizeof out), 0);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -n 8 -s 8 --compare", out, sizeof out), 0);
     int picks = 0;
     for (char *s = out; (s = strstr(s, "  *\n")); s++)
         picks++;
     ck_assert_msg(picks == 1, "%d picks in\n%s", picks, out);
-    ck_assert_int_eq(run_explain("-C allreduce -a hierarchical -n 4 --nodes 2 --mermaid", out, sizeof out), 0);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a hierarchical -n 4 --nodes 2 --mermaid", out, sizeof out), 0);
     ck_assert_msg(strncmp(out, "sequenceDiagram\n", 16) == 0 && strstr(out, "r2->>r0: chunk 3 [c3+d3]"), "%s", out);
-    ck_assert_int_eq(run_explain("-C allgather -a bruck -n 5", out, sizeof out), 0);
-    ck_assert_int_eq(run_explain("-C allreduce -a bruck -n 4", out, sizeof out), 2);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allgather -a bruck -n 5", out, sizeof out), 0);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a bruck -n 4", out, sizeof out), 2);
     ck_assert_msg(strstr(out, "bruck does not serve allreduce"), "%s", out);
-    ck_assert_int_eq(run_explain("-C allreduce -a rign -n 4", out, sizeof out), 2);
-    ck_assert_int_eq(run_explain("-C allreduce -n 0", out, sizeof out), 2);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a rign -n 4", out, sizeof out), 2);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -n 0", out, sizeof out), 2);
 }
 END_TEST
 

@@ -247,37 +247,25 @@ START_TEST(local_ranks_follow_the_hardware)
 }
 END_TEST
 
-static int run_topo(const char *args, char *out, size_t len)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/tutti-topo %s 2>&1", getenv("TT_BUILDDIR") ? getenv("TT_BUILDDIR") : ".", args);
-    FILE *f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    size_t n = fread(out, 1, len - 1, f);
-    out[n] = '\0';
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 START_TEST(tutti_topo_prints_the_matrix_tree_and_json)
 {
     static char out[1 << 16];
     char args[512];
     const char *src = getenv("TT_SRCDIR") ? getenv("TT_SRCDIR") : ".";
     snprintf(args, sizeof args, "-i %s/tests/fixtures/gpu8-nic4-nvlink.xml", src);
-    ck_assert_int_eq(run_topo(args, out, sizeof out), 0);
+    ck_assert_int_eq(tt_run_tool("tutti-topo", args, out, sizeof out), 0);
     ck_assert_msg(strstr(out, "GPU0    X      NV1    NV1    NV2    NV2    SYS"), "%s", out);
     ck_assert_msg(strstr(out, "GPU7 -> NIC3 (PIX)"), "%s", out);
     snprintf(args, sizeof args, "--json -i %s/tests/fixtures/gpu8-nic4-nvlink.xml", src);
-    ck_assert_int_eq(run_topo(args, out, sizeof out), 0);
+    ck_assert_int_eq(tt_run_tool("tutti-topo", args, out, sizeof out), 0);
     ck_assert_msg(strstr(out, "\"GPU0\": {\"GPU0\": \"X\", \"GPU1\": \"NV1\""), "%s", out);
     ck_assert_msg(strstr(out, "\"nearest_nic\": \"NIC0\""), "%s", out);
     snprintf(args, sizeof args, "--tree -i %s/tests/fixtures/pcie-2socket-4gpu.xml", src);
-    ck_assert_int_eq(run_topo(args, out, sizeof out), 0);
+    ck_assert_int_eq(tt_run_tool("tutti-topo", args, out, sizeof out), 0);
     ck_assert_msg(strstr(out, "2 packages, 2 NUMA nodes, 16 cores, 32 PUs"), "%s", out);
-    ck_assert_int_eq(run_topo("", out, sizeof out), 0); /* this machine */
-    ck_assert_int_eq(run_topo("-i /nonexistent.xml", out, sizeof out), 1);
-    ck_assert_int_eq(run_topo("--bogus", out, sizeof out), 2);
+    ck_assert_int_eq(tt_run_tool("tutti-topo", "", out, sizeof out), 0); /* this machine */
+    ck_assert_int_eq(tt_run_tool("tutti-topo", "-i /nonexistent.xml", out, sizeof out), 1);
+    ck_assert_int_eq(tt_run_tool("tutti-topo", "--bogus", out, sizeof out), 2);
 }
 END_TEST
 

@@ -114,7 +114,9 @@ static int compare_table(const opts_t *o, tt_algo_policy_t *policy, const tt_col
         for (int k = 0; k < s.nsteps; k++)
             if (s.steps[k].kind == TT_STEP_SEND)
                 sent += s.steps[k].src.count * elem;
-        size_t slice = pick.algo == algo ? pick.slice_bytes : TT_TUNER_DEFAULT_SLICE;
+        size_t slice = pick.algo == algo                ? pick.slice_bytes
+                       : policy->tuner.slice_bytes ? policy->tuner.slice_bytes
+                                                   : TT_TUNER_DEFAULT_SLICE;
         double t = tt_cost_predict(&policy->tuner.model, algo, args, elem, tt_tuner_slices(chunk, slice));
         char when[32], sb[32], sl[32];
         format_time(t, when, sizeof when);
@@ -163,7 +165,8 @@ static int explain_rounds(const opts_t *o, tt_algo_policy_t *policy, const tt_al
 {
     size_t elem = tutti_dtype_size(o->dtype);
     size_t chunk = tt_tuner_chunk_bytes(args, elem);
-    int nslices = tt_tuner_slices(chunk, TT_TUNER_DEFAULT_SLICE);
+    size_t slice = policy->tuner.slice_bytes ? policy->tuner.slice_bytes : TT_TUNER_DEFAULT_SLICE;
+    int nslices = tt_tuner_slices(chunk, slice);
     char size[32];
     format_bytes((size_t)o->bytes, size, sizeof size);
     printf("%s of %s with %s on %d ranks (%d host%s)\n%s\n", tt_coll_name(o->coll), size, algo->name, o->nranks,
