@@ -5,5 +5,5 @@ set -e
 cd "$(dirname "$0")"
 mkdir -p build-aux
 autoreconf --install --force --warnings=all,no-portability
-# The TAP driver the test suites report through.
-cp -f "$(automake --print-libdir)/tap-driver.sh" build-aux/
+# The drivers the tests report through: TAP for the suites, plain for scripts.
+cp -f "$(automake --print-libdir)/tap-driver.sh" "$(automake --print-libdir)/test-driver" build-aux/
