@@ -169,6 +169,7 @@ static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stre
              tt_coll_name(c->coll), (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype),
              tutti_op_name(c->op), algo->name, choice.predicted < 0 ? "forced" : "tuner predicts",
              choice.predicted < 0 ? 0.0 : choice.predicted * 1e6, s->nrounds, x.nslices);
+    comm->bytes_sent += (uint64_t)s->sent_count * x.elem;
     st = tt_engine_run(comm, s, &x);
     if (st) {
         tt_comm_fail(comm, st);

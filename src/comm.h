@@ -35,6 +35,8 @@ struct tutti_comm {
     void *scratch;
     size_t scratch_bytes;
     tutti_status_t failed; /* set once a collective failed mid-flight */
+    uint64_t bytes_sent;   /* by this rank's collectives so far */
+    tutti_compress_stats_t compress_stats; /* of the last compressed all-reduce */
     int oversubscribed;    /* more ranks on this host than CPUs they may use */
     tt_hosts_t hosts;      /* which ranks share a host */
     tt_algo_policy_t policy;

@@ -49,6 +49,8 @@ tutti_status_t tt_sched_add(tt_sched_t *s, tt_step_t step)
     if (grow((void **)&s->steps, &s->steps_cap, s->nsteps + 1, sizeof(tt_step_t)))
         return TUTTI_ERR_NO_MEMORY;
     s->steps[s->nsteps++] = step;
+    if (step.kind == TT_STEP_SEND)
+        s->sent_count += step.src.count;
     s->round_first[s->nrounds] = s->nsteps;
     int in_round = s->round_first[s->nrounds] - s->round_first[s->nrounds - 1];
     if (in_round > s->max_round_steps)

@@ -94,6 +94,7 @@ typedef struct {
     int *round_first; /* round r holds steps [round_first[r], round_first[r + 1]) */
     int nrounds, rounds_cap;
     size_t scratch_count; /* elements of scratch the schedule touches */
+    size_t sent_count;    /* elements this rank sends in all */
     int max_round_steps;  /* steps in the widest round */
 } tt_sched_t;
 

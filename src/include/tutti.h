@@ -236,6 +236,68 @@ TUTTI_API tutti_status_t tutti_send(const void *sendbuf, size_t count, tutti_dty
 TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t dtype, int peer,
                                     tutti_comm_t comm, tutti_stream_t stream);
 
+/*
+ * Compressed all-reduce (tutti_compression(3)). Each rank sends a compressed
+ * form of its gradient plus the error it kept from earlier calls; what the
+ * compression dropped goes back into that error (error feedback), so it is
+ * sent later instead of lost.
+ */
+typedef enum {
+    TUTTI_COMPRESS_NONE = 0, /* the dense all-reduce */
+    TUTTI_COMPRESS_TOPK,     /* the k largest |g + e|, as (index, value) pairs */
+    TUTTI_COMPRESS_INT8,     /* two-phase, 8-bit codes with per-block scales */
+    TUTTI_COMPRESS_INT4,     /* two-phase, 4-bit codes with per-block scales */
+    TUTTI_COMPRESS_SIGN      /* two-phase, 1 bit per element times a per-block scale */
+} tutti_compress_kind_t;
+
+typedef enum { TUTTI_ROUND_NEAREST = 0, TUTTI_ROUND_STOCHASTIC } tutti_rounding_t;
+
+/* How to compress; zero-initialised fields take the defaults. */
+typedef struct {
+    tutti_compress_kind_t kind;
+    double density;            /* top-k: fraction kept when k is 0 (default 0.01) */
+    size_t k;                  /* top-k: elements kept per rank; 0: from density */
+    int sampled;               /* top-k: 1: threshold from a sample (DGC), about k sent */
+    size_t block;              /* quantizers: elements per scale; 0: one scale per rank's chunk */
+    tutti_rounding_t rounding; /* int8/int4 */
+    uint64_t seed;             /* stochastic rounding and sampling */
+    int no_error_feedback;     /* 1: drop what compression loses (for experiments) */
+} tutti_compress_t;
+
+/* Error-feedback state for one tensor, kept by the caller between calls. */
+typedef struct tutti_ef_state *tutti_ef_state_t;
+
+/* State for tensors of count elements in a communicator of nranks ranks. */
+TUTTI_API tutti_status_t tutti_ef_create(tutti_ef_state_t *state, size_t count, int nranks);
+/* Zeroes the errors (after a change of model or learning-rate schedule). */
+TUTTI_API tutti_status_t tutti_ef_reset(tutti_ef_state_t state);
+TUTTI_API tutti_status_t tutti_ef_destroy(tutti_ef_state_t state);
+/* The errors themselves, fp32: worker (count elements: what this rank has
+ * yet to send) and server (this rank's chunk of the two-phase schemes; NULL
+ * until one ran). Valid until the next call on state. */
+TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **worker, size_t *worker_count,
+                                         const float **server, size_t *server_count);
+
+/**
+ * recvbuf = sum (or avg) over ranks of sendbuf, compressed as how says.
+ * dtype fp32, fp16 or bf16; op sum or avg. state may be NULL only with
+ * no_error_feedback or kind NONE. In-place: sendbuf == recvbuf.
+ */
+TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
+                                                    tutti_dtype_t dtype, tutti_op_t op, const tutti_compress_t *how,
+                                                    tutti_ef_state_t state, tutti_comm_t comm,
+                                                    tutti_stream_t stream);
+
+/* What this rank's last compressed all-reduce on comm did. */
+typedef struct {
+    uint64_t bytes_sent;       /* put on the wire by this rank */
+    uint64_t dense_bytes_sent; /* what the dense ring all-reduce would have sent */
+    uint64_t k_sent;           /* top-k: pairs this rank sent */
+    int fell_back;             /* 1: ran dense, compression would have sent more */
+} tutti_compress_stats_t;
+
+TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The compressed all-reduce, built from tutti's own all-gather, all-to-all
+ * and all-reduce, and the error-feedback state it keeps per tensor.
+ *
+ * top-k: each rank selects the k largest |g + e|, all ranks all-gather the
+ * (index, value) pairs and add them into the dense output in rank order.
+ * Two-phase (int8, int4, sign): each rank compresses g + e chunk by chunk,
+ * the chunks go to their owners (all-to-all), each owner decompresses and
+ * adds its p copies in rank order, adds its server error, compresses the
+ * result again and all ranks all-gather the compressed chunks.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "compress.h"
+#include "dtype.h"
+#include "half.h"
+#include "log.h"
+
+#define TT_DEFAULT_DENSITY 0.01
+
+struct tutti_ef_state {
+    size_t count;
+    int nranks;
+    float *worker;       /* count */
+    float *server;       /* the largest chunk */
+    size_t server_count; /* this rank's chunk, 0 until a two-phase call */
+};
+
+TUTTI_API tutti_status_t tutti_ef_create(tutti_ef_state_t *state, size_t count, int nranks)
+{
+    if (!state || nranks < 1)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_create: %s",
+                             !state ? "state: NULL output pointer" : "nranks must be >= 1");
+    *state = calloc(1, sizeof **state);
+    if (!*state)
+        return TUTTI_ERR_NO_MEMORY;
+    (*state)->count = count;
+    (*state)->nranks = nranks;
+    (*state)->worker = calloc(count ? count : 1, sizeof(float));
+    (*state)->server = calloc(tt_block_count(count, nranks, 0) + 1, sizeof(float));
+    if (!(*state)->worker || !(*state)->server) {
+        tutti_ef_destroy(*state);
+        *state = NULL;
+        return TUTTI_ERR_NO_MEMORY;
+    }
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_ef_reset(tutti_ef_state_t state)
+{
+    if (!state)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_reset: state is NULL");
+    memset(state->worker, 0, (state->count ? state->count : 1) * sizeof(float));
+    memset(state->server, 0, (tt_block_count(state->count, state->nranks, 0) + 1) * sizeof(float));
+    state->server_count = 0;
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_ef_destroy(tutti_ef_state_t state)
+{
+    if (state) {
+        free(state->worker);
+        free(state->server);
+        free(state);
+    }
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **worker, size_t *worker_count,
+                                         const float **server, size_t *server_count)
+{
+    if (!state || !worker || !worker_count || !server || !server_count)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_errors: NULL argument");
+    *worker = state->worker;
+    *worker_count = state->count;
+    *server = state->server_count ? state->server : NULL;
+    *server_count = state->server_count;
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats)
+{
+    if (!tt_comm_valid(comm) || !stats)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_compress_last_stats: %s",
+                             !stats ? "stats is NULL" : "comm is NULL or destroyed");
+    *stats = comm->compress_stats;
+    return TUTTI_SUCCESS;
+}
+
+/* Bytes this rank sends in the dense ring all-reduce of n elements. */
+static uint64_t dense_ring_bytes(size_t n, size_t elem, int p, int r)
+{
+    uint64_t blocks = 0;
+    for (int k = 0; k < p - 1; k++) /* reduce-scatter, then all-gather */
+        blocks += tt_block_count(n, p, tt_mod(r - k, p)) + tt_block_count(n, p, tt_mod(r + 1 - k, p));
+    return blocks * elem;
+}
+
+static void to_f32(const void *in, tutti_dtype_t t, size_t n, float *out)
+{
+    if (t == TUTTI_FP32)
+        memcpy(out, in, n * sizeof(float));
+    else
+        for (size_t i = 0; i < n; i++)
+            out[i] = t == TUTTI_FP16 ? tt_fp16_to_f32(((const uint16_t *)in)[i])
+                                     : tt_bf16_to_f32(((const uint16_t *)in)[i]);
+}
+
+static void from_f32(const float *in, tutti_dtype_t t, size_t n, void *out)
+{
+    if (t == TUTTI_FP32)
+        memmove(out, in, n * sizeof(float));
+    else
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)out)[i] = t == TUTTI_FP16 ? tt_f32_to_fp16(in[i]) : tt_f32_to_bf16(in[i]);
+}
+
+/* What a call needs besides the user's buffers. */
+typedef struct {
+    tutti_comm_t comm;
+    const tutti_compress_t *how;
+    tutti_ef_state_t ef; /* NULL: no error feedback */
+    size_t n;
+    int p, rank;
+    tutti_op_t op;
+    float *x;   /* g + e: what this rank wants to send */
+    float *out; /* the result, fp32 */
+    uint64_t stream;
+} call_t;
+
+static tutti_status_t dense(call_t *c)
+{
+    TT_TRY(tutti_allreduce(c->x, c->out, c->n, TUTTI_FP32, c->op, c->comm, NULL));
+    if (c->ef)
+        memset(c->ef->worker, 0, c->n * sizeof(float)); /* everything was sent */
+    return TUTTI_SUCCESS;
+}
+
+static size_t topk_k(const call_t *c)
+{
+    const tutti_compress_t *h = c->how;
+    double density = h->density > 0 ? h->density : TT_DEFAULT_DENSITY;
+    size_t k = h->k ? h->k : (size_t)ceil(density * (double)c->n);
+    return k < 1 ? 1 : k > c->n ? c->n : k;
+}
+
+typedef struct {
+    uint32_t index;
+    float value;
+} pair_t;
+
+static tutti_status_t topk(call_t *c)
+{
+    size_t k = topk_k(c);
+    /* Pairs cost 8 bytes against the dense ring's 2 (p-1)/p 4 per element:
+     * all-gathering p k pairs only pays below k/n = 1/p. */
+    if ((double)k / (double)c->n >= 1.0 / c->p) {
+        TT_DEBUG(TT_SUB_COLL, "compressed all-reduce: top-%zu of %zu on %d ranks would send more than the dense "
+                              "all-reduce; running dense",
+                 k, c->n, c->p);
+        c->comm->compress_stats.fell_back = 1;
+        return dense(c);
+    }
+    uint32_t *idx = malloc(2 * k * sizeof *idx);
+    float *mag = malloc(c->n * sizeof *mag);
+    int64_t mine, most = 0;
+    pair_t *pairs = NULL, *all = NULL;
+    tutti_status_t st = TUTTI_ERR_NO_MEMORY;
+    if (!idx || !mag)
+        goto out;
+    mine = (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->stream, idx, mag)
+                                     : tt_topk_exact(c->x, c->n, k, idx, mag));
+    /* Exact selection sends k pairs everywhere; sampled ones agree on the largest count first. */
+    most = mine;
+    if (c->how->sampled && (st = tutti_allreduce(&mine, &most, 1, TUTTI_INT64, TUTTI_MAX, c->comm, NULL)))
+        goto out;
+    st = TUTTI_ERR_NO_MEMORY;
+    pairs = malloc((size_t)(most ? most : 1) * sizeof *pairs);
+    all = malloc((size_t)(most ? most : 1) * (size_t)c->p * sizeof *all);
+    if (!pairs || !all)
+        goto out;
+    for (int64_t i = 0; i < most; i++) /* padding: an index past the end */
+        pairs[i] = i < mine ? (pair_t){idx[i], c->x[idx[i]]} : (pair_t){UINT32_MAX, 0};
+    if (c->ef) { /* what was sent leaves the error; the rest stays */
+        memcpy(c->ef->worker, c->x, c->n * sizeof(float));
+        for (int64_t i = 0; i < mine; i++)
+            c->ef->worker[idx[i]] = 0;
+    }
+    st = tutti_allgather(pairs, all, (size_t)most * sizeof *pairs, TUTTI_UINT8, c->comm, NULL);
+    if (st)
+        goto out;
+    /* In rank order: rank 0's values are placed, the others added, which is
+     * bit for bit the dense sum of the sparse vectors in rank order. */
+    memset(c->out, 0, c->n * sizeof(float));
+    for (int q = 0; q < c->p; q++)
+        for (int64_t i = 0; i < most; i++) {
+            pair_t pr = all[(size_t)q * (size_t)most + (size_t)i];
+            if (pr.index < c->n)
+                c->out[pr.index] = q == 0 ? pr.value : c->out[pr.index] + pr.value;
+        }
+    if (c->op == TUTTI_AVG)
+        for (size_t i = 0; i < c->n; i++)
+            c->out[i] /= (float)c->p;
+    c->comm->compress_stats.k_sent = (uint64_t)mine;
+out:
+    free(idx);
+    free(mag);
+    free(pairs);
+    free(all);
+    return st;
+}
+
+static tutti_status_t two_phase(call_t *c)
+{
+    tt_quant_t q = {.kind = c->how->kind, .block = c->how->block, .rounding = c->how->rounding, .seed = c->how->seed};
+    int p = c->p, r = c->rank;
+    size_t slot = tt_quant_bytes(&q, tt_block_count(c->n, p, 0)); /* the largest chunk's encoding */
+    size_t mine = tt_block_count(c->n, p, r);
+    unsigned char *enc = malloc(slot * (size_t)p), *got = malloc(slot * (size_t)p);
+    float *y = malloc((mine ? mine : 1) * sizeof *y);
+    tutti_status_t st = TUTTI_ERR_NO_MEMORY;
+    if (!enc || !got || !y)
+        goto out;
+    /* Worker: compress every chunk of g + e; keep what the codes lose. */
+    for (int j = 0; j < p; j++) {
+        size_t off = tt_block_off(c->n, p, j), cnt = tt_block_count(c->n, p, j);
+        tt_quant_encode(&q, c->x + off, cnt, c->stream * 2 * (uint64_t)p + (uint64_t)j, enc + slot * (size_t)j,
+                        c->ef ? c->ef->worker + off : NULL);
+    }
+    if ((st = tutti_alltoall(enc, got, slot, TUTTI_UINT8, c->comm, NULL)))
+        goto out;
+    /* Server: this rank's chunk from every rank, added in rank order. */
+    for (int j = 0; j < p; j++)
+        tt_quant_decode(&q, got + slot * (size_t)j, mine, y, j > 0);
+    for (size_t i = 0; c->op == TUTTI_AVG && i < mine; i++)
+        y[i] /= (float)p;
+    if (c->ef) {
+        for (size_t i = 0; i < mine; i++)
+            y[i] += c->ef->server[i];
+        c->ef->server_count = mine;
+    }
+    tt_quant_encode(&q, y, mine, c->stream * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r, enc,
+                    c->ef ? c->ef->server : NULL);
+    if ((st = tutti_allgather(enc, got, slot, TUTTI_UINT8, c->comm, NULL)))
+        goto out;
+    for (int j = 0; j < p; j++)
+        tt_quant_decode(&q, got + slot * (size_t)j, tt_block_count(c->n, p, j), c->out + tt_block_off(c->n, p, j), 0);
+out:
+    free(enc);
+    free(got);
+    free(y);
+    return st;
+}
+
+static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv, size_t count, tutti_dtype_t dtype,
+                                 tutti_op_t op, const tutti_compress_t *how, tutti_ef_state_t ef, tutti_stream_t stream)
+{
+    const char *name = "tutti_allreduce_compressed";
+    if (!tt_comm_valid(comm))
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL or destroyed", name);
+    if (stream)
+        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: stream: only NULL (host buffers) is supported", name);
+    if (!how)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how is NULL", name);
+    if ((unsigned)how->kind > TUTTI_COMPRESS_SIGN)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how->kind: %d is not a tutti_compress_kind_t", name,
+                             (int)how->kind);
+    if (dtype != TUTTI_FP32 && dtype != TUTTI_FP16 && dtype != TUTTI_BF16)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: dtype: %s; only fp32, fp16 and bf16 compress", name,
+                             tt_dtype_valid(dtype) ? tutti_dtype_name(dtype) : "invalid");
+    if (op != TUTTI_SUM && op != TUTTI_AVG)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: op: only sum and avg compress", name);
+    if (count && (!send || !recv))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: %s is NULL", name, !send ? "sendbuf" : "recvbuf");
+    if (count > UINT32_MAX)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: count: at most 2^32 - 1 elements", name);
+    if (how->kind == TUTTI_COMPRESS_TOPK && (how->density < 0 || how->density > 1))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how->density: %g is outside [0, 1]", name,
+                             how->density);
+    if (how->rounding != TUTTI_ROUND_NEAREST && how->rounding != TUTTI_ROUND_STOCHASTIC)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how->rounding: %d", name, (int)how->rounding);
+    int feedback = how->kind != TUTTI_COMPRESS_NONE && !how->no_error_feedback;
+    if (feedback && !ef)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
+                             "%s: state is NULL but error feedback is on (tutti_ef_create, or set no_error_feedback)",
+                             name);
+    if (feedback && (ef->count != count || ef->nranks != comm->nranks))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
+                             "%s: state was made for %zu elements on %d ranks, the call has %zu on %d", name, ef->count,
+                             ef->nranks, count, comm->nranks);
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
+                                                    tutti_dtype_t dtype, tutti_op_t op, const tutti_compress_t *how,
+                                                    tutti_ef_state_t state, tutti_comm_t comm,
+                                                    tutti_stream_t stream)
+{
+    TT_TRY(check_args(comm, sendbuf, recvbuf, count, dtype, op, how, state, stream));
+    comm->compress_stats = (tutti_compress_stats_t){0};
+    if (how->kind == TUTTI_COMPRESS_NONE || count == 0) {
+        uint64_t before = comm->bytes_sent;
+        TT_TRY(tutti_allreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL));
+        comm->compress_stats.bytes_sent = comm->compress_stats.dense_bytes_sent = comm->bytes_sent - before;
+        return TUTTI_SUCCESS;
+    }
+    call_t c = {.comm = comm,
+                .how = how,
+                .ef = how->no_error_feedback ? NULL : state,
+                .n = count,
+                .p = comm->nranks,
+                .rank = comm->rank,
+                .op = op};
+    c.x = malloc(count * sizeof(float));
+    c.out = malloc(count * sizeof(float));
+    if (!c.x || !c.out) {
+        free(c.x);
+        free(c.out);
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "tutti_allreduce_compressed: no memory for 2 x %zu floats",
+                             count);
+    }
+    to_f32(sendbuf, dtype, count, c.x);
+    for (size_t i = 0; c.ef && i < count; i++)
+        c.x[i] += c.ef->worker[i];
+    /* Random streams differ per call and rank and agree with a rerun. */
+    c.stream = comm->coll_seq * (uint64_t)c.p + (uint64_t)c.rank;
+    uint64_t before = comm->bytes_sent;
+    tutti_status_t st = how->kind == TUTTI_COMPRESS_TOPK ? topk(&c) : two_phase(&c);
+    if (!st) {
+        from_f32(c.out, dtype, count, recvbuf);
+        comm->compress_stats.bytes_sent = comm->bytes_sent - before;
+        comm->compress_stats.dense_bytes_sent = dense_ring_bytes(count, tutti_dtype_size(dtype), c.p, c.rank);
+    }
+    free(c.x);
+    free(c.out);
+    return st;
+}
