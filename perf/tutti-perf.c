@@ -39,6 +39,8 @@ typedef struct {
     tutti_op_t op;
     int coll; /* -1: all */
     int csv, json;
+    int compress; /* --compress: all-reduce through tutti_allreduce_compressed */
+    tutti_compress_t how;
 } opts_t;
 
 typedef struct {
@@ -51,6 +53,8 @@ typedef struct {
     double busbw_sum;
     int busbw_n;
     long long wrong_total;
+    tutti_ef_state_t ef; /* --compress: error feedback for the current size */
+    size_t ef_count;
 } ctx_t;
 
 static void usage(FILE *out)
@@ -70,6 +74,9 @@ static void usage(FILE *out)
                  "  -C, --collective C    allreduce reducescatter allgather broadcast reduce alltoall\n"
                  "                        sendrecv, or all (default all)\n"
                  "      --csv, --json     machine-readable output instead of the table\n"
+                 "      --compress SPEC   all-reduce through tutti_allreduce_compressed: topk[:DENSITY],\n"
+                 "                        topk-sampled[:DENSITY], int8[:BLOCK], int4[:BLOCK], sign[:BLOCK]\n"
+                 "      --no-ef           with --compress: no error feedback\n"
                  "Sizes are the full buffer: the output of allgather, the input of reducescatter.\n"
                  "busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for reducescatter, allgather\n"
                  "and alltoall, x 1 otherwise. Exit status 1 if any element was wrong.\n");
@@ -186,7 +193,10 @@ static tutti_status_t run_once(ctx_t *c, coll_t coll, size_t n, int in_place)
     char *recv = c->recv, *send = in_place ? c->recv : c->send;
     size_t bytes = n * c->elem;
     switch (coll) {
-    case C_ALLREDUCE: return tutti_allreduce(send, recv, n, t, c->o->op, c->comm, NULL);
+    case C_ALLREDUCE:
+        if (c->o->compress)
+            return tutti_allreduce_compressed(send, recv, n, t, c->o->op, &c->o->how, c->ef, c->comm, NULL);
+        return tutti_allreduce(send, recv, n, t, c->o->op, c->comm, NULL);
     case C_REDUCESCATTER:
         return tutti_reduce_scatter(send, in_place ? recv + (size_t)r * bytes : recv, n, t, c->o->op, c->comm,
                                     NULL);
@@ -267,6 +277,7 @@ typedef struct {
     double us, algbw, busbw;
     long long wrong; /* -1: not checked */
     int skipped;
+    double ratio; /* --compress: dense bytes / bytes sent, on this rank */
 } result_t;
 
 static tutti_status_t measure(ctx_t *c, coll_t coll, size_t n, size_t size_bytes, int in_place, result_t *res)
@@ -276,6 +287,11 @@ static tutti_status_t measure(ctx_t *c, coll_t coll, size_t n, size_t size_bytes
     if (in_place && coll == C_SENDRECV) { /* blocking send/recv cannot swap in place */
         res->skipped = 1;
         return TUTTI_SUCCESS;
+    }
+    if (c->o->compress && c->ef_count != n) { /* fresh error feedback per size */
+        tutti_ef_destroy(c->ef);
+        st = tutti_ef_create(&c->ef, n, c->nranks);
+        c->ef_count = n;
     }
     for (int i = 0; i < c->o->warmup && !st; i++)
         st = run_once(c, coll, n, in_place);
@@ -287,7 +303,12 @@ static tutti_status_t measure(ctx_t *c, coll_t coll, size_t n, size_t size_bytes
     double local_us = (double)(tt_now_ns() - t0) / 1e3 / (c->o->iters > 0 ? c->o->iters : 1), us = 0;
     if (!st)
         st = tutti_allreduce(&local_us, &us, 1, TUTTI_FP64, TUTTI_MAX, c->comm, NULL);
-    if (!st && c->o->check) {
+    if (!st && c->o->compress) {
+        tutti_compress_stats_t cs;
+        st = tutti_compress_last_stats(c->comm, &cs);
+        res->ratio = cs.bytes_sent ? (double)cs.dense_bytes_sent / (double)cs.bytes_sent : 0;
+    }
+    if (!st && c->o->check && !c->o->compress) { /* compressed results are approximate */
         int64_t wrong = check_once(c, coll, n, in_place, &st), total = 0;
         if (!st)
             st = tutti_allreduce(&wrong, &total, 1, TUTTI_INT64, TUTTI_SUM, c->comm, NULL);
@@ -307,7 +328,8 @@ static void print_header(const ctx_t *c, coll_t coll)
         return;
     if (c->o->csv) {
         printf("collective,size,count,type,redop,root,oop_time_us,oop_algbw,oop_busbw,oop_wrong,"
-               "ip_time_us,ip_algbw,ip_busbw,ip_wrong\n");
+               "ip_time_us,ip_algbw,ip_busbw,ip_wrong%s\n",
+               c->o->compress ? ",compression_ratio" : "");
         return;
     }
     printf("# tutti-perf: %s, %d ranks, %d iterations, %d warm-up, check %s\n", coll_names[coll], c->nranks,
@@ -317,6 +339,9 @@ static void print_header(const ctx_t *c, coll_t coll)
            "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
     printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "",
            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    if (c->o->compress)
+        printf("# compressed: busbw counts the dense all-reduce's bytes (effective bandwidth); the last column\n"
+               "# is dense bytes / bytes sent; results are approximate, so #wrong is N/A\n");
 }
 
 static void print_row(ctx_t *c, coll_t coll, size_t size, size_t count, const result_t res[2])
@@ -333,9 +358,10 @@ static void print_row(ctx_t *c, coll_t coll, size_t size, size_t count, const re
             if (res[ip].skipped)
                 printf(",\"%s\":null", ip ? "in_place" : "out_of_place");
             else
-                printf(",\"%s\":{\"time_us\":%.3f,\"algbw\":%.4f,\"busbw\":%.4f,\"wrong\":%lld}",
+                printf(",\"%s\":{\"time_us\":%.3f,\"algbw\":%.4f,\"busbw\":%.4f,\"wrong\":%lld,"
+                       "\"compression_ratio\":%.4f}",
                        ip ? "in_place" : "out_of_place", res[ip].us, res[ip].algbw, res[ip].busbw,
-                       res[ip].wrong);
+                       res[ip].wrong, res[ip].ratio);
         }
         printf("}");
         c->json_first = 0;
@@ -347,6 +373,8 @@ static void print_row(ctx_t *c, coll_t coll, size_t size, size_t count, const re
                 printf(",,,,");
             else
                 printf(",%.3f,%.4f,%.4f,%lld", res[ip].us, res[ip].algbw, res[ip].busbw, res[ip].wrong);
+        if (c->o->compress)
+            printf(",%.4f", res[0].ratio);
         printf("\n");
     } else {
         printf("  %10zu %12zu %8s %6s %5d", size, count, tutti_dtype_name(c->o->dtype), redop, root);
@@ -362,6 +390,8 @@ static void print_row(ctx_t *c, coll_t coll, size_t size, size_t count, const re
                 snprintf(wrong, sizeof wrong, "%lld", res[ip].wrong);
             printf(" %9.2f %7.3f %7.3f %6s", res[ip].us, res[ip].algbw, res[ip].busbw, wrong);
         }
+        if (c->o->compress)
+            printf(" %7.2f", res[0].ratio);
         printf("\n");
     }
     fflush(stdout);
@@ -406,6 +436,38 @@ static tutti_status_t sweep(ctx_t *c, coll_t coll)
     return TUTTI_SUCCESS;
 }
 
+/* "topk[:DENSITY]", "topk-sampled[:DENSITY]", "int8[:BLOCK]", "int4[:BLOCK]",
+ * "sign[:BLOCK]" or "none". 0, or -1 if malformed. */
+static int parse_compress(const char *spec, tutti_compress_t *how)
+{
+    static const struct {
+        const char *name;
+        tutti_compress_kind_t kind;
+    } kinds[] = {{"none", TUTTI_COMPRESS_NONE}, {"topk", TUTTI_COMPRESS_TOPK}, {"topk-sampled", TUTTI_COMPRESS_TOPK},
+                 {"int8", TUTTI_COMPRESS_INT8}, {"int4", TUTTI_COMPRESS_INT4}, {"sign", TUTTI_COMPRESS_SIGN}};
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    int no_ef = how->no_error_feedback;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        if (strlen(kinds[k].name) != len || strncmp(spec, kinds[k].name, len) != 0)
+            continue;
+        *how = (tutti_compress_t){.kind = kinds[k].kind, .sampled = k == 2, .no_error_feedback = no_ef};
+        if (!colon)
+            return 0;
+        char *end;
+        double v = strtod(colon + 1, &end);
+        if (*end || v <= 0)
+            return -1;
+        if (how->kind == TUTTI_COMPRESS_TOPK) {
+            how->density = v;
+            return v > 1 ? -1 : 0;
+        }
+        how->block = (size_t)v;
+        return how->kind == TUTTI_COMPRESS_NONE ? -1 : 0;
+    }
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, opts_t *o)
 {
     static const struct option longopts[] = {{"minbytes", required_argument, NULL, 'b'},
@@ -421,6 +483,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
                                              {"collective", required_argument, NULL, 'C'},
                                              {"csv", no_argument, NULL, 'S'},
                                              {"json", no_argument, NULL, 'J'},
+                                             {"compress", required_argument, NULL, 'Z'},
+                                             {"no-ef", no_argument, NULL, 'E'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     *o = (opts_t){.minb = 32 << 20,
@@ -471,6 +535,11 @@ static int parse_args(int argc, char **argv, opts_t *o)
                     bad = 0;
                 }
             break;
+        case 'Z':
+            bad = parse_compress(optarg, &o->how);
+            o->compress = 1;
+            break;
+        case 'E': o->how.no_error_feedback = 1; break;
         case 'S': o->csv = 1; break;
         case 'J': o->json = 1; break;
         case 'h': usage(stdout); exit(0);
@@ -485,6 +554,14 @@ static int parse_args(int argc, char **argv, opts_t *o)
         fprintf(stderr, "tutti-perf: -b is larger than -e\n");
         return -1;
     }
+    if (o->compress && ((o->coll >= 0 && o->coll != C_ALLREDUCE) ||
+                        (o->dtype != TUTTI_FP32 && o->dtype != TUTTI_FP16 && o->dtype != TUTTI_BF16) ||
+                        (o->op != TUTTI_SUM && o->op != TUTTI_AVG))) {
+        fprintf(stderr, "tutti-perf: --compress runs all-reduce only, on float, half or bfloat16, sum or avg\n");
+        return -1;
+    }
+    if (o->compress)
+        o->coll = C_ALLREDUCE;
     return 0;
 }
 
@@ -529,6 +606,7 @@ int main(int argc, char **argv)
     }
     free(c.send);
     free(c.recv);
+    tutti_ef_destroy(c.ef);
     if (st) {
         tutti_comm_abort(c.comm);
         return 1;

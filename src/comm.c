@@ -231,6 +231,7 @@ static void comm_free(tutti_comm_t comm)
     free(comm->recv_seq);
     free(comm->scratch);
     free(comm->engine_ws);
+    free(comm->compress_ws);
     tt_sched_cache_free(&comm->sched_cache);
     free(comm);
 }

@@ -43,6 +43,8 @@ struct tutti_comm {
     tt_sched_cache_t sched_cache;
     void *engine_ws; /* the engine's per-call arrays, kept between calls */
     size_t engine_ws_bytes;
+    void *compress_ws; /* the compressed all-reduce's buffers, kept between calls */
+    size_t compress_ws_bytes;
     struct {                      /* tutti-explain --measure: what the last call ran */
         int64_t *round_end_ns;    /* caller's array of cap entries; NULL: not traced */
         int cap, nrounds, nslices;

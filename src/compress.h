@@ -24,13 +24,15 @@ typedef struct {
  * the codes (1 byte, half a byte or one bit each). */
 size_t tt_quant_bytes(const tt_quant_t *q, size_t n);
 /*
- * Encodes x[0..n) into out (tt_quant_bytes(q, n) bytes). stream picks the
- * random numbers of stochastic rounding (element i uses number i of the
- * stream), so results do not depend on how the work is split. When lost is
- * not NULL it gets x - decode(out): what the encoding dropped.
+ * Encodes x = g + e (g alone when e is NULL), n values, into out
+ * (tt_quant_bytes(q, n) bytes), and replaces e with x - decode(out): what
+ * the encoding dropped. One pass over g and e for the scales, one for the
+ * codes. stream picks the random numbers of stochastic rounding (element i
+ * uses number i of the stream, rounding x / scale + u - 1/2 to nearest), so
+ * results do not depend on how the work is split.
  */
-void tt_quant_encode(const tt_quant_t *q, const float *x, size_t n, uint64_t stream, unsigned char *out,
-                     float *lost);
+void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, uint64_t stream,
+                     unsigned char *out);
 /* out[0..n) = the values in; with add, out += them instead. */
 void tt_quant_decode(const tt_quant_t *q, const unsigned char *in, size_t n, float *out, int add);
 

@@ -119,6 +119,29 @@ static void from_f32(const float *in, tutti_dtype_t t, size_t n, void *out)
             ((uint16_t *)out)[i] = t == TUTTI_FP16 ? tt_f32_to_fp16(in[i]) : tt_f32_to_bf16(in[i]);
 }
 
+/* Carves the call's buffers (each 64-byte aligned) out of the communicator's
+ * compression workspace, growing it when needed. sizes ends with 0. */
+static tutti_status_t workspace(tutti_comm_t comm, const size_t *sizes, void **out)
+{
+    size_t total = 0;
+    for (int i = 0; sizes[i]; i++)
+        total += (sizes[i] + 63) & ~(size_t)63;
+    if (total > comm->compress_ws_bytes) {
+        free(comm->compress_ws);
+        comm->compress_ws = NULL;
+        comm->compress_ws_bytes = 0;
+        if (posix_memalign(&comm->compress_ws, 64, total))
+            return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "compressed all-reduce: no memory for %zu bytes", total);
+        comm->compress_ws_bytes = total;
+    }
+    char *at = comm->compress_ws;
+    for (int i = 0; sizes[i]; i++) {
+        out[i] = at;
+        at += (sizes[i] + 63) & ~(size_t)63;
+    }
+    return TUTTI_SUCCESS;
+}
+
 /* What a call needs besides the user's buffers. */
 typedef struct {
     tutti_comm_t comm;
@@ -127,9 +150,12 @@ typedef struct {
     size_t n;
     int p, rank;
     tutti_op_t op;
-    float *x;   /* g + e: what this rank wants to send */
-    float *out; /* the result, fp32 */
+    const float *g; /* the input as fp32 (the user's buffer when that is fp32) */
+    float *x;       /* top-k: g + e, what this rank wants to send */
+    float *out; /* the result, fp32 (the user's buffer when that is fp32) */
     uint64_t stream;
+    size_t k;                /* top-k: elements to keep */
+    void *buf[4];            /* the scheme's own buffers, from the workspace */
 } call_t;
 
 static tutti_status_t dense(call_t *c)
@@ -155,7 +181,7 @@ typedef struct {
 
 static tutti_status_t topk(call_t *c)
 {
-    size_t k = topk_k(c);
+    size_t k = c->k;
     /* Pairs cost 8 bytes against the dense ring's 2 (p-1)/p 4 per element:
      * all-gathering p k pairs only pays below k/n = 1/p. */
     if ((double)k / (double)c->n >= 1.0 / c->p) {
@@ -165,24 +191,15 @@ static tutti_status_t topk(call_t *c)
         c->comm->compress_stats.fell_back = 1;
         return dense(c);
     }
-    uint32_t *idx = malloc(2 * k * sizeof *idx);
-    float *mag = malloc(c->n * sizeof *mag);
-    int64_t mine, most = 0;
-    pair_t *pairs = NULL, *all = NULL;
-    tutti_status_t st = TUTTI_ERR_NO_MEMORY;
-    if (!idx || !mag)
-        goto out;
-    mine = (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->stream, idx, mag)
-                                     : tt_topk_exact(c->x, c->n, k, idx, mag));
+    uint32_t *idx = c->buf[0];
+    float *mag = c->buf[1];
+    pair_t *pairs = c->buf[2], *all = c->buf[3];
+    int64_t mine = (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->stream, idx, mag)
+                                             : tt_topk_exact(c->x, c->n, k, idx, mag));
     /* Exact selection sends k pairs everywhere; sampled ones agree on the largest count first. */
-    most = mine;
-    if (c->how->sampled && (st = tutti_allreduce(&mine, &most, 1, TUTTI_INT64, TUTTI_MAX, c->comm, NULL)))
-        goto out;
-    st = TUTTI_ERR_NO_MEMORY;
-    pairs = malloc((size_t)(most ? most : 1) * sizeof *pairs);
-    all = malloc((size_t)(most ? most : 1) * (size_t)c->p * sizeof *all);
-    if (!pairs || !all)
-        goto out;
+    int64_t most = mine;
+    if (c->how->sampled)
+        TT_TRY(tutti_allreduce(&mine, &most, 1, TUTTI_INT64, TUTTI_MAX, c->comm, NULL));
     for (int64_t i = 0; i < most; i++) /* padding: an index past the end */
         pairs[i] = i < mine ? (pair_t){idx[i], c->x[idx[i]]} : (pair_t){UINT32_MAX, 0};
     if (c->ef) { /* what was sent leaves the error; the rest stays */
@@ -190,9 +207,7 @@ static tutti_status_t topk(call_t *c)
         for (int64_t i = 0; i < mine; i++)
             c->ef->worker[idx[i]] = 0;
     }
-    st = tutti_allgather(pairs, all, (size_t)most * sizeof *pairs, TUTTI_UINT8, c->comm, NULL);
-    if (st)
-        goto out;
+    TT_TRY(tutti_allgather(pairs, all, (size_t)most * sizeof *pairs, TUTTI_UINT8, c->comm, NULL));
     /* In rank order: rank 0's values are placed, the others added, which is
      * bit for bit the dense sum of the sparse vectors in rank order. */
     memset(c->out, 0, c->n * sizeof(float));
@@ -206,12 +221,7 @@ static tutti_status_t topk(call_t *c)
         for (size_t i = 0; i < c->n; i++)
             c->out[i] /= (float)c->p;
     c->comm->compress_stats.k_sent = (uint64_t)mine;
-out:
-    free(idx);
-    free(mag);
-    free(pairs);
-    free(all);
-    return st;
+    return TUTTI_SUCCESS;
 }
 
 static tutti_status_t two_phase(call_t *c)
@@ -220,40 +230,29 @@ static tutti_status_t two_phase(call_t *c)
     int p = c->p, r = c->rank;
     size_t slot = tt_quant_bytes(&q, tt_block_count(c->n, p, 0)); /* the largest chunk's encoding */
     size_t mine = tt_block_count(c->n, p, r);
-    unsigned char *enc = malloc(slot * (size_t)p), *got = malloc(slot * (size_t)p);
-    float *y = malloc((mine ? mine : 1) * sizeof *y);
-    tutti_status_t st = TUTTI_ERR_NO_MEMORY;
-    if (!enc || !got || !y)
-        goto out;
-    /* Worker: compress every chunk of g + e; keep what the codes lose. */
+    unsigned char *enc = c->buf[0], *got = c->buf[1];
+    float *y = c->buf[2];
+    /* Worker: compress every chunk of g + e; e keeps what the codes lose. */
     for (int j = 0; j < p; j++) {
         size_t off = tt_block_off(c->n, p, j), cnt = tt_block_count(c->n, p, j);
-        tt_quant_encode(&q, c->x + off, cnt, c->stream * 2 * (uint64_t)p + (uint64_t)j, enc + slot * (size_t)j,
-                        c->ef ? c->ef->worker + off : NULL);
+        tt_quant_encode(&q, c->g + off, c->ef ? c->ef->worker + off : NULL, cnt,
+                        c->stream * 2 * (uint64_t)p + (uint64_t)j, enc + slot * (size_t)j);
     }
-    if ((st = tutti_alltoall(enc, got, slot, TUTTI_UINT8, c->comm, NULL)))
-        goto out;
+    TT_TRY(tutti_alltoall(enc, got, slot, TUTTI_UINT8, c->comm, NULL));
     /* Server: this rank's chunk from every rank, added in rank order. */
     for (int j = 0; j < p; j++)
         tt_quant_decode(&q, got + slot * (size_t)j, mine, y, j > 0);
     for (size_t i = 0; c->op == TUTTI_AVG && i < mine; i++)
         y[i] /= (float)p;
-    if (c->ef) {
-        for (size_t i = 0; i < mine; i++)
-            y[i] += c->ef->server[i];
+    if (c->ef)
         c->ef->server_count = mine;
-    }
-    tt_quant_encode(&q, y, mine, c->stream * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r, enc,
-                    c->ef ? c->ef->server : NULL);
-    if ((st = tutti_allgather(enc, got, slot, TUTTI_UINT8, c->comm, NULL)))
-        goto out;
+    /* ... plus the server error, compressed again; the error keeps the loss */
+    tt_quant_encode(&q, y, c->ef ? c->ef->server : NULL, mine, c->stream * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r,
+                    enc);
+    TT_TRY(tutti_allgather(enc, got, slot, TUTTI_UINT8, c->comm, NULL));
     for (int j = 0; j < p; j++)
         tt_quant_decode(&q, got + slot * (size_t)j, tt_block_count(c->n, p, j), c->out + tt_block_off(c->n, p, j), 0);
-out:
-    free(enc);
-    free(got);
-    free(y);
-    return st;
+    return TUTTI_SUCCESS;
 }
 
 static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv, size_t count, tutti_dtype_t dtype,
@@ -315,27 +314,42 @@ TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *r
                 .p = comm->nranks,
                 .rank = comm->rank,
                 .op = op};
-    c.x = malloc(count * sizeof(float));
-    c.out = malloc(count * sizeof(float));
-    if (!c.x || !c.out) {
-        free(c.x);
-        free(c.out);
-        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "tutti_allreduce_compressed: no memory for 2 x %zu floats",
-                             count);
+    /* The buffers: x and the fp32 result, then the scheme's own. Top-k
+     * keeps room for 2k indices and pairs (what sampled selection may pick). */
+    size_t k = how->kind == TUTTI_COMPRESS_TOPK ? topk_k(&c) : 0, p = (size_t)c.p;
+    tt_quant_t q = {.kind = how->kind, .block = how->block};
+    size_t slot = how->kind == TUTTI_COMPRESS_TOPK ? 0 : tt_quant_bytes(&q, tt_block_count(count, c.p, 0));
+    int need_x = k || dtype != TUTTI_FP32; /* top-k works on g + e; half types need converting */
+    size_t sizes[] = {need_x ? count * sizeof(float) : 1,
+                      dtype == TUTTI_FP32 ? 1 : count * sizeof(float),
+                      k ? 2 * k * sizeof(uint32_t) : slot * p + 1,
+                      k ? count * sizeof(float) : slot * p + 1,
+                      k ? 2 * k * sizeof(pair_t) : (tt_block_count(count, c.p, 0) + 1) * sizeof(float),
+                      k ? 2 * k * p * sizeof(pair_t) : 1,
+                      0};
+    void *bufs[6];
+    TT_TRY(workspace(comm, sizes, bufs));
+    c.x = bufs[0];
+    c.out = dtype == TUTTI_FP32 ? recvbuf : bufs[1];
+    c.k = k;
+    memcpy(c.buf, bufs + 2, sizeof c.buf);
+    if (dtype != TUTTI_FP32)
+        to_f32(sendbuf, dtype, count, c.x);
+    c.g = dtype == TUTTI_FP32 ? sendbuf : c.x; /* read before out is written (in place) */
+    if (k) { /* top-k selects from g + e */
+        for (size_t i = 0; i < count; i++)
+            c.x[i] = c.g[i] + (c.ef ? c.ef->worker[i] : 0.0f);
+        c.g = c.x;
     }
-    to_f32(sendbuf, dtype, count, c.x);
-    for (size_t i = 0; c.ef && i < count; i++)
-        c.x[i] += c.ef->worker[i];
     /* Random streams differ per call and rank and agree with a rerun. */
     c.stream = comm->coll_seq * (uint64_t)c.p + (uint64_t)c.rank;
     uint64_t before = comm->bytes_sent;
     tutti_status_t st = how->kind == TUTTI_COMPRESS_TOPK ? topk(&c) : two_phase(&c);
     if (!st) {
-        from_f32(c.out, dtype, count, recvbuf);
+        if (dtype != TUTTI_FP32)
+            from_f32(c.out, dtype, count, recvbuf);
         comm->compress_stats.bytes_sent = comm->bytes_sent - before;
         comm->compress_stats.dense_bytes_sent = dense_ring_bytes(count, tutti_dtype_size(dtype), c.p, c.rank);
     }
-    free(c.x);
-    free(c.out);
     return st;
 }
