@@ -7,6 +7,7 @@
 
 #include "algo.h"
 #include "env_config.h"
+#include "hash.h"
 
 /* Registration order is the fallback preference per collective. */
 const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring,         &tt_algo_recursive_doubling,
@@ -80,6 +81,22 @@ tutti_status_t tt_algo_policy_from_env(tt_algo_policy_t *policy, char *err, size
             policy->forced[c] = one;
     }
     return TUTTI_SUCCESS;
+}
+
+uint64_t tt_algo_policy_hash(const tt_algo_policy_t *policy)
+{
+    const tt_tuner_t *t = &policy->tuner;
+    const tt_cost_model_t *m = &t->model;
+    uint64_t h = TT_HASH_SEED;
+    for (int c = 0; c < TT_COLL_COUNT; c++) {
+        const char *name = policy->forced[c] ? policy->forced[c]->name : "";
+        h = tt_hash(name, strlen(name) + 1, h);
+    }
+    for (int l = 0; l < TT_LINK_COUNT; l++)
+        h = tt_hash(&m->link[l], sizeof m->link[l], h); /* three doubles: no padding */
+    int ints[] = {m->intra, m->inter, m->inter_links, t->deterministic};
+    h = tt_hash(ints, sizeof ints, h);
+    return tt_hash(&t->slice_bytes, sizeof t->slice_bytes, h);
 }
 
 tt_tuned_t tt_algo_choose(tt_algo_policy_t *policy, const tt_coll_args_t *args, size_t bytes, size_t elem)

@@ -24,6 +24,8 @@ typedef struct {
  * TUTTI_TUNING_FILE; TUTTI_ERR_CONFIG with err set on an unknown algorithm,
  * one that does not serve its collective, or a bad tuning file. */
 tutti_status_t tt_algo_policy_from_env(tt_algo_policy_t *policy, char *err, size_t errlen);
+/* A digest of what steers the choice: ranks must agree on it. */
+uint64_t tt_algo_policy_hash(const tt_algo_policy_t *policy);
 /*
  * The algorithm and slice size for a call moving bytes (the whole buffer)
  * in elements of elem bytes: the forced one where it serves the collective

@@ -108,6 +108,7 @@ void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
 typedef struct {
     tt_endpoint_t endpoint;
     uint64_t transports_hash;
+    uint64_t policy_hash; /* TUTTI_ALGO*, TUTTI_SLICE_BYTES, TUTTI_DETERMINISTIC, the cost model */
     unsigned char addr[TT_MAX_TRANSPORTS][TT_ADDR_MAX];
 } rank_record_t;
 
@@ -294,6 +295,15 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     memcpy(comm->env.key, key, TT_KEY_BYTES);
     rank_record_t mine = {0};
     fill_endpoint(node_id, &mine.endpoint);
+    /* Every rank must choose the same algorithms, so every rank must steer
+     * the choice the same way: checked below with the other records. */
+    char why[256];
+    st = tt_algo_policy_from_env(&comm->policy, why, sizeof why);
+    if (st) {
+        tt_comm_error(NULL, st, "%s", why);
+        goto undo_records;
+    }
+    mine.policy_hash = tt_algo_policy_hash(&comm->policy);
     for (int t = 0; t < comm->ntransports; t++) {
         size_t len = 0;
         mine.transports_hash =
@@ -316,17 +326,18 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
                                r, rank);
             goto undo_records;
         }
+        if (records[r].policy_hash != mine.policy_hash) {
+            st = tt_comm_error(NULL, TUTTI_ERR_CONFIG,
+                               "rank %d and rank %d steer the algorithm choice differently (TUTTI_ALGO*, "
+                               "TUTTI_SLICE_BYTES, TUTTI_DETERMINISTIC or TUTTI_TUNING_FILE differ)",
+                               r, rank);
+            goto undo_records;
+        }
     }
     comm->oversubscribed = host_is_oversubscribed(comm);
     st = hosts_from_endpoints(comm);
     if (st) {
         tt_comm_error(NULL, st, "rank %d: no memory for the host layout", rank);
-        goto undo_records;
-    }
-    char why[256];
-    st = tt_algo_policy_from_env(&comm->policy, why, sizeof why);
-    if (st) {
-        tt_comm_error(NULL, st, "%s", why);
         goto undo_records;
     }
     st = connect_peers(comm, records);

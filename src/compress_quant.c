@@ -101,14 +101,16 @@ TT_KERNEL static double block_sum_abs(const float *g, const float *e, size_t n)
     return sum;
 }
 
-/* int8 codes, nearest or with the given uniform numbers u (NULL: nearest). */
-TT_KERNEL static void encode_int8(const float *g, float *e, size_t n, float scale, const float *u, int8_t *codes)
+/* Codes in -top..top (127 for int8, 7 for int4) of x / scale, to nearest or,
+ * given uniform numbers u, stochastically. */
+TT_KERNEL static void encode_codes(const float *g, float *e, size_t n, float scale, float top, const float *u,
+                                   int8_t *codes)
 {
     float inv = scale > 0 ? 1.0f / scale : 0.0f;
     for (size_t i = 0; i < n; i++) {
         float x = TT_X(g, e, i), t = x * inv;
         float r = u ? round_even(t + u[i] - 0.5f) : round_even(t);
-        r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r;
+        r = r > top ? top : r < -top ? -top : r;
         codes[i] = (int8_t)r;
         if (e)
             e[i] = x - r * scale;
@@ -235,19 +237,6 @@ static void unpack_int4(const unsigned char *in, size_t n, int8_t *c)
     }
 }
 
-TT_KERNEL static void encode_int4(const float *g, float *e, size_t n, float scale, const float *u, int8_t *codes)
-{
-    float inv = scale > 0 ? 1.0f / scale : 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        float x = TT_X(g, e, i), t = x * inv;
-        float r = u ? round_even(t + u[i] - 0.5f) : round_even(t);
-        r = r > 7.0f ? 7.0f : r < -7.0f ? -7.0f : r;
-        codes[i] = (int8_t)r;
-        if (e)
-            e[i] = x - r * scale;
-    }
-}
-
 enum { TT_CHUNK = 4096 }; /* elements converted at a time (int4 codes, random numbers) */
 
 void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, uint64_t stream, unsigned char *out)
@@ -283,11 +272,12 @@ void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, ui
             for (size_t i = 0; stochastic && i < m; i++)
                 u[i] = tt_uniform01(q->seed, stream, at + i);
             float *ea = e ? e + at : NULL;
+            float top = (float)levels(q->kind);
             if (q->kind == TUTTI_COMPRESS_INT8) {
-                encode_int8(g + at, ea, m, scale, stochastic ? u : NULL, (int8_t *)codes + at);
+                encode_codes(g + at, ea, m, scale, top, stochastic ? u : NULL, (int8_t *)codes + at);
                 continue;
             }
-            encode_int4(g + at, ea, m, scale, stochastic ? u : NULL, tmp);
+            encode_codes(g + at, ea, m, scale, top, stochastic ? u : NULL, tmp);
             if (at % 2 == 0)
                 pack_int4(tmp, m, codes + at / 2);
             else

@@ -136,13 +136,19 @@ static int least_squares(tutti_comm_t comm, int r, int p, void *arg)
     return bad;
 }
 
-START_TEST(least_squares_error_feedback_closes_the_gap)
+/* Runs body on P ranks; rank 0 writes its results to the file at path. */
+static void run_experiment(tt_rank_fn body, char *path)
 {
-    char path[] = "/tmp/tutti-ls-XXXXXX";
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    tt_run_ranks(P, least_squares, path, 240);
+    tt_run_ranks(P, body, path, 240);
+}
+
+START_TEST(least_squares_error_feedback_closes_the_gap)
+{
+    char path[] = "/tmp/tutti-ls-XXXXXX";
+    run_experiment(least_squares, path);
     double gap[2][NSCHEMES] = {{0}}, fstar = 0, f0 = 1;
     FILE *f = fopen(path, "r");
     int si, k;
@@ -267,10 +273,7 @@ static int softmax(tutti_comm_t comm, int r, int p, void *arg)
 START_TEST(softmax_regression_with_error_feedback_matches_uncompressed)
 {
     char path[] = "/tmp/tutti-sm-XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    tt_run_ranks(P, softmax, path, 240);
+    run_experiment(softmax, path);
     double loss[NSCHEMES] = {0};
     FILE *f = fopen(path, "r");
     int k;

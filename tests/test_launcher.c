@@ -122,6 +122,21 @@ START_TEST(propagates_the_first_failing_exit_code)
 }
 END_TEST
 
+/* Ranks that would choose algorithms differently must not start. */
+START_TEST(ranks_must_agree_on_what_steers_the_algorithm_choice)
+{
+    char out[8192], args[2048];
+    snprintf(args, sizeof args,
+             "-n 2 sh -c 'if [ $TUTTI_RANK = 1 ]; then export TUTTI_ALGO=rabenseifner; fi; exec \"$0\" check \"$1\"' "
+             "'%s/tests/rank-helper' '%s'",
+             builddir, workdir);
+    ck_assert_int_eq(launch(args, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "rank 1 and rank 0 steer the algorithm choice differently") ||
+                      strstr(out, "rank 0 and rank 1 steer the algorithm choice differently"),
+                  "%s", out);
+}
+END_TEST
+
 START_TEST(a_killed_rank_stops_the_job)
 {
     char out[16384], args[2048];
@@ -193,6 +208,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, sets_the_environment_and_tags_output);
     tcase_add_test(tc, propagates_the_first_failing_exit_code);
+    tcase_add_test(tc, ranks_must_agree_on_what_steers_the_algorithm_choice);
     tcase_add_test(tc, a_killed_rank_stops_the_job);
     tcase_add_test(tc, no_orphans_when_the_launcher_is_killed);
     tcase_add_test(tc, bad_command_lines_are_rejected);
