@@ -2,6 +2,7 @@
 /* Top-k selection by magnitude: exact (quickselect) and sampled (DGC). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "compress.h"
 
@@ -56,8 +57,17 @@ static size_t collect(const float *x, size_t n, float thr, size_t limit, uint32_
     return got;
 }
 
+/* |x| as an integer that orders like the magnitude (NaN above infinity). */
+static inline uint32_t magnitude_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u & 0x7fffffffu;
+}
+
 size_t tt_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, float *mag)
 {
+    (void)mag;
     if (k >= n) {
         for (size_t i = 0; i < n; i++)
             idx[i] = (uint32_t)i;
@@ -65,10 +75,47 @@ size_t tt_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, float *m
     }
     if (k == 0)
         return 0;
+    /* Radix select on the magnitude's bits: a histogram of the top 16 bits
+     * finds the bin holding the k-th largest, one of the low 15 bits within
+     * that bin finds its exact value; then one pass collects. */
+    uint32_t *hist = calloc(1u << 16, sizeof *hist);
+    if (!hist) { /* no memory for the histogram: quickselect on a copy */
+        float *m = malloc(n * sizeof *m);
+        if (!m)
+            return 0;
+        for (size_t i = 0; i < n; i++)
+            m[i] = fabsf(x[i]);
+        float thr = select_kth(m, n, n - k);
+        free(m);
+        return collect(x, n, thr, k, idx);
+    }
     for (size_t i = 0; i < n; i++)
-        mag[i] = fabsf(x[i]);
-    float thr = select_kth(mag, n, n - k); /* the k-th largest */
-    return collect(x, n, thr, k, idx);
+        hist[magnitude_bits(x[i]) >> 15]++;
+    size_t above = 0;
+    uint32_t hi = 0xffff;
+    while (above + hist[hi] < k)
+        above += hist[hi--];
+    memset(hist, 0, (1u << 15) * sizeof *hist);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = magnitude_bits(x[i]);
+        if (u >> 15 == hi)
+            hist[u & 0x7fff]++;
+    }
+    uint32_t lo = 0x7fff;
+    while (above + hist[lo] < k)
+        above += hist[lo--];
+    free(hist);
+    uint32_t thr = hi << 15 | lo;
+    /* above elements beat thr; k - above of those equal to it go too, the lowest indices first */
+    size_t ties = k - above, got = 0;
+    for (size_t i = 0; i < n && got < k; i++) {
+        uint32_t u = magnitude_bits(x[i]);
+        if (u > thr || (u == thr && ties > 0)) {
+            ties -= u == thr;
+            idx[got++] = (uint32_t)i;
+        }
+    }
+    return got;
 }
 
 size_t tt_topk_sampled(const float *x, size_t n, size_t k, uint64_t seed, uint64_t stream, uint32_t *idx,
