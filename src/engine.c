@@ -88,6 +88,8 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
         if (st->kind == TT_STEP_COPY || st->kind == TT_STEP_REDUCE) {
             char *dst = slice_ptr(x, st->dst, lane->slice, &bytes);
             char *src = slice_ptr(x, st->src, lane->slice, &bytes2);
+            if (bytes == 0) /* an empty piece: its buffer may not even exist */
+                continue;
             if (st->kind == TT_STEP_COPY)
                 memcpy(dst, src, bytes);
             else

@@ -8,6 +8,7 @@
 
 #ifdef TT_HAVE_HWLOC
 #include <hwloc.h>
+#include <pthread.h>
 #endif
 
 tt_path_t tt_topo_path(const tt_topo_t *t, int a, int b, int *links)
@@ -117,23 +118,31 @@ tutti_status_t tt_topo_load_local(tt_topo_t *t, char *err, size_t errlen)
 {
 #ifdef TT_HAVE_HWLOC
     /* hwloc's view of this machine, read back through the XML reader so
-     * that live machines and fixtures take the same path. */
-    hwloc_topology_t topo;
+     * that live machines and fixtures take the same path. The topology is
+     * loaded once per process and kept: it does not change, and keeping it
+     * keeps hwloc's plug-ins loaded (which leak-checkers can then name). */
+    static hwloc_topology_t topo;
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     char *xml = NULL;
     int len = 0;
-    if (hwloc_topology_init(&topo) == 0) {
+    pthread_mutex_lock(&lock);
+    if (!topo && hwloc_topology_init(&topo) == 0) {
         hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-        if (hwloc_topology_load(topo) == 0 && hwloc_topology_export_xmlbuffer(topo, &xml, &len, 0) == 0) {
-            tutti_status_t st = tt_topo_parse_xml(t, xml, err, errlen);
-            hwloc_free_xmlbuffer(topo, xml);
+        if (hwloc_topology_load(topo) != 0) {
             hwloc_topology_destroy(topo);
-            if (st == TUTTI_SUCCESS)
-                snprintf(t->source, sizeof t->source, "hwloc %s", HWLOC_VERSION);
-            if (st == TUTTI_SUCCESS && !t->machine[0])
-                gethostname(t->machine, sizeof t->machine - 1);
-            return st;
+            topo = NULL;
         }
-        hwloc_topology_destroy(topo);
+    }
+    int exported = topo && hwloc_topology_export_xmlbuffer(topo, &xml, &len, 0) == 0;
+    pthread_mutex_unlock(&lock);
+    if (exported) {
+        tutti_status_t st = tt_topo_parse_xml(t, xml, err, errlen);
+        hwloc_free_xmlbuffer(topo, xml);
+        if (st == TUTTI_SUCCESS)
+            snprintf(t->source, sizeof t->source, "hwloc %s", HWLOC_VERSION);
+        if (st == TUTTI_SUCCESS && !t->machine[0])
+            gethostname(t->machine, sizeof t->machine - 1);
+        return st;
     }
 #endif
     return tt_topo_load_sysfs(t, "/", err, errlen);
