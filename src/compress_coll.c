@@ -19,6 +19,7 @@
 #include "dtype.h"
 #include "half.h"
 #include "log.h"
+#include "memkind.h"
 
 #define TT_DEFAULT_DENSITY 0.01
 
@@ -275,6 +276,9 @@ static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: op: only sum and avg compress", name);
     if (count && (!send || !recv))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: %s is NULL", name, !send ? "sendbuf" : "recvbuf");
+    if (tt_mem_kind(send) == TT_MEM_DEVICE || tt_mem_kind(recv) == TT_MEM_DEVICE)
+        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: device buffers: this build compresses host memory only",
+                             name);
     if (count > UINT32_MAX)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: count: at most 2^32 - 1 elements", name);
     if (how->kind == TUTTI_COMPRESS_TOPK && (how->density < 0 || how->density > 1))

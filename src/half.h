@@ -11,26 +11,33 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint32_t tt_f32_bits(float f)
+/* The same conversions run in the CUDA kernels, so both give the same bits. */
+#ifdef __CUDACC__
+#define TT_HD __host__ __device__
+#else
+#define TT_HD
+#endif
+
+static inline TT_HD uint32_t tt_f32_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
 }
 
-static inline float tt_f32_from_bits(uint32_t u)
+static inline TT_HD float tt_f32_from_bits(uint32_t u)
 {
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
 
-static inline float tt_bf16_to_f32(uint16_t h)
+static inline TT_HD float tt_bf16_to_f32(uint16_t h)
 {
     return tt_f32_from_bits((uint32_t)h << 16);
 }
 
-static inline uint16_t tt_f32_to_bf16(float f)
+static inline TT_HD uint16_t tt_f32_to_bf16(float f)
 {
     uint32_t u = tt_f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u)
@@ -41,7 +48,7 @@ static inline uint16_t tt_f32_to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
-static inline float tt_fp16_to_f32(uint16_t h)
+static inline TT_HD float tt_fp16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
@@ -61,7 +68,7 @@ static inline float tt_fp16_to_f32(uint16_t h)
     return tt_f32_from_bits(sign | ((uint32_t)(113 - shift) << 23) | ((mant & 0x3ffu) << 13));
 }
 
-static inline uint16_t tt_f32_to_fp16(float f)
+static inline TT_HD uint16_t tt_f32_to_fp16(float f)
 {
     uint32_t u = tt_f32_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);

@@ -43,7 +43,7 @@ static void print_build(void)
            "no",
 #endif
 #ifdef TT_HAVE_CUDA
-           "found (no device path yet)",
+           "yes (device buffers recognised and refused; kernels built, no device path yet)",
 #else
            "no",
 #endif
