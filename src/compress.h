@@ -11,7 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hd.h"
 #include "tutti.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct {
     tutti_compress_kind_t kind; /* INT8, INT4 or SIGN */
@@ -36,8 +41,30 @@ void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, ui
 /* out[0..n) = the values in; with add, out += them instead. */
 void tt_quant_decode(const tt_quant_t *q, const unsigned char *in, size_t n, float *out, int add);
 
-/* A uniform number in [0, 1) for (seed, stream, i): the same on CPU and GPU. */
-float tt_uniform01(uint64_t seed, uint64_t stream, uint64_t i);
+/* A uniform number in [0, 1) for (seed, stream, i): splitmix64 of the
+ * three, top 24 bits as a fraction; the same on CPU and GPU. */
+static inline TT_HD float tt_uniform01(uint64_t seed, uint64_t stream, uint64_t i)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (stream + 1) + 0xD1B54A32D192ED03ull * i;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
+}
+
+/* Largest code of a quantizer: 127 (int8) or 7 (int4). */
+static inline TT_HD int tt_quant_levels(tutti_compress_kind_t kind)
+{
+    return kind == TUTTI_COMPRESS_INT8 ? 127 : 7;
+}
+
+/* Rounds to nearest even for |t| < 2^22 without a library call (the GPU
+ * kernels use the same two additions, never fused). */
+static inline TT_HD float tt_round_even(float t)
+{
+    const float magic = 12582912.0f; /* 1.5 * 2^23 */
+    return (t + magic) - magic;
+}
 
 /* The indices, ascending, of the k largest |x[i]| (ties to the lower index).
  * mag is scratch of n floats. Returns k (n if k > n). */
@@ -49,5 +76,9 @@ size_t tt_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, float *m
  */
 size_t tt_topk_sampled(const float *x, size_t n, size_t k, uint64_t seed, uint64_t stream, uint32_t *idx,
                        float *mag);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

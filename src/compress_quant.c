@@ -30,20 +30,6 @@ size_t tt_quant_bytes(const tt_quant_t *q, size_t n)
     return nblocks(q, n) * sizeof(float) + code_bytes(q, n);
 }
 
-float tt_uniform01(uint64_t seed, uint64_t stream, uint64_t i)
-{
-    /* splitmix64 of the three, top 24 bits as a fraction */
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (stream + 1) + 0xD1B54A32D192ED03ull * i;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)(z >> 40) * (1.0f / 16777216.0f);
-}
-
-static int levels(tutti_compress_kind_t kind)
-{
-    return kind == TUTTI_COMPRESS_INT8 ? 127 : 7;
-}
 
 /* The hot loops, one per kind and direction, written so the compiler can
  * vectorise them (no calls, no branches on the kind inside); on x86 they
@@ -54,12 +40,6 @@ static int levels(tutti_compress_kind_t kind)
 #define TT_KERNEL
 #endif
 
-/* Rounds to nearest even for |t| < 2^22 without a library call. */
-static inline float round_even(float t)
-{
-    const float magic = 12582912.0f; /* 1.5 * 2^23 */
-    return (t + magic) - magic;
-}
 
 /* Element i of what is being encoded: g + e (e may be NULL). */
 #define TT_X(g, e, i) ((e) ? (g)[i] + (e)[i] : (g)[i])
@@ -109,7 +89,7 @@ TT_KERNEL static void encode_codes(const float *g, float *e, size_t n, float sca
     float inv = scale > 0 ? 1.0f / scale : 0.0f;
     for (size_t i = 0; i < n; i++) {
         float x = TT_X(g, e, i), t = x * inv;
-        float r = u ? round_even(t + u[i] - 0.5f) : round_even(t);
+        float r = u ? tt_round_even(t + u[i] - 0.5f) : tt_round_even(t);
         r = r > top ? top : r < -top ? -top : r;
         codes[i] = (int8_t)r;
         if (e)
@@ -252,7 +232,7 @@ void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, ui
         const float *gb = g + lo;
         float *eb = e ? e + lo : NULL;
         float scale = q->kind == TUTTI_COMPRESS_SIGN ? (float)(block_sum_abs(gb, eb, hi - lo) / (double)(hi - lo))
-                                                     : block_max_abs(gb, eb, hi - lo) / (float)levels(q->kind);
+                                                     : block_max_abs(gb, eb, hi - lo) / (float)tt_quant_levels(q->kind);
         memcpy(out + b * sizeof(float), &scale, sizeof scale); /* the buffer need not be aligned */
         if (q->kind == TUTTI_COMPRESS_SIGN && lo % 8 == 0) {
             encode_sign(gb, eb, hi - lo, scale, codes + lo / 8);
@@ -272,7 +252,7 @@ void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, ui
             for (size_t i = 0; stochastic && i < m; i++)
                 u[i] = tt_uniform01(q->seed, stream, at + i);
             float *ea = e ? e + at : NULL;
-            float top = (float)levels(q->kind);
+            float top = (float)tt_quant_levels(q->kind);
             if (q->kind == TUTTI_COMPRESS_INT8) {
                 encode_codes(g + at, ea, m, scale, top, stochastic ? u : NULL, (int8_t *)codes + at);
                 continue;

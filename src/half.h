@@ -11,12 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The same conversions run in the CUDA kernels, so both give the same bits. */
-#ifdef __CUDACC__
-#define TT_HD __host__ __device__
-#else
-#define TT_HD
-#endif
+#include "hd.h" /* the same conversions run in the CUDA kernels */
 
 static inline TT_HD uint32_t tt_f32_bits(float f)
 {

@@ -3,7 +3,8 @@
  * GPU suite (built with CUDA; skips with one line where no GPU is usable):
  * the CUDA reduction kernels against the CPU kernels, bit for bit, for
  * every dtype and op, several sizes and misalignments, with NaN, Inf and
- * subnormals in the inputs; device buffers recognised as such and refused
+ * subnormals in the inputs; the quantizers of the compressed all-reduce
+ * against their CPU code, bit for bit; device buffers recognised and refused
  * by the collectives with a clear error until the device path exists.
  */
 #include <check.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compress.h"
 #include "cuda/kernels.h"
 #include "harness.h"
 #include "memkind.h"
@@ -64,6 +66,61 @@ START_TEST(cuda_kernels_match_the_cpu_bit_for_bit)
 }
 END_TEST
 
+START_TEST(cuda_quantizers_match_the_cpu_bit_for_bit)
+{
+    static const tutti_compress_kind_t kinds[] = {TUTTI_COMPRESS_INT8, TUTTI_COMPRESS_INT4, TUTTI_COMPRESS_SIGN};
+    static const size_t counts[] = {1, 13, 4096, 100003, 1 << 20}, blocks[] = {0, 100, 256};
+    for (int k = 0; k < 3; k++)
+        for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+            for (size_t bi = 0; bi < 3; bi++)
+                for (int stochastic = 0; stochastic < 2; stochastic++) {
+                    size_t n = counts[ci];
+                    tt_quant_t q = {.kind = kinds[k], .block = blocks[bi], .seed = 9,
+                                    .rounding = stochastic ? TUTTI_ROUND_STOCHASTIC : TUTTI_ROUND_NEAREST};
+                    size_t bytes = tt_quant_bytes(&q, n);
+                    float *g = malloc(n * 4), *e = malloc(n * 4), *e2 = malloc(n * 4), *y = malloc(n * 4),
+                          *y2 = malloc(n * 4);
+                    unsigned char *enc = malloc(bytes), *enc2 = malloc(bytes);
+                    for (size_t i = 0; i < n; i++) {
+                        g[i] = (tt_uniform01(1, 1, i) - 0.5f) * (i % 97 == 0 ? 100.0f : 1.0f);
+                        e[i] = (tt_uniform01(1, 2, i) - 0.5f) * 0.1f;
+                    }
+                    float *dg, *de, *dy, *scratch;
+                    unsigned char *denc;
+                    cudaMalloc((void **)&dg, n * 4);
+                    cudaMalloc((void **)&de, n * 4);
+                    cudaMalloc((void **)&dy, n * 4);
+                    cudaMalloc((void **)&denc, bytes);
+                    cudaMalloc((void **)&scratch, tt_cuda_quant_scratch(&q, n) + 4);
+                    cudaMemcpy(dg, g, n * 4, cudaMemcpyHostToDevice);
+                    cudaMemcpy(de, e, n * 4, cudaMemcpyHostToDevice);
+                    tt_quant_encode(&q, g, e, n, 5, enc);
+                    tt_quant_decode(&q, enc, n, y, 0);
+                    ck_assert_int_eq(tt_cuda_quant_encode(&q, dg, de, n, 5, denc, scratch, NULL), 0);
+                    ck_assert_int_eq(tt_cuda_quant_decode(&q, denc, n, dy, 0, NULL), 0);
+                    cudaMemcpy(enc2, denc, bytes, cudaMemcpyDeviceToHost);
+                    cudaMemcpy(e2, de, n * 4, cudaMemcpyDeviceToHost);
+                    cudaMemcpy(y2, dy, n * 4, cudaMemcpyDeviceToHost);
+                    ck_assert_msg(memcmp(enc, enc2, bytes) == 0 && memcmp(e, e2, n * 4) == 0 &&
+                                      memcmp(y, y2, n * 4) == 0,
+                                  "kind %d n=%zu block=%zu stochastic=%d: the GPU differs", k, n, blocks[bi],
+                                  stochastic);
+                    cudaFree(dg);
+                    cudaFree(de);
+                    cudaFree(dy);
+                    cudaFree(denc);
+                    cudaFree(scratch);
+                    free(g);
+                    free(e);
+                    free(e2);
+                    free(y);
+                    free(y2);
+                    free(enc);
+                    free(enc2);
+                }
+}
+END_TEST
+
 static int device_buffers_are_refused(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)r;
@@ -97,6 +154,7 @@ int main(void)
     TCase *tc = tcase_create("device");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, cuda_kernels_match_the_cpu_bit_for_bit);
+    tcase_add_test(tc, cuda_quantizers_match_the_cpu_bit_for_bit);
     tcase_add_test(tc, device_buffers_are_recognised_and_refused_clearly);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

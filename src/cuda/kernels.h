@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "compress.h"
 #include "tutti.h"
 
 #ifdef __cplusplus
@@ -20,6 +21,18 @@ extern "C" {
  */
 int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n, tutti_dtype_t dtype, tutti_op_t op,
                    void *stream);
+
+/*
+ * The quantizers of compress.h on device buffers: the same encoding, bit
+ * for bit, as tt_quant_encode and tt_quant_decode. out must be 4-byte
+ * aligned; scratch holds tt_cuda_quant_scratch(q, n) bytes (sign's partial
+ * sums). Enqueued on cuda_stream; return 0 or a cudaError_t.
+ */
+int tt_cuda_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, uint64_t stream,
+                         unsigned char *out, float *scratch, void *cuda_stream);
+size_t tt_cuda_quant_scratch(const tt_quant_t *q, size_t n);
+int tt_cuda_quant_decode(const tt_quant_t *q, const unsigned char *in, size_t n, float *out, int add,
+                         void *cuda_stream);
 
 #ifdef __cplusplus
 }
