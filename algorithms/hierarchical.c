@@ -137,7 +137,7 @@ static tutti_status_t hierarchical_allreduce(const tt_coll_args_t *a, tt_sched_t
     layout_t y = layout_of(a);
     ring_t intra = {.y = &y, .intra = 1}, inter = {.y = &y, .intra = 0, .fixed_l = (y.local + 1) % y.L};
     tt_buf_t host_sums = TT_BUF_INPUT; /* alone on its host, a rank's input is its host's sum */
-    if (y.L > 1) { /* local rank l ends with chunk l + 1 summed over its host */
+    if (y.L > 1) {                     /* local rank l ends with chunk l + 1 summed over its host */
         TT_TRY(ring_reduce_scatter(s, &intra, 1, TT_BUF_INPUT, TT_BUF_OUTPUT, TT_BUF_OUTPUT));
         host_sums = TT_BUF_OUTPUT;
     }
@@ -175,7 +175,8 @@ static tutti_status_t hierarchical_allgather(const tt_coll_args_t *a, tt_sched_t
     ring_t intra = {.y = &y, .intra = 1}, inter = {.y = &y, .intra = 0, .fixed_l = y.local};
     TT_TRY(tt_sched_round(s));
     if (!a->in_place)
-        TT_TRY(tt_sched_copy(s, piece(&y, y.local, y.host, TT_BUF_OUTPUT), tt_region(TT_BUF_INPUT, 0, a->count)));
+        TT_TRY(tt_sched_copy(s, piece(&y, y.local, y.host, TT_BUF_OUTPUT),
+                             tt_region(TT_BUF_INPUT, 0, a->count)));
     if (y.H > 1) /* gather the blocks of this local index from every host */
         TT_TRY(ring_allgather(s, &inter, 0));
     if (y.L > 1) /* then swap them, a local index's blocks at a time, inside the host */

@@ -36,7 +36,8 @@ static tutti_status_t exchange_and_fold(const blocks_t *k, tt_sched_t *s, tt_reg
     /* Term q waits in scratch slot q; this rank's own term too when the
      * call is in place, since the fold overwrites it. */
     if (a->in_place)
-        TT_TRY(tt_sched_copy(s, tt_region(TT_BUF_SCRATCH, (size_t)r * mine, mine), block(k, TT_BUF_INPUT, r)));
+        TT_TRY(
+            tt_sched_copy(s, tt_region(TT_BUF_SCRATCH, (size_t)r * mine, mine), block(k, TT_BUF_INPUT, r)));
     for (int i = 1; i < p; i++)
         TT_TRY(tt_sched_send(s, tt_mod(r + i, p), block(k, TT_BUF_INPUT, tt_mod(r + i, p))));
     for (int i = 1; i < p; i++) {
@@ -80,7 +81,8 @@ static tutti_status_t ordered_reduce(const tt_coll_args_t *a, tt_sched_t *s)
     blocks_t k = {.a = a};
     /* Off the root the finished block waits in the scratch slot past the p terms. */
     size_t mine = block(&k, TT_BUF_INPUT, r).count;
-    tt_region_t done = r == root ? block(&k, TT_BUF_OUTPUT, r) : tt_region(TT_BUF_SCRATCH, (size_t)p * mine, mine);
+    tt_region_t done =
+        r == root ? block(&k, TT_BUF_OUTPUT, r) : tt_region(TT_BUF_SCRATCH, (size_t)p * mine, mine);
     TT_TRY(exchange_and_fold(&k, s, done));
     if (r != root)
         return tt_sched_send(s, root, done);
@@ -92,7 +94,8 @@ static tutti_status_t ordered_reduce(const tt_coll_args_t *a, tt_sched_t *s)
 
 const tt_algorithm_t tt_algo_ordered = {
     .name = "ordered",
-    .summary = "each block's owner adds all p terms in rank order: the same bits every time (deterministic mode)",
+    .summary =
+        "each block's owner adds all p terms in rank order: the same bits every time (deterministic mode)",
     .build = {[TT_COLL_ALLREDUCE] = ordered_allreduce,
               [TT_COLL_REDUCE_SCATTER] = ordered_reduce_scatter,
               [TT_COLL_REDUCE] = ordered_reduce},

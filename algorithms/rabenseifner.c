@@ -94,8 +94,9 @@ static tutti_status_t rabenseifner_reduce_scatter(const tt_coll_args_t *a, tt_sc
     size_t n = a->count;
     TT_TRY(tt_sched_round(s));
     if (p == 1)
-        return a->in_place ? TUTTI_SUCCESS : tt_sched_copy(s, rank_block(TT_BUF_OUTPUT, n, 0),
-                                                           rank_block(TT_BUF_INPUT, n, 0));
+        return a->in_place
+                   ? TUTTI_SUCCESS
+                   : tt_sched_copy(s, rank_block(TT_BUF_OUTPUT, n, 0), rank_block(TT_BUF_INPUT, n, 0));
     if (r >= pof2) { /* an extra rank: hand everything over, then wait */
         for (int b = 0; b < p; b++)
             TT_TRY(tt_sched_send(s, r - pof2, rank_block(TT_BUF_INPUT, n, b)));

@@ -61,7 +61,8 @@ int main(int argc, char **argv)
         return 1;
     }
     int rank = tuned->rank, p = tuned->nranks;
-    if ((rank == 0 && tutti_get_unique_id(&id)) || tutti_broadcast(&id, &id, sizeof id, TUTTI_UINT8, 0, tuned, NULL))
+    if ((rank == 0 && tutti_get_unique_id(&id)) ||
+        tutti_broadcast(&id, &id, sizeof id, TUTTI_UINT8, 0, tuned, NULL))
         return 1;
     setenv("TUTTI_ALGO", "ring", 1); /* read when the second communicator is made */
     if (tutti_comm_init(&ring, p, rank, &id, NULL)) {
@@ -93,13 +94,14 @@ int main(int argc, char **argv)
         qsort(t_tuned, (size_t)reps, sizeof(double), by_value);
         qsort(t_ring, (size_t)reps, sizeof(double), by_value);
         double a = t_tuned[reps / 2], b = t_ring[reps / 2];
-        tt_coll_args_t args = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .count = count, .hosts = &tuned->hosts};
+        tt_coll_args_t args = {
+            .coll = TT_COLL_ALLREDUCE, .nranks = p, .count = count, .hosts = &tuned->hosts};
         const tt_algorithm_t *pick = tt_algo_choose(&tuned->policy, &args, count * 4, 4).algo;
         int bad = pick != &tt_algo_ring && a > 1.10 * b;
         worse += bad;
         if (rank == 0)
-            printf("| %llu | %s | %.2f | %.2f | %.2f%s |\n", (unsigned long long)size, pick->name, a, b, a / b,
-                   bad ? " **slower**" : "");
+            printf("| %llu | %s | %.2f | %.2f | %.2f%s |\n", (unsigned long long)size, pick->name, a, b,
+                   a / b, bad ? " **slower**" : "");
         fflush(stdout);
     }
     tutti_comm_destroy(ring);

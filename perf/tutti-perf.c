@@ -340,8 +340,9 @@ static void print_header(const ctx_t *c, coll_t coll)
     printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "",
            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
     if (c->o->compress)
-        printf("# compressed: busbw counts the dense all-reduce's bytes (effective bandwidth); the last column\n"
-               "# is dense bytes / bytes sent; results are approximate, so #wrong is N/A\n");
+        printf(
+            "# compressed: busbw counts the dense all-reduce's bytes (effective bandwidth); the last column\n"
+            "# is dense bytes / bytes sent; results are approximate, so #wrong is N/A\n");
 }
 
 static void print_row(ctx_t *c, coll_t coll, size_t size, size_t count, const result_t res[2])
@@ -443,8 +444,9 @@ static int parse_compress(const char *spec, tutti_compress_t *how)
     static const struct {
         const char *name;
         tutti_compress_kind_t kind;
-    } kinds[] = {{"none", TUTTI_COMPRESS_NONE}, {"topk", TUTTI_COMPRESS_TOPK}, {"topk-sampled", TUTTI_COMPRESS_TOPK},
-                 {"int8", TUTTI_COMPRESS_INT8}, {"int4", TUTTI_COMPRESS_INT4}, {"sign", TUTTI_COMPRESS_SIGN}};
+    } kinds[] = {{"none", TUTTI_COMPRESS_NONE},         {"topk", TUTTI_COMPRESS_TOPK},
+                 {"topk-sampled", TUTTI_COMPRESS_TOPK}, {"int8", TUTTI_COMPRESS_INT8},
+                 {"int4", TUTTI_COMPRESS_INT4},         {"sign", TUTTI_COMPRESS_SIGN}};
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
     int no_ef = how->no_error_feedback;
@@ -557,7 +559,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
     if (o->compress && ((o->coll >= 0 && o->coll != C_ALLREDUCE) ||
                         (o->dtype != TUTTI_FP32 && o->dtype != TUTTI_FP16 && o->dtype != TUTTI_BF16) ||
                         (o->op != TUTTI_SUM && o->op != TUTTI_AVG))) {
-        fprintf(stderr, "tutti-perf: --compress runs all-reduce only, on float, half or bfloat16, sum or avg\n");
+        fprintf(stderr,
+                "tutti-perf: --compress runs all-reduce only, on float, half or bfloat16, sum or avg\n");
         return -1;
     }
     if (o->compress)

@@ -10,12 +10,20 @@
 #include "hash.h"
 
 /* Registration order is the fallback preference per collective. */
-const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring,         &tt_algo_recursive_doubling,
-                                               &tt_algo_rabenseifner, &tt_algo_double_tree, &tt_algo_direct,
-                                               &tt_algo_bruck,        &tt_algo_chain,
-                                               &tt_algo_binomial,     &tt_algo_scatter_allgather,
-                                               &tt_algo_pairwise,     &tt_algo_dissemination,
-                                               &tt_algo_p2p,          &tt_algo_hierarchical, &tt_algo_ordered};
+const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring,
+                                               &tt_algo_recursive_doubling,
+                                               &tt_algo_rabenseifner,
+                                               &tt_algo_double_tree,
+                                               &tt_algo_direct,
+                                               &tt_algo_bruck,
+                                               &tt_algo_chain,
+                                               &tt_algo_binomial,
+                                               &tt_algo_scatter_allgather,
+                                               &tt_algo_pairwise,
+                                               &tt_algo_dissemination,
+                                               &tt_algo_p2p,
+                                               &tt_algo_hierarchical,
+                                               &tt_algo_ordered};
 const int tt_num_algorithms = sizeof tt_algorithms / sizeof tt_algorithms[0];
 
 static const char *const coll_names[TT_COLL_COUNT] = {

@@ -34,19 +34,19 @@ struct tutti_comm {
     uint64_t *send_seq, *recv_seq; /* point-to-point messages per peer */
     void *scratch;
     size_t scratch_bytes;
-    tutti_status_t failed; /* set once a collective failed mid-flight */
-    uint64_t bytes_sent;   /* by this rank's collectives so far */
+    tutti_status_t failed;                 /* set once a collective failed mid-flight */
+    uint64_t bytes_sent;                   /* by this rank's collectives so far */
     tutti_compress_stats_t compress_stats; /* of the last compressed all-reduce */
-    int oversubscribed;    /* more ranks on this host than CPUs they may use */
-    tt_hosts_t hosts;      /* which ranks share a host */
+    int oversubscribed;                    /* more ranks on this host than CPUs they may use */
+    tt_hosts_t hosts;                      /* which ranks share a host */
     tt_algo_policy_t policy;
     tt_sched_cache_t sched_cache;
     void *engine_ws; /* the engine's per-call arrays, kept between calls */
     size_t engine_ws_bytes;
     void *compress_ws; /* the compressed all-reduce's buffers, kept between calls */
     size_t compress_ws_bytes;
-    struct {                      /* tutti-explain --measure: what the last call ran */
-        int64_t *round_end_ns;    /* caller's array of cap entries; NULL: not traced */
+    struct {                   /* tutti-explain --measure: what the last call ran */
+        int64_t *round_end_ns; /* caller's array of cap entries; NULL: not traced */
         int cap, nrounds, nslices;
         const tt_algorithm_t *algo;
     } trace;

@@ -132,7 +132,8 @@ static tutti_status_t workspace(tutti_comm_t comm, const size_t *sizes, void **o
         comm->compress_ws = NULL;
         comm->compress_ws_bytes = 0;
         if (posix_memalign(&comm->compress_ws, 64, total))
-            return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "compressed all-reduce: no memory for %zu bytes", total);
+            return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "compressed all-reduce: no memory for %zu bytes",
+                                 total);
         comm->compress_ws_bytes = total;
     }
     char *at = comm->compress_ws;
@@ -153,10 +154,10 @@ typedef struct {
     tutti_op_t op;
     const float *g; /* the input as fp32 (the user's buffer when that is fp32) */
     float *x;       /* top-k: g + e, what this rank wants to send */
-    float *out; /* the result, fp32 (the user's buffer when that is fp32) */
+    float *out;     /* the result, fp32 (the user's buffer when that is fp32) */
     uint64_t stream;
-    size_t k;                /* top-k: elements to keep */
-    void *buf[4];            /* the scheme's own buffers, from the workspace */
+    size_t k;     /* top-k: elements to keep */
+    void *buf[4]; /* the scheme's own buffers, from the workspace */
 } call_t;
 
 static tutti_status_t dense(call_t *c)
@@ -186,8 +187,9 @@ static tutti_status_t topk(call_t *c)
     /* Pairs cost 8 bytes against the dense ring's 2 (p-1)/p 4 per element:
      * all-gathering p k pairs only pays below k/n = 1/p. */
     if ((double)k / (double)c->n >= 1.0 / c->p) {
-        TT_DEBUG(TT_SUB_COLL, "compressed all-reduce: top-%zu of %zu on %d ranks would send more than the dense "
-                              "all-reduce; running dense",
+        TT_DEBUG(TT_SUB_COLL,
+                 "compressed all-reduce: top-%zu of %zu on %d ranks would send more than the dense "
+                 "all-reduce; running dense",
                  k, c->n, c->p);
         c->comm->compress_stats.fell_back = 1;
         return dense(c);
@@ -195,8 +197,9 @@ static tutti_status_t topk(call_t *c)
     uint32_t *idx = c->buf[0];
     float *mag = c->buf[1];
     pair_t *pairs = c->buf[2], *all = c->buf[3];
-    int64_t mine = (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->stream, idx, mag)
-                                             : tt_topk_exact(c->x, c->n, k, idx, mag));
+    int64_t mine =
+        (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->stream, idx, mag)
+                                  : tt_topk_exact(c->x, c->n, k, idx, mag));
     /* Exact selection sends k pairs everywhere; sampled ones agree on the largest count first. */
     int64_t most = mine;
     if (c->how->sampled)
@@ -227,7 +230,8 @@ static tutti_status_t topk(call_t *c)
 
 static tutti_status_t two_phase(call_t *c)
 {
-    tt_quant_t q = {.kind = c->how->kind, .block = c->how->block, .rounding = c->how->rounding, .seed = c->how->seed};
+    tt_quant_t q = {
+        .kind = c->how->kind, .block = c->how->block, .rounding = c->how->rounding, .seed = c->how->seed};
     int p = c->p, r = c->rank;
     size_t slot = tt_quant_bytes(&q, tt_block_count(c->n, p, 0)); /* the largest chunk's encoding */
     size_t mine = tt_block_count(c->n, p, r);
@@ -248,37 +252,41 @@ static tutti_status_t two_phase(call_t *c)
     if (c->ef)
         c->ef->server_count = mine;
     /* ... plus the server error, compressed again; the error keeps the loss */
-    tt_quant_encode(&q, y, c->ef ? c->ef->server : NULL, mine, c->stream * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r,
-                    enc);
+    tt_quant_encode(&q, y, c->ef ? c->ef->server : NULL, mine,
+                    c->stream * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r, enc);
     TT_TRY(tutti_allgather(enc, got, slot, TUTTI_UINT8, c->comm, NULL));
     for (int j = 0; j < p; j++)
-        tt_quant_decode(&q, got + slot * (size_t)j, tt_block_count(c->n, p, j), c->out + tt_block_off(c->n, p, j), 0);
+        tt_quant_decode(&q, got + slot * (size_t)j, tt_block_count(c->n, p, j),
+                        c->out + tt_block_off(c->n, p, j), 0);
     return TUTTI_SUCCESS;
 }
 
-static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv, size_t count, tutti_dtype_t dtype,
-                                 tutti_op_t op, const tutti_compress_t *how, tutti_ef_state_t ef, tutti_stream_t stream)
+static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv, size_t count,
+                                 tutti_dtype_t dtype, tutti_op_t op, const tutti_compress_t *how,
+                                 tutti_ef_state_t ef, tutti_stream_t stream)
 {
     const char *name = "tutti_allreduce_compressed";
     if (!tt_comm_valid(comm))
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL or destroyed", name);
     if (stream)
-        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: stream: only NULL (host buffers) is supported", name);
+        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: stream: only NULL (host buffers) is supported",
+                             name);
     if (!how)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how is NULL", name);
     if ((unsigned)how->kind > TUTTI_COMPRESS_SIGN)
-        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how->kind: %d is not a tutti_compress_kind_t", name,
-                             (int)how->kind);
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how->kind: %d is not a tutti_compress_kind_t",
+                             name, (int)how->kind);
     if (dtype != TUTTI_FP32 && dtype != TUTTI_FP16 && dtype != TUTTI_BF16)
-        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: dtype: %s; only fp32, fp16 and bf16 compress", name,
-                             tt_dtype_valid(dtype) ? tutti_dtype_name(dtype) : "invalid");
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: dtype: %s; only fp32, fp16 and bf16 compress",
+                             name, tt_dtype_valid(dtype) ? tutti_dtype_name(dtype) : "invalid");
     if (op != TUTTI_SUM && op != TUTTI_AVG)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: op: only sum and avg compress", name);
     if (count && (!send || !recv))
-        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: %s is NULL", name, !send ? "sendbuf" : "recvbuf");
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: %s is NULL", name,
+                             !send ? "sendbuf" : "recvbuf");
     if (tt_mem_kind(send) == TT_MEM_DEVICE || tt_mem_kind(recv) == TT_MEM_DEVICE)
-        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: device buffers: this build compresses host memory only",
-                             name);
+        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
+                             "%s: device buffers: this build compresses host memory only", name);
     if (count > UINT32_MAX)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: count: at most 2^32 - 1 elements", name);
     if (how->kind == TUTTI_COMPRESS_TOPK && (how->density < 0 || how->density > 1))
@@ -288,20 +296,20 @@ static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how->rounding: %d", name, (int)how->rounding);
     int feedback = how->kind != TUTTI_COMPRESS_NONE && !how->no_error_feedback;
     if (feedback && !ef)
-        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
-                             "%s: state is NULL but error feedback is on (tutti_ef_create, or set no_error_feedback)",
-                             name);
+        return tt_comm_error(
+            comm, TUTTI_ERR_INVALID_ARG,
+            "%s: state is NULL but error feedback is on (tutti_ef_create, or set no_error_feedback)", name);
     if (feedback && (ef->count != count || ef->nranks != comm->nranks))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
-                             "%s: state was made for %zu elements on %d ranks, the call has %zu on %d", name, ef->count,
-                             ef->nranks, count, comm->nranks);
+                             "%s: state was made for %zu elements on %d ranks, the call has %zu on %d", name,
+                             ef->count, ef->nranks, count, comm->nranks);
     return TUTTI_SUCCESS;
 }
 
 TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
-                                                    tutti_dtype_t dtype, tutti_op_t op, const tutti_compress_t *how,
-                                                    tutti_ef_state_t state, tutti_comm_t comm,
-                                                    tutti_stream_t stream)
+                                                    tutti_dtype_t dtype, tutti_op_t op,
+                                                    const tutti_compress_t *how, tutti_ef_state_t state,
+                                                    tutti_comm_t comm, tutti_stream_t stream)
 {
     TT_TRY(check_args(comm, sendbuf, recvbuf, count, dtype, op, how, state, stream));
     comm->compress_stats = (tutti_compress_stats_t){0};
@@ -340,7 +348,7 @@ TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *r
     if (dtype != TUTTI_FP32)
         to_f32(sendbuf, dtype, count, c.x);
     c.g = dtype == TUTTI_FP32 ? sendbuf : c.x; /* read before out is written (in place) */
-    if (k) { /* top-k selects from g + e */
+    if (k) {                                   /* top-k selects from g + e */
         for (size_t i = 0; i < count; i++)
             c.x[i] = c.g[i] + (c.ef ? c.ef->worker[i] : 0.0f);
         c.g = c.x;

@@ -30,7 +30,6 @@ size_t tt_quant_bytes(const tt_quant_t *q, size_t n)
     return nblocks(q, n) * sizeof(float) + code_bytes(q, n);
 }
 
-
 /* The hot loops, one per kind and direction, written so the compiler can
  * vectorise them (no calls, no branches on the kind inside); on x86 they
  * are also built for AVX2 and picked at load time. */
@@ -39,7 +38,6 @@ size_t tt_quant_bytes(const tt_quant_t *q, size_t n)
 #else
 #define TT_KERNEL
 #endif
-
 
 /* Element i of what is being encoded: g + e (e may be NULL). */
 #define TT_X(g, e, i) ((e) ? (g)[i] + (e)[i] : (g)[i])
@@ -219,7 +217,8 @@ static void unpack_int4(const unsigned char *in, size_t n, int8_t *c)
 
 enum { TT_CHUNK = 4096 }; /* elements converted at a time (int4 codes, random numbers) */
 
-void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, uint64_t stream, unsigned char *out)
+void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, uint64_t stream,
+                     unsigned char *out)
 {
     size_t nb = nblocks(q, n), bsize = q->block ? q->block : n;
     unsigned char *codes = out + nb * sizeof(float);
@@ -231,8 +230,9 @@ void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, ui
         size_t lo = b * bsize, hi = lo + bsize < n ? lo + bsize : n;
         const float *gb = g + lo;
         float *eb = e ? e + lo : NULL;
-        float scale = q->kind == TUTTI_COMPRESS_SIGN ? (float)(block_sum_abs(gb, eb, hi - lo) / (double)(hi - lo))
-                                                     : block_max_abs(gb, eb, hi - lo) / (float)tt_quant_levels(q->kind);
+        float scale = q->kind == TUTTI_COMPRESS_SIGN
+                          ? (float)(block_sum_abs(gb, eb, hi - lo) / (double)(hi - lo))
+                          : block_max_abs(gb, eb, hi - lo) / (float)tt_quant_levels(q->kind);
         memcpy(out + b * sizeof(float), &scale, sizeof scale); /* the buffer need not be aligned */
         if (q->kind == TUTTI_COMPRESS_SIGN && lo % 8 == 0) {
             encode_sign(gb, eb, hi - lo, scale, codes + lo / 8);
@@ -241,7 +241,8 @@ void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, ui
         if (q->kind == TUTTI_COMPRESS_SIGN) { /* a block that starts inside a byte */
             for (size_t i = lo; i < hi; i++) {
                 float x = TT_X(g, e, i);
-                codes[i / 8] = (unsigned char)((codes[i / 8] & ~(1u << (i % 8))) | (unsigned)(x >= 0) << (i % 8));
+                codes[i / 8] =
+                    (unsigned char)((codes[i / 8] & ~(1u << (i % 8))) | (unsigned)(x >= 0) << (i % 8));
                 if (e)
                     e[i] = x - (x >= 0 ? scale : -scale);
             }

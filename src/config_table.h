@@ -12,17 +12,17 @@
     X(SOCKET_IFNAME, STR, "",                                                                                \
       "network interface for the bootstrap and tcp (default: first up, non-loopback)")                       \
     X(ALGO, STR, "", "force this algorithm wherever it serves the collective (tutti-info -A lists them)")    \
-    X(ALGO_ALLREDUCE, STR, "", "force this all-reduce algorithm (over TUTTI_ALGO)")                           \
+    X(ALGO_ALLREDUCE, STR, "", "force this all-reduce algorithm (over TUTTI_ALGO)")                          \
     X(ALGO_REDUCE_SCATTER, STR, "", "force this reduce-scatter algorithm (over TUTTI_ALGO)")                 \
-    X(ALGO_ALLGATHER, STR, "", "force this all-gather algorithm (over TUTTI_ALGO)")                           \
+    X(ALGO_ALLGATHER, STR, "", "force this all-gather algorithm (over TUTTI_ALGO)")                          \
     X(ALGO_BROADCAST, STR, "", "force this broadcast algorithm (over TUTTI_ALGO)")                           \
     X(ALGO_REDUCE, STR, "", "force this reduce algorithm (over TUTTI_ALGO)")                                 \
     X(ALGO_ALLTOALL, STR, "", "force this all-to-all algorithm (over TUTTI_ALGO)")                           \
     X(ALGO_BARRIER, STR, "", "force this barrier algorithm (over TUTTI_ALGO)")                               \
     X(TUNING_FILE, STR, "", "cost-model parameters per link class (tutti-algorithms(7)); default: built in") \
     X(DETERMINISTIC, INT, "0",                                                                               \
-      "1: reductions add in rank order, giving the same bits whatever the algorithm, transport or layout")  \
-    X(SLICE_BYTES, SIZE, "0", "bytes of one pipeline slice of a rank's chunk; 0: the tuner picks")                            \
+      "1: reductions add in rank order, giving the same bits whatever the algorithm, transport or layout")   \
+    X(SLICE_BYTES, SIZE, "0", "bytes of one pipeline slice of a rank's chunk; 0: the tuner picks")           \
     X(PIPELINE, INT, "4", "slices in flight (and tcp sockets / shm queues per peer), 1..16")                 \
     X(SHM_SLOT_BYTES, SIZE, "256K", "bytes of one shm queue slot")                                           \
     X(SHM_SLOTS, INT, "2", "slots in each shm queue (one queue per peer and slice in flight)")               \

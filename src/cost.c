@@ -70,8 +70,8 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
         if ((strcmp(word, "intra") == 0 || strcmp(word, "inter") == 0) &&
             sscanf(line, "%31s %31s %1s", word, name, extra) == 2 && link_named(name, &link) == 0) {
             *(strcmp(word, "intra") == 0 ? &m->intra : &m->inter) = link;
-        } else if (strcmp(word, "inter_links") == 0 && sscanf(line, "%31s %d %1s", word, &count, extra) == 2 &&
-                   count >= 1) {
+        } else if (strcmp(word, "inter_links") == 0 &&
+                   sscanf(line, "%31s %d %1s", word, &count, extra) == 2 && count >= 1) {
             m->inter_links = count;
         } else if (link_named(word, &link) == 0 &&
                    sscanf(line, "%31s %lf %lf %lf %1s", name, &alpha, &bw, &rbw, extra) == 4 && alpha >= 0 &&
@@ -108,7 +108,8 @@ tt_round_cost_t tt_cost_round(const tt_cost_model_t *m, const tt_coll_args_t *ar
         size_t bytes = (st[i].kind == TT_STEP_SEND ? st[i].src.count : st[i].dst.count) * elem;
         double slice = (double)bytes / nslices;
         tt_link_t l = st[i].peer >= 0 ? tt_cost_link(m, args->hosts, args->rank, st[i].peer) : m->intra;
-        int off_host = st[i].peer >= 0 && args->hosts && args->hosts->host_of[args->rank] != args->hosts->host_of[st[i].peer];
+        int off_host = st[i].peer >= 0 && args->hosts &&
+                       args->hosts->host_of[args->rank] != args->hosts->host_of[st[i].peer];
         if (st[i].kind == TT_STEP_SEND) {
             out[l] += slice;
             nout[l]++;
@@ -214,7 +215,8 @@ static int job_build(job_t *j, const tt_algorithm_t *algo, const tt_coll_args_t 
             int b = st->peer, want = sent[b]++, k = 0;
             for (int x = 0; x < j->s[b].nsteps; x++) {
                 const tt_step_t *rx = &j->s[b].steps[x];
-                if ((rx->kind == TT_STEP_RECV || rx->kind == TT_STEP_RECV_REDUCE) && rx->peer == a && k++ == want) {
+                if ((rx->kind == TT_STEP_RECV || rx->kind == TT_STEP_RECV_REDUCE) && rx->peer == a &&
+                    k++ == want) {
                     j->match[a][i] = x;
                     j->match[b][x] = i;
                     break;
@@ -303,8 +305,8 @@ static double one_slice_trip(job_t *j, const tt_cost_model_t *m, size_t elem, in
 
 /* For many ranks: up to 32 ranks spread evenly, rounds taken as aligned
  * by index (exact for the ring and the halving/doubling families). */
-static double predict_sampled(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
-                              size_t elem, int nslices)
+static double predict_sampled(const tt_cost_model_t *m, const tt_algorithm_t *algo,
+                              const tt_coll_args_t *args, size_t elem, int nslices)
 {
     int p = args->nranks, sampled = p < TT_COST_SAMPLE_RANKS ? p : TT_COST_SAMPLE_RANKS;
     double *per_round = NULL, busiest_work = 0;
@@ -357,7 +359,8 @@ static double job_costs(job_t *j, const tt_cost_model_t *m, size_t elem, int nsl
 {
     const tt_hosts_t *hosts = j->args[0].hosts;
     int nhosts = hosts ? hosts->nhosts : 1;
-    double work = 0, *host_out = calloc((size_t)nhosts, sizeof(double)), *host_in = calloc((size_t)nhosts, sizeof(double));
+    double work = 0, *host_out = calloc((size_t)nhosts, sizeof(double)),
+           *host_in = calloc((size_t)nhosts, sizeof(double));
     for (int r = 0; r < j->p; r++) {
         double send = 0, recv = 0;
         for (int k = 0; k < j->s[r].nrounds; k++) {

@@ -13,7 +13,14 @@
 
 #include "schedule.h"
 
-typedef enum { TT_LINK_SHM = 0, TT_LINK_TCP, TT_LINK_PCIE, TT_LINK_NVLINK, TT_LINK_IB, TT_LINK_COUNT } tt_link_t;
+typedef enum {
+    TT_LINK_SHM = 0,
+    TT_LINK_TCP,
+    TT_LINK_PCIE,
+    TT_LINK_NVLINK,
+    TT_LINK_IB,
+    TT_LINK_COUNT
+} tt_link_t;
 
 typedef struct {
     double alpha; /* s per message */
@@ -42,12 +49,12 @@ tt_link_t tt_cost_link(const tt_cost_model_t *m, const tt_hosts_t *hosts, int a,
 
 /* What one rank does in one round, per slice. */
 typedef struct {
-    double seconds;                 /* predicted, for one slice: the busier direction */
-    double send_seconds, recv_seconds; /* each direction; receiving includes reducing and copying */
-    size_t sent, received, reduced; /* bytes, whole call (all slices) */
+    double seconds;                          /* predicted, for one slice: the busier direction */
+    double send_seconds, recv_seconds;       /* each direction; receiving includes reducing and copying */
+    size_t sent, received, reduced;          /* bytes, whole call (all slices) */
     size_t sent_off_host, received_off_host; /* of those, to and from other hosts */
-    int messages;                   /* sends and receives, per slice */
-    tt_link_t busiest;              /* the link class that bounds the round */
+    int messages;                            /* sends and receives, per slice */
+    tt_link_t busiest;                       /* the link class that bounds the round */
 } tt_round_cost_t;
 
 tt_round_cost_t tt_cost_round(const tt_cost_model_t *m, const tt_coll_args_t *args, const tt_sched_t *s,

@@ -31,22 +31,22 @@ typedef enum {
 
 typedef struct {
     tt_dev_kind_t kind;
-    char name[16];                 /* GPU0, NIC1 */
-    char os_name[TT_TOPO_LABEL];   /* nvml0, mlx5_0, eth0; "" when unknown */
-    char busid[TT_TOPO_LABEL];     /* 0000:34:00.0 */
-    unsigned vendor, pci_class;    /* 0x10de, 0x0302 */
-    int numa;                      /* -1: unknown */
-    char cpus[64];                 /* CPUs of its NUMA node, "0-23,48-71" */
-    int depth;                     /* bridges below */
+    char name[16];                                  /* GPU0, NIC1 */
+    char os_name[TT_TOPO_LABEL];                    /* nvml0, mlx5_0, eth0; "" when unknown */
+    char busid[TT_TOPO_LABEL];                      /* 0000:34:00.0 */
+    unsigned vendor, pci_class;                     /* 0x10de, 0x0302 */
+    int numa;                                       /* -1: unknown */
+    char cpus[64];                                  /* CPUs of its NUMA node, "0-23,48-71" */
+    int depth;                                      /* bridges below */
     char bridges[TT_TOPO_MAX_DEPTH][TT_TOPO_LABEL]; /* [0]: host bridge */
 } tt_topo_dev_t;
 
 typedef struct {
-    char source[64];   /* where it came from */
-    char machine[96];  /* product name, or hostname */
+    char source[64];  /* where it came from */
+    char machine[96]; /* product name, or hostname */
     int npackages, nnuma, ncores, npus;
     int ndevs, ngpus, nnics;
-    tt_topo_dev_t devs[TT_TOPO_MAX_DEVS];    /* GPUs first, then NICs, each in PCI order */
+    tt_topo_dev_t devs[TT_TOPO_MAX_DEVS]; /* GPUs first, then NICs, each in PCI order */
     int nvlinks[TT_TOPO_MAX_DEVS][TT_TOPO_MAX_DEVS];
 } tt_topo_t;
 

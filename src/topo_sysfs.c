@@ -63,7 +63,8 @@ static void count_cpus(tt_topo_t *t, const char *root)
     char dir[PATH_MAX], path[PATH_MAX + 64], line[32];
     snprintf(dir, sizeof dir, "%s/sys/devices/system/cpu", root);
     int npus = count_entries(dir, "cpu");
-    long *seen_pkg = calloc((size_t)npus + 1, sizeof *seen_pkg), *seen_core = calloc((size_t)npus + 1, sizeof *seen_core);
+    long *seen_pkg = calloc((size_t)npus + 1, sizeof *seen_pkg),
+         *seen_core = calloc((size_t)npus + 1, sizeof *seen_core);
     if (!seen_pkg || !seen_core) {
         free(seen_pkg);
         free(seen_core);
@@ -126,7 +127,8 @@ static void add_device(tt_topo_t *t, const char *root, const char *name)
     unsigned cls = read_hex(path) >> 8;
     snprintf(path, sizeof path, "%s/vendor", dev);
     unsigned vendor = read_hex(path);
-    int gpu = (cls == 0x0302 || cls == 0x0300) && (vendor == 0x10de || vendor == 0x1002), nic = cls >> 8 == 0x02;
+    int gpu = (cls == 0x0302 || cls == 0x0300) && (vendor == 0x10de || vendor == 0x1002),
+        nic = cls >> 8 == 0x02;
     if ((!gpu && !nic) || t->ndevs >= TT_TOPO_MAX_DEVS || !realpath(dev, real))
         return;
     tt_topo_dev_t *d = &t->devs[t->ndevs++];
@@ -150,8 +152,8 @@ static void add_device(tt_topo_t *t, const char *root, const char *name)
         if (strcmp(tok, name) == 0)
             break;
         if (d->depth < TT_TOPO_MAX_DEPTH)
-            snprintf(d->bridges[d->depth++], TT_TOPO_LABEL, "%s%s", strncmp(tok, "pci", 3) == 0 ? "host " : "",
-                     strncmp(tok, "pci", 3) == 0 ? tok + 3 : tok);
+            snprintf(d->bridges[d->depth++], TT_TOPO_LABEL, "%s%s",
+                     strncmp(tok, "pci", 3) == 0 ? "host " : "", strncmp(tok, "pci", 3) == 0 ? tok + 3 : tok);
     }
 }
 

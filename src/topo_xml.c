@@ -126,9 +126,9 @@ static int bitmap_to_list(const char *text, char *out, size_t len)
 /* What the reader remembers of each open <object>. */
 typedef struct {
     char type[16];
-    int dev;              /* index into devs for a GPU or NIC, else -1 */
+    int dev; /* index into devs for a GPU or NIC, else -1 */
     long gp_index;
-    int numa;             /* first node of its nodeset; -1 for I/O objects */
+    int numa; /* first node of its nodeset; -1 for I/O objects */
     char cpus[64];
     char bridge[TT_TOPO_LABEL]; /* a Bridge's label */
 } frame_t;
@@ -208,7 +208,8 @@ static void open_object(reader_t *r, const tag_t *tag)
     else if (strcmp(f.type, "PU") == 0)
         t->npus++;
     else if (strcmp(f.type, "Bridge") == 0) {
-        const char *bt = attr(tag, "bridge_type"), *busid = attr(tag, "pci_busid"), *range = attr(tag, "bridge_pci");
+        const char *bt = attr(tag, "bridge_type"), *busid = attr(tag, "pci_busid"),
+                   *range = attr(tag, "bridge_pci");
         if (bt && bt[0] == '0') /* from the host: a host bridge, named by the buses below it */
             snprintf(f.bridge, sizeof f.bridge, "host %s", range ? range : "?");
         else

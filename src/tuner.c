@@ -56,7 +56,8 @@ tt_tuned_t tt_tuner_pick(tt_tuner_t *t, const tt_coll_args_t *args, size_t bytes
         if (tt_tuner_considers(t, tt_algorithms[i], args)) {
             ref.algo = tt_algorithms[i];
             ref.slice_bytes = default_slice;
-            ref.predicted = tt_cost_predict(&t->model, ref.algo, args, elem, tt_tuner_slices(chunk, default_slice));
+            ref.predicted =
+                tt_cost_predict(&t->model, ref.algo, args, elem, tt_tuner_slices(chunk, default_slice));
         }
     for (int i = 0; i < tt_num_algorithms && ref.algo; i++) {
         const tt_algorithm_t *algo = tt_algorithms[i];

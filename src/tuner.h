@@ -25,8 +25,8 @@ typedef struct {
 
 typedef struct {
     tt_cost_model_t model;
-    size_t slice_bytes;   /* TUTTI_SLICE_BYTES when set; 0: the tuner picks */
-    int deterministic;    /* only algorithms that add in rank order */
+    size_t slice_bytes; /* TUTTI_SLICE_BYTES when set; 0: the tuner picks */
+    int deterministic;  /* only algorithms that add in rank order */
     tt_tuned_t cache[TT_COLL_COUNT][64];
 } tt_tuner_t;
 

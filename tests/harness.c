@@ -151,7 +151,8 @@ void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank
 int tt_run_tool(const char *tool, const char *args, char *out, size_t len)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/%s %s 2>&1", getenv("TT_BUILDDIR") ? getenv("TT_BUILDDIR") : ".", tool, args);
+    snprintf(cmd, sizeof cmd, "%s/%s %s 2>&1", getenv("TT_BUILDDIR") ? getenv("TT_BUILDDIR") : ".", tool,
+             args);
     FILE *f = popen(cmd, "r");
     ck_assert_ptr_nonnull(f);
     size_t n = fread(out, 1, len - 1, f);

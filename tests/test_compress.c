@@ -27,7 +27,8 @@ static float gauss(uint64_t seed, uint64_t i)
 START_TEST(quantizers_stay_within_half_a_step_and_sign_keeps_the_mean_magnitude)
 {
     enum { N = 1000 };
-    static const tutti_compress_kind_t kinds[] = {TUTTI_COMPRESS_INT8, TUTTI_COMPRESS_INT4, TUTTI_COMPRESS_SIGN};
+    static const tutti_compress_kind_t kinds[] = {TUTTI_COMPRESS_INT8, TUTTI_COMPRESS_INT4,
+                                                  TUTTI_COMPRESS_SIGN};
     float x[N], y[N], lost[N];
     unsigned char enc[N * 2 + 64];
     for (int i = 0; i < N; i++)
@@ -36,7 +37,9 @@ START_TEST(quantizers_stay_within_half_a_step_and_sign_keeps_the_mean_magnitude)
         for (size_t block = 0; block <= 64; block += 64) {
             tt_quant_t q = {.kind = kinds[k], .block = block};
             size_t nb = block ? (N + block - 1) / block : 1;
-            size_t codes = kinds[k] == TUTTI_COMPRESS_INT8 ? N : kinds[k] == TUTTI_COMPRESS_INT4 ? N / 2 : N / 8;
+            size_t codes = kinds[k] == TUTTI_COMPRESS_INT8   ? N
+                           : kinds[k] == TUTTI_COMPRESS_INT4 ? N / 2
+                                                             : N / 8;
             ck_assert_uint_eq(tt_quant_bytes(&q, N), nb * 4 + codes);
             memset(lost, 0, sizeof lost);
             tt_quant_encode(&q, x, lost, N, 0, enc); /* x + 0, and what was lost */
@@ -52,9 +55,11 @@ START_TEST(quantizers_stay_within_half_a_step_and_sign_keeps_the_mean_magnitude)
                 for (size_t i = lo; i < hi; i++) {
                     ck_assert_float_eq(lost[i], x[i] - y[i]); /* what is lost is exactly the difference */
                     if (kinds[k] == TUTTI_COMPRESS_SIGN)
-                        ck_assert_float_eq_tol(fabsf(y[i]), sum / (float)(hi - lo), 1e-3f * sum / (float)(hi - lo));
+                        ck_assert_float_eq_tol(fabsf(y[i]), sum / (float)(hi - lo),
+                                               1e-3f * sum / (float)(hi - lo));
                     else
-                        ck_assert(fabsf(lost[i]) <= 0.5001f * max / (kinds[k] == TUTTI_COMPRESS_INT8 ? 127 : 7));
+                        ck_assert(fabsf(lost[i]) <=
+                                  0.5001f * max / (kinds[k] == TUTTI_COMPRESS_INT8 ? 127 : 7));
                 }
             }
         }
@@ -167,7 +172,8 @@ static int conservation(tutti_comm_t comm, int r, int p, void *arg)
             double lhs = sum_out[i] + werr[i] + server, rhs = sum_mean[i];
             double tol = c->how.kind == TUTTI_COMPRESS_TOPK ? 1e-9 : 1e-4 * (1 + fabs(rhs)) * (s + 1);
             if (fabs(lhs - rhs) > tol) {
-                fprintf(stderr, "rank %d step %d element %zu: outputs+errors %.9g, dense %.9g\n", r, s, i, lhs, rhs);
+                fprintf(stderr, "rank %d step %d element %zu: outputs+errors %.9g, dense %.9g\n", r, s, i,
+                        lhs, rhs);
                 bad = 1;
             }
         }
@@ -190,7 +196,9 @@ START_TEST(error_feedback_conserves_what_was_not_sent)
         {.how = {.kind = TUTTI_COMPRESS_TOPK, .k = 40, .sampled = 1, .seed = 3}, .n = 3001, .steps = 4},
         {.how = {.kind = TUTTI_COMPRESS_SIGN}, .n = 3001, .steps = 6},
         {.how = {.kind = TUTTI_COMPRESS_INT8, .block = 128}, .n = 3001, .steps = 4},
-        {.how = {.kind = TUTTI_COMPRESS_INT4, .rounding = TUTTI_ROUND_STOCHASTIC, .seed = 1}, .n = 3001, .steps = 4},
+        {.how = {.kind = TUTTI_COMPRESS_INT4, .rounding = TUTTI_ROUND_STOCHASTIC, .seed = 1},
+         .n = 3001,
+         .steps = 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         tt_run_ranks(_i == 0 ? 4 : 8, conservation, &cases[i], 120);
@@ -265,12 +273,14 @@ static int bytes_match_the_formulas(tutti_comm_t comm, int r, int p, void *arg)
         for (size_t i = 0; i < n; i++)
             g[i] = gauss((uint64_t)(r * 10 + (int)k), i);
         tutti_compress_stats_t st;
-        bad |= tutti_allreduce_compressed(g, out, n, TUTTI_FP32, TUTTI_SUM, &cases[k].how, ef, comm, NULL) != 0;
+        bad |=
+            tutti_allreduce_compressed(g, out, n, TUTTI_FP32, TUTTI_SUM, &cases[k].how, ef, comm, NULL) != 0;
         bad |= tutti_compress_last_stats(comm, &st) != 0;
         double ratio = (double)st.dense_bytes_sent / (double)st.bytes_sent;
         if (st.dense_bytes_sent != 7ull * chunk * 2 * 4 || st.bytes_sent != cases[k].bytes ||
             fabs(ratio / cases[k].ratio - 1) > 0.001) {
-            fprintf(stderr, "rank %d case %zu: sent %llu (formula %llu), dense %llu, ratio %.4f (formula %.4f)\n", r,
+            fprintf(stderr,
+                    "rank %d case %zu: sent %llu (formula %llu), dense %llu, ratio %.4f (formula %.4f)\n", r,
                     k, (unsigned long long)st.bytes_sent, (unsigned long long)cases[k].bytes,
                     (unsigned long long)st.dense_bytes_sent, ratio, cases[k].ratio);
             bad = 1;
@@ -314,8 +324,8 @@ static int sign_error_stays_bounded(tutti_comm_t comm, int r, int p, void *arg)
                 worst = fmaxf(worst, fabsf(we[i]));
     }
     if (worst > 4 * largest_g) {
-        fprintf(stderr, "rank %d: error on always-zero coordinates reached %g (largest gradient %g)\n", r, worst,
-                largest_g);
+        fprintf(stderr, "rank %d: error on always-zero coordinates reached %g (largest gradient %g)\n", r,
+                worst, largest_g);
         bad = 1;
     }
     tutti_ef_destroy(ef);
@@ -349,7 +359,8 @@ static int half_types_and_fallback(tutti_comm_t comm, int r, int p, void *arg)
         for (size_t i = 0; i < n; i++) {
             float got = types[t] == TUTTI_FP16 ? tt_fp16_to_f32(h[i]) : tt_bf16_to_f32(h[i]);
             float exact = (float)(p + 1) / 2.0f * (float)(i % 17) / 16.0f;
-            bad |= fabsf(got - exact) > 0.02f * (float)(p + 1); /* two int8 steps of the largest value, and the type */
+            bad |= fabsf(got - exact) >
+                   0.02f * (float)(p + 1); /* two int8 steps of the largest value, and the type */
         }
     }
     /* top-k at density 1/p would send more than dense: it runs dense, exactly */
@@ -386,16 +397,22 @@ static int bad_arguments(tutti_comm_t comm, int r, int p, void *arg)
     tutti_ef_create(&other, 9, p);
     tutti_compress_t sign = {.kind = TUTTI_COMPRESS_SIGN};
     int bad = 0;
-    bad |= tutti_allreduce_compressed(ix, ix, 8, TUTTI_INT32, TUTTI_SUM, &sign, ef, comm, NULL) != TUTTI_ERR_INVALID_ARG;
+    bad |= tutti_allreduce_compressed(ix, ix, 8, TUTTI_INT32, TUTTI_SUM, &sign, ef, comm, NULL) !=
+           TUTTI_ERR_INVALID_ARG;
     bad |= !strstr(tutti_comm_last_error(comm), "only fp32, fp16 and bf16");
-    bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_MAX, &sign, ef, comm, NULL) != TUTTI_ERR_INVALID_ARG;
-    bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, &sign, NULL, comm, NULL) != TUTTI_ERR_INVALID_ARG;
+    bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_MAX, &sign, ef, comm, NULL) !=
+           TUTTI_ERR_INVALID_ARG;
+    bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, &sign, NULL, comm, NULL) !=
+           TUTTI_ERR_INVALID_ARG;
     bad |= !strstr(tutti_comm_last_error(comm), "error feedback is on");
-    bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, &sign, other, comm, NULL) != TUTTI_ERR_INVALID_ARG;
+    bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, &sign, other, comm, NULL) !=
+           TUTTI_ERR_INVALID_ARG;
     bad |= !strstr(tutti_comm_last_error(comm), "made for 9 elements");
-    bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, NULL, ef, comm, NULL) != TUTTI_ERR_INVALID_ARG;
+    bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, NULL, ef, comm, NULL) !=
+           TUTTI_ERR_INVALID_ARG;
     tutti_compress_t odd = {.kind = (tutti_compress_kind_t)99};
-    bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, &odd, ef, comm, NULL) != TUTTI_ERR_INVALID_ARG;
+    bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, &odd, ef, comm, NULL) !=
+           TUTTI_ERR_INVALID_ARG;
     /* after all that, a good call still works on every rank */
     bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, &sign, ef, comm, NULL) != TUTTI_SUCCESS;
     tutti_ef_destroy(ef);

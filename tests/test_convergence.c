@@ -113,8 +113,8 @@ static int least_squares(tutti_comm_t comm, int r, int p, void *arg)
             for (int t = 0; t < LS_STEPS && !bad; t++) {
                 for (int j = 0; j < LS_D; j++)
                     g[j] = h[j] * (x[j] - c[j]);
-                bad = tutti_allreduce_compressed(g, avg, LS_D, TUTTI_FP32, TUTTI_AVG, &schemes[k].how, ef, comm,
-                                                 NULL) != TUTTI_SUCCESS;
+                bad = tutti_allreduce_compressed(g, avg, LS_D, TUTTI_FP32, TUTTI_AVG, &schemes[k].how, ef,
+                                                 comm, NULL) != TUTTI_SUCCESS;
                 for (int j = 0; j < LS_D; j++)
                     x[j] -= (float)steps[si] * avg[j];
             }
@@ -173,7 +173,8 @@ START_TEST(least_squares_error_feedback_closes_the_gap)
         /* without feedback: stalls far away, and halving the step does not help */
         ck_assert_msg(gap[0][without] > 20 * gap[0][with], "%s %g vs %s %g", schemes[without].name,
                       gap[0][without], schemes[with].name, gap[0][with]);
-        ck_assert_msg(gap[0][without] / gap[1][without] < 1.5, "%s gap shrank with the step", schemes[without].name);
+        ck_assert_msg(gap[0][without] / gap[1][without] < 1.5, "%s gap shrank with the step",
+                      schemes[without].name);
         /* with feedback: small, and about the square of the step */
         ck_assert_msg(gap[0][with] < 0.02, "%s gap %g", schemes[with].name, gap[0][with]);
         ck_assert_msg(gap[0][with] / gap[1][with] > 2.5, "%s gap shrank only %.2fx", schemes[with].name,
@@ -197,7 +198,8 @@ static void sm_data(int r, float *x, int *y)
         y[i] = c;
         for (int j = 0; j < SM_D; j++)
             x[(size_t)i * SM_D + (size_t)j] =
-                (float)(0.35 * gauss(33, (uint64_t)c, (uint64_t)j) + gauss(34, (uint64_t)r * SM_N + (uint64_t)i, (uint64_t)j));
+                (float)(0.35 * gauss(33, (uint64_t)c, (uint64_t)j) +
+                        gauss(34, (uint64_t)r * SM_N + (uint64_t)i, (uint64_t)j));
     }
 }
 
@@ -236,7 +238,8 @@ static double sm_loss(const float *w, const float *x, const int *y, const int *p
 static int softmax(tutti_comm_t comm, int r, int p, void *arg)
 {
     const char *path = arg;
-    float *x = malloc((size_t)SM_N * SM_D * 4), *w = malloc(SM_W * 4), *g = malloc(SM_W * 4), *avg = malloc(SM_W * 4);
+    float *x = malloc((size_t)SM_N * SM_D * 4), *w = malloc(SM_W * 4), *g = malloc(SM_W * 4),
+          *avg = malloc(SM_W * 4);
     int *y = malloc(SM_N * sizeof(int)), pick[SM_BATCH], bad = 0;
     sm_data(r, x, y);
     FILE *out = r == 0 ? fopen(path, "w") : NULL;
@@ -246,11 +249,12 @@ static int softmax(tutti_comm_t comm, int r, int p, void *arg)
         memset(w, 0, SM_W * 4);
         for (int t = 0; t < SM_STEPS && !bad; t++) {
             for (int b = 0; b < SM_BATCH; b++)
-                pick[b] = (int)(tt_uniform01(35, (uint64_t)r, (uint64_t)t * SM_BATCH + (uint64_t)b) * SM_N) % SM_N;
+                pick[b] =
+                    (int)(tt_uniform01(35, (uint64_t)r, (uint64_t)t * SM_BATCH + (uint64_t)b) * SM_N) % SM_N;
             memset(g, 0, SM_W * 4);
             sm_loss(w, x, y, pick, SM_BATCH, g);
-            bad = tutti_allreduce_compressed(g, avg, SM_W, TUTTI_FP32, TUTTI_AVG, &schemes[k].how, ef, comm, NULL) !=
-                  TUTTI_SUCCESS;
+            bad = tutti_allreduce_compressed(g, avg, SM_W, TUTTI_FP32, TUTTI_AVG, &schemes[k].how, ef, comm,
+                                             NULL) != TUTTI_SUCCESS;
             for (int j = 0; j < SM_W; j++)
                 w[j] -= 0.05f * avg[j];
         }
@@ -283,8 +287,8 @@ START_TEST(softmax_regression_with_error_feedback_matches_uncompressed)
     if (f)
         fclose(f);
     unlink(path);
-    printf("# softmax regression, %d ranks, non-IID, %d params, %d steps of %d per rank: final loss\n", P, SM_W,
-           SM_STEPS, SM_BATCH);
+    printf("# softmax regression, %d ranks, non-IID, %d params, %d steps of %d per rank: final loss\n", P,
+           SM_W, SM_STEPS, SM_BATCH);
     printf("# %-16s %10s %10s\n", "scheme", "loss", "/ dense");
     for (int i = 0; i < NSCHEMES; i++)
         printf("# %-16s %10.4f %10.2f\n", schemes[i].name, loss[i], loss[i] / loss[UNCOMPRESSED]);

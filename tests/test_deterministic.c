@@ -57,7 +57,8 @@ static int same_bits_as_rank_order(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)arg;
     static const tutti_dtype_t types[] = {TUTTI_FP32, TUTTI_BF16};
-    char *in = malloc(COUNT * 4), *out = malloc(COUNT * 4), *want = malloc(COUNT * 4), *scratch = malloc(COUNT * 4);
+    char *in = malloc(COUNT * 4), *out = malloc(COUNT * 4), *want = malloc(COUNT * 4),
+         *scratch = malloc(COUNT * 4);
     int bad = 0;
     for (int k = 0; k < 2 && !bad; k++) {
         tutti_dtype_t t = types[k];
@@ -66,7 +67,8 @@ static int same_bits_as_rank_order(tutti_comm_t comm, int r, int p, void *arg)
         fold(t, want, scratch, p, COUNT, 0);
         if (tutti_allreduce(in, out, COUNT, t, TUTTI_SUM, comm, NULL) != TUTTI_SUCCESS ||
             memcmp(out, want, bytes) != 0) {
-            fprintf(stderr, "rank %d: %s all-reduce differs from the rank-order sum\n", r, tutti_dtype_name(t));
+            fprintf(stderr, "rank %d: %s all-reduce differs from the rank-order sum\n", r,
+                    tutti_dtype_name(t));
             bad = 1;
         }
         /* In place too: the input is overwritten as the result comes in. */

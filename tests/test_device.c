@@ -44,7 +44,8 @@ START_TEST(cuda_kernels_match_the_cpu_bit_for_bit)
                                   *got = malloc(bytes);
                     fill_bytes(a, bytes, (unsigned)(t * 31 + op * 7 + (int)ci));
                     fill_bytes(b, bytes, (unsigned)(t * 17 + op * 5 + (int)ci + 1000));
-                    tt_reduce_get((tutti_dtype_t)t, (tutti_op_t)op)(want, a + skew * elem, b + skew * elem, n);
+                    tt_reduce_get((tutti_dtype_t)t, (tutti_op_t)op)(want, a + skew * elem, b + skew * elem,
+                                                                    n);
                     void *da, *db;
                     ck_assert_int_eq(cudaMalloc(&da, bytes), cudaSuccess);
                     ck_assert_int_eq(cudaMalloc(&db, bytes), cudaSuccess);
@@ -68,14 +69,17 @@ END_TEST
 
 START_TEST(cuda_quantizers_match_the_cpu_bit_for_bit)
 {
-    static const tutti_compress_kind_t kinds[] = {TUTTI_COMPRESS_INT8, TUTTI_COMPRESS_INT4, TUTTI_COMPRESS_SIGN};
+    static const tutti_compress_kind_t kinds[] = {TUTTI_COMPRESS_INT8, TUTTI_COMPRESS_INT4,
+                                                  TUTTI_COMPRESS_SIGN};
     static const size_t counts[] = {1, 13, 4096, 100003, 1 << 20}, blocks[] = {0, 100, 256};
     for (int k = 0; k < 3; k++)
         for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
             for (size_t bi = 0; bi < 3; bi++)
                 for (int stochastic = 0; stochastic < 2; stochastic++) {
                     size_t n = counts[ci];
-                    tt_quant_t q = {.kind = kinds[k], .block = blocks[bi], .seed = 9,
+                    tt_quant_t q = {.kind = kinds[k],
+                                    .block = blocks[bi],
+                                    .seed = 9,
                                     .rounding = stochastic ? TUTTI_ROUND_STOCHASTIC : TUTTI_ROUND_NEAREST};
                     size_t bytes = tt_quant_bytes(&q, n);
                     float *g = malloc(n * 4), *e = malloc(n * 4), *e2 = malloc(n * 4), *y = malloc(n * 4),
@@ -128,7 +132,8 @@ static int device_buffers_are_refused(tutti_comm_t comm, int r, int p, void *arg
     (void)arg;
     void *d;
     float host[4] = {0};
-    if (cudaMalloc(&d, 64) != cudaSuccess || tt_mem_kind(d) != TT_MEM_DEVICE || tt_mem_kind(host) != TT_MEM_HOST)
+    if (cudaMalloc(&d, 64) != cudaSuccess || tt_mem_kind(d) != TT_MEM_DEVICE ||
+        tt_mem_kind(host) != TT_MEM_HOST)
         return 1;
     int bad = tutti_allreduce(d, d, 4, TUTTI_FP32, TUTTI_SUM, comm, NULL) != TUTTI_ERR_UNSUPPORTED ||
               !strstr(tutti_comm_last_error(comm), "sendbuf is CUDA device memory");

@@ -37,7 +37,8 @@ static void check_outputs(const tt_trace_t *t, const tt_coll_args_t *a)
             default: want = c->ranks;
             }
             ck_assert_msg(c->ranks == want, "%s p=%d rank %d element %zu holds %#llx, not %#llx",
-                          tt_coll_name(a->coll), p, r, i, (unsigned long long)c->ranks, (unsigned long long)want);
+                          tt_coll_name(a->coll), p, r, i, (unsigned long long)c->ranks,
+                          (unsigned long long)want);
         }
 }
 
@@ -59,13 +60,14 @@ START_TEST(the_trace_of_every_schedule_ends_with_the_right_terms)
                                 .nranks = p,
                                 .root = p - 1,
                                 .count = c == TT_COLL_BARRIER ? 0
-                                         : c == TT_COLL_REDUCE_SCATTER || c == TT_COLL_ALLGATHER || c == TT_COLL_ALLTOALL
+                                         : c == TT_COLL_REDUCE_SCATTER || c == TT_COLL_ALLGATHER ||
+                                                 c == TT_COLL_ALLTOALL
                                              ? 1
                                              : (size_t)p,
                                 .hosts = &hosts};
             tt_trace_t t;
-            ck_assert_msg(tt_trace_run(&t, tt_algorithms[i], &a) == 0, "%s/%s p=%d: %s", tt_algorithms[i]->name,
-                          tt_coll_name(a.coll), p, t.error);
+            ck_assert_msg(tt_trace_run(&t, tt_algorithms[i], &a) == 0, "%s/%s p=%d: %s",
+                          tt_algorithms[i]->name, tt_coll_name(a.coll), p, t.error);
             check_outputs(&t, &a);
             tt_trace_free(&t);
         }
@@ -73,8 +75,8 @@ START_TEST(the_trace_of_every_schedule_ends_with_the_right_terms)
 }
 END_TEST
 
-static double predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, tt_coll_t coll, int p, size_t count,
-                      int nslices, const tt_hosts_t *hosts)
+static double predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, tt_coll_t coll, int p,
+                      size_t count, int nslices, const tt_hosts_t *hosts)
 {
     tt_coll_args_t a = {.coll = coll, .nranks = p, .count = count, .hosts = hosts};
     return tt_cost_predict(m, algo, &a, 4, nslices);
@@ -163,8 +165,11 @@ START_TEST(tutti_explain_shows_rounds_compares_and_draws)
     for (char *s = out; (s = strstr(s, "  *\n")); s++)
         picks++;
     ck_assert_msg(picks == 1, "%d picks in\n%s", picks, out);
-    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a hierarchical -n 4 --nodes 2 --mermaid", out, sizeof out), 0);
-    ck_assert_msg(strncmp(out, "sequenceDiagram\n", 16) == 0 && strstr(out, "r2->>r0: chunk 3 [c3+d3]"), "%s", out);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a hierarchical -n 4 --nodes 2 --mermaid",
+                                 out, sizeof out),
+                     0);
+    ck_assert_msg(strncmp(out, "sequenceDiagram\n", 16) == 0 && strstr(out, "r2->>r0: chunk 3 [c3+d3]"), "%s",
+                  out);
     ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allgather -a bruck -n 5", out, sizeof out), 0);
     ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a bruck -n 4", out, sizeof out), 2);
     ck_assert_msg(strstr(out, "bruck does not serve allreduce"), "%s", out);

@@ -127,7 +127,8 @@ START_TEST(ranks_must_agree_on_what_steers_the_algorithm_choice)
 {
     char out[8192], args[2048];
     snprintf(args, sizeof args,
-             "-n 2 sh -c 'if [ $TUTTI_RANK = 1 ]; then export TUTTI_ALGO=rabenseifner; fi; exec \"$0\" check \"$1\"' "
+             "-n 2 sh -c 'if [ $TUTTI_RANK = 1 ]; then export TUTTI_ALGO=rabenseifner; fi; exec \"$0\" check "
+             "\"$1\"' "
              "'%s/tests/rank-helper' '%s'",
              builddir, workdir);
     ck_assert_int_eq(launch(args, out, sizeof out), 1);

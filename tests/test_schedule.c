@@ -79,9 +79,12 @@ static void run_case(const case_t *c)
                                                                    : sim.out[r];
     char **saved_out = sim.out;
     sim.out = outs;
-    tt_coll_args_t args = {
-        .coll = c->coll, .nranks = p, .root = c->root, .count = c->count, .in_place = c->in_place,
-        .hosts = c->hosts};
+    tt_coll_args_t args = {.coll = c->coll,
+                           .nranks = p,
+                           .root = c->root,
+                           .count = c->count,
+                           .in_place = c->in_place,
+                           .hosts = c->hosts};
     int rc = tt_sim_run(&sim, c->algo, args);
     ck_assert_msg(rc == 0, "%s/%s p=%d count=%zu %s %s slices=%d lanes=%d in_place=%d: %s", c->algo->name,
                   tt_coll_name(c->coll), p, c->count, tutti_dtype_name(c->dtype), tutti_op_name(c->op),
@@ -175,7 +178,8 @@ START_TEST(every_algorithm_every_dtype_and_op)
                                 (tutti_dtype_t)t,
                                 (tutti_op_t)op,
                                 1 + (int)((ci + (size_t)op) % 3),
-                                1 + t % 4, NULL};
+                                1 + t % 4,
+                                NULL};
                     run_every_algorithm(&c);
                 }
             }
@@ -189,7 +193,8 @@ START_TEST(every_algorithm_every_dtype_and_op)
                             (tutti_dtype_t)t,
                             TUTTI_SUM,
                             1 + (int)(ci % 3),
-                            1 + (int)k, NULL};
+                            1 + (int)k,
+                            NULL};
                 run_every_algorithm(&c);
             }
         }
@@ -217,7 +222,7 @@ START_TEST(a_few_million_elements)
     for (int i = 0; i < 2; i++) {
         case_t c = {NULL, TT_COLL_ALLREDUCE, ps[i], 0, i, 3000017, TUTTI_FP32, TUTTI_SUM, 12, 4, NULL};
         run_every_algorithm(&c);
-        case_t g = {NULL,       TT_COLL_ALLGATHER, ps[i], 0, 0, 3000017 / (size_t)ps[i],
+        case_t g = {NULL,       TT_COLL_ALLGATHER, ps[i], 0, 0,   3000017 / (size_t)ps[i],
                     TUTTI_BF16, TUTTI_SUM,         9,     4, NULL};
         run_every_algorithm(&g);
     }
@@ -235,16 +240,26 @@ START_TEST(hierarchical_on_every_host_layout)
         for (int round_robin = 0; round_robin < 2; round_robin++) {
             int uneven = p % L != 0;
             for (int r = 0; r < p; r++)
-                ids[r] = uneven ? (uint64_t)(r < L) : round_robin ? (uint64_t)(r % (p / L)) : (uint64_t)(r / L);
+                ids[r] = uneven        ? (uint64_t)(r < L)
+                         : round_robin ? (uint64_t)(r % (p / L))
+                                       : (uint64_t)(r / L);
             tt_hosts_t hosts;
             ck_assert_int_eq(tt_hosts_init(&hosts, p, ids, NULL), TUTTI_SUCCESS);
             ck_assert_int_eq(hosts.per_host, uneven && L < p ? 0 : L);
             for (size_t k = 0; k < 3; k++) {
                 static const size_t counts[] = {1, 7, 1000, 65537};
                 for (size_t ci = 0; ci < (L == 2 ? 4u : 3u); ci++) {
-                    case_t c = {&tt_algo_hierarchical, k == 2 ? TT_COLL_ALLGATHER : reducing[k], p, 0,
-                                (int)((ci + (size_t)round_robin) % 2), counts[ci], k == 1 ? TUTTI_BF16 : TUTTI_FP32,
-                                TUTTI_SUM, 1 + (int)ci, 1 + (int)k, &hosts};
+                    case_t c = {&tt_algo_hierarchical,
+                                k == 2 ? TT_COLL_ALLGATHER : reducing[k],
+                                p,
+                                0,
+                                (int)((ci + (size_t)round_robin) % 2),
+                                counts[ci],
+                                k == 1 ? TUTTI_BF16 : TUTTI_FP32,
+                                TUTTI_SUM,
+                                1 + (int)ci,
+                                1 + (int)k,
+                                &hosts};
                     run_case(&c);
                 }
             }
@@ -314,8 +329,8 @@ START_TEST(the_tuner_takes_few_rounds_for_small_calls_and_the_ring_for_large)
         tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .count = 2};
         ck_assert_int_eq(tt_algo_build(small, &a, &s), TUTTI_SUCCESS);
         ck_assert_int_eq(tt_algo_build(&tt_algo_ring, &a, &ring), TUTTI_SUCCESS);
-        ck_assert_msg(rounds_with_messages(&s) <= rounds_with_messages(&ring) / 2, "p=%d: %s takes %d rounds", p,
-                      small->name, rounds_with_messages(&s));
+        ck_assert_msg(rounds_with_messages(&s) <= rounds_with_messages(&ring) / 2, "p=%d: %s takes %d rounds",
+                      p, small->name, rounds_with_messages(&s));
         tt_sched_free(&s);
         tt_sched_free(&ring);
         ck_assert_ptr_eq(choose(&policy, TT_COLL_ALLREDUCE, p, 256 << 20).algo, &tt_algo_ring);

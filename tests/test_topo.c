@@ -19,7 +19,8 @@
 static tt_topo_t *load_fixture(const char *name)
 {
     char path[512], err[256];
-    snprintf(path, sizeof path, "%s/tests/fixtures/%s", getenv("TT_SRCDIR") ? getenv("TT_SRCDIR") : ".", name);
+    snprintf(path, sizeof path, "%s/tests/fixtures/%s", getenv("TT_SRCDIR") ? getenv("TT_SRCDIR") : ".",
+             name);
     tt_topo_t *t = malloc(sizeof *t);
     ck_assert_ptr_nonnull(t);
     ck_assert_msg(tt_topo_load_xml(t, path, err, sizeof err) == TUTTI_SUCCESS, "%s", err);
@@ -124,7 +125,8 @@ START_TEST(bad_xml_is_reported)
     char err[256];
     ck_assert_int_eq(tt_topo_load_xml(t, "/nonexistent.xml", err, sizeof err), TUTTI_ERR_CONFIG);
     ck_assert_msg(strstr(err, "/nonexistent.xml"), "%s", err);
-    ck_assert_int_eq(tt_topo_parse_xml(t, "<topology><object type=\"Machine", err, sizeof err), TUTTI_ERR_CONFIG);
+    ck_assert_int_eq(tt_topo_parse_xml(t, "<topology><object type=\"Machine", err, sizeof err),
+                     TUTTI_ERR_CONFIG);
     ck_assert_int_eq(tt_topo_parse_xml(t, "<html></html>", err, sizeof err), TUTTI_ERR_CONFIG);
     ck_assert_msg(strstr(err, "not an hwloc topology"), "%s", err);
     free(t);
@@ -144,8 +146,8 @@ static void put(const char *root, const char *rel, const char *text)
 }
 
 /* A PCI function under root/sys/devices/<chain>, listed in /sys/bus/pci/devices. */
-static void pci_dev(const char *root, const char *chain, const char *busid, const char *cls, const char *vendor,
-                    const char *numa, const char *net)
+static void pci_dev(const char *root, const char *chain, const char *busid, const char *cls,
+                    const char *vendor, const char *numa, const char *net)
 {
     char rel[512], link[1024], target[1024];
     snprintf(rel, sizeof rel, "sys/devices/%s/%s/class", chain, busid);
@@ -178,11 +180,14 @@ START_TEST(sysfs_trees_are_read_without_hwloc)
     }
     put(root, "sys/devices/system/node/node0/x", "");
     put(root, "sys/devices/system/node/node1/x", "");
-    pci_dev(root, "pci0000:00/0000:00:01.0/0000:01:00.0", "0000:02:00.0", "0x030200\n", "0x10de\n", "0\n", NULL);
-    pci_dev(root, "pci0000:00/0000:00:01.0/0000:01:00.0", "0000:02:00.1", "0x020700\n", "0x15b3\n", "0\n", "ib0");
+    pci_dev(root, "pci0000:00/0000:00:01.0/0000:01:00.0", "0000:02:00.0", "0x030200\n", "0x10de\n", "0\n",
+            NULL);
+    pci_dev(root, "pci0000:00/0000:00:01.0/0000:01:00.0", "0000:02:00.1", "0x020700\n", "0x15b3\n", "0\n",
+            "ib0");
     pci_dev(root, "pci0000:00/0000:00:02.0", "0000:03:00.0", "0x030200\n", "0x10de\n", "0\n", NULL);
     pci_dev(root, "pci0000:80/0000:80:01.0", "0000:81:00.0", "0x030200\n", "0x10de\n", "1\n", NULL);
-    pci_dev(root, "pci0000:00/0000:00:03.0", "0000:04:00.0", "0x010802\n", "0x144d\n", "0\n", NULL); /* NVMe */
+    pci_dev(root, "pci0000:00/0000:00:03.0", "0000:04:00.0", "0x010802\n", "0x144d\n", "0\n",
+            NULL); /* NVMe */
     tt_topo_t *t = malloc(sizeof *t);
     char err[256];
     ck_assert_msg(tt_topo_load_sysfs(t, root, err, sizeof err) == TUTTI_SUCCESS, "%s", err);

@@ -13,7 +13,8 @@
 #include "compress.h"
 #include "kernels.h"
 
-namespace {
+namespace
+{
 
 enum { TILE = 4096, LANES = 8, THREADS = 256 };
 
@@ -45,14 +46,16 @@ __global__ void block_max(const float *g, const float *e, size_t n, size_t bsize
 
 /* sign: the eight lane sums of one tile of one block; thread k of the tile
  * adds elements lo + 8 j + k, j in the tile, in order, as the CPU's lane k. */
-__global__ void tile_sums(const float *g, const float *e, size_t n, size_t bsize, size_t tiles_per_block, float *part)
+__global__ void tile_sums(const float *g, const float *e, size_t n, size_t bsize, size_t tiles_per_block,
+                          float *part)
 {
     size_t t = blockIdx.x * (size_t)(blockDim.x / LANES) + threadIdx.x / LANES, k = threadIdx.x % LANES;
     size_t b = t / tiles_per_block, tile = t % tiles_per_block;
     size_t lo = b * bsize, hi = lo + bsize < n ? lo + bsize : n;
     if (lo >= n)
         return;
-    size_t groups = (hi - lo) / LANES, g0 = tile * (TILE / LANES), g1 = g0 + TILE / LANES < groups ? g0 + TILE / LANES : groups;
+    size_t groups = (hi - lo) / LANES, g0 = tile * (TILE / LANES),
+           g1 = g0 + TILE / LANES < groups ? g0 + TILE / LANES : groups;
     float sum = 0;
     for (size_t j = g0; j < g1; j++)
         sum = __fadd_rn(sum, fabsf(x_at(g, e, lo + j * LANES + k)));
@@ -61,8 +64,8 @@ __global__ void tile_sums(const float *g, const float *e, size_t n, size_t bsize
 
 /* sign: fold the tiles' lane sums in order, then the elements past the last
  * full group of eight, as the CPU does; scale = mean magnitude. */
-__global__ void fold_sums(const float *g, const float *e, size_t n, size_t bsize, size_t tiles_per_block, const float *part,
-                          float *scales, size_t nblocks)
+__global__ void fold_sums(const float *g, const float *e, size_t n, size_t bsize, size_t tiles_per_block,
+                          const float *part, float *scales, size_t nblocks)
 {
     size_t b = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (b >= nblocks)
@@ -80,12 +83,13 @@ __global__ void fold_sums(const float *g, const float *e, size_t n, size_t bsize
 
 /* Codes, one byte of output per thread: 1 element (int8), 2 (int4), 8 (sign). */
 __global__ void encode_bytes(tutti_compress_kind_t kind, const float *g, float *e, size_t n, size_t bsize,
-                             const float *scales, int stochastic, uint64_t seed, uint64_t stream, unsigned char *codes,
-                             size_t nbytes)
+                             const float *scales, int stochastic, uint64_t seed, uint64_t stream,
+                             unsigned char *codes, size_t nbytes)
 {
     size_t per = kind == TUTTI_COMPRESS_INT8 ? 1 : kind == TUTTI_COMPRESS_INT4 ? 2 : 8;
     float top = (float)tt_quant_levels(kind);
-    for (size_t byte = blockIdx.x * (size_t)blockDim.x + threadIdx.x; byte < nbytes; byte += (size_t)gridDim.x * blockDim.x) {
+    for (size_t byte = blockIdx.x * (size_t)blockDim.x + threadIdx.x; byte < nbytes;
+         byte += (size_t)gridDim.x * blockDim.x) {
         unsigned v = 0;
         for (size_t k = 0; k < per; k++) {
             size_t i = byte * per + k;
@@ -99,7 +103,8 @@ __global__ void encode_bytes(tutti_compress_kind_t kind, const float *g, float *
                 continue;
             }
             float inv = scale > 0 ? __fdiv_rn(1.0f, scale) : 0.0f, t = __fmul_rn(x, inv);
-            float r = stochastic ? __fadd_rn(__fadd_rn(__fadd_rn(t, tt_uniform01(seed, stream, i)), -0.5f), 12582912.0f)
+            float r = stochastic ? __fadd_rn(__fadd_rn(__fadd_rn(t, tt_uniform01(seed, stream, i)), -0.5f),
+                                             12582912.0f)
                                  : __fadd_rn(t, 12582912.0f);
             r = __fsub_rn(r, 12582912.0f); /* tt_round_even, unfused */
             r = r > top ? top : r < -top ? -top : r;
@@ -114,12 +119,14 @@ __global__ void encode_bytes(tutti_compress_kind_t kind, const float *g, float *
 __global__ void decode_elems(tutti_compress_kind_t kind, const unsigned char *codes, size_t n, size_t bsize,
                              const float *scales, float *out, int add)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
         float scale = scales[i / bsize], v;
         if (kind == TUTTI_COMPRESS_SIGN) {
             v = codes[i / 8] >> (i % 8) & 1 ? scale : -scale;
         } else {
-            int c = kind == TUTTI_COMPRESS_INT8 ? (int)(int8_t)codes[i] : (codes[i / 2] >> (4 * (i % 2)) & 0xf);
+            int c =
+                kind == TUTTI_COMPRESS_INT8 ? (int)(int8_t)codes[i] : (codes[i / 2] >> (4 * (i % 2)) & 0xf);
             if (kind == TUTTI_COMPRESS_INT4 && c >= 8)
                 c -= 16;
             v = __fmul_rn((float)c, scale);
@@ -148,15 +155,19 @@ extern "C" int tt_cuda_quant_encode(const tt_quant_t *q, const float *g, float *
     if (q->kind == TUTTI_COMPRESS_SIGN) {
         size_t tiles_per_block = (bsize / LANES + TILE / LANES - 1) / (TILE / LANES);
         size_t tiles = nblocks * (tiles_per_block ? tiles_per_block : 1), per_cta = THREADS / LANES;
-        tile_sums<<<(unsigned)((tiles + per_cta - 1) / per_cta), THREADS, 0, s>>>(g, e, n, bsize, tiles_per_block, scratch);
-        fold_sums<<<grid_for(nblocks), THREADS, 0, s>>>(g, e, n, bsize, tiles_per_block, scratch, scales, nblocks);
+        tile_sums<<<(unsigned)((tiles + per_cta - 1) / per_cta), THREADS, 0, s>>>(g, e, n, bsize,
+                                                                                  tiles_per_block, scratch);
+        fold_sums<<<grid_for(nblocks), THREADS, 0, s>>>(g, e, n, bsize, tiles_per_block, scratch, scales,
+                                                        nblocks);
     } else {
-        block_max<<<(unsigned)nblocks, THREADS, 0, s>>>(g, e, n, bsize, scales, (float)tt_quant_levels(q->kind));
+        block_max<<<(unsigned)nblocks, THREADS, 0, s>>>(g, e, n, bsize, scales,
+                                                        (float)tt_quant_levels(q->kind));
     }
     size_t per = q->kind == TUTTI_COMPRESS_INT8 ? 1 : q->kind == TUTTI_COMPRESS_INT4 ? 2 : 8;
     size_t nbytes = (n + per - 1) / per;
     encode_bytes<<<grid_for(nbytes), THREADS, 0, s>>>(q->kind, g, e, n, bsize, scales,
-                                                      q->rounding == TUTTI_ROUND_STOCHASTIC && q->kind != TUTTI_COMPRESS_SIGN,
+                                                      q->rounding == TUTTI_ROUND_STOCHASTIC &&
+                                                          q->kind != TUTTI_COMPRESS_SIGN,
                                                       q->seed, stream, codes, nbytes);
     return (int)cudaGetLastError();
 }
@@ -168,8 +179,8 @@ extern "C" size_t tt_cuda_quant_scratch(const tt_quant_t *q, size_t n)
     return nblocks * (tiles_per_block ? tiles_per_block : 1) * LANES * sizeof(float);
 }
 
-extern "C" int tt_cuda_quant_decode(const tt_quant_t *q, const unsigned char *in, size_t n, float *out, int add,
-                                    void *cuda_stream)
+extern "C" int tt_cuda_quant_decode(const tt_quant_t *q, const unsigned char *in, size_t n, float *out,
+                                    int add, void *cuda_stream)
 {
     if (n == 0)
         return 0;

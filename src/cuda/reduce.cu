@@ -11,7 +11,8 @@
 #include "half.h"
 #include "kernels.h"
 
-namespace {
+namespace
+{
 
 struct f16 {
     uint16_t bits;
@@ -23,18 +24,36 @@ struct b16 {
 /* Load and store through fp32 for the narrow floats, as the CPU does. */
 template <typename T> struct wide {
     typedef T type;
-    static __device__ T load(T v) { return v; }
-    static __device__ T store(T v) { return v; }
+    static __device__ T load(T v)
+    {
+        return v;
+    }
+    static __device__ T store(T v)
+    {
+        return v;
+    }
 };
 template <> struct wide<f16> {
     typedef float type;
-    static __device__ float load(f16 v) { return tt_fp16_to_f32(v.bits); }
-    static __device__ f16 store(float v) { return f16{tt_f32_to_fp16(v)}; }
+    static __device__ float load(f16 v)
+    {
+        return tt_fp16_to_f32(v.bits);
+    }
+    static __device__ f16 store(float v)
+    {
+        return f16{tt_f32_to_fp16(v)};
+    }
 };
 template <> struct wide<b16> {
     typedef float type;
-    static __device__ float load(b16 v) { return tt_bf16_to_f32(v.bits); }
-    static __device__ b16 store(float v) { return b16{tt_f32_to_bf16(v)}; }
+    static __device__ float load(b16 v)
+    {
+        return tt_bf16_to_f32(v.bits);
+    }
+    static __device__ b16 store(float v)
+    {
+        return b16{tt_f32_to_bf16(v)};
+    }
 };
 
 /* The ops, as the CPU kernels (reduce_loops.h) define them: for floats,
@@ -72,11 +91,11 @@ template <typename T> __device__ T one(T x, T y, tutti_op_t op)
 }
 
 /* 16 bytes at a time: a uint4 holds 16 / sizeof(T) elements. */
-template <typename T>
-__global__ void reduce_vec(T *dst, const T *a, const T *b, size_t nvec, tutti_op_t op)
+template <typename T> __global__ void reduce_vec(T *dst, const T *a, const T *b, size_t nvec, tutti_op_t op)
 {
     const size_t per = sizeof(uint4) / sizeof(T);
-    for (size_t v = blockIdx.x * (size_t)blockDim.x + threadIdx.x; v < nvec; v += (size_t)gridDim.x * blockDim.x) {
+    for (size_t v = blockIdx.x * (size_t)blockDim.x + threadIdx.x; v < nvec;
+         v += (size_t)gridDim.x * blockDim.x) {
         uint4 x = reinterpret_cast<const uint4 *>(a)[v], y = reinterpret_cast<const uint4 *>(b)[v], z;
         const T *xs = reinterpret_cast<const T *>(&x), *ys = reinterpret_cast<const T *>(&y);
         T *zs = reinterpret_cast<T *>(&z);
@@ -87,29 +106,33 @@ __global__ void reduce_vec(T *dst, const T *a, const T *b, size_t nvec, tutti_op
     }
 }
 
-template <typename T>
-__global__ void reduce_scalar(T *dst, const T *a, const T *b, size_t n, tutti_op_t op)
+template <typename T> __global__ void reduce_scalar(T *dst, const T *a, const T *b, size_t n, tutti_op_t op)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         dst[i] = one(a[i], b[i], op);
 }
 
-template <typename T> cudaError_t launch(void *dst, const void *a, const void *b, size_t n, tutti_op_t op, cudaStream_t s)
+template <typename T>
+cudaError_t launch(void *dst, const void *a, const void *b, size_t n, tutti_op_t op, cudaStream_t s)
 {
     T *d = static_cast<T *>(dst);
     const T *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
     const size_t per = sizeof(uint4) / sizeof(T);
     const int threads = 256;
-    size_t nvec = ((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y)) % 16)
-                      ? 0
-                      : n / per;
+    size_t nvec =
+        ((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y)) %
+         16)
+            ? 0
+            : n / per;
     if (nvec) {
-        unsigned blocks = (unsigned)((nvec + threads - 1) / threads < 65535 ? (nvec + threads - 1) / threads : 65535);
+        unsigned blocks =
+            (unsigned)((nvec + threads - 1) / threads < 65535 ? (nvec + threads - 1) / threads : 65535);
         reduce_vec<T><<<blocks, threads, 0, s>>>(d, x, y, nvec, op);
     }
     size_t done = nvec * per, rest = n - done;
     if (rest) {
-        unsigned blocks = (unsigned)((rest + threads - 1) / threads < 65535 ? (rest + threads - 1) / threads : 65535);
+        unsigned blocks =
+            (unsigned)((rest + threads - 1) / threads < 65535 ? (rest + threads - 1) / threads : 65535);
         reduce_scalar<T><<<blocks, threads, 0, s>>>(d + done, x + done, y + done, rest, op);
     }
     return cudaGetLastError();
@@ -117,8 +140,8 @@ template <typename T> cudaError_t launch(void *dst, const void *a, const void *b
 
 } // namespace
 
-extern "C" int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n, tutti_dtype_t dtype, tutti_op_t op,
-                              void *stream)
+extern "C" int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n, tutti_dtype_t dtype,
+                              tutti_op_t op, void *stream)
 {
     if (n == 0)
         return 0;

@@ -284,9 +284,9 @@ TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **w
  * no_error_feedback or kind NONE. In-place: sendbuf == recvbuf.
  */
 TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
-                                                    tutti_dtype_t dtype, tutti_op_t op, const tutti_compress_t *how,
-                                                    tutti_ef_state_t state, tutti_comm_t comm,
-                                                    tutti_stream_t stream);
+                                                    tutti_dtype_t dtype, tutti_op_t op,
+                                                    const tutti_compress_t *how, tutti_ef_state_t state,
+                                                    tutti_comm_t comm, tutti_stream_t stream);
 
 /* What this rank's last compressed all-reduce on comm did. */
 typedef struct {

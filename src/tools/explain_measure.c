@@ -12,8 +12,8 @@
 #define MEASURE_WARMUP 3
 #define MAX_TRACED_ROUNDS 4096
 
-static tutti_status_t run_once(tt_coll_t coll, const void *in, void *out, size_t count, tutti_dtype_t t, int root,
-                               tutti_comm_t comm)
+static tutti_status_t run_once(tt_coll_t coll, const void *in, void *out, size_t count, tutti_dtype_t t,
+                               int root, tutti_comm_t comm)
 {
     switch (coll) {
     case TT_COLL_ALLREDUCE: return tutti_allreduce(in, out, count, t, TUTTI_SUM, comm, NULL);
@@ -32,7 +32,8 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes, tutti_dtype_t dtype, int root)
+int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes, tutti_dtype_t dtype,
+                       int root)
 {
     /* One slice, so a round's end is a point in time; the algorithm is
      * forced for this collective only. */
@@ -70,7 +71,8 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
         if (!st)
             st = run_once(coll, in, out, count, dtype, root, comm);
         for (int k = 0; !st && it >= MEASURE_WARMUP && k < comm->trace.nrounds; k++)
-            samples[(size_t)k * MEASURE_ITERS + (size_t)(it - MEASURE_WARMUP)] = (double)(ends[k] - t0) * 1e-9;
+            samples[(size_t)k * MEASURE_ITERS + (size_t)(it - MEASURE_WARMUP)] =
+                (double)(ends[k] - t0) * 1e-9;
     }
     int rc = 0;
     if (st) {
@@ -78,10 +80,11 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
         rc = 1;
     } else if (me == 0) {
         int nrounds = comm->trace.nrounds;
-        tt_coll_args_t args = {.coll = coll, .nranks = p, .rank = 0, .root = root, .count = count, .hosts = &comm->hosts};
+        tt_coll_args_t args = {
+            .coll = coll, .nranks = p, .rank = 0, .root = root, .count = count, .hosts = &comm->hosts};
         double *predicted = calloc((size_t)nrounds + 1, sizeof *predicted);
-        int have = predicted && tt_cost_round_ends(&comm->policy.tuner.model, comm->trace.algo, &args, elem, 1,
-                                                   predicted, nrounds) == 0;
+        int have = predicted && tt_cost_round_ends(&comm->policy.tuner.model, comm->trace.algo, &args, elem,
+                                                   1, predicted, nrounds) == 0;
         printf("%s of %zu bytes with %s on %d ranks, one slice, median of %d runs (rank 0's rounds)\n",
                tt_coll_name(coll), bytes, comm->trace.algo->name, p, MEASURE_ITERS);
         printf("%6s %14s %14s %8s\n", "round", "measured_us", "predicted_us", "ratio");

@@ -153,7 +153,8 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
             if (!(t->labels[r][i] = calloc(LABEL_BYTES, 1)))
                 goto out;
         for (size_t i = 0; i < nin; i++) /* all-gather: rank r's data is chunk r */
-            bufs[r].buf[TT_BUF_INPUT][i] = (tt_cell_t){1ull << r, (int)(args->coll == TT_COLL_ALLGATHER ? r * args->count + i : i)};
+            bufs[r].buf[TT_BUF_INPUT][i] =
+                (tt_cell_t){1ull << r, (int)(args->coll == TT_COLL_ALLGATHER ? r * args->count + i : i)};
     }
     int left = 0, progress = 1;
     for (int r = 0; r < p; r++)
@@ -170,7 +171,8 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
                     for (int i = 0; i < n; i++) {
                         char *label = t->labels[r][first + i];
                         if (st[i].kind == TT_STEP_COPY || st[i].kind == TT_STEP_REDUCE) {
-                            tt_cell_t *dst = cells_of(&bufs[r], st[i].dst), *src = cells_of(&bufs[r], st[i].src);
+                            tt_cell_t *dst = cells_of(&bufs[r], st[i].dst),
+                                      *src = cells_of(&bufs[r], st[i].src);
                             for (size_t e = 0; e < st[i].dst.count; e++) {
                                 if (st[i].kind == TT_STEP_COPY)
                                     dst[e] = src[e];
@@ -178,8 +180,8 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
                                     dst[e].ranks |= src[e].ranks;
                             }
                             format_cells(dst, st[i].dst.count, a, sizeof a);
-                            snprintf(label, LABEL_BYTES, "%s %s", st[i].kind == TT_STEP_COPY ? "copies" : "adds up",
-                                     a);
+                            snprintf(label, LABEL_BYTES, "%s %s",
+                                     st[i].kind == TT_STEP_COPY ? "copies" : "adds up", a);
                         } else if (st[i].kind == TT_STEP_SEND) {
                             tt_cell_t *src = cells_of(&bufs[r], st[i].src);
                             if (push(&queues[r * p + st[i].peer], src, st[i].src.count))
@@ -208,8 +210,9 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
                     msg_t m = q->items[q->head++];
                     q->len--;
                     if (m.n != st[i].dst.count) {
-                        snprintf(t->error, sizeof t->error, "rank %d round %d: %zu elements sent by %d, %zu expected",
-                                 r, round[r], m.n, st[i].peer, st[i].dst.count);
+                        snprintf(t->error, sizeof t->error,
+                                 "rank %d round %d: %zu elements sent by %d, %zu expected", r, round[r], m.n,
+                                 st[i].peer, st[i].dst.count);
                         free(m.cells);
                         goto out;
                     }
@@ -226,7 +229,8 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
                     if (st[i].kind == TT_STEP_RECV)
                         snprintf(t->labels[r][first + i], LABEL_BYTES, "gets %s from rank %d", a, st[i].peer);
                     else
-                        snprintf(t->labels[r][first + i], LABEL_BYTES, "adds %s from rank %d: %s", a, st[i].peer, b);
+                        snprintf(t->labels[r][first + i], LABEL_BYTES, "adds %s from rank %d: %s", a,
+                                 st[i].peer, b);
                 }
                 round[r]++;
                 posted[r] = 0;

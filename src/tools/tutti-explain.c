@@ -114,7 +114,7 @@ static int compare_table(const opts_t *o, tt_algo_policy_t *policy, const tt_col
         for (int k = 0; k < s.nsteps; k++)
             if (s.steps[k].kind == TT_STEP_SEND)
                 sent += s.steps[k].src.count * elem;
-        size_t slice = pick.algo == algo                ? pick.slice_bytes
+        size_t slice = pick.algo == algo           ? pick.slice_bytes
                        : policy->tuner.slice_bytes ? policy->tuner.slice_bytes
                                                    : TT_TUNER_DEFAULT_SLICE;
         double t = tt_cost_predict(&policy->tuner.model, algo, args, elem, tt_tuner_slices(chunk, slice));
@@ -123,7 +123,8 @@ static int compare_table(const opts_t *o, tt_algo_policy_t *policy, const tt_col
         format_bytes(sent, sb, sizeof sb);
         format_bytes(slice, sl, sizeof sl);
         printf("%-20s %7d %12s %12s %10s%s%s\n", algo->name, s.nrounds, sb, sl, t < 0 ? "-" : when,
-               pick.algo == algo ? "  *" : "", tt_tuner_considers(&policy->tuner, algo, args) ? "" : "  (not tuned)");
+               pick.algo == algo ? "  *" : "",
+               tt_tuner_considers(&policy->tuner, algo, args) ? "" : "  (not tuned)");
         tt_sched_free(&s);
     }
     printf("* the tuner's pick: the first algorithm it considers, unless another is predicted 20%% faster\n");
@@ -169,11 +170,12 @@ static int explain_rounds(const opts_t *o, tt_algo_policy_t *policy, const tt_al
     int nslices = tt_tuner_slices(chunk, slice);
     char size[32];
     format_bytes((size_t)o->bytes, size, sizeof size);
-    printf("%s of %s with %s on %d ranks (%d host%s)\n%s\n", tt_coll_name(o->coll), size, algo->name, o->nranks,
-           o->nodes, o->nodes == 1 ? "" : "s", algo->summary);
+    printf("%s of %s with %s on %d ranks (%d host%s)\n%s\n", tt_coll_name(o->coll), size, algo->name,
+           o->nranks, o->nodes, o->nodes == 1 ? "" : "s", algo->summary);
     printf("Rank r's data is letter r (a = rank 0); %s. Times: the cost model, for\n"
            "the first of %d slices, from the start of the call.\n\n",
-           o->coll == TT_COLL_ALLGATHER ? "rank r's block is chunk r" : "chunk i of rank 0's data is ai", nslices);
+           o->coll == TT_COLL_ALLGATHER ? "rank r's block is chunk r" : "chunk i of rank 0's data is ai",
+           nslices);
     int rounds = 0;
     for (int r = 0; r < t->nranks; r++)
         rounds = t->s[r].nrounds > rounds ? t->s[r].nrounds : rounds;
@@ -183,7 +185,8 @@ static int explain_rounds(const opts_t *o, tt_algo_policy_t *policy, const tt_al
         tt_coll_args_t a = *args;
         a.rank = r;
         if (tt_algo_build(algo, &a, &real[r]) != TUTTI_SUCCESS || real[r].nrounds != t->s[r].nrounds)
-            return fprintf(stderr, "tutti-explain: %s builds different schedules at this size\n", algo->name), 1;
+            return fprintf(stderr, "tutti-explain: %s builds different schedules at this size\n", algo->name),
+                   1;
         ends[r] = calloc((size_t)real[r].nrounds + 1, sizeof(double));
         if (tt_cost_round_ends(&policy->tuner.model, algo, &a, elem, nslices, ends[r], real[r].nrounds))
             for (int k = 0; k < real[r].nrounds; k++)
@@ -196,8 +199,9 @@ static int explain_rounds(const opts_t *o, tt_algo_policy_t *policy, const tt_al
                 continue;
             int n, first = t->s[r].round_first[k];
             tt_sched_round_steps(&t->s[r], k, &n);
-            tt_round_cost_t rc = tt_cost_round(&policy->tuner.model, &(tt_coll_args_t){.hosts = args->hosts, .rank = r},
-                                               &real[r], k, elem, nslices);
+            tt_round_cost_t rc =
+                tt_cost_round(&policy->tuner.model, &(tt_coll_args_t){.hosts = args->hosts, .rank = r},
+                              &real[r], k, elem, nslices);
             char out[32], in[32], when[32];
             format_bytes(rc.sent, out, sizeof out);
             format_bytes(rc.received, in, sizeof in);
@@ -254,7 +258,9 @@ static int parse_args(int argc, char **argv, opts_t *o)
             break;
         case 'a':
             if (!(o->algo = tt_algo_named(optarg)))
-                return fprintf(stderr, "tutti-explain: unknown algorithm '%s' (tutti-info -A lists them)\n", optarg), 2;
+                return fprintf(stderr, "tutti-explain: unknown algorithm '%s' (tutti-info -A lists them)\n",
+                               optarg),
+                       2;
             break;
         case 'n':
             if (tt_parse_int(optarg, &v) || v < 1 || v > 64)
@@ -320,7 +326,8 @@ int main(int argc, char **argv)
         rc = compare_table(&o, &policy, &args);
     } else {
         const tt_algorithm_t *algo =
-            o.algo ? o.algo : tt_tuner_pick(&policy.tuner, &args, (size_t)o.bytes, tutti_dtype_size(o.dtype)).algo;
+            o.algo ? o.algo
+                   : tt_tuner_pick(&policy.tuner, &args, (size_t)o.bytes, tutti_dtype_size(o.dtype)).algo;
         if (!algo || !algo->build[o.coll]) {
             fprintf(stderr, "tutti-explain: %s does not serve %s\n", algo ? algo->name : "no algorithm",
                     tt_coll_name(o.coll));

@@ -125,8 +125,8 @@ static void print_json(const tt_topo_t *t)
     json_string(t->source);
     printf(", \"machine\": ");
     json_string(t->machine);
-    printf(", \"packages\": %d, \"numa_nodes\": %d, \"cores\": %d, \"pus\": %d,\n  \"devices\": [", t->npackages,
-           t->nnuma, t->ncores, t->npus);
+    printf(", \"packages\": %d, \"numa_nodes\": %d, \"cores\": %d, \"pus\": %d,\n  \"devices\": [",
+           t->npackages, t->nnuma, t->ncores, t->npus);
     for (int i = 0; i < t->ndevs; i++) {
         const tt_topo_dev_t *d = &t->devs[i];
         printf("%s\n    {\"name\": \"%s\", \"kind\": \"%s\", \"busid\": ", i ? "," : "", d->name,
@@ -134,8 +134,8 @@ static void print_json(const tt_topo_t *t)
         json_string(d->busid);
         printf(", \"os_name\": ");
         json_string(d->os_name);
-        printf(", \"vendor\": \"%04x\", \"class\": \"%04x\", \"numa\": %d, \"cpus\": ", d->vendor, d->pci_class,
-               d->numa);
+        printf(", \"vendor\": \"%04x\", \"class\": \"%04x\", \"numa\": %d, \"cpus\": ", d->vendor,
+               d->pci_class, d->numa);
         json_string(d->cpus);
         printf(", \"pci_path\": [");
         for (int b = 0; b < d->depth; b++) {
@@ -162,9 +162,9 @@ static void print_json(const tt_topo_t *t)
 int main(int argc, char **argv)
 {
     enum { MATRIX, TREE, JSON } view = MATRIX;
-    static const struct option longs[] = {{"matrix", no_argument, 0, 'm'}, {"tree", no_argument, 0, 't'},
-                                          {"json", no_argument, 0, 'j'},   {"input", required_argument, 0, 'i'},
-                                          {"help", no_argument, 0, 'h'},   {0, 0, 0, 0}};
+    static const struct option longs[] = {
+        {"matrix", no_argument, 0, 'm'},      {"tree", no_argument, 0, 't'}, {"json", no_argument, 0, 'j'},
+        {"input", required_argument, 0, 'i'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *input = NULL;
     for (int c; (c = getopt_long(argc, argv, "mtji:h", longs, NULL)) != -1;) {
         switch (c) {
@@ -184,7 +184,8 @@ int main(int argc, char **argv)
     char err[256];
     if (!t)
         return fprintf(stderr, "tutti-topo: out of memory\n"), 1;
-    tutti_status_t st = input ? tt_topo_load_xml(t, input, err, sizeof err) : tt_topo_load_local(t, err, sizeof err);
+    tutti_status_t st =
+        input ? tt_topo_load_xml(t, input, err, sizeof err) : tt_topo_load_local(t, err, sizeof err);
     if (st) {
         fprintf(stderr, "tutti-topo: %s\n", err);
         free(t);
