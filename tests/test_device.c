@@ -125,6 +125,39 @@ START_TEST(cuda_quantizers_match_the_cpu_bit_for_bit)
 }
 END_TEST
 
+START_TEST(cuda_topk_selects_what_the_cpu_selects)
+{
+    static const size_t counts[] = {100, 4097, 100003, 1 << 22};
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+        for (int zeros = 0; zeros < 2; zeros++) { /* many equal magnitudes too */
+            size_t n = counts[ci], k = n / 100 + 1;
+            float *x = malloc(n * 4), *mag = malloc(n * 4);
+            uint32_t *want = malloc(k * 4), *got = malloc(k * 4);
+            for (size_t i = 0; i < n; i++)
+                x[i] = zeros && i % 3 ? 0.0f : tt_uniform01(4, 4, i) - 0.5f;
+            ck_assert_uint_eq(tt_topk_exact(x, n, k, want, mag), k);
+            float *dx;
+            uint32_t *didx;
+            void *scratch;
+            cudaMalloc((void **)&dx, n * 4);
+            cudaMalloc((void **)&didx, k * 4);
+            cudaMalloc(&scratch, tt_cuda_topk_scratch(n));
+            cudaMemcpy(dx, x, n * 4, cudaMemcpyHostToDevice);
+            ck_assert_int_eq(tt_cuda_topk_exact(dx, n, k, didx, scratch, NULL), 0);
+            ck_assert_int_eq(cudaMemcpy(got, didx, k * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+            ck_assert_msg(memcmp(want, got, k * 4) == 0, "n=%zu k=%zu zeros=%d: the GPU chose otherwise", n,
+                          k, zeros);
+            cudaFree(dx);
+            cudaFree(didx);
+            cudaFree(scratch);
+            free(x);
+            free(mag);
+            free(want);
+            free(got);
+        }
+}
+END_TEST
+
 static int device_buffers_are_refused(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)r;
@@ -160,6 +193,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, cuda_kernels_match_the_cpu_bit_for_bit);
     tcase_add_test(tc, cuda_quantizers_match_the_cpu_bit_for_bit);
+    tcase_add_test(tc, cuda_topk_selects_what_the_cpu_selects);
     tcase_add_test(tc, device_buffers_are_recognised_and_refused_clearly);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

@@ -189,3 +189,140 @@ extern "C" int tt_cuda_quant_decode(const tt_quant_t *q, const unsigned char *in
         q->kind, in + nblocks * sizeof(float), n, bsize, reinterpret_cast<const float *>(in), out, add);
     return (int)cudaGetLastError();
 }
+
+/* ---- top-k by threshold: the CPU's radix select, then an ordered compaction ---- */
+namespace
+{
+
+enum { CHUNK = 4096 };
+
+struct select_state {
+    uint32_t hi, thr;
+    unsigned long long above, ties; /* elements beating thr; how many equal to it are taken */
+};
+
+__device__ uint32_t mag_bits(float x)
+{
+    return __float_as_uint(x) & 0x7fffffffu;
+}
+
+__global__ void hist_high(const float *x, size_t n, unsigned *hist)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        atomicAdd(&hist[mag_bits(x[i]) >> 15], 1u);
+}
+
+__global__ void pick_high(unsigned *hist, size_t k, select_state *st)
+{
+    unsigned long long above = 0;
+    uint32_t hi = 0xffff;
+    while (above + hist[hi] < k)
+        above += hist[hi--];
+    st->hi = hi;
+    st->above = above;
+    for (uint32_t b = 0; b < (1u << 15); b++) /* reused for the low bits */
+        hist[b] = 0;
+}
+
+__global__ void hist_low(const float *x, size_t n, unsigned *hist, const select_state *st)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t u = mag_bits(x[i]);
+        if (u >> 15 == st->hi)
+            atomicAdd(&hist[u & 0x7fff], 1u);
+    }
+}
+
+__global__ void pick_low(const unsigned *hist, size_t k, select_state *st)
+{
+    unsigned long long above = st->above;
+    uint32_t lo = 0x7fff;
+    while (above + hist[lo] < k)
+        above += hist[lo--];
+    st->thr = st->hi << 15 | lo;
+    st->above = above;
+    st->ties = k - above;
+}
+
+/* Per chunk of CHUNK elements: how many beat thr, how many equal it. */
+__global__ void count_chunks(const float *x, size_t n, const select_state *st, unsigned long long *counts,
+                             size_t nchunks)
+{
+    size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (c >= nchunks)
+        return;
+    unsigned long long above = 0, equal = 0;
+    for (size_t i = c * CHUNK; i < n && i < (c + 1) * CHUNK; i++) {
+        uint32_t u = mag_bits(x[i]);
+        above += u > st->thr;
+        equal += u == st->thr;
+    }
+    counts[2 * c] = above;
+    counts[2 * c + 1] = equal;
+}
+
+/* Exclusive prefix sums of both counts, in chunk order (one thread: the
+ * chunks are few). */
+__global__ void scan_chunks(unsigned long long *counts, size_t nchunks)
+{
+    unsigned long long above = 0, equal = 0;
+    for (size_t c = 0; c < nchunks; c++) {
+        unsigned long long a = counts[2 * c], e = counts[2 * c + 1];
+        counts[2 * c] = above;
+        counts[2 * c + 1] = equal;
+        above += a;
+        equal += e;
+    }
+}
+
+/* Each chunk writes its selected indices, in order, where the sums say:
+ * element i goes at (selected before it), ties only while they last. */
+__global__ void write_chunks(const float *x, size_t n, const select_state *st,
+                             const unsigned long long *counts, size_t nchunks, uint32_t *idx)
+{
+    size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (c >= nchunks)
+        return;
+    unsigned long long above = counts[2 * c], equal = counts[2 * c + 1];
+    for (size_t i = c * CHUNK; i < n && i < (c + 1) * CHUNK; i++) {
+        uint32_t u = mag_bits(x[i]);
+        unsigned long long taken_ties = equal < st->ties ? equal : st->ties;
+        if (u > st->thr)
+            idx[above + taken_ties] = (uint32_t)i;
+        else if (u == st->thr && equal < st->ties)
+            idx[above + equal] = (uint32_t)i;
+        above += u > st->thr;
+        equal += u == st->thr;
+    }
+}
+
+} // namespace
+
+extern "C" size_t tt_cuda_topk_scratch(size_t n)
+{
+    size_t nchunks = (n + CHUNK - 1) / CHUNK;
+    return (1u << 16) * sizeof(unsigned) + sizeof(select_state) + 2 * nchunks * sizeof(unsigned long long) +
+           64;
+}
+
+extern "C" int tt_cuda_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, void *scratch,
+                                  void *cuda_stream)
+{
+    if (k == 0 || n == 0 || k >= n)
+        return k >= n && n ? (int)cudaErrorInvalidValue : 0; /* the caller sends everything itself */
+    cudaStream_t s = static_cast<cudaStream_t>(cuda_stream);
+    unsigned *hist = static_cast<unsigned *>(scratch);
+    select_state *st = reinterpret_cast<select_state *>(hist + (1u << 16));
+    unsigned long long *counts = reinterpret_cast<unsigned long long *>(st + 1);
+    size_t nchunks = (n + CHUNK - 1) / CHUNK;
+    cudaMemsetAsync(hist, 0, (1u << 16) * sizeof(unsigned), s);
+    hist_high<<<grid_for(n), THREADS, 0, s>>>(x, n, hist);
+    pick_high<<<1, 1, 0, s>>>(hist, k, st);
+    hist_low<<<grid_for(n), THREADS, 0, s>>>(x, n, hist, st);
+    pick_low<<<1, 1, 0, s>>>(hist, k, st);
+    count_chunks<<<grid_for(nchunks), THREADS, 0, s>>>(x, n, st, counts, nchunks);
+    scan_chunks<<<1, 1, 0, s>>>(counts, nchunks);
+    write_chunks<<<grid_for(nchunks), THREADS, 0, s>>>(x, n, st, counts, nchunks, idx);
+    return (int)cudaGetLastError();
+}

@@ -34,6 +34,14 @@ size_t tt_cuda_quant_scratch(const tt_quant_t *q, size_t n);
 int tt_cuda_quant_decode(const tt_quant_t *q, const unsigned char *in, size_t n, float *out, int add,
                          void *cuda_stream);
 
+/*
+ * Exact top-k on the GPU: the indices, ascending, of the k largest |x[i]|
+ * (ties to the lower index), the same as tt_topk_exact, for 0 < k < n.
+ * scratch holds tt_cuda_topk_scratch(n) bytes. Enqueued on cuda_stream.
+ */
+int tt_cuda_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, void *scratch, void *cuda_stream);
+size_t tt_cuda_topk_scratch(size_t n);
+
 #ifdef __cplusplus
 }
 #endif
