@@ -190,4 +190,5 @@ const tt_algorithm_t tt_algo_hierarchical = {
     .build = {[TT_COLL_ALLREDUCE] = hierarchical_allreduce,
               [TT_COLL_REDUCE_SCATTER] = hierarchical_reduce_scatter,
               [TT_COLL_ALLGATHER] = hierarchical_allgather},
+    .flags = TT_ALGO_MULTI_HOST,
 };

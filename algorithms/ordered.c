@@ -99,4 +99,5 @@ const tt_algorithm_t tt_algo_ordered = {
     .build = {[TT_COLL_ALLREDUCE] = ordered_allreduce,
               [TT_COLL_REDUCE_SCATTER] = ordered_reduce_scatter,
               [TT_COLL_REDUCE] = ordered_reduce},
+    .flags = TT_ALGO_RANK_ORDER | TT_ALGO_ONLY_ORDERED,
 };

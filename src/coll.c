@@ -60,10 +60,11 @@ static tutti_status_t validate(tutti_comm_t comm, call_t *c, tutti_stream_t stre
                              (int)c->dtype);
     if (!tt_op_valid(c->op))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: op: %d is not a tutti_op_t", name, (int)c->op);
-    if (tt_mem_kind(c->send) == TT_MEM_DEVICE || tt_mem_kind(c->recv) == TT_MEM_DEVICE)
+    int send_on_device = tt_mem_kind(c->send) == TT_MEM_DEVICE;
+    if (send_on_device || tt_mem_kind(c->recv) == TT_MEM_DEVICE)
         return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
                              "%s: %s is CUDA device memory; this build runs collectives on host memory only",
-                             name, tt_mem_kind(c->send) == TT_MEM_DEVICE ? "sendbuf" : "recvbuf");
+                             name, send_on_device ? "sendbuf" : "recvbuf");
     int p = comm->nranks, me = comm->rank;
     int has_root = c->coll == TT_COLL_BROADCAST || c->coll == TT_COLL_REDUCE;
     int is_p2p = c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;

@@ -95,10 +95,10 @@ TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t comm, tutti_comp
 /* Bytes this rank sends in the dense ring all-reduce of n elements. */
 static uint64_t dense_ring_bytes(size_t n, size_t elem, int p, int r)
 {
-    uint64_t blocks = 0;
-    for (int k = 0; k < p - 1; k++) /* reduce-scatter, then all-gather */
-        blocks += tt_block_count(n, p, tt_mod(r - k, p)) + tt_block_count(n, p, tt_mod(r + 1 - k, p));
-    return blocks * elem;
+    /* The reduce-scatter sends every block but r + 1, the all-gather every block but r + 2. */
+    return (2 * (uint64_t)n - tt_block_count(n, p, tt_mod(r + 1, p)) -
+            tt_block_count(n, p, tt_mod(r + 2, p))) *
+           elem;
 }
 
 static void to_f32(const void *in, tutti_dtype_t t, size_t n, float *out)

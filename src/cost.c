@@ -405,18 +405,30 @@ int tt_cost_round_ends(const tt_cost_model_t *m, const tt_algorithm_t *algo, con
     return rc;
 }
 
+int tt_cost_predict_each(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+                         size_t elem, const int *nslices, int count, double *out)
+{
+    if (args->nranks > TT_COST_EXACT_RANKS) {
+        for (int i = 0; i < count; i++)
+            if ((out[i] = predict_sampled(m, algo, args, elem, nslices[i])) < 0)
+                return -1;
+        return 0;
+    }
+    job_t j = {0};
+    int rc = job_build(&j, algo, args); /* the schedules once, priced per slice count */
+    for (int i = 0; i < count && rc == 0; i++) {
+        double work = job_costs(&j, m, elem, nslices[i]);
+        double trip = one_slice_trip(&j, m, elem, nslices[i]);
+        out[i] = trip < 0 ? -1 : trip + work * (1.0 - 1.0 / nslices[i]);
+        rc = trip < 0 ? -1 : 0;
+    }
+    job_free(&j);
+    return rc;
+}
+
 double tt_cost_predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
                        size_t elem, int nslices)
 {
-    if (args->nranks > TT_COST_EXACT_RANKS)
-        return predict_sampled(m, algo, args, elem, nslices);
-    job_t j = {0};
-    if (job_build(&j, algo, args)) {
-        job_free(&j);
-        return -1;
-    }
-    double work = job_costs(&j, m, elem, nslices);
-    double trip = one_slice_trip(&j, m, elem, nslices);
-    job_free(&j);
-    return trip < 0 ? -1 : trip + work * (1.0 - 1.0 / nslices);
+    double t;
+    return tt_cost_predict_each(m, algo, args, elem, &nslices, 1, &t) ? -1 : t;
 }

@@ -73,6 +73,10 @@ tt_round_cost_t tt_cost_round(const tt_cost_model_t *m, const tt_coll_args_t *ar
  */
 double tt_cost_predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
                        size_t elem, int nslices);
+/* The same for several slice counts at once, building the schedules once:
+ * out[i] for nslices[i]. 0, or -1 when algo cannot build the schedule. */
+int tt_cost_predict_each(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+                         size_t elem, const int *nslices, int count, double *out);
 /* When each of args->rank's nrounds rounds ends for the first slice, in
  * seconds from the start (up to 64 ranks). 0, or -1 if it cannot tell. */
 int tt_cost_round_ends(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,

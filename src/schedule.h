@@ -152,12 +152,20 @@ static inline int tt_mod(int a, int n)
 
 typedef tutti_status_t (*tt_sched_builder_t)(const tt_coll_args_t *args, tt_sched_t *s);
 
-/* One algorithm: its name, what it does, and a builder per collective it
- * serves (NULL where it does not). */
+/* What the tuner needs to know about an algorithm beyond its schedules. */
+enum {
+    TT_ALGO_RANK_ORDER = 1u << 0,   /* reductions add the terms in rank order (deterministic mode) */
+    TT_ALGO_ONLY_ORDERED = 1u << 1, /* worth running only for its order, in deterministic mode */
+    TT_ALGO_MULTI_HOST = 1u << 2    /* differs from the ring only across several hosts of several ranks */
+};
+
+/* One algorithm: its name, what it does, a builder per collective it
+ * serves (NULL where it does not), and TT_ALGO_* flags. */
 typedef struct {
     const char *name;
     const char *summary;
     tt_sched_builder_t build[TT_COLL_COUNT];
+    unsigned flags;
 } tt_algorithm_t;
 
 extern const tt_algorithm_t tt_algo_ring;

@@ -23,12 +23,13 @@ int tt_tuner_considers(const tt_tuner_t *t, const tt_algorithm_t *algo, const tt
 {
     if (!algo->build[args->coll])
         return 0;
-    if (t->deterministic && tt_algo_ordered.build[args->coll])
-        return algo == &tt_algo_ordered || algo == &tt_algo_direct;
-    if (algo == &tt_algo_ordered)
-        return 0; /* it exists for deterministic mode */
-    /* On one host, or hosts of one rank, hierarchical is just the ring. */
-    if (algo == &tt_algo_hierarchical)
+    int reduces = args->coll == TT_COLL_ALLREDUCE || args->coll == TT_COLL_REDUCE_SCATTER ||
+                  args->coll == TT_COLL_REDUCE;
+    if (t->deterministic && reduces)
+        return (algo->flags & TT_ALGO_RANK_ORDER) != 0;
+    if (algo->flags & TT_ALGO_ONLY_ORDERED)
+        return 0;
+    if (algo->flags & TT_ALGO_MULTI_HOST) /* on one host, or hosts of one rank, it is just the ring */
         return args->hosts && args->hosts->nhosts > 1 && args->hosts->per_host > 1;
     return 1;
 }
@@ -46,29 +47,30 @@ tt_tuned_t tt_tuner_pick(tt_tuner_t *t, const tt_coll_args_t *args, size_t bytes
     tt_tuned_t *slot = &t->cache[args->coll][size_class(bytes)];
     if (slot->algo)
         return *slot;
-    size_t chunk = tt_tuner_chunk_bytes(args, elem);
-    size_t default_slice = t->slice_bytes ? t->slice_bytes : TT_TUNER_DEFAULT_SLICE;
-    int nchoices = t->slice_bytes ? 1 : (int)(sizeof slice_choices / sizeof slice_choices[0]);
+    enum { NCHOICES = sizeof slice_choices / sizeof slice_choices[0] };
+    size_t chunk = tt_tuner_chunk_bytes(args, elem), slices[NCHOICES];
+    int nchoices = t->slice_bytes ? 1 : NCHOICES, nslices[NCHOICES];
+    for (int c = 0; c < nchoices; c++) { /* choice 0 is the default slice size */
+        slices[c] = t->slice_bytes ? t->slice_bytes : slice_choices[c];
+        nslices[c] = tt_tuner_slices(chunk, slices[c]);
+    }
     /* The reference: the first registered algorithm the tuner considers
      * (the ring where it serves), at the default slice size. */
     tt_tuned_t ref = {0}, best = {0};
-    for (int i = 0; i < tt_num_algorithms && !ref.algo; i++)
-        if (tt_tuner_considers(t, tt_algorithms[i], args)) {
-            ref.algo = tt_algorithms[i];
-            ref.slice_bytes = default_slice;
-            ref.predicted =
-                tt_cost_predict(&t->model, ref.algo, args, elem, tt_tuner_slices(chunk, default_slice));
-        }
-    for (int i = 0; i < tt_num_algorithms && ref.algo; i++) {
+    for (int i = 0; i < tt_num_algorithms; i++) {
         const tt_algorithm_t *algo = tt_algorithms[i];
+        double predicted[NCHOICES];
         if (!tt_tuner_considers(t, algo, args))
             continue;
-        for (int c = 0; c < nchoices; c++) {
-            size_t slice = t->slice_bytes ? t->slice_bytes : slice_choices[c];
-            double predicted = tt_cost_predict(&t->model, algo, args, elem, tt_tuner_slices(chunk, slice));
-            if (predicted >= 0 && (!best.algo || predicted < best.predicted))
-                best = (tt_tuned_t){algo, slice, predicted};
-        }
+        /* Unpriceable (point-to-point schedules need both ends): -1, kept only as the reference. */
+        if (tt_cost_predict_each(&t->model, algo, args, elem, nslices, nchoices, predicted))
+            for (int c = 0; c < nchoices; c++)
+                predicted[c] = -1;
+        if (!ref.algo)
+            ref = (tt_tuned_t){algo, slices[0], predicted[0]};
+        for (int c = 0; c < nchoices; c++)
+            if (predicted[c] >= 0 && (!best.algo || predicted[c] < best.predicted))
+                best = (tt_tuned_t){algo, slices[c], predicted[c]};
     }
     /* The model misjudges real machines by tens of percent (caches, CPU
      * sharing), so anything else must beat the reference by a clear margin. */

@@ -129,7 +129,8 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
     rank_bufs_t *bufs = calloc((size_t)p, sizeof *bufs);
     queue_t *queues = calloc((size_t)p * (size_t)p, sizeof *queues); /* [from * p + to] */
     int *round = calloc((size_t)p, sizeof *round), *posted = calloc((size_t)p, sizeof *posted);
-    if (!t->s || !t->labels || !t->out || !bufs || !queues || !round || !posted) {
+    int *need = calloc((size_t)p, sizeof *need); /* receives per peer in the round at hand */
+    if (!t->s || !t->labels || !t->out || !bufs || !queues || !round || !posted || !need) {
         snprintf(t->error, sizeof t->error, "out of memory");
         goto out;
     }
@@ -194,13 +195,11 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
                     progress = 1;
                 }
                 /* The round completes once every receive has its message. */
-                int ready = 1, *need = calloc((size_t)p, sizeof *need);
-                if (!need)
-                    goto out;
+                int ready = 1;
+                memset(need, 0, (size_t)p * sizeof *need);
                 for (int i = 0; i < n; i++)
                     if (st[i].kind == TT_STEP_RECV || st[i].kind == TT_STEP_RECV_REDUCE)
                         ready &= ++need[st[i].peer] <= queues[st[i].peer * p + r].len;
-                free(need);
                 if (!ready)
                     break;
                 for (int i = 0; i < n; i++) {
@@ -263,6 +262,7 @@ out:
     free(queues);
     free(round);
     free(posted);
+    free(need);
     if (rc && !t->error[0])
         snprintf(t->error, sizeof t->error, "out of memory");
     return rc;
