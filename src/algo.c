@@ -104,6 +104,7 @@ uint64_t tt_algo_policy_hash(const tt_algo_policy_t *policy)
         h = tt_hash(&m->link[l], sizeof m->link[l], h); /* three doubles: no padding */
     int ints[] = {m->intra, m->inter, m->inter_links, t->deterministic};
     h = tt_hash(ints, sizeof ints, h);
+    h = tt_hash(&m->wake_s, sizeof m->wake_s, h);
     return tt_hash(&t->slice_bytes, sizeof t->slice_bytes, h);
 }
 

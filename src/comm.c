@@ -146,26 +146,36 @@ static void fill_endpoint(int node_id, tt_endpoint_t *ep)
     ep->host_id = tt_hash(&node_id, sizeof node_id, ep->host_id);
     cpu_set_t set;
     int cpu = 0;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
+    /* Pinned to one CPU (tutti-run --bind core): judge by the whole machine. */
+    ep->cpus = (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        if (CPU_COUNT(&set) > 1)
+            ep->cpus = CPU_COUNT(&set);
         while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set))
             cpu++;
+    }
     int numa = tt_topo_cpu_numa(cpu);
     ep->place = (uint64_t)(numa < 0 ? 0 : numa) << 32 | (uint64_t)cpu;
 }
 
-/* Whether this host runs more ranks than this process may use CPUs: then a
- * waiting rank must give its CPU away at once instead of spinning. */
-static int host_is_oversubscribed(tutti_comm_t comm)
+/* Ranks per CPU on rank r's host, as r sees its CPUs. */
+static double ranks_per_cpu(tutti_comm_t comm, int r)
 {
-    cpu_set_t allowed;
     int local = 0;
+    for (int q = 0; q < comm->nranks; q++)
+        local += comm->endpoints[q].host_id == comm->endpoints[r].host_id;
+    return comm->endpoints[r].cpus > 0 ? (double)local / comm->endpoints[r].cpus : 1;
+}
+
+/* How crowded the most crowded host is. Every rank computes it from the
+ * same records, so the tuner's choices stay the same on every rank. */
+static double job_crowding(tutti_comm_t comm)
+{
+    double most = 1;
     for (int r = 0; r < comm->nranks; r++)
-        local += comm->endpoints[r].host_id == comm->endpoints[comm->rank].host_id;
-    if (sched_getaffinity(0, sizeof allowed, &allowed))
-        return 0;
-    /* Pinned to one CPU (tutti-run --bind core): judge by the whole machine. */
-    int cpus = CPU_COUNT(&allowed) > 1 ? CPU_COUNT(&allowed) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    return local > cpus;
+        if (ranks_per_cpu(comm, r) > most)
+            most = ranks_per_cpu(comm, r);
+    return most;
 }
 
 static tutti_status_t connect_peers(tutti_comm_t comm, const rank_record_t *records)
@@ -334,7 +344,9 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
             goto undo_records;
         }
     }
-    comm->oversubscribed = host_is_oversubscribed(comm);
+    /* More ranks here than CPUs: a waiting rank gives its CPU away at once. */
+    comm->oversubscribed = ranks_per_cpu(comm, rank) > 1;
+    comm->policy.tuner.model.crowding = job_crowding(comm);
     st = hosts_from_endpoints(comm);
     if (st) {
         tt_comm_error(NULL, st, "rank %d: no memory for the host layout", rank);

@@ -32,6 +32,11 @@ typedef struct {
     tt_link_cost_t link[TT_LINK_COUNT];
     tt_link_t intra, inter; /* the class of a link inside a host, and between hosts */
     int inter_links;        /* independent inter-host links per host (NICs); its ranks share them */
+    /* Ranks per CPU on the most crowded host (1 when each rank has a CPU).
+     * Crowded ranks share their CPUs' copying and reducing, and a rank that
+     * waits for a peer gets its CPU back only after a switch (wake_s). */
+    double crowding;
+    double wake_s;
 } tt_cost_model_t;
 
 const char *tt_link_name(tt_link_t link);

@@ -42,11 +42,16 @@ static int size_class(size_t bytes)
     return c;
 }
 
-tt_tuned_t tt_tuner_pick(tt_tuner_t *t, const tt_coll_args_t *args, size_t bytes, size_t elem)
+tt_tuned_t tt_tuner_pick(tt_tuner_t *t, const tt_coll_args_t *call, size_t bytes, size_t elem)
 {
-    tt_tuned_t *slot = &t->cache[args->coll][size_class(bytes)];
+    tt_tuned_t *slot = &t->cache[call->coll][size_class(bytes)];
     if (slot->algo)
         return *slot;
+    /* Every rank must choose alike, but in-place is each rank's own
+     * choice (the root's alone for broadcast): price the out-of-place form. */
+    tt_coll_args_t priced = *call;
+    priced.in_place = 0;
+    const tt_coll_args_t *args = &priced;
     enum { NCHOICES = sizeof slice_choices / sizeof slice_choices[0] };
     size_t chunk = tt_tuner_chunk_bytes(args, elem), slices[NCHOICES];
     int nchoices = t->slice_bytes ? 1 : NCHOICES, nslices[NCHOICES];

@@ -138,12 +138,13 @@ START_TEST(tuning_files_override_the_defaults_and_bad_lines_are_named)
     tt_cost_model_t m;
     char err[256];
     tt_cost_defaults(&m);
-    char *path = write_file("# measured\nshm 2.5 20 40\ninter ib\n\n");
+    char *path = write_file("# measured\nshm 2.5 20 40\ninter ib\nwake_us 4\n\n");
     ck_assert_int_eq(tt_cost_load(&m, path, err, sizeof err), TUTTI_SUCCESS);
     unlink(path);
     ck_assert(m.link[TT_LINK_SHM].alpha > 2.49e-6 && m.link[TT_LINK_SHM].alpha < 2.51e-6);
     ck_assert(m.link[TT_LINK_SHM].beta > 0.99 / 20e9 && m.link[TT_LINK_SHM].beta < 1.01 / 20e9);
     ck_assert_int_eq(m.inter, TT_LINK_IB);
+    ck_assert(m.wake_s > 3.99e-6 && m.wake_s < 4.01e-6);
     path = write_file("shm 1 8 10\nnvlink fast\n");
     ck_assert_int_eq(tt_cost_load(&m, path, err, sizeof err), TUTTI_ERR_CONFIG);
     unlink(path);

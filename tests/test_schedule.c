@@ -339,6 +339,64 @@ START_TEST(the_tuner_takes_few_rounds_for_small_calls_and_the_ring_for_large)
 }
 END_TEST
 
+/* 4 and 8 ranks on 2 CPUs: every round costs a wait for a peer's time
+ * slice, so small all-reduces go to one exchange round; with a CPU each,
+ * the log-round exchange wins; large ones stay on the ring either way. */
+START_TEST(crowded_cpus_make_the_tuner_trade_messages_for_rounds)
+{
+    char err[256];
+    for (int p = 4; p <= 8; p *= 2) {
+        tt_algo_policy_t roomy, crowded;
+        ck_assert_int_eq(tt_algo_policy_from_env(&roomy, err, sizeof err), TUTTI_SUCCESS);
+        ck_assert_int_eq(tt_algo_policy_from_env(&crowded, err, sizeof err), TUTTI_SUCCESS);
+        crowded.tuner.model.crowding = p / 2.0;
+        const tt_algorithm_t *few_cpus = choose(&crowded, TT_COLL_ALLREDUCE, p, 64).algo;
+        const tt_algorithm_t *cpu_each = choose(&roomy, TT_COLL_ALLREDUCE, p, 64).algo;
+        tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .count = 16};
+        tt_sched_t s;
+        ck_assert_int_eq(tt_algo_build(few_cpus, &a, &s), TUTTI_SUCCESS);
+        ck_assert_msg(rounds_with_messages(&s) == 1, "p=%d crowded: %s takes %d rounds", p, few_cpus->name,
+                      rounds_with_messages(&s));
+        tt_sched_free(&s);
+        ck_assert_int_eq(tt_algo_build(cpu_each, &a, &s), TUTTI_SUCCESS);
+        ck_assert_msg(rounds_with_messages(&s) > 1, "p=%d: %s takes %d rounds", p, cpu_each->name,
+                      rounds_with_messages(&s));
+        tt_sched_free(&s);
+        ck_assert_ptr_eq(choose(&crowded, TT_COLL_ALLREDUCE, p, 256 << 20).algo, &tt_algo_ring);
+    }
+}
+END_TEST
+
+/* Ranks choose on their own, so the choice must not depend on who asks or
+ * on a rank's own in-place flag (only the root's broadcast is in place). */
+START_TEST(every_rank_gets_the_same_choice_in_place_or_not)
+{
+    char err[256];
+    const tt_coll_t colls[] = {TT_COLL_ALLREDUCE, TT_COLL_BROADCAST, TT_COLL_REDUCE, TT_COLL_ALLGATHER};
+    for (int crowded = 0; crowded <= 1; crowded++)
+        for (int c = 0; c < 4; c++)
+            for (size_t bytes = 10; bytes <= ((size_t)64 << 20); bytes = bytes * 2 - 2) {
+                const tt_algorithm_t *first = NULL;
+                for (int r = 0; r < 4; r++)
+                    for (int in_place = 0; in_place <= 1; in_place++) {
+                        tt_algo_policy_t policy;
+                        ck_assert_int_eq(tt_algo_policy_from_env(&policy, err, sizeof err), TUTTI_SUCCESS);
+                        policy.tuner.model.crowding = crowded ? 2 : 1;
+                        tt_coll_args_t a = {.coll = colls[c],
+                                            .nranks = 4,
+                                            .rank = r,
+                                            .count = bytes / 2,
+                                            .in_place = in_place};
+                        const tt_algorithm_t *got = tt_algo_choose(&policy, &a, bytes, 2).algo;
+                        first = first ? first : got;
+                        ck_assert_msg(
+                            got == first, "%s %zu B crowded %d: rank %d in place %d chose %s, not %s",
+                            tt_coll_name(colls[c]), bytes, crowded, r, in_place, got->name, first->name);
+                    }
+            }
+}
+END_TEST
+
 START_TEST(tutti_algo_and_per_collective_variables_override_the_tuner)
 {
     char err[256];
@@ -419,6 +477,8 @@ int main(void)
     tcase_add_test(tc, ring_allreduce_structure);
     tcase_add_test(tc, dissemination_barrier_takes_ceil_log2_rounds);
     tcase_add_test(tc, the_tuner_takes_few_rounds_for_small_calls_and_the_ring_for_large);
+    tcase_add_test(tc, crowded_cpus_make_the_tuner_trade_messages_for_rounds);
+    tcase_add_test(tc, every_rank_gets_the_same_choice_in_place_or_not);
     tcase_add_test(tc, tutti_algo_and_per_collective_variables_override_the_tuner);
     tcase_add_test(tc, deterministic_mode_keeps_to_rank_order_algorithms);
     tcase_add_test(tc, send_recv_pair_in_the_simulator);

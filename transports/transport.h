@@ -27,6 +27,7 @@ typedef struct {
     uint64_t host_id; /* equal for ranks on one (possibly simulated) host */
     int32_t pid;
     int32_t node_id;
+    int32_t cpus;   /* CPUs this rank may run on (the machine's when pinned to one) */
     uint64_t place; /* NUMA node << 32 | first CPU it may run on: orders a host's ranks */
     char hostname[TT_HOSTNAME_MAX];
 } tt_endpoint_t;

@@ -23,6 +23,7 @@ typedef struct {
     tt_coll_t coll;
     const tt_algorithm_t *algo; /* NULL: the tuner's pick */
     int nranks, nodes, root;
+    double ranks_per_cpu; /* the cost model's crowding */
     uint64_t bytes;
     tutti_dtype_t dtype;
     int compare, mermaid, measure;
@@ -38,6 +39,8 @@ static void usage(FILE *f)
                "  -d, --datatype T     element type for the sizes (default float)\n"
                "  -r, --root R         root of broadcast and reduce (default 0)\n"
                "      --nodes K        the ranks as K hosts of consecutive ranks (hierarchical, tcp links)\n"
+               "      --ranks-per-cpu X  price ranks sharing CPUs, as tutti does when a host has\n"
+               "                       more ranks than CPUs (default 1)\n"
                "      --compare        predicted time of every algorithm; * marks the tuner's pick\n"
                "      --mermaid        a Mermaid sequence diagram of the schedule\n"
                "      --measure        under tutti-run: run it and print measured next to predicted time\n"
@@ -233,7 +236,7 @@ static int explain_rounds(const opts_t *o, tt_algo_policy_t *policy, const tt_al
 
 static int parse_args(int argc, char **argv, opts_t *o)
 {
-    enum { OPT_NODES = 256, OPT_COMPARE, OPT_MERMAID, OPT_MEASURE };
+    enum { OPT_NODES = 256, OPT_CROWDING, OPT_COMPARE, OPT_MERMAID, OPT_MEASURE };
     static const struct option longs[] = {{"collective", required_argument, 0, 'C'},
                                           {"algo", required_argument, 0, 'a'},
                                           {"nranks", required_argument, 0, 'n'},
@@ -241,12 +244,18 @@ static int parse_args(int argc, char **argv, opts_t *o)
                                           {"datatype", required_argument, 0, 'd'},
                                           {"root", required_argument, 0, 'r'},
                                           {"nodes", required_argument, 0, OPT_NODES},
+                                          {"ranks-per-cpu", required_argument, 0, OPT_CROWDING},
                                           {"compare", no_argument, 0, OPT_COMPARE},
                                           {"mermaid", no_argument, 0, OPT_MERMAID},
                                           {"measure", no_argument, 0, OPT_MEASURE},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
-    *o = (opts_t){.coll = TT_COLL_ALLREDUCE, .nranks = 4, .nodes = 1, .bytes = 1 << 20, .dtype = TUTTI_FP32};
+    *o = (opts_t){.coll = TT_COLL_ALLREDUCE,
+                  .nranks = 4,
+                  .nodes = 1,
+                  .ranks_per_cpu = 1,
+                  .bytes = 1 << 20,
+                  .dtype = TUTTI_FP32};
     int c, have_coll = 0;
     int64_t v;
     while ((c = getopt_long(argc, argv, "C:a:n:s:d:r:h", longs, NULL)) != -1) {
@@ -285,6 +294,13 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 return fprintf(stderr, "tutti-explain: bad --nodes '%s'\n", optarg), 2;
             o->nodes = (int)v;
             break;
+        case OPT_CROWDING: {
+            char *end;
+            o->ranks_per_cpu = strtod(optarg, &end);
+            if (*end || !(o->ranks_per_cpu >= 1 && o->ranks_per_cpu <= 1024))
+                return fprintf(stderr, "tutti-explain: --ranks-per-cpu takes 1..1024\n"), 2;
+            break;
+        }
         case OPT_COMPARE: o->compare = 1; break;
         case OPT_MERMAID: o->mermaid = 1; break;
         case OPT_MEASURE: o->measure = 1; break;
@@ -311,6 +327,7 @@ int main(int argc, char **argv)
     tt_algo_policy_t policy;
     if (tt_algo_policy_from_env(&policy, err, sizeof err))
         return fprintf(stderr, "tutti-explain: %s\n", err), 2;
+    policy.tuner.model.crowding = o.ranks_per_cpu;
     /* --nodes K: ranks in K blocks of consecutive ranks, as tutti-run --nodes. */
     uint64_t *ids = malloc((size_t)o.nranks * sizeof *ids);
     int per_node = (o.nranks + o.nodes - 1) / o.nodes;
