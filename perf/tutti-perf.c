@@ -16,6 +16,7 @@
 #include "dtype.h"
 #include "env_config.h"
 #include "half.h"
+#include "devmem.h"
 #include "tutti.h"
 
 typedef enum {
@@ -39,6 +40,7 @@ typedef struct {
     tutti_op_t op;
     int coll; /* -1: all */
     int csv, json;
+    int device;   /* -m device: the collectives get GPU buffers, on a stream */
     int compress; /* --compress: all-reduce through tutti_allreduce_compressed */
     tutti_compress_t how;
 } opts_t;
@@ -48,7 +50,10 @@ typedef struct {
     int rank, nranks;
     const opts_t *o;
     size_t elem;
-    char *send, *recv;
+    char *send, *recv;         /* what the collectives get: host, or GPU with -m device */
+    char *img_send, *img_recv; /* host images the checks fill and read (send/recv for host) */
+    size_t buf_bytes;
+    void *stream; /* -m device; NULL for host memory */
     int json_first;
     double busbw_sum;
     int busbw_n;
@@ -71,6 +76,7 @@ static void usage(FILE *out)
                  "                        float|fp32 double|fp64 (default float)\n"
                  "  -o, --op OP           sum prod min max avg (default sum)\n"
                  "  -r, --root R          root of broadcast and reduce (default 0)\n"
+                 "  -m, --memory M        host or device (GPU buffers, stream-ordered calls; default host)\n"
                  "  -C, --collective C    allreduce reducescatter allgather broadcast reduce alltoall\n"
                  "                        sendrecv, or all (default all)\n"
                  "      --csv, --json     machine-readable output instead of the table\n"
@@ -195,16 +201,17 @@ static tutti_status_t run_once(ctx_t *c, coll_t coll, size_t n, int in_place)
     switch (coll) {
     case C_ALLREDUCE:
         if (c->o->compress)
-            return tutti_allreduce_compressed(send, recv, n, t, c->o->op, &c->o->how, c->ef, c->comm, NULL);
-        return tutti_allreduce(send, recv, n, t, c->o->op, c->comm, NULL);
+            return tutti_allreduce_compressed(send, recv, n, t, c->o->op, &c->o->how, c->ef, c->comm,
+                                              c->stream);
+        return tutti_allreduce(send, recv, n, t, c->o->op, c->comm, c->stream);
     case C_REDUCESCATTER:
         return tutti_reduce_scatter(send, in_place ? recv + (size_t)r * bytes : recv, n, t, c->o->op, c->comm,
-                                    NULL);
+                                    c->stream);
     case C_ALLGATHER:
-        return tutti_allgather(in_place ? recv + (size_t)r * bytes : send, recv, n, t, c->comm, NULL);
-    case C_BROADCAST: return tutti_broadcast(send, recv, n, t, c->o->root, c->comm, NULL);
-    case C_REDUCE: return tutti_reduce(send, recv, n, t, c->o->op, c->o->root, c->comm, NULL);
-    case C_ALLTOALL: return tutti_alltoall(send, recv, n, t, c->comm, NULL);
+        return tutti_allgather(in_place ? recv + (size_t)r * bytes : send, recv, n, t, c->comm, c->stream);
+    case C_BROADCAST: return tutti_broadcast(send, recv, n, t, c->o->root, c->comm, c->stream);
+    case C_REDUCE: return tutti_reduce(send, recv, n, t, c->o->op, c->o->root, c->comm, c->stream);
+    case C_ALLTOALL: return tutti_alltoall(send, recv, n, t, c->comm, c->stream);
     case C_SENDRECV: {
         if (p == 1)
             return TUTTI_SUCCESS;
@@ -212,11 +219,11 @@ static tutti_status_t run_once(ctx_t *c, coll_t coll, size_t n, int in_place)
         tutti_status_t st;
         /* Blocking calls: even ranks send first, odd ranks receive first. */
         if (r % 2 == 0) {
-            st = tutti_send(send, n, t, right, c->comm, NULL);
-            return st ? st : tutti_recv(recv, n, t, left, c->comm, NULL);
+            st = tutti_send(send, n, t, right, c->comm, c->stream);
+            return st ? st : tutti_recv(recv, n, t, left, c->comm, c->stream);
         }
-        st = tutti_recv(recv, n, t, left, c->comm, NULL);
-        return st ? st : tutti_send(send, n, t, right, c->comm, NULL);
+        st = tutti_recv(recv, n, t, left, c->comm, c->stream);
+        return st ? st : tutti_send(send, n, t, right, c->comm, c->stream);
     }
     default: return TUTTI_ERR_INVALID_ARG;
     }
@@ -226,38 +233,46 @@ static tutti_status_t run_once(ctx_t *c, coll_t coll, size_t n, int in_place)
 static long long check_once(ctx_t *c, coll_t coll, size_t n, int in_place, tutti_status_t *st)
 {
     int p = c->nranks, r = c->rank;
-    char *in = in_place ? c->recv : c->send;
+    char *recv = c->img_recv, *in = in_place ? recv : c->img_send;
     size_t bytes = n * c->elem;
-    memset(c->recv, 0xa5,
+    memset(recv, 0xa5,
            coll == C_ALLGATHER || coll == C_ALLTOALL || coll == C_REDUCESCATTER ? bytes * (size_t)p : bytes);
     switch (coll) {
     case C_REDUCESCATTER:
     case C_ALLTOALL: fill_input(c, in, n * (size_t)p, 0); break;
-    case C_ALLGATHER: fill_input(c, in_place ? c->recv + (size_t)r * bytes : in, n, (size_t)r * n); break;
+    case C_ALLGATHER: fill_input(c, in_place ? recv + (size_t)r * bytes : in, n, (size_t)r * n); break;
     default: fill_input(c, in, n, 0); break;
     }
+    if (c->stream && (devmem_to_device(c->send, c->img_send, c->buf_bytes, c->stream) ||
+                      devmem_to_device(c->recv, recv, c->buf_bytes, c->stream))) {
+        *st = TUTTI_ERR_SYSTEM;
+        return 0;
+    }
     *st = run_once(c, coll, n, in_place);
+    if (!*st && c->stream &&
+        (devmem_to_host(recv, c->recv, c->buf_bytes, c->stream) || devmem_sync(c->stream)))
+        *st = TUTTI_ERR_SYSTEM;
     if (*st)
         return 0;
     switch (coll) {
-    case C_ALLREDUCE: return count_wrong(c, c->recv, n, 0, 0, 1);
+    case C_ALLREDUCE: return count_wrong(c, recv, n, 0, 0, 1);
     case C_REDUCESCATTER:
-        return count_wrong(c, in_place ? c->recv + (size_t)r * bytes : c->recv, n, 0, (size_t)r * n, 1);
+        return count_wrong(c, in_place ? recv + (size_t)r * bytes : recv, n, 0, (size_t)r * n, 1);
     case C_ALLGATHER: {
         long long w = 0;
         for (int q = 0; q < p; q++)
-            w += count_wrong(c, c->recv + (size_t)q * bytes, n, q, (size_t)q * n, 0);
+            w += count_wrong(c, recv + (size_t)q * bytes, n, q, (size_t)q * n, 0);
         return w;
     }
-    case C_BROADCAST: return count_wrong(c, c->recv, n, c->o->root, 0, 0);
-    case C_REDUCE: return r == c->o->root ? count_wrong(c, c->recv, n, 0, 0, 1) : 0;
+    case C_BROADCAST: return count_wrong(c, recv, n, c->o->root, 0, 0);
+    case C_REDUCE: return r == c->o->root ? count_wrong(c, recv, n, 0, 0, 1) : 0;
     case C_ALLTOALL: {
         long long w = 0; /* block q came from rank q, which filled index r*n.. of its input */
         for (int q = 0; q < p; q++)
-            w += count_wrong(c, c->recv + (size_t)q * bytes, n, q, (size_t)r * n, 0);
+            w += count_wrong(c, recv + (size_t)q * bytes, n, q, (size_t)r * n, 0);
         return w;
     }
-    case C_SENDRECV: return p == 1 ? 0 : count_wrong(c, c->recv, n, (r + p - 1) % p, 0, 0);
+    case C_SENDRECV: return p == 1 ? 0 : count_wrong(c, recv, n, (r + p - 1) % p, 0, 0);
     default: return 0;
     }
 }
@@ -295,11 +310,15 @@ static tutti_status_t measure(ctx_t *c, coll_t coll, size_t n, size_t size_bytes
     }
     for (int i = 0; i < c->o->warmup && !st; i++)
         st = run_once(c, coll, n, in_place);
+    if (!st && c->stream && devmem_sync(c->stream))
+        st = TUTTI_ERR_SYSTEM;
     if (!st)
         st = tutti_barrier(c->comm, NULL);
     int64_t t0 = tt_now_ns();
     for (int i = 0; i < c->o->iters && !st; i++)
         st = run_once(c, coll, n, in_place);
+    if (!st && c->stream && devmem_sync(c->stream)) /* device calls return once queued */
+        st = TUTTI_ERR_SYSTEM;
     double local_us = (double)(tt_now_ns() - t0) / 1e3 / (c->o->iters > 0 ? c->o->iters : 1), us = 0;
     if (!st)
         st = tutti_allreduce(&local_us, &us, 1, TUTTI_FP64, TUTTI_MAX, c->comm, NULL);
@@ -483,6 +502,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
                                              {"op", required_argument, NULL, 'o'},
                                              {"root", required_argument, NULL, 'r'},
                                              {"collective", required_argument, NULL, 'C'},
+                                             {"memory", required_argument, NULL, 'm'},
                                              {"csv", no_argument, NULL, 'S'},
                                              {"json", no_argument, NULL, 'J'},
                                              {"compress", required_argument, NULL, 'Z'},
@@ -499,7 +519,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
                   .op = TUTTI_SUM,
                   .coll = -1};
     int opt;
-    while ((opt = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:C:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:C:m:h", longopts, NULL)) != -1) {
         int bad = 0;
         switch (opt) {
         case 'b': bad = tt_parse_size(optarg, &o->minb); break;
@@ -536,6 +556,10 @@ static int parse_args(int argc, char **argv, opts_t *o)
                     o->coll = k;
                     bad = 0;
                 }
+            break;
+        case 'm':
+            o->device = strcmp(optarg, "device") == 0;
+            bad = !o->device && strcmp(optarg, "host") != 0;
             break;
         case 'Z':
             bad = parse_compress(optarg, &o->how);
@@ -588,14 +612,24 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t buf_bytes = (size_t)o.maxb + (size_t)c.nranks * c.elem + 64;
-    c.send = malloc(buf_bytes);
-    c.recv = malloc(buf_bytes);
-    if (!c.send || !c.recv) {
-        fprintf(stderr, "tutti-perf: cannot allocate 2 x %zu bytes\n", buf_bytes);
+    char why[160];
+    if (o.device && devmem_open(c.rank, &c.stream, why, sizeof why)) {
+        fprintf(stderr, "tutti-perf: -m device: %s\n", why);
+        tutti_comm_destroy(c.comm);
+        return 2;
+    }
+    c.buf_bytes = buf_bytes;
+    c.img_send = calloc(1, buf_bytes);
+    c.img_recv = calloc(1, buf_bytes);
+    c.send = o.device ? devmem_alloc(buf_bytes) : c.img_send;
+    c.recv = o.device ? devmem_alloc(buf_bytes) : c.img_recv;
+    if (!c.img_send || !c.img_recv || !c.send || !c.recv ||
+        (o.device && (devmem_to_device(c.send, c.img_send, buf_bytes, c.stream) ||
+                      devmem_to_device(c.recv, c.img_recv, buf_bytes, c.stream) || devmem_sync(c.stream)))) {
+        fprintf(stderr, "tutti-perf: cannot allocate 2 x %zu bytes of %s memory\n", buf_bytes,
+                o.device ? "GPU" : "host");
         return 1;
     }
-    memset(c.send, 0, buf_bytes);
-    memset(c.recv, 0, buf_bytes);
     if (c.rank == 0 && o.json)
         printf("[\n");
     for (int coll = 0; coll < C_COUNT && !st; coll++)
@@ -607,8 +641,13 @@ int main(int argc, char **argv)
         printf("# Out of bounds values : %lld %s\n", c.wrong_total, c.wrong_total ? "FAILED" : "OK");
         printf("# Avg bus bandwidth    : %g GB/s\n", c.busbw_n ? c.busbw_sum / c.busbw_n : 0.0);
     }
-    free(c.send);
-    free(c.recv);
+    if (o.device) {
+        devmem_free(c.send);
+        devmem_free(c.recv);
+        devmem_close(c.stream);
+    }
+    free(c.img_send);
+    free(c.img_recv);
     tutti_ef_destroy(c.ef);
     if (st) {
         tutti_comm_abort(c.comm);

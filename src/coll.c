@@ -7,24 +7,13 @@
 #include <string.h>
 
 #include "algo.h"
+#include "coll.h"
 #include "comm.h"
+#include "device.h"
 #include "dtype.h"
 #include "engine.h"
 #include "log.h"
 #include "memkind.h"
-
-/* Everything a collective call says, after validation. */
-typedef struct {
-    tt_coll_t coll;
-    const void *send;
-    void *recv;
-    size_t count;
-    tutti_dtype_t dtype;
-    tutti_op_t op;
-    int root;
-    size_t in_bytes, out_bytes; /* 0 where the buffer is not used on this rank */
-    int in_place;
-} call_t;
 
 static int ranges_overlap(const void *a, size_t alen, const void *b, size_t blen)
 {
@@ -43,7 +32,7 @@ static size_t buffer_blocks(tt_coll_t coll, int nranks)
     }
 }
 
-static tutti_status_t validate(tutti_comm_t comm, call_t *c, tutti_stream_t stream)
+static tutti_status_t validate(tutti_comm_t comm, tt_call_t *c)
 {
     const char *name = tt_coll_name(c->coll);
     if (!tt_comm_valid(comm))
@@ -51,20 +40,11 @@ static tutti_status_t validate(tutti_comm_t comm, call_t *c, tutti_stream_t stre
     if (comm->failed)
         return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
                              name, tutti_strerror(comm->failed));
-    if (stream)
-        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
-                             "%s: stream: only NULL (host buffers, blocking) is supported by this build",
-                             name);
     if (!tt_dtype_valid(c->dtype))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: dtype: %d is not a tutti_dtype_t", name,
                              (int)c->dtype);
     if (!tt_op_valid(c->op))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: op: %d is not a tutti_op_t", name, (int)c->op);
-    int send_on_device = tt_mem_kind(c->send) == TT_MEM_DEVICE;
-    if (send_on_device || tt_mem_kind(c->recv) == TT_MEM_DEVICE)
-        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
-                             "%s: %s is CUDA device memory; this build runs collectives on host memory only",
-                             name, send_on_device ? "sendbuf" : "recvbuf");
     int p = comm->nranks, me = comm->rank;
     int has_root = c->coll == TT_COLL_BROADCAST || c->coll == TT_COLL_REDUCE;
     int is_p2p = c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
@@ -123,9 +103,11 @@ static tutti_status_t validate(tutti_comm_t comm, call_t *c, tutti_stream_t stre
     return TUTTI_SUCCESS;
 }
 
-static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stream)
+tutti_status_t tt_coll_run_host(tutti_comm_t comm, const tt_call_t *c)
 {
-    TT_TRY(validate(comm, c, stream));
+    if (comm->failed) /* a queued device call, or a host call behind one, after a failure */
+        return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
+                             tt_coll_name(c->coll), tutti_strerror(comm->failed));
     int is_p2p = c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
     if (c->count == 0 && c->coll != TT_COLL_BARRIER)
         return TUTTI_SUCCESS; /* nothing to move; every rank agrees on that */
@@ -186,16 +168,38 @@ static tutti_status_t run_call(tutti_comm_t comm, call_t *c, tutti_stream_t stre
     return TUTTI_SUCCESS;
 }
 
+/* Device buffers go to the communicator's proxy thread in stream order;
+ * host buffers run here, after the queued device calls and the stream's
+ * earlier work. */
+static tutti_status_t run_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t stream)
+{
+    TT_TRY(validate(comm, c));
+    const char *name = tt_coll_name(c->coll);
+    c->send_on_device = c->in_bytes && tt_mem_kind(c->send) == TT_MEM_DEVICE;
+    c->recv_on_device = c->out_bytes && tt_mem_kind(c->recv) == TT_MEM_DEVICE;
+    if (c->send_on_device || c->recv_on_device) {
+        char why[160];
+        if (!tt_device_supported(why, sizeof why))
+            return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: %s is CUDA device memory, but %s", name,
+                                 c->send_on_device ? "sendbuf" : "recvbuf", why);
+        return tt_device_enqueue(comm, c, stream);
+    }
+    if (stream)
+        TT_TRY(tt_device_stream_wait(comm, name, stream));
+    TT_TRY(tt_device_drain(comm));
+    return tt_coll_run_host(comm, c);
+}
+
 TUTTI_API tutti_status_t tutti_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                          tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
                                          tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_ALLREDUCE,
-                .send = sendbuf,
-                .recv = recvbuf,
-                .count = count,
-                .dtype = dtype,
-                .op = op};
+    tt_call_t c = {.coll = TT_COLL_ALLREDUCE,
+                   .send = sendbuf,
+                   .recv = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = op};
     return run_call(comm, &c, stream);
 }
 
@@ -203,19 +207,19 @@ TUTTI_API tutti_status_t tutti_reduce_scatter(const void *sendbuf, void *recvbuf
                                               tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
                                               tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_REDUCE_SCATTER,
-                .send = sendbuf,
-                .recv = recvbuf,
-                .count = recvcount,
-                .dtype = dtype,
-                .op = op};
+    tt_call_t c = {.coll = TT_COLL_REDUCE_SCATTER,
+                   .send = sendbuf,
+                   .recv = recvbuf,
+                   .count = recvcount,
+                   .dtype = dtype,
+                   .op = op};
     return run_call(comm, &c, stream);
 }
 
 TUTTI_API tutti_status_t tutti_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                                          tutti_dtype_t dtype, tutti_comm_t comm, tutti_stream_t stream)
 {
-    call_t c = {
+    tt_call_t c = {
         .coll = TT_COLL_ALLGATHER, .send = sendbuf, .recv = recvbuf, .count = sendcount, .dtype = dtype};
     return run_call(comm, &c, stream);
 }
@@ -224,51 +228,52 @@ TUTTI_API tutti_status_t tutti_broadcast(const void *sendbuf, void *recvbuf, siz
                                          tutti_dtype_t dtype, int root, tutti_comm_t comm,
                                          tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_BROADCAST,
-                .send = sendbuf,
-                .recv = recvbuf,
-                .count = count,
-                .dtype = dtype,
-                .root = root};
+    tt_call_t c = {.coll = TT_COLL_BROADCAST,
+                   .send = sendbuf,
+                   .recv = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .root = root};
     return run_call(comm, &c, stream);
 }
 
 TUTTI_API tutti_status_t tutti_reduce(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
                                       tutti_op_t op, int root, tutti_comm_t comm, tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_REDUCE,
-                .send = sendbuf,
-                .recv = recvbuf,
-                .count = count,
-                .dtype = dtype,
-                .op = op,
-                .root = root};
+    tt_call_t c = {.coll = TT_COLL_REDUCE,
+                   .send = sendbuf,
+                   .recv = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = op,
+                   .root = root};
     return run_call(comm, &c, stream);
 }
 
 TUTTI_API tutti_status_t tutti_alltoall(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
                                         tutti_comm_t comm, tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_ALLTOALL, .send = sendbuf, .recv = recvbuf, .count = count, .dtype = dtype};
+    tt_call_t c = {
+        .coll = TT_COLL_ALLTOALL, .send = sendbuf, .recv = recvbuf, .count = count, .dtype = dtype};
     return run_call(comm, &c, stream);
 }
 
 TUTTI_API tutti_status_t tutti_barrier(tutti_comm_t comm, tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_BARRIER, .dtype = TUTTI_UINT8};
+    tt_call_t c = {.coll = TT_COLL_BARRIER, .dtype = TUTTI_UINT8};
     return run_call(comm, &c, stream);
 }
 
 TUTTI_API tutti_status_t tutti_send(const void *sendbuf, size_t count, tutti_dtype_t dtype, int peer,
                                     tutti_comm_t comm, tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_SEND, .send = sendbuf, .count = count, .dtype = dtype, .root = peer};
+    tt_call_t c = {.coll = TT_COLL_SEND, .send = sendbuf, .count = count, .dtype = dtype, .root = peer};
     return run_call(comm, &c, stream);
 }
 
 TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t dtype, int peer,
                                     tutti_comm_t comm, tutti_stream_t stream)
 {
-    call_t c = {.coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .root = peer};
+    tt_call_t c = {.coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .root = peer};
     return run_call(comm, &c, stream);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "device.h"
 #include "env_config.h"
 #include "hash.h"
 #include "log.h"
@@ -228,6 +229,7 @@ static tutti_status_t hosts_from_endpoints(tutti_comm_t comm)
 
 static void comm_free(tutti_comm_t comm)
 {
+    tt_device_free(comm); /* its proxy thread uses the connections */
     for (int r = 0; comm->peers && r < comm->nranks; r++)
         if (comm->peers[r].ops)
             comm->peers[r].ops->close(comm->peers[r].conn);
@@ -380,6 +382,7 @@ TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t comm)
     if (!tt_comm_valid(comm))
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL or already destroyed communicator");
     registry_remove(comm);
+    tt_device_drain(comm);
     /* Peers may still be draining the last collective's messages from us;
      * the barrier keeps our queues and sockets alive until they are done. */
     tutti_status_t st = comm->failed ? TUTTI_SUCCESS : tt_bootstrap_barrier(&comm->bs);

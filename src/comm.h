@@ -14,6 +14,8 @@
 
 #define TT_MAX_TRANSPORTS 4
 
+typedef struct tt_device_queue tt_device_queue_t;
+
 typedef struct {
     const tt_transport_ops_t *ops;
     void *conn;
@@ -50,6 +52,7 @@ struct tutti_comm {
         int cap, nrounds, nslices;
         const tt_algorithm_t *algo;
     } trace;
+    tt_device_queue_t *device; /* device-buffer calls and their proxy thread; NULL until the first */
     char last_error[512];
 };
 

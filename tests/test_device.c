@@ -4,14 +4,18 @@
  * the CUDA reduction kernels against the CPU kernels, bit for bit, for
  * every dtype and op, several sizes and misalignments, with NaN, Inf and
  * subnormals in the inputs; the quantizers of the compressed all-reduce
- * against their CPU code, bit for bit; device buffers recognised and refused
- * by the collectives with a clear error until the device path exists.
+ * against their CPU code, bit for bit; every collective on device buffers,
+ * with 1, 2 and 4 ranks sharing the GPU, over shm and tcp, and with host and
+ * device ranks mixed; stream semantics (calls return once queued, run in
+ * the order made, and later work on the stream sees their results).
  */
 #include <check.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "compress.h"
 #include "cuda/kernels.h"
@@ -158,33 +162,307 @@ START_TEST(cuda_topk_selects_what_the_cpu_selects)
 }
 END_TEST
 
-static int device_buffers_are_refused(tutti_comm_t comm, int r, int p, void *arg)
+#define FAIL_IF(cond, ...)                                                                                   \
+    do {                                                                                                     \
+        if (cond) {                                                                                          \
+            fprintf(stderr, __VA_ARGS__);                                                                    \
+            fprintf(stderr, "\n");                                                                           \
+            return 1;                                                                                        \
+        }                                                                                                    \
+    } while (0)
+
+/* Expected reduction over p ranks of global indices [base, base + n). */
+static void expect_reduced(char *want, char *term, size_t n, size_t base, int p, tutti_dtype_t t,
+                           tutti_op_t op)
 {
-    (void)r;
-    (void)p;
-    (void)arg;
-    void *d;
-    float host[4] = {0};
-    if (cudaMalloc(&d, 64) != cudaSuccess || tt_mem_kind(d) != TT_MEM_DEVICE ||
-        tt_mem_kind(host) != TT_MEM_HOST)
-        return 1;
-    int bad = tutti_allreduce(d, d, 4, TUTTI_FP32, TUTTI_SUM, comm, NULL) != TUTTI_ERR_UNSUPPORTED ||
-              !strstr(tutti_comm_last_error(comm), "sendbuf is CUDA device memory");
-    bad |= tutti_allreduce(host, host, 4, TUTTI_FP32, TUTTI_SUM, comm, NULL) != TUTTI_SUCCESS;
-    cudaFree(d);
-    return bad;
+    tt_reduce_fn fn = tt_reduce_get(t, op);
+    for (size_t i = 0; i < n; i++)
+        tt_test_value(t, op, want, i, 0, base + i);
+    for (int q = 1; q < p; q++) {
+        for (size_t i = 0; i < n; i++)
+            tt_test_value(t, op, term, i, q, base + i);
+        fn(want, want, term, n);
+    }
 }
 
-START_TEST(device_buffers_are_recognised_and_refused_clearly)
+/*
+ * A rank's buffers: host images (in, out) that the checks read and write,
+ * and, for a rank that uses device memory, device twins the collectives
+ * get. dev() maps a pointer into an image to its twin.
+ */
+typedef struct {
+    int on_device;
+    size_t bytes;
+    char *in, *out, *din, *dout;
+    cudaStream_t stream;
+} bufs_t;
+
+static void *dev(const bufs_t *b, const void *host)
 {
-    tt_run_ranks(2, device_buffers_are_refused, NULL, 60);
+    const char *h = host;
+    if (!b->on_device || !h)
+        return (void *)h;
+    if (h >= b->in && h < b->in + b->bytes)
+        return b->din + (h - b->in);
+    return b->dout + (h - b->out);
+}
+
+/* Images to the device before a call; results back after it (stream order). */
+static int push(const bufs_t *b)
+{
+    return b->on_device && (cudaMemcpyAsync(b->din, b->in, b->bytes, cudaMemcpyHostToDevice, b->stream) ||
+                            cudaMemcpyAsync(b->dout, b->out, b->bytes, cudaMemcpyHostToDevice, b->stream));
+}
+
+static int pull(const bufs_t *b)
+{
+    if (!b->on_device)
+        return 0;
+    return cudaMemcpyAsync(b->out, b->dout, b->bytes, cudaMemcpyDeviceToHost, b->stream) ||
+           cudaStreamSynchronize(b->stream);
+}
+
+static const tutti_dtype_t device_types[] = {TUTTI_FP32, TUTTI_FP16, TUTTI_BF16, TUTTI_INT32};
+
+/*
+ * Every collective on device buffers (every rank, or with arg "mixed" only
+ * the even ranks; odd ones use host memory), on a stream, in place and not,
+ * fp32/fp16/bf16/int32, checked exactly after the stream is synchronised.
+ */
+static int device_collectives(tutti_comm_t comm, int r, int p, void *arg)
+{
+    static const size_t counts[] = {1, 1000, 65537};
+    int mixed = arg != NULL;
+    bufs_t b = {.on_device = !(mixed && r % 2), .bytes = (65537 * (size_t)p + 8) * 8};
+    b.in = malloc(b.bytes);
+    b.out = malloc(b.bytes);
+    char *want = malloc(b.bytes), *term = malloc(b.bytes);
+    FAIL_IF(!b.in || !b.out || !want || !term, "out of memory");
+    if (b.on_device) {
+        FAIL_IF(cudaMalloc((void **)&b.din, b.bytes) || cudaMalloc((void **)&b.dout, b.bytes) ||
+                    cudaStreamCreate(&b.stream),
+                "rank %d: CUDA set-up failed", r);
+        FAIL_IF(tt_mem_kind(b.din) != TT_MEM_DEVICE || tt_mem_kind(b.in) != TT_MEM_HOST,
+                "memory kinds not recognised");
+    }
+    tutti_stream_t s = b.on_device ? (tutti_stream_t)b.stream : NULL;
+    for (size_t ti = 0; ti < sizeof device_types / sizeof device_types[0]; ti++)
+        for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+            for (int ip = 0; ip < 2; ip++) {
+                tutti_dtype_t t = device_types[ti];
+                tutti_op_t op = (ci + ti) % 2 ? TUTTI_MAX : TUTTI_SUM;
+                size_t n = counts[ci], e = tutti_dtype_size(t);
+                int root = (int)((ci + ti) % (size_t)p);
+                tutti_status_t st;
+
+                for (size_t i = 0; i < n; i++)
+                    tt_test_value(t, op, ip ? b.out : b.in, i, r, i);
+                FAIL_IF(push(&b), "copy to device");
+                st = tutti_allreduce(dev(&b, ip ? b.out : b.in), dev(&b, b.out), n, t, op, comm, s);
+                FAIL_IF(st || pull(&b), "allreduce n=%zu: %s", n, tutti_comm_last_error(comm));
+                expect_reduced(want, term, n, 0, p, t, op);
+                FAIL_IF(memcmp(want, b.out, n * e), "allreduce n=%zu %s in_place=%d wrong", n,
+                        tutti_dtype_name(t), ip);
+
+                for (size_t i = 0; i < n * (size_t)p; i++)
+                    tt_test_value(t, op, ip ? b.out : b.in, i, r, i);
+                char *rs_out = ip ? b.out + (size_t)r * n * e : b.out;
+                FAIL_IF(push(&b), "copy to device");
+                st = tutti_reduce_scatter(dev(&b, ip ? b.out : b.in), dev(&b, rs_out), n, t, op, comm, s);
+                FAIL_IF(st || pull(&b), "reduce_scatter n=%zu: %s", n, tutti_comm_last_error(comm));
+                expect_reduced(want, term, n, (size_t)r * n, p, t, op);
+                FAIL_IF(memcmp(want, rs_out, n * e), "reduce_scatter n=%zu %s in_place=%d wrong", n,
+                        tutti_dtype_name(t), ip);
+
+                char *ag_in = ip ? b.out + (size_t)r * n * e : b.in;
+                for (size_t i = 0; i < n; i++)
+                    tt_test_value(t, op, ag_in, i, r, (size_t)r * n + i);
+                FAIL_IF(push(&b), "copy to device");
+                st = tutti_allgather(dev(&b, ag_in), dev(&b, b.out), n, t, comm, s);
+                FAIL_IF(st || pull(&b), "allgather n=%zu: %s", n, tutti_comm_last_error(comm));
+                for (size_t i = 0; i < n * (size_t)p; i++)
+                    tt_test_value(t, op, want, i, (int)(i / n), i);
+                FAIL_IF(memcmp(want, b.out, n * (size_t)p * e), "allgather n=%zu in_place=%d wrong", n, ip);
+
+                for (size_t i = 0; i < n; i++)
+                    tt_test_value(t, op, ip ? b.out : b.in, i, r, i);
+                FAIL_IF(push(&b), "copy to device");
+                st = tutti_broadcast(dev(&b, ip ? b.out : b.in), dev(&b, b.out), n, t, root, comm, s);
+                FAIL_IF(st || pull(&b), "broadcast n=%zu: %s", n, tutti_comm_last_error(comm));
+                for (size_t i = 0; i < n; i++)
+                    tt_test_value(t, op, want, i, root, i);
+                FAIL_IF(memcmp(want, b.out, n * e), "broadcast n=%zu root=%d wrong", n, root);
+
+                char *red_in = ip && r == root ? b.out : b.in;
+                for (size_t i = 0; i < n; i++)
+                    tt_test_value(t, op, red_in, i, r, i);
+                FAIL_IF(push(&b), "copy to device");
+                st =
+                    tutti_reduce(dev(&b, red_in), r == root ? dev(&b, b.out) : NULL, n, t, op, root, comm, s);
+                FAIL_IF(st || pull(&b), "reduce n=%zu: %s", n, tutti_comm_last_error(comm));
+                expect_reduced(want, term, n, 0, p, t, op);
+                FAIL_IF(r == root && memcmp(want, b.out, n * e), "reduce n=%zu root=%d wrong", n, root);
+
+                for (size_t i = 0; i < n * (size_t)p; i++)
+                    tt_test_value(t, op, ip ? b.out : b.in, i, r, i);
+                FAIL_IF(push(&b), "copy to device");
+                st = tutti_alltoall(dev(&b, ip ? b.out : b.in), dev(&b, b.out), n, t, comm, s);
+                FAIL_IF(st || pull(&b), "alltoall n=%zu: %s", n, tutti_comm_last_error(comm));
+                for (size_t i = 0; i < n * (size_t)p; i++)
+                    tt_test_value(t, op, want, i, (int)(i / n), (size_t)r * n + i % n);
+                FAIL_IF(memcmp(want, b.out, n * (size_t)p * e), "alltoall n=%zu in_place=%d wrong", n, ip);
+
+                if (p > 1) { /* around the ring; both calls queue, so no ordering is needed */
+                    int right = (r + 1) % p, left = (r + p - 1) % p;
+                    for (size_t i = 0; i < n; i++)
+                        tt_test_value(t, op, b.in, i, r, i);
+                    FAIL_IF(push(&b), "copy to device");
+                    if (r % 2 == 0) {
+                        st = tutti_send(dev(&b, b.in), n, t, right, comm, s);
+                        st = st ? st : tutti_recv(dev(&b, b.out), n, t, left, comm, s);
+                    } else {
+                        st = tutti_recv(dev(&b, b.out), n, t, left, comm, s);
+                        st = st ? st : tutti_send(dev(&b, b.in), n, t, right, comm, s);
+                    }
+                    FAIL_IF(st || pull(&b), "send/recv n=%zu: %s", n, tutti_comm_last_error(comm));
+                    for (size_t i = 0; i < n; i++)
+                        tt_test_value(t, op, want, i, left, i);
+                    FAIL_IF(memcmp(want, b.out, n * e), "send/recv n=%zu wrong", n);
+                }
+            }
+    if (b.on_device) {
+        cudaFree(b.din);
+        cudaFree(b.dout);
+        cudaStreamDestroy(b.stream);
+    }
+    free(b.in);
+    free(b.out);
+    free(want);
+    free(term);
+    return 0;
+}
+
+static const int shared_gpu_ranks[] = {1, 2, 4};
+
+START_TEST(every_collective_on_device_buffers_with_ranks_sharing_the_gpu)
+{
+    tt_run_ranks(shared_gpu_ranks[_i], device_collectives, NULL, 240);
 }
 END_TEST
+
+START_TEST(every_collective_over_tcp_on_device_buffers)
+{
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    tt_run_ranks(2, device_collectives, NULL, 240);
+    unsetenv("TUTTI_TRANSPORTS");
+}
+END_TEST
+
+START_TEST(host_and_device_ranks_mix)
+{
+    static int mixed = 1;
+    tt_run_ranks(shared_gpu_ranks[_i], device_collectives, &mixed, 240);
+}
+END_TEST
+
+/*
+ * Stream semantics. A gate kernel (the same one tutti uses, on a word we
+ * own) holds stream a; the collectives queued behind it must return at once
+ * (a blocking call would never see the gate open: the test would time out),
+ * must not have run yet, and a second collective on stream b must wait for
+ * the first (calls run in the order they were made). Then the gate opens,
+ * and a kernel enqueued after the collective on the same stream (result +
+ * result) must read the finished result.
+ */
+static int stream_order(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    const size_t n = 1 << 20;
+    float *host = malloc(n * sizeof *host), *dx, *dy, *dz, *dw;
+    unsigned *gate, *gate_dev;
+    cudaStream_t a, b;
+    FAIL_IF(!host || cudaMalloc((void **)&dx, n * 4) || cudaMalloc((void **)&dy, n * 4) ||
+                cudaMalloc((void **)&dz, n * 4) || cudaMalloc((void **)&dw, n * 4) ||
+                cudaHostAlloc((void **)&gate, sizeof *gate, cudaHostAllocMapped) ||
+                cudaHostGetDevicePointer((void **)&gate_dev, gate, 0) || cudaStreamCreate(&a) ||
+                cudaStreamCreate(&b),
+            "rank %d: CUDA set-up failed", r);
+    for (size_t i = 0; i < n; i++)
+        host[i] = (float)(r + 1) + (float)(i % 7);
+    FAIL_IF(cudaMemcpy(dx, host, n * 4, cudaMemcpyHostToDevice) || cudaMemset(dy, 0xff, n * 4) ||
+                cudaMemset(dw, 0xff, n * 4),
+            "copy");
+    *gate = 0;
+    FAIL_IF(tt_cuda_wait_ticket(gate_dev, 1, a), "gate launch");
+    FAIL_IF(tutti_allreduce(dx, dy, n, TUTTI_FP32, TUTTI_SUM, comm, a), "allreduce: %s",
+            tutti_comm_last_error(comm));
+    FAIL_IF(tt_cuda_reduce(dz, dy, dy, n, TUTTI_FP32, TUTTI_SUM, a), "later kernel");
+    FAIL_IF(tutti_allreduce(dx, dw, n, TUTTI_FP32, TUTTI_MAX, comm, b), "second allreduce: %s",
+            tutti_comm_last_error(comm));
+    usleep(200000);
+    FAIL_IF(cudaStreamQuery(a) != cudaErrorNotReady, "stream a finished behind a closed gate");
+    FAIL_IF(cudaStreamQuery(b) != cudaErrorNotReady, "the call on stream b ran before the earlier one on a");
+    cudaGetLastError();
+    __atomic_store_n(gate, 1u, __ATOMIC_RELEASE);
+    FAIL_IF(cudaStreamSynchronize(a) || cudaStreamSynchronize(b), "synchronise");
+    float *z = malloc(n * 4), *w = malloc(n * 4);
+    FAIL_IF(!z || !w || cudaMemcpy(z, dz, n * 4, cudaMemcpyDeviceToHost) ||
+                cudaMemcpy(w, dw, n * 4, cudaMemcpyDeviceToHost),
+            "copy back");
+    for (size_t i = 0; i < n; i++) {
+        float sum = (float)(p * (p + 1) / 2) + (float)p * (float)(i % 7);
+        FAIL_IF(z[i] != 2 * sum, "later kernel read %g at %zu, not %g", z[i], i, 2 * sum);
+        FAIL_IF(w[i] != (float)p + (float)(i % 7), "max wrong at %zu", i);
+    }
+    cudaFree(dx);
+    cudaFree(dy);
+    cudaFree(dz);
+    cudaFree(dw);
+    cudaFreeHost(gate);
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+    free(host);
+    free(z);
+    free(w);
+    return 0;
+}
+
+START_TEST(collectives_return_at_once_and_complete_in_stream_order)
+{
+    tt_run_ranks(2, stream_order, NULL, 120);
+}
+END_TEST
+
+/* Asks in a child process: CUDA cannot be used after fork once the parent
+ * has touched it, and the ranks are forked from here. */
+static int gpu_usable(char *why, size_t len)
+{
+    int fds[2];
+    if (pipe(fds))
+        return snprintf(why, len, "pipe failed"), 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char msg[200] = "";
+        int ok = tt_cuda_usable(msg, sizeof msg);
+        if (write(fds[1], &ok, sizeof ok) < 0 || write(fds[1], msg, sizeof msg) < 0)
+            _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    int ok = 0;
+    char msg[200] = "the CUDA probe died";
+    if (read(fds[0], &ok, sizeof ok) != sizeof ok || read(fds[0], msg, sizeof msg) <= 0)
+        ok = 0;
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    snprintf(why, len, "%s", msg);
+    return ok;
+}
 
 int main(void)
 {
     char why[200];
-    if (!tt_cuda_usable(why, sizeof why)) {
+    if (!gpu_usable(why, sizeof why)) {
         printf("1..0 # SKIP %s\n", why);
         return 0;
     }
@@ -194,7 +472,10 @@ int main(void)
     tcase_add_test(tc, cuda_kernels_match_the_cpu_bit_for_bit);
     tcase_add_test(tc, cuda_quantizers_match_the_cpu_bit_for_bit);
     tcase_add_test(tc, cuda_topk_selects_what_the_cpu_selects);
-    tcase_add_test(tc, device_buffers_are_recognised_and_refused_clearly);
+    tcase_add_loop_test(tc, every_collective_on_device_buffers_with_ranks_sharing_the_gpu, 0, 3);
+    tcase_add_test(tc, every_collective_over_tcp_on_device_buffers);
+    tcase_add_loop_test(tc, host_and_device_ranks_mix, 1, 3);
+    tcase_add_test(tc, collectives_return_at_once_and_complete_in_stream_order);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -42,6 +42,13 @@ int tt_cuda_quant_decode(const tt_quant_t *q, const unsigned char *in, size_t n,
 int tt_cuda_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, void *scratch, void *cuda_stream);
 size_t tt_cuda_topk_scratch(size_t n);
 
+/*
+ * Holds stream until *done (device-mapped host memory, written by the
+ * host) reaches ticket, in wrap-around order. Returns 0 or the launch's
+ * cudaError_t.
+ */
+int tt_cuda_wait_ticket(const unsigned int *done, unsigned int ticket, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -71,8 +71,11 @@ typedef enum { TUTTI_SUM = 0, TUTTI_PROD, TUTTI_MIN, TUTTI_MAX, TUTTI_AVG, TUTTI
 typedef struct tutti_comm *tutti_comm_t;
 
 /**
- * Stream argument of every collective. Pass NULL: host buffers, blocking
- * completion. (A CUDA stream, once the device path exists.)
+ * Stream argument of every collective: a cudaStream_t, or NULL. With CUDA
+ * device buffers the call is queued on the stream (NULL: the default
+ * stream) and returns; later work on the stream sees the result. With host
+ * buffers the call waits for the stream's earlier work, then runs, blocking.
+ * See tutti_collectives(3).
  */
 typedef void *tutti_stream_t;
 
@@ -177,7 +180,8 @@ TUTTI_API tutti_status_t tutti_comm_size(tutti_comm_t comm, int *size);
 TUTTI_API const char *tutti_comm_last_error(tutti_comm_t comm);
 
 /*
- * Collectives. Blocking for host memory (stream NULL). Counts are in
+ * Collectives. Blocking for host memory; queued on the stream for CUDA
+ * device memory. Counts are in
  * elements. Collectives must be called by every rank of comm, in the same
  * order and with the same count, dtype, op and root; otherwise ranks return
  * TUTTI_ERR_MISMATCH. Each returns TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG,

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "comm.h"
+#include "device.h"
+#include "log.h"
+#include "memkind.h"
+
+#ifdef TT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "cuda/kernels.h"
+
+#define STAGE_ALIGN 256
+
+typedef struct op {
+    struct op *next;
+    tt_call_t call;           /* with the caller's buffers */
+    cudaEvent_t inputs_ready; /* recorded on the caller's stream */
+    unsigned ticket;
+} op_t;
+
+struct tt_device_queue {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* a call queued or finished, or stopping */
+    op_t *head, *tail;
+    int running; /* the proxy holds a call taken off the queue */
+    int stopping;
+    unsigned issued;     /* tickets handed out */
+    unsigned *done;      /* pinned, device-mapped: the last finished ticket */
+    unsigned *done_dev;  /* the same word, as the wait kernel sees it */
+    int device;          /* the GPU of this communicator's device buffers */
+    cudaStream_t copies; /* the proxy's own stream, independent of the legacy default stream */
+    char *stage;         /* pinned host stand-ins for one call's device buffers */
+    size_t stage_bytes;
+};
+
+/* Where a call's device buffers sit in the staging. */
+typedef struct {
+    size_t bytes, send_off, recv_off;
+} layout_t;
+
+static layout_t stage_layout(const tt_call_t *c)
+{
+    layout_t l = {0};
+    if (c->in_place && c->send_on_device && c->recv_on_device) {
+        /* In-place forms keep their layout: one span covers both buffers. */
+        const char *s = c->send, *r = c->recv;
+        const char *lo = s < r ? s : r,
+                   *hi = s + c->in_bytes > r + c->out_bytes ? s + c->in_bytes : r + c->out_bytes;
+        return (layout_t){(size_t)(hi - lo), (size_t)(s - lo), (size_t)(r - lo)};
+    }
+    if (c->send_on_device)
+        l.bytes = (c->in_bytes + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+    if (c->recv_on_device) {
+        l.recv_off = l.bytes;
+        l.bytes += c->out_bytes;
+    }
+    return l;
+}
+
+static tutti_status_t cuda_error(tutti_comm_t comm, const char *name, const char *what, cudaError_t e)
+{
+    cudaGetLastError(); /* clear it, or the runtime reports it again */
+    return tt_comm_error(comm, e == cudaErrorMemoryAllocation ? TUTTI_ERR_NO_MEMORY : TUTTI_ERR_SYSTEM,
+                         "%s: %s: %s", name, what, cudaGetErrorString(e));
+}
+
+/* On the proxy thread: inputs to the host, the host collective, results back. */
+static void run_op(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op)
+{
+    const tt_call_t *c = &op->call;
+    const char *name = tt_coll_name(c->coll);
+    layout_t l = stage_layout(c);
+    tt_call_t host = *c;
+    if (c->send_on_device)
+        host.send = q->stage + l.send_off;
+    if (c->recv_on_device)
+        host.recv = q->stage + l.recv_off;
+    cudaError_t e = cudaStreamWaitEvent(q->copies, op->inputs_ready, 0);
+    if (!e && c->send_on_device)
+        e = cudaMemcpyAsync((void *)host.send, c->send, c->in_bytes, cudaMemcpyDeviceToHost, q->copies);
+    if (!e)
+        e = cudaStreamSynchronize(q->copies);
+    if (e) {
+        tt_comm_fail(comm, cuda_error(comm, name, "copying sendbuf to the host", e));
+        return;
+    }
+    if (tt_coll_run_host(comm, &host) != TUTTI_SUCCESS)
+        return; /* the communicator is marked failed, with the reason */
+    if (c->recv_on_device) {
+        e = cudaMemcpyAsync(c->recv, host.recv, c->out_bytes, cudaMemcpyHostToDevice, q->copies);
+        if (!e)
+            e = cudaStreamSynchronize(q->copies);
+        if (e)
+            tt_comm_fail(comm, cuda_error(comm, name, "copying the results to recvbuf", e));
+    }
+}
+
+static void *proxy_main(void *arg)
+{
+    tutti_comm_t comm = arg;
+    tt_device_queue_t *q = comm->device;
+    cudaSetDevice(q->device);
+    pthread_mutex_lock(&q->lock);
+    for (;;) {
+        while (!q->head && !q->stopping)
+            pthread_cond_wait(&q->changed, &q->lock);
+        op_t *op = q->head;
+        if (!op)
+            break; /* stopping, and nothing left */
+        q->head = op->next;
+        if (!q->head)
+            q->tail = NULL;
+        q->running = 1;
+        pthread_mutex_unlock(&q->lock);
+        run_op(comm, q, op);
+        /* Release the caller's stream even after a failure: a stream held
+         * forever would hang the GPU; the error goes to the next call. */
+        __atomic_store_n(q->done, op->ticket, __ATOMIC_RELEASE);
+        cudaEventDestroy(op->inputs_ready);
+        free(op);
+        pthread_mutex_lock(&q->lock);
+        q->running = 0;
+        pthread_cond_broadcast(&q->changed);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return NULL;
+}
+
+static tutti_status_t queue_start(tutti_comm_t comm, int device, const char *name)
+{
+    tt_device_queue_t *q = calloc(1, sizeof *q);
+    if (!q)
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for the device queue", name);
+    q->device = device;
+    cudaError_t e =
+        cudaHostAlloc((void **)&q->done, sizeof *q->done, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (!e)
+        e = cudaHostGetDevicePointer((void **)&q->done_dev, q->done, 0);
+    if (!e)
+        e = cudaStreamCreateWithFlags(&q->copies, cudaStreamNonBlocking);
+    if (e) {
+        tutti_status_t st = cuda_error(comm, name, "setting up the device queue", e);
+        if (q->done)
+            cudaFreeHost(q->done);
+        free(q);
+        return st;
+    }
+    *q->done = 0;
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->changed, NULL);
+    comm->device = q;
+    if (pthread_create(&q->thread, NULL, proxy_main, comm)) {
+        comm->device = NULL;
+        cudaStreamDestroy(q->copies);
+        cudaFreeHost(q->done);
+        free(q);
+        return tt_comm_error(comm, TUTTI_ERR_SYSTEM, "%s: could not start the device proxy thread", name);
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* With q->lock held: waits until the proxy is idle, then regrows the
+ * staging. Only a call larger than every earlier one waits here. */
+static tutti_status_t stage_grow(tutti_comm_t comm, tt_device_queue_t *q, size_t bytes, const char *name)
+{
+    while (q->head || q->running)
+        pthread_cond_wait(&q->changed, &q->lock);
+    size_t want = bytes > 2 * q->stage_bytes ? bytes : 2 * q->stage_bytes;
+    if (q->stage)
+        cudaFreeHost(q->stage);
+    q->stage = NULL;
+    q->stage_bytes = 0;
+    cudaError_t e = cudaHostAlloc((void **)&q->stage, want, cudaHostAllocPortable);
+    if (e == cudaErrorMemoryAllocation && want > bytes) {
+        cudaGetLastError();
+        e = cudaHostAlloc((void **)&q->stage, want = bytes, cudaHostAllocPortable);
+    }
+    if (e) {
+        q->stage = NULL;
+        return cuda_error(comm, name, "allocating pinned staging", e);
+    }
+    q->stage_bytes = want;
+    return TUTTI_SUCCESS;
+}
+
+int tt_device_supported(char *why, size_t whylen)
+{
+    return tt_cuda_usable(why, whylen);
+}
+
+tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream)
+{
+    const char *name = tt_coll_name(c->coll);
+    struct cudaPointerAttributes attr;
+    cudaError_t e = cudaPointerGetAttributes(&attr, c->send_on_device ? c->send : c->recv);
+    if (e)
+        return cuda_error(comm, name, "asking where the buffer lives", e);
+    if (!comm->device)
+        TT_TRY(queue_start(comm, attr.device, name));
+    tt_device_queue_t *q = comm->device;
+    if (attr.device != q->device)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
+                             "%s: the buffers are on GPU %d, but this communicator's device calls use GPU %d",
+                             name, attr.device, q->device);
+    layout_t l = stage_layout(c);
+    op_t *op = calloc(1, sizeof *op);
+    if (!op)
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory to queue the call", name);
+    op->call = *c;
+    tutti_status_t st = TUTTI_SUCCESS;
+    pthread_mutex_lock(&q->lock);
+    if (l.bytes > q->stage_bytes)
+        st = stage_grow(comm, q, l.bytes, name);
+    if (!st) {
+        /* Event, then the kernel that holds the stream, then the queue:
+         * the proxy can only start once both are on the stream. */
+        e = cudaEventCreateWithFlags(&op->inputs_ready, cudaEventDisableTiming);
+        if (!e && (e = cudaEventRecord(op->inputs_ready, (cudaStream_t)stream)) != cudaSuccess)
+            cudaEventDestroy(op->inputs_ready);
+        op->ticket = q->issued + 1;
+        if (!e && (e = (cudaError_t)tt_cuda_wait_ticket(q->done_dev, op->ticket, stream)) != cudaSuccess)
+            cudaEventDestroy(op->inputs_ready);
+        if (e)
+            st = cuda_error(comm, name, "enqueueing on the stream", e);
+    }
+    if (!st) {
+        q->issued = op->ticket;
+        if (q->tail)
+            q->tail->next = op;
+        else
+            q->head = op;
+        q->tail = op;
+        pthread_cond_broadcast(&q->changed);
+    }
+    pthread_mutex_unlock(&q->lock);
+    if (st)
+        free(op);
+    return st;
+}
+
+tutti_status_t tt_device_drain(tutti_comm_t comm)
+{
+    tt_device_queue_t *q = comm->device;
+    if (!q)
+        return TUTTI_SUCCESS;
+    pthread_mutex_lock(&q->lock);
+    while (q->head || q->running)
+        pthread_cond_wait(&q->changed, &q->lock);
+    pthread_mutex_unlock(&q->lock);
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_device_stream_wait(tutti_comm_t comm, const char *name, void *stream)
+{
+    char why[160];
+    if (!tt_cuda_usable(why, sizeof why))
+        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: stream: given, but %s; pass NULL", name, why);
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+    if (e)
+        return cuda_error(comm, name, "waiting for the stream's earlier work", e);
+    return TUTTI_SUCCESS;
+}
+
+void tt_device_free(tutti_comm_t comm)
+{
+    tt_device_queue_t *q = comm->device;
+    if (!q)
+        return;
+    pthread_mutex_lock(&q->lock);
+    q->stopping = 1;
+    pthread_cond_broadcast(&q->changed);
+    pthread_mutex_unlock(&q->lock);
+    pthread_join(q->thread, NULL); /* the proxy finishes what is queued first */
+    cudaStreamDestroy(q->copies);
+    if (q->stage)
+        cudaFreeHost(q->stage);
+    cudaFreeHost(q->done);
+    pthread_cond_destroy(&q->changed);
+    pthread_mutex_destroy(&q->lock);
+    free(q);
+    comm->device = NULL;
+}
+
+#else /* no CUDA: every buffer is host memory, and streams cannot be given */
+
+int tt_device_supported(char *why, size_t whylen)
+{
+    return tt_cuda_usable(why, whylen);
+}
+
+tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream)
+{
+    (void)stream;
+    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA",
+                         tt_coll_name(c->coll));
+}
+
+tutti_status_t tt_device_drain(tutti_comm_t comm)
+{
+    (void)comm;
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_device_stream_wait(tutti_comm_t comm, const char *name, void *stream)
+{
+    (void)stream;
+    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
+                         "%s: stream: this tutti was built without CUDA; pass NULL (host buffers, blocking)",
+                         name);
+}
+
+void tt_device_free(tutti_comm_t comm)
+{
+    (void)comm;
+}
+#endif
