@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
+#include "reduce.h"
 #include "half.h"
 #include "harness.h"
 
@@ -159,4 +160,18 @@ int tt_run_tool(const char *tool, const char *args, char *out, size_t len)
     out[n] = '\0';
     int st = pclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void tt_expect_reduced(char *want, char *term, size_t n, size_t base, int p, tutti_dtype_t t, tutti_op_t op)
+{
+    tt_reduce_fn fn = tt_reduce_get(t, op);
+    for (size_t i = 0; i < n; i++)
+        tt_test_value(t, op, want, i, 0, base + i);
+    for (int q = 1; q < p; q++) {
+        for (size_t i = 0; i < n; i++)
+            tt_test_value(t, op, term, i, q, base + i);
+        fn(want, want, term, n);
+    }
+    if (op == TUTTI_AVG)
+        tt_reduce_avg_finish(want, n, t, p);
 }

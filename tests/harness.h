@@ -36,6 +36,20 @@ int tt_wait_ranks(int nranks, const pid_t *pids, int *codes, int timeout_s);
  */
 void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank, size_t index);
 
+/* Expected op over p ranks of tt_test_value at global indices [base,
+ * base + n), into want; term is scratch of n elements. */
+void tt_expect_reduced(char *want, char *term, size_t n, size_t base, int p, tutti_dtype_t t, tutti_op_t op);
+
+/* In a rank body: prints the message and returns 1 (failure) when cond holds. */
+#define TT_FAIL_IF(cond, ...)                                                                                \
+    do {                                                                                                     \
+        if (cond) {                                                                                          \
+            fprintf(stderr, __VA_ARGS__);                                                                    \
+            fprintf(stderr, "\n");                                                                           \
+            return 1;                                                                                        \
+        }                                                                                                    \
+    } while (0)
+
 /* Runs the built tool (TT_BUILDDIR/tool) with args through the shell;
  * returns its exit status, its stdout and stderr in out. */
 int tt_run_tool(const char *tool, const char *args, char *out, size_t len);

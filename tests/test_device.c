@@ -162,29 +162,6 @@ START_TEST(cuda_topk_selects_what_the_cpu_selects)
 }
 END_TEST
 
-#define FAIL_IF(cond, ...)                                                                                   \
-    do {                                                                                                     \
-        if (cond) {                                                                                          \
-            fprintf(stderr, __VA_ARGS__);                                                                    \
-            fprintf(stderr, "\n");                                                                           \
-            return 1;                                                                                        \
-        }                                                                                                    \
-    } while (0)
-
-/* Expected reduction over p ranks of global indices [base, base + n). */
-static void expect_reduced(char *want, char *term, size_t n, size_t base, int p, tutti_dtype_t t,
-                           tutti_op_t op)
-{
-    tt_reduce_fn fn = tt_reduce_get(t, op);
-    for (size_t i = 0; i < n; i++)
-        tt_test_value(t, op, want, i, 0, base + i);
-    for (int q = 1; q < p; q++) {
-        for (size_t i = 0; i < n; i++)
-            tt_test_value(t, op, term, i, q, base + i);
-        fn(want, want, term, n);
-    }
-}
-
 /*
  * A rank's buffers: host images (in, out) that the checks read and write,
  * and, for a rank that uses device memory, device twins the collectives
@@ -237,13 +214,13 @@ static int device_collectives(tutti_comm_t comm, int r, int p, void *arg)
     b.in = malloc(b.bytes);
     b.out = malloc(b.bytes);
     char *want = malloc(b.bytes), *term = malloc(b.bytes);
-    FAIL_IF(!b.in || !b.out || !want || !term, "out of memory");
+    TT_FAIL_IF(!b.in || !b.out || !want || !term, "out of memory");
     if (b.on_device) {
-        FAIL_IF(cudaMalloc((void **)&b.din, b.bytes) || cudaMalloc((void **)&b.dout, b.bytes) ||
-                    cudaStreamCreate(&b.stream),
-                "rank %d: CUDA set-up failed", r);
-        FAIL_IF(tt_mem_kind(b.din) != TT_MEM_DEVICE || tt_mem_kind(b.in) != TT_MEM_HOST,
-                "memory kinds not recognised");
+        TT_FAIL_IF(cudaMalloc((void **)&b.din, b.bytes) || cudaMalloc((void **)&b.dout, b.bytes) ||
+                       cudaStreamCreate(&b.stream),
+                   "rank %d: CUDA set-up failed", r);
+        TT_FAIL_IF(tt_mem_kind(b.din) != TT_MEM_DEVICE || tt_mem_kind(b.in) != TT_MEM_HOST,
+                   "memory kinds not recognised");
     }
     tutti_stream_t s = b.on_device ? (tutti_stream_t)b.stream : NULL;
     for (size_t ti = 0; ti < sizeof device_types / sizeof device_types[0]; ti++)
@@ -257,66 +234,67 @@ static int device_collectives(tutti_comm_t comm, int r, int p, void *arg)
 
                 for (size_t i = 0; i < n; i++)
                     tt_test_value(t, op, ip ? b.out : b.in, i, r, i);
-                FAIL_IF(push(&b), "copy to device");
+                TT_FAIL_IF(push(&b), "copy to device");
                 st = tutti_allreduce(dev(&b, ip ? b.out : b.in), dev(&b, b.out), n, t, op, comm, s);
-                FAIL_IF(st || pull(&b), "allreduce n=%zu: %s", n, tutti_comm_last_error(comm));
-                expect_reduced(want, term, n, 0, p, t, op);
-                FAIL_IF(memcmp(want, b.out, n * e), "allreduce n=%zu %s in_place=%d wrong", n,
-                        tutti_dtype_name(t), ip);
+                TT_FAIL_IF(st || pull(&b), "allreduce n=%zu: %s", n, tutti_comm_last_error(comm));
+                tt_expect_reduced(want, term, n, 0, p, t, op);
+                TT_FAIL_IF(memcmp(want, b.out, n * e), "allreduce n=%zu %s in_place=%d wrong", n,
+                           tutti_dtype_name(t), ip);
 
                 for (size_t i = 0; i < n * (size_t)p; i++)
                     tt_test_value(t, op, ip ? b.out : b.in, i, r, i);
                 char *rs_out = ip ? b.out + (size_t)r * n * e : b.out;
-                FAIL_IF(push(&b), "copy to device");
+                TT_FAIL_IF(push(&b), "copy to device");
                 st = tutti_reduce_scatter(dev(&b, ip ? b.out : b.in), dev(&b, rs_out), n, t, op, comm, s);
-                FAIL_IF(st || pull(&b), "reduce_scatter n=%zu: %s", n, tutti_comm_last_error(comm));
-                expect_reduced(want, term, n, (size_t)r * n, p, t, op);
-                FAIL_IF(memcmp(want, rs_out, n * e), "reduce_scatter n=%zu %s in_place=%d wrong", n,
-                        tutti_dtype_name(t), ip);
+                TT_FAIL_IF(st || pull(&b), "reduce_scatter n=%zu: %s", n, tutti_comm_last_error(comm));
+                tt_expect_reduced(want, term, n, (size_t)r * n, p, t, op);
+                TT_FAIL_IF(memcmp(want, rs_out, n * e), "reduce_scatter n=%zu %s in_place=%d wrong", n,
+                           tutti_dtype_name(t), ip);
 
                 char *ag_in = ip ? b.out + (size_t)r * n * e : b.in;
                 for (size_t i = 0; i < n; i++)
                     tt_test_value(t, op, ag_in, i, r, (size_t)r * n + i);
-                FAIL_IF(push(&b), "copy to device");
+                TT_FAIL_IF(push(&b), "copy to device");
                 st = tutti_allgather(dev(&b, ag_in), dev(&b, b.out), n, t, comm, s);
-                FAIL_IF(st || pull(&b), "allgather n=%zu: %s", n, tutti_comm_last_error(comm));
+                TT_FAIL_IF(st || pull(&b), "allgather n=%zu: %s", n, tutti_comm_last_error(comm));
                 for (size_t i = 0; i < n * (size_t)p; i++)
                     tt_test_value(t, op, want, i, (int)(i / n), i);
-                FAIL_IF(memcmp(want, b.out, n * (size_t)p * e), "allgather n=%zu in_place=%d wrong", n, ip);
+                TT_FAIL_IF(memcmp(want, b.out, n * (size_t)p * e), "allgather n=%zu in_place=%d wrong", n,
+                           ip);
 
                 for (size_t i = 0; i < n; i++)
                     tt_test_value(t, op, ip ? b.out : b.in, i, r, i);
-                FAIL_IF(push(&b), "copy to device");
+                TT_FAIL_IF(push(&b), "copy to device");
                 st = tutti_broadcast(dev(&b, ip ? b.out : b.in), dev(&b, b.out), n, t, root, comm, s);
-                FAIL_IF(st || pull(&b), "broadcast n=%zu: %s", n, tutti_comm_last_error(comm));
+                TT_FAIL_IF(st || pull(&b), "broadcast n=%zu: %s", n, tutti_comm_last_error(comm));
                 for (size_t i = 0; i < n; i++)
                     tt_test_value(t, op, want, i, root, i);
-                FAIL_IF(memcmp(want, b.out, n * e), "broadcast n=%zu root=%d wrong", n, root);
+                TT_FAIL_IF(memcmp(want, b.out, n * e), "broadcast n=%zu root=%d wrong", n, root);
 
                 char *red_in = ip && r == root ? b.out : b.in;
                 for (size_t i = 0; i < n; i++)
                     tt_test_value(t, op, red_in, i, r, i);
-                FAIL_IF(push(&b), "copy to device");
+                TT_FAIL_IF(push(&b), "copy to device");
                 st =
                     tutti_reduce(dev(&b, red_in), r == root ? dev(&b, b.out) : NULL, n, t, op, root, comm, s);
-                FAIL_IF(st || pull(&b), "reduce n=%zu: %s", n, tutti_comm_last_error(comm));
-                expect_reduced(want, term, n, 0, p, t, op);
-                FAIL_IF(r == root && memcmp(want, b.out, n * e), "reduce n=%zu root=%d wrong", n, root);
+                TT_FAIL_IF(st || pull(&b), "reduce n=%zu: %s", n, tutti_comm_last_error(comm));
+                tt_expect_reduced(want, term, n, 0, p, t, op);
+                TT_FAIL_IF(r == root && memcmp(want, b.out, n * e), "reduce n=%zu root=%d wrong", n, root);
 
                 for (size_t i = 0; i < n * (size_t)p; i++)
                     tt_test_value(t, op, ip ? b.out : b.in, i, r, i);
-                FAIL_IF(push(&b), "copy to device");
+                TT_FAIL_IF(push(&b), "copy to device");
                 st = tutti_alltoall(dev(&b, ip ? b.out : b.in), dev(&b, b.out), n, t, comm, s);
-                FAIL_IF(st || pull(&b), "alltoall n=%zu: %s", n, tutti_comm_last_error(comm));
+                TT_FAIL_IF(st || pull(&b), "alltoall n=%zu: %s", n, tutti_comm_last_error(comm));
                 for (size_t i = 0; i < n * (size_t)p; i++)
                     tt_test_value(t, op, want, i, (int)(i / n), (size_t)r * n + i % n);
-                FAIL_IF(memcmp(want, b.out, n * (size_t)p * e), "alltoall n=%zu in_place=%d wrong", n, ip);
+                TT_FAIL_IF(memcmp(want, b.out, n * (size_t)p * e), "alltoall n=%zu in_place=%d wrong", n, ip);
 
                 if (p > 1) { /* around the ring; both calls queue, so no ordering is needed */
                     int right = (r + 1) % p, left = (r + p - 1) % p;
                     for (size_t i = 0; i < n; i++)
                         tt_test_value(t, op, b.in, i, r, i);
-                    FAIL_IF(push(&b), "copy to device");
+                    TT_FAIL_IF(push(&b), "copy to device");
                     if (r % 2 == 0) {
                         st = tutti_send(dev(&b, b.in), n, t, right, comm, s);
                         st = st ? st : tutti_recv(dev(&b, b.out), n, t, left, comm, s);
@@ -324,10 +302,10 @@ static int device_collectives(tutti_comm_t comm, int r, int p, void *arg)
                         st = tutti_recv(dev(&b, b.out), n, t, left, comm, s);
                         st = st ? st : tutti_send(dev(&b, b.in), n, t, right, comm, s);
                     }
-                    FAIL_IF(st || pull(&b), "send/recv n=%zu: %s", n, tutti_comm_last_error(comm));
+                    TT_FAIL_IF(st || pull(&b), "send/recv n=%zu: %s", n, tutti_comm_last_error(comm));
                     for (size_t i = 0; i < n; i++)
                         tt_test_value(t, op, want, i, left, i);
-                    FAIL_IF(memcmp(want, b.out, n * e), "send/recv n=%zu wrong", n);
+                    TT_FAIL_IF(memcmp(want, b.out, n * e), "send/recv n=%zu wrong", n);
                 }
             }
     if (b.on_device) {
@@ -381,38 +359,39 @@ static int stream_order(tutti_comm_t comm, int r, int p, void *arg)
     float *host = malloc(n * sizeof *host), *dx, *dy, *dz, *dw;
     unsigned *gate, *gate_dev;
     cudaStream_t a, b;
-    FAIL_IF(!host || cudaMalloc((void **)&dx, n * 4) || cudaMalloc((void **)&dy, n * 4) ||
-                cudaMalloc((void **)&dz, n * 4) || cudaMalloc((void **)&dw, n * 4) ||
-                cudaHostAlloc((void **)&gate, sizeof *gate, cudaHostAllocMapped) ||
-                cudaHostGetDevicePointer((void **)&gate_dev, gate, 0) || cudaStreamCreate(&a) ||
-                cudaStreamCreate(&b),
-            "rank %d: CUDA set-up failed", r);
+    TT_FAIL_IF(!host || cudaMalloc((void **)&dx, n * 4) || cudaMalloc((void **)&dy, n * 4) ||
+                   cudaMalloc((void **)&dz, n * 4) || cudaMalloc((void **)&dw, n * 4) ||
+                   cudaHostAlloc((void **)&gate, sizeof *gate, cudaHostAllocMapped) ||
+                   cudaHostGetDevicePointer((void **)&gate_dev, gate, 0) || cudaStreamCreate(&a) ||
+                   cudaStreamCreate(&b),
+               "rank %d: CUDA set-up failed", r);
     for (size_t i = 0; i < n; i++)
         host[i] = (float)(r + 1) + (float)(i % 7);
-    FAIL_IF(cudaMemcpy(dx, host, n * 4, cudaMemcpyHostToDevice) || cudaMemset(dy, 0xff, n * 4) ||
-                cudaMemset(dw, 0xff, n * 4),
-            "copy");
+    TT_FAIL_IF(cudaMemcpy(dx, host, n * 4, cudaMemcpyHostToDevice) || cudaMemset(dy, 0xff, n * 4) ||
+                   cudaMemset(dw, 0xff, n * 4),
+               "copy");
     *gate = 0;
-    FAIL_IF(tt_cuda_wait_ticket(gate_dev, 1, a), "gate launch");
-    FAIL_IF(tutti_allreduce(dx, dy, n, TUTTI_FP32, TUTTI_SUM, comm, a), "allreduce: %s",
-            tutti_comm_last_error(comm));
-    FAIL_IF(tt_cuda_reduce(dz, dy, dy, n, TUTTI_FP32, TUTTI_SUM, a), "later kernel");
-    FAIL_IF(tutti_allreduce(dx, dw, n, TUTTI_FP32, TUTTI_MAX, comm, b), "second allreduce: %s",
-            tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_cuda_wait_ticket(gate_dev, 1, a), "gate launch");
+    TT_FAIL_IF(tutti_allreduce(dx, dy, n, TUTTI_FP32, TUTTI_SUM, comm, a), "allreduce: %s",
+               tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_cuda_reduce(dz, dy, dy, n, TUTTI_FP32, TUTTI_SUM, a), "later kernel");
+    TT_FAIL_IF(tutti_allreduce(dx, dw, n, TUTTI_FP32, TUTTI_MAX, comm, b), "second allreduce: %s",
+               tutti_comm_last_error(comm));
     usleep(200000);
-    FAIL_IF(cudaStreamQuery(a) != cudaErrorNotReady, "stream a finished behind a closed gate");
-    FAIL_IF(cudaStreamQuery(b) != cudaErrorNotReady, "the call on stream b ran before the earlier one on a");
+    TT_FAIL_IF(cudaStreamQuery(a) != cudaErrorNotReady, "stream a finished behind a closed gate");
+    TT_FAIL_IF(cudaStreamQuery(b) != cudaErrorNotReady,
+               "the call on stream b ran before the earlier one on a");
     cudaGetLastError();
     __atomic_store_n(gate, 1u, __ATOMIC_RELEASE);
-    FAIL_IF(cudaStreamSynchronize(a) || cudaStreamSynchronize(b), "synchronise");
+    TT_FAIL_IF(cudaStreamSynchronize(a) || cudaStreamSynchronize(b), "synchronise");
     float *z = malloc(n * 4), *w = malloc(n * 4);
-    FAIL_IF(!z || !w || cudaMemcpy(z, dz, n * 4, cudaMemcpyDeviceToHost) ||
-                cudaMemcpy(w, dw, n * 4, cudaMemcpyDeviceToHost),
-            "copy back");
+    TT_FAIL_IF(!z || !w || cudaMemcpy(z, dz, n * 4, cudaMemcpyDeviceToHost) ||
+                   cudaMemcpy(w, dw, n * 4, cudaMemcpyDeviceToHost),
+               "copy back");
     for (size_t i = 0; i < n; i++) {
         float sum = (float)(p * (p + 1) / 2) + (float)p * (float)(i % 7);
-        FAIL_IF(z[i] != 2 * sum, "later kernel read %g at %zu, not %g", z[i], i, 2 * sum);
-        FAIL_IF(w[i] != (float)p + (float)(i % 7), "max wrong at %zu", i);
+        TT_FAIL_IF(z[i] != 2 * sum, "later kernel read %g at %zu, not %g", z[i], i, 2 * sum);
+        TT_FAIL_IF(w[i] != (float)p + (float)(i % 7), "max wrong at %zu", i);
     }
     cudaFree(dx);
     cudaFree(dy);

@@ -21,31 +21,6 @@ static const struct {
 } kinds[] = {{TUTTI_FP32, TUTTI_SUM},  {TUTTI_INT32, TUTTI_MAX}, {TUTTI_BF16, TUTTI_SUM},
              {TUTTI_FP64, TUTTI_PROD}, {TUTTI_UINT8, TUTTI_MIN}, {TUTTI_FP16, TUTTI_AVG}};
 
-#define FAIL_IF(cond, ...)                                                                                   \
-    do {                                                                                                     \
-        if (cond) {                                                                                          \
-            fprintf(stderr, __VA_ARGS__);                                                                    \
-            fprintf(stderr, "\n");                                                                           \
-            return 1;                                                                                        \
-        }                                                                                                    \
-    } while (0)
-
-/* Expected reduction over p ranks of global indices [base, base + n). */
-static void expect_reduced(char *want, char *term, size_t n, size_t base, int p, tutti_dtype_t t,
-                           tutti_op_t op)
-{
-    tt_reduce_fn fn = tt_reduce_get(t, op);
-    for (size_t i = 0; i < n; i++)
-        tt_test_value(t, op, want, i, 0, base + i);
-    for (int q = 1; q < p; q++) {
-        for (size_t i = 0; i < n; i++)
-            tt_test_value(t, op, term, i, q, base + i);
-        fn(want, want, term, n);
-    }
-    if (op == TUTTI_AVG)
-        tt_reduce_avg_finish(want, n, t, p);
-}
-
 static int collectives(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)arg;
@@ -64,57 +39,57 @@ static int collectives(tutti_comm_t comm, int r, int p, void *arg)
             for (size_t i = 0; i < n; i++)
                 tt_test_value(t, op, ip ? out : in, i, r, i);
             st = tutti_allreduce(ip ? out : in, out, n, t, op, comm, NULL);
-            FAIL_IF(st, "allreduce n=%zu: %s: %s", n, tutti_strerror(st), tutti_comm_last_error(comm));
-            expect_reduced(want, term, n, 0, p, t, op);
-            FAIL_IF(memcmp(want, out, n * e), "allreduce n=%zu %s %s in_place=%d wrong", n,
-                    tutti_dtype_name(t), tutti_op_name(op), ip);
+            TT_FAIL_IF(st, "allreduce n=%zu: %s: %s", n, tutti_strerror(st), tutti_comm_last_error(comm));
+            tt_expect_reduced(want, term, n, 0, p, t, op);
+            TT_FAIL_IF(memcmp(want, out, n * e), "allreduce n=%zu %s %s in_place=%d wrong", n,
+                       tutti_dtype_name(t), tutti_op_name(op), ip);
 
             /* reduce_scatter: input p*n, rank r gets block r */
             for (size_t i = 0; i < n * (size_t)p; i++)
                 tt_test_value(t, op, ip ? out : in, i, r, i);
             char *rs_out = ip ? out + (size_t)r * n * e : out;
             st = tutti_reduce_scatter(ip ? out : in, rs_out, n, t, op, comm, NULL);
-            FAIL_IF(st, "reduce_scatter n=%zu: %s", n, tutti_comm_last_error(comm));
-            expect_reduced(want, term, n, (size_t)r * n, p, t, op);
-            FAIL_IF(memcmp(want, rs_out, n * e), "reduce_scatter n=%zu in_place=%d wrong", n, ip);
+            TT_FAIL_IF(st, "reduce_scatter n=%zu: %s", n, tutti_comm_last_error(comm));
+            tt_expect_reduced(want, term, n, (size_t)r * n, p, t, op);
+            TT_FAIL_IF(memcmp(want, rs_out, n * e), "reduce_scatter n=%zu in_place=%d wrong", n, ip);
 
             /* allgather: block q of the output is rank q's input */
             char *ag_in = ip ? out + (size_t)r * n * e : in;
             for (size_t i = 0; i < n; i++)
                 tt_test_value(t, op, ag_in, i, r, (size_t)r * n + i);
             st = tutti_allgather(ag_in, out, n, t, comm, NULL);
-            FAIL_IF(st, "allgather n=%zu: %s", n, tutti_comm_last_error(comm));
+            TT_FAIL_IF(st, "allgather n=%zu: %s", n, tutti_comm_last_error(comm));
             for (size_t i = 0; i < n * (size_t)p; i++)
                 tt_test_value(t, op, want, i, (int)(i / n), i);
-            FAIL_IF(memcmp(want, out, n * (size_t)p * e), "allgather n=%zu in_place=%d wrong", n, ip);
+            TT_FAIL_IF(memcmp(want, out, n * (size_t)p * e), "allgather n=%zu in_place=%d wrong", n, ip);
 
             /* broadcast from root */
             for (size_t i = 0; i < n; i++)
                 tt_test_value(t, op, ip ? out : in, i, r, i);
             st = tutti_broadcast(ip ? out : in, out, n, t, root, comm, NULL);
-            FAIL_IF(st, "broadcast n=%zu: %s", n, tutti_comm_last_error(comm));
+            TT_FAIL_IF(st, "broadcast n=%zu: %s", n, tutti_comm_last_error(comm));
             for (size_t i = 0; i < n; i++)
                 tt_test_value(t, op, want, i, root, i);
-            FAIL_IF(memcmp(want, out, n * e), "broadcast n=%zu root=%d in_place=%d wrong", n, root, ip);
+            TT_FAIL_IF(memcmp(want, out, n * e), "broadcast n=%zu root=%d in_place=%d wrong", n, root, ip);
 
             /* reduce to root; non-root ranks pass no recvbuf */
             for (size_t i = 0; i < n; i++)
                 tt_test_value(t, op, ip && r == root ? out : in, i, r, i);
             st = tutti_reduce(ip && r == root ? out : in, r == root ? out : NULL, n, t, op, root, comm, NULL);
-            FAIL_IF(st, "reduce n=%zu: %s", n, tutti_comm_last_error(comm));
+            TT_FAIL_IF(st, "reduce n=%zu: %s", n, tutti_comm_last_error(comm));
             if (r == root) {
-                expect_reduced(want, term, n, 0, p, t, op);
-                FAIL_IF(memcmp(want, out, n * e), "reduce n=%zu root=%d wrong", n, root);
+                tt_expect_reduced(want, term, n, 0, p, t, op);
+                TT_FAIL_IF(memcmp(want, out, n * e), "reduce n=%zu root=%d wrong", n, root);
             }
 
             /* alltoall: block q of my output is block r of rank q's input */
             for (size_t i = 0; i < n * (size_t)p; i++)
                 tt_test_value(t, op, ip ? out : in, i, r, i);
             st = tutti_alltoall(ip ? out : in, out, n, t, comm, NULL);
-            FAIL_IF(st, "alltoall n=%zu: %s", n, tutti_comm_last_error(comm));
+            TT_FAIL_IF(st, "alltoall n=%zu: %s", n, tutti_comm_last_error(comm));
             for (size_t i = 0; i < n * (size_t)p; i++)
                 tt_test_value(t, op, want, i, (int)(i / n), (size_t)r * n + i % n);
-            FAIL_IF(memcmp(want, out, n * (size_t)p * e), "alltoall n=%zu in_place=%d wrong", n, ip);
+            TT_FAIL_IF(memcmp(want, out, n * (size_t)p * e), "alltoall n=%zu in_place=%d wrong", n, ip);
 
             /* send/recv around the ring: even ranks send first */
             if (p > 1) {
@@ -128,13 +103,13 @@ static int collectives(tutti_comm_t comm, int r, int p, void *arg)
                     st = tutti_recv(out, n, t, left, comm, NULL);
                     st = st ? st : tutti_send(in, n, t, right, comm, NULL);
                 }
-                FAIL_IF(st, "send/recv n=%zu: %s", n, tutti_comm_last_error(comm));
+                TT_FAIL_IF(st, "send/recv n=%zu: %s", n, tutti_comm_last_error(comm));
                 for (size_t i = 0; i < n; i++)
                     tt_test_value(t, op, want, i, left, i);
-                FAIL_IF(memcmp(want, out, n * e), "send/recv n=%zu wrong", n);
+                TT_FAIL_IF(memcmp(want, out, n * e), "send/recv n=%zu wrong", n);
             }
             st = tutti_barrier(comm, NULL);
-            FAIL_IF(st, "barrier: %s", tutti_comm_last_error(comm));
+            TT_FAIL_IF(st, "barrier: %s", tutti_comm_last_error(comm));
         }
     free(in);
     free(out);
