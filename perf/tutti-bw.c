@@ -22,6 +22,7 @@ typedef struct {
     size_t bytes;
     int iters;
     cudaStream_t stream;
+    int src_gpu, dst_gpu; /* of PEER copies */
 } bw_t;
 
 #define CHECK(call)                                                                                          \
@@ -33,7 +34,7 @@ typedef struct {
         }                                                                                                    \
     } while (0)
 
-typedef enum { COPY, COPY_SYNC, REDUCE } kind_t;
+typedef enum { COPY, COPY_SYNC, PEER, REDUCE } kind_t;
 
 /* Seconds per iteration of one copy or reduction, best of three batches. */
 static double time_it(const bw_t *b, kind_t kind, void *dst, const void *src, enum cudaMemcpyKind dir,
@@ -48,6 +49,8 @@ static double time_it(const bw_t *b, kind_t kind, void *dst, const void *src, en
                 CHECK(cudaMemcpyAsync(dst, src, b->bytes, dir, b->stream));
             else if (kind == COPY_SYNC)
                 CHECK(cudaMemcpy(dst, src, b->bytes, dir));
+            else if (kind == PEER)
+                CHECK(cudaMemcpyPeerAsync(dst, b->dst_gpu, src, b->src_gpu, b->bytes, b->stream));
             else if (tt_cuda_reduce(dst, dst, src, n, dtype, TUTTI_SUM, b->stream))
                 CHECK(cudaGetLastError());
         }
@@ -146,16 +149,9 @@ int main(int argc, char **argv)
             if (can && cudaDeviceEnablePeerAccess(c, 0) != cudaSuccess)
                 cudaGetLastError(); /* already enabled */
             CHECK(cudaMalloc(&src, b.bytes));
-            double best = 1e30;
-            for (int batch = 0; batch < 4; batch++) {
-                int64_t t0 = tt_now_ns();
-                for (int i = 0; i < b.iters; i++)
-                    CHECK(cudaMemcpyPeerAsync(dst, c, src, a, b.bytes, b.stream));
-                CHECK(cudaStreamSynchronize(b.stream));
-                double s = (double)(tt_now_ns() - t0) / 1e9 / b.iters;
-                if (batch > 0 && s < best)
-                    best = s;
-            }
+            b.src_gpu = a;
+            b.dst_gpu = c;
+            double best = time_it(&b, PEER, dst, src, cudaMemcpyDefault, TUTTI_UINT8);
             char what[64];
             snprintf(what, sizeof what, "GPU %d -> GPU %d (%s)", a, c,
                      can ? "peer access" : "through the host");

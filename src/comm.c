@@ -173,9 +173,10 @@ static double ranks_per_cpu(tutti_comm_t comm, int r)
 static double job_crowding(tutti_comm_t comm)
 {
     double most = 1;
-    for (int r = 0; r < comm->nranks; r++)
-        if (ranks_per_cpu(comm, r) > most)
-            most = ranks_per_cpu(comm, r);
+    for (int r = 0; r < comm->nranks; r++) {
+        double here = ranks_per_cpu(comm, r);
+        most = here > most ? here : most;
+    }
     return most;
 }
 

@@ -15,9 +15,15 @@
 
 #define STAGE_ALIGN 256
 
+/* Where a call's device buffers sit in the staging. */
+typedef struct {
+    size_t bytes, send_off, recv_off;
+} layout_t;
+
 typedef struct op {
     struct op *next;
-    tt_call_t call;           /* with the caller's buffers */
+    tt_call_t call; /* with the caller's buffers */
+    layout_t layout;
     cudaEvent_t inputs_ready; /* recorded on the caller's stream */
     unsigned ticket;
 } op_t;
@@ -37,11 +43,6 @@ struct tt_device_queue {
     char *stage;         /* pinned host stand-ins for one call's device buffers */
     size_t stage_bytes;
 };
-
-/* Where a call's device buffers sit in the staging. */
-typedef struct {
-    size_t bytes, send_off, recv_off;
-} layout_t;
 
 static layout_t stage_layout(const tt_call_t *c)
 {
@@ -74,7 +75,7 @@ static void run_op(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op)
 {
     const tt_call_t *c = &op->call;
     const char *name = tt_coll_name(c->coll);
-    layout_t l = stage_layout(c);
+    const layout_t l = op->layout;
     tt_call_t host = *c;
     if (c->send_on_device)
         host.send = q->stage + l.send_off;
@@ -207,15 +208,15 @@ tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, void *st
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
                              "%s: the buffers are on GPU %d, but this communicator's device calls use GPU %d",
                              name, attr.device, q->device);
-    layout_t l = stage_layout(c);
     op_t *op = calloc(1, sizeof *op);
     if (!op)
         return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory to queue the call", name);
     op->call = *c;
+    op->layout = stage_layout(c);
     tutti_status_t st = TUTTI_SUCCESS;
     pthread_mutex_lock(&q->lock);
-    if (l.bytes > q->stage_bytes)
-        st = stage_grow(comm, q, l.bytes, name);
+    if (op->layout.bytes > q->stage_bytes)
+        st = stage_grow(comm, q, op->layout.bytes, name);
     if (!st) {
         /* Event, then the kernel that holds the stream, then the queue:
          * the proxy can only start once both are on the stream. */
