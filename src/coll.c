@@ -32,9 +32,8 @@ static size_t buffer_blocks(tt_coll_t coll, int nranks)
     }
 }
 
-static tutti_status_t validate(tutti_comm_t comm, tt_call_t *c)
+static tutti_status_t validate(tutti_comm_t comm, tt_call_t *c, const char *name)
 {
-    const char *name = tt_coll_name(c->coll);
     if (!tt_comm_valid(comm))
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL or destroyed", name);
     if (comm->failed)
@@ -168,25 +167,41 @@ tutti_status_t tt_coll_run_host(tutti_comm_t comm, const tt_call_t *c)
     return TUTTI_SUCCESS;
 }
 
+tutti_status_t tt_coll_prepare(tutti_comm_t comm, tt_call_t *c, const char *name)
+{
+    TT_TRY(validate(comm, c, name));
+    c->send_on_device = c->in_bytes && tt_mem_kind(c->send) == TT_MEM_DEVICE;
+    c->recv_on_device = c->out_bytes && tt_mem_kind(c->recv) == TT_MEM_DEVICE;
+    char why[160];
+    if ((c->send_on_device || c->recv_on_device) && !tt_device_supported(why, sizeof why))
+        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: %s is CUDA device memory, but %s", name,
+                             c->send_on_device ? "sendbuf" : "recvbuf", why);
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_coll_wait_turn(tutti_comm_t comm, const char *name, tutti_stream_t stream)
+{
+    if (stream)
+        TT_TRY(tt_device_stream_wait(comm, name, stream));
+    return tt_device_drain(comm);
+}
+
+tutti_status_t tt_coll_host(tutti_comm_t comm, tt_call_t *c)
+{
+    TT_TRY(validate(comm, c, tt_coll_name(c->coll)));
+    return tt_coll_run_host(comm, c);
+}
+
 /* Device buffers go to the communicator's proxy thread in stream order;
  * host buffers run here, after the queued device calls and the stream's
  * earlier work. */
 static tutti_status_t run_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t stream)
 {
-    TT_TRY(validate(comm, c));
     const char *name = tt_coll_name(c->coll);
-    c->send_on_device = c->in_bytes && tt_mem_kind(c->send) == TT_MEM_DEVICE;
-    c->recv_on_device = c->out_bytes && tt_mem_kind(c->recv) == TT_MEM_DEVICE;
-    if (c->send_on_device || c->recv_on_device) {
-        char why[160];
-        if (!tt_device_supported(why, sizeof why))
-            return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: %s is CUDA device memory, but %s", name,
-                                 c->send_on_device ? "sendbuf" : "recvbuf", why);
-        return tt_device_enqueue(comm, c, stream);
-    }
-    if (stream)
-        TT_TRY(tt_device_stream_wait(comm, name, stream));
-    TT_TRY(tt_device_drain(comm));
+    TT_TRY(tt_coll_prepare(comm, c, name));
+    if (c->send_on_device || c->recv_on_device)
+        return tt_device_enqueue(comm, c, NULL, NULL, stream);
+    TT_TRY(tt_coll_wait_turn(comm, name, stream));
     return tt_coll_run_host(comm, c);
 }
 

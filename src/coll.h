@@ -21,7 +21,22 @@ typedef struct {
     int send_on_device, recv_on_device; /* CUDA device memory (only where the buffer is used) */
 } tt_call_t;
 
+/* Validates c (its collective, count, dtype, op and buffers set), fills
+ * in its sizes and where its buffers live; device buffers without a usable
+ * GPU are an error. name is the API call, for errors. */
+tutti_status_t tt_coll_prepare(tutti_comm_t comm, tt_call_t *c, const char *name);
+/* Before a call on host buffers: waits for stream's earlier work (if
+ * given) and for the communicator's queued device calls. */
+tutti_status_t tt_coll_wait_turn(tutti_comm_t comm, const char *name, tutti_stream_t stream);
 /* Runs a validated call whose buffers the CPU can reach, blocking. */
 tutti_status_t tt_coll_run_host(tutti_comm_t comm, const tt_call_t *c);
+/* The compressed all-reduce of c (an all-reduce call, prepared) on buffers
+ * the CPU can reach, blocking; ef NULL: no error feedback. */
+tutti_status_t tt_coll_run_compressed(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+                                      tutti_ef_state_t ef);
+/* Validates and runs a call on host buffers now, without waiting for the
+ * queued device calls: for collectives made of collectives, which also run
+ * on the device proxy thread (the compressed all-reduce). */
+tutti_status_t tt_coll_host(tutti_comm_t comm, tt_call_t *c);
 
 #endif

@@ -14,12 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll.h"
 #include "comm.h"
 #include "compress.h"
+#include "device.h"
 #include "dtype.h"
 #include "half.h"
 #include "log.h"
-#include "memkind.h"
 
 #define TT_DEFAULT_DENSITY 0.01
 
@@ -88,6 +89,7 @@ TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t comm, tutti_comp
     if (!tt_comm_valid(comm) || !stats)
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_compress_last_stats: %s",
                              !stats ? "stats is NULL" : "comm is NULL or destroyed");
+    TT_TRY(tt_device_drain(comm)); /* the last call may still be queued on a stream */
     *stats = comm->compress_stats;
     return TUTTI_SUCCESS;
 }
@@ -160,9 +162,19 @@ typedef struct {
     void *buf[4]; /* the scheme's own buffers, from the workspace */
 } call_t;
 
+/* One of the collectives the scheme is made of, on its host buffers, run
+ * now: on the device proxy thread too, where waiting for the queue would
+ * wait for itself. */
+static tutti_status_t host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv, size_t count,
+                                tutti_dtype_t dtype, tutti_op_t op)
+{
+    tt_call_t c = {.coll = coll, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op};
+    return tt_coll_host(comm, &c);
+}
+
 static tutti_status_t dense(call_t *c)
 {
-    TT_TRY(tutti_allreduce(c->x, c->out, c->n, TUTTI_FP32, c->op, c->comm, NULL));
+    TT_TRY(host_coll(c->comm, TT_COLL_ALLREDUCE, c->x, c->out, c->n, TUTTI_FP32, c->op));
     if (c->ef)
         memset(c->ef->worker, 0, c->n * sizeof(float)); /* everything was sent */
     return TUTTI_SUCCESS;
@@ -203,7 +215,7 @@ static tutti_status_t topk(call_t *c)
     /* Exact selection sends k pairs everywhere; sampled ones agree on the largest count first. */
     int64_t most = mine;
     if (c->how->sampled)
-        TT_TRY(tutti_allreduce(&mine, &most, 1, TUTTI_INT64, TUTTI_MAX, c->comm, NULL));
+        TT_TRY(host_coll(c->comm, TT_COLL_ALLREDUCE, &mine, &most, 1, TUTTI_INT64, TUTTI_MAX));
     for (int64_t i = 0; i < most; i++) /* padding: an index past the end */
         pairs[i] = i < mine ? (pair_t){idx[i], c->x[idx[i]]} : (pair_t){UINT32_MAX, 0};
     if (c->ef) { /* what was sent leaves the error; the rest stays */
@@ -211,7 +223,8 @@ static tutti_status_t topk(call_t *c)
         for (int64_t i = 0; i < mine; i++)
             c->ef->worker[idx[i]] = 0;
     }
-    TT_TRY(tutti_allgather(pairs, all, (size_t)most * sizeof *pairs, TUTTI_UINT8, c->comm, NULL));
+    TT_TRY(host_coll(c->comm, TT_COLL_ALLGATHER, pairs, all, (size_t)most * sizeof *pairs, TUTTI_UINT8,
+                     TUTTI_SUM));
     /* In rank order: rank 0's values are placed, the others added, which is
      * bit for bit the dense sum of the sparse vectors in rank order. */
     memset(c->out, 0, c->n * sizeof(float));
@@ -243,7 +256,7 @@ static tutti_status_t two_phase(call_t *c)
         tt_quant_encode(&q, c->g + off, c->ef ? c->ef->worker + off : NULL, cnt,
                         c->stream * 2 * (uint64_t)p + (uint64_t)j, enc + slot * (size_t)j);
     }
-    TT_TRY(tutti_alltoall(enc, got, slot, TUTTI_UINT8, c->comm, NULL));
+    TT_TRY(host_coll(c->comm, TT_COLL_ALLTOALL, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
     /* Server: this rank's chunk from every rank, added in rank order. */
     for (int j = 0; j < p; j++)
         tt_quant_decode(&q, got + slot * (size_t)j, mine, y, j > 0);
@@ -254,23 +267,21 @@ static tutti_status_t two_phase(call_t *c)
     /* ... plus the server error, compressed again; the error keeps the loss */
     tt_quant_encode(&q, y, c->ef ? c->ef->server : NULL, mine,
                     c->stream * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r, enc);
-    TT_TRY(tutti_allgather(enc, got, slot, TUTTI_UINT8, c->comm, NULL));
+    TT_TRY(host_coll(c->comm, TT_COLL_ALLGATHER, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
     for (int j = 0; j < p; j++)
         tt_quant_decode(&q, got + slot * (size_t)j, tt_block_count(c->n, p, j),
                         c->out + tt_block_off(c->n, p, j), 0);
     return TUTTI_SUCCESS;
 }
 
+/* The checks of the compression's own arguments; the buffers are checked
+ * as the all-reduce's. */
 static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv, size_t count,
                                  tutti_dtype_t dtype, tutti_op_t op, const tutti_compress_t *how,
-                                 tutti_ef_state_t ef, tutti_stream_t stream)
+                                 tutti_ef_state_t ef, const char *name)
 {
-    const char *name = "tutti_allreduce_compressed";
     if (!tt_comm_valid(comm))
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL or destroyed", name);
-    if (stream)
-        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: stream: only NULL (host buffers) is supported",
-                             name);
     if (!how)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how is NULL", name);
     if ((unsigned)how->kind > TUTTI_COMPRESS_SIGN)
@@ -284,9 +295,6 @@ static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv
     if (count && (!send || !recv))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: %s is NULL", name,
                              !send ? "sendbuf" : "recvbuf");
-    if (tt_mem_kind(send) == TT_MEM_DEVICE || tt_mem_kind(recv) == TT_MEM_DEVICE)
-        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
-                             "%s: device buffers: this build compresses host memory only", name);
     if (count > UINT32_MAX)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: count: at most 2^32 - 1 elements", name);
     if (how->kind == TUTTI_COMPRESS_TOPK && (how->density < 0 || how->density > 1))
@@ -306,26 +314,47 @@ static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv
     return TUTTI_SUCCESS;
 }
 
+/* Device buffers go to the communicator's proxy thread in stream order,
+ * as every collective's do; it stages them through host memory and runs
+ * the compressed all-reduce below on the copies. */
 TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
                                                     tutti_dtype_t dtype, tutti_op_t op,
                                                     const tutti_compress_t *how, tutti_ef_state_t state,
                                                     tutti_comm_t comm, tutti_stream_t stream)
 {
-    TT_TRY(check_args(comm, sendbuf, recvbuf, count, dtype, op, how, state, stream));
+    const char *name = "tutti_allreduce_compressed";
+    TT_TRY(check_args(comm, sendbuf, recvbuf, count, dtype, op, how, state, name));
+    tutti_ef_state_t ef = how->no_error_feedback ? NULL : state;
+    tt_call_t call = {.coll = TT_COLL_ALLREDUCE,
+                      .send = sendbuf,
+                      .recv = recvbuf,
+                      .count = count,
+                      .dtype = dtype,
+                      .op = op};
+    TT_TRY(tt_coll_prepare(comm, &call, name));
+    if (call.send_on_device || call.recv_on_device)
+        return tt_device_enqueue(comm, &call, how, ef, stream);
+    TT_TRY(tt_coll_wait_turn(comm, name, stream));
+    return tt_coll_run_compressed(comm, &call, how, ef);
+}
+
+tutti_status_t tt_coll_run_compressed(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
+                                      tutti_ef_state_t ef)
+{
+    const void *sendbuf = call->send;
+    void *recvbuf = call->recv;
+    size_t count = call->count;
+    tutti_dtype_t dtype = call->dtype;
+    tutti_op_t op = call->op;
     comm->compress_stats = (tutti_compress_stats_t){0};
     if (how->kind == TUTTI_COMPRESS_NONE || count == 0) {
         uint64_t before = comm->bytes_sent;
-        TT_TRY(tutti_allreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL));
+        TT_TRY(tt_coll_run_host(comm, call));
         comm->compress_stats.bytes_sent = comm->compress_stats.dense_bytes_sent = comm->bytes_sent - before;
         return TUTTI_SUCCESS;
     }
-    call_t c = {.comm = comm,
-                .how = how,
-                .ef = how->no_error_feedback ? NULL : state,
-                .n = count,
-                .p = comm->nranks,
-                .rank = comm->rank,
-                .op = op};
+    call_t c = {
+        .comm = comm, .how = how, .ef = ef, .n = count, .p = comm->nranks, .rank = comm->rank, .op = op};
     /* The buffers: x and the fp32 result, then the scheme's own. Top-k
      * keeps room for 2k indices and pairs (what sampled selection may pick). */
     size_t k = how->kind == TUTTI_COMPRESS_TOPK ? topk_k(&c) : 0, p = (size_t)c.p;

@@ -23,6 +23,9 @@ typedef struct {
 typedef struct op {
     struct op *next;
     tt_call_t call; /* with the caller's buffers */
+    int compressed; /* a compressed all-reduce, as how and ef say */
+    tutti_compress_t how;
+    tutti_ef_state_t ef;
     layout_t layout;
     cudaEvent_t inputs_ready; /* recorded on the caller's stream */
     unsigned ticket;
@@ -74,7 +77,7 @@ static tutti_status_t cuda_error(tutti_comm_t comm, const char *name, const char
 static void run_op(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op)
 {
     const tt_call_t *c = &op->call;
-    const char *name = tt_coll_name(c->coll);
+    const char *name = op->compressed ? "tutti_allreduce_compressed" : tt_coll_name(c->coll);
     const layout_t l = op->layout;
     tt_call_t host = *c;
     if (c->send_on_device)
@@ -90,8 +93,14 @@ static void run_op(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op)
         tt_comm_fail(comm, cuda_error(comm, name, "copying sendbuf to the host", e));
         return;
     }
-    if (tt_coll_run_host(comm, &host) != TUTTI_SUCCESS)
-        return; /* the communicator is marked failed, with the reason */
+    tutti_status_t st = op->compressed ? tt_coll_run_compressed(comm, &host, &op->how, op->ef)
+                                       : tt_coll_run_host(comm, &host);
+    if (st) {
+        /* Nobody waits for this call's status: it goes to the next call. */
+        if (!comm->failed)
+            tt_comm_fail(comm, st);
+        return;
+    }
     if (c->recv_on_device) {
         e = cudaMemcpyAsync(c->recv, host.recv, c->out_bytes, cudaMemcpyHostToDevice, q->copies);
         if (!e)
@@ -194,9 +203,10 @@ int tt_device_supported(char *why, size_t whylen)
     return tt_cuda_usable(why, whylen);
 }
 
-tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream)
+tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+                                 tutti_ef_state_t ef, void *stream)
 {
-    const char *name = tt_coll_name(c->coll);
+    const char *name = how ? "tutti_allreduce_compressed" : tt_coll_name(c->coll);
     struct cudaPointerAttributes attr;
     cudaError_t e = cudaPointerGetAttributes(&attr, c->send_on_device ? c->send : c->recv);
     if (e)
@@ -212,6 +222,11 @@ tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, void *st
     if (!op)
         return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory to queue the call", name);
     op->call = *c;
+    if (how) {
+        op->compressed = 1;
+        op->how = *how;
+        op->ef = ef;
+    }
     op->layout = stage_layout(c);
     tutti_status_t st = TUTTI_SUCCESS;
     pthread_mutex_lock(&q->lock);
@@ -294,11 +309,13 @@ int tt_device_supported(char *why, size_t whylen)
     return tt_cuda_usable(why, whylen);
 }
 
-tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream)
+tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+                                 tutti_ef_state_t ef, void *stream)
 {
+    (void)ef;
     (void)stream;
     return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA",
-                         tt_coll_name(c->coll));
+                         how ? "tutti_allreduce_compressed" : tt_coll_name(c->coll));
 }
 
 tutti_status_t tt_device_drain(tutti_comm_t comm)

@@ -15,8 +15,11 @@
 
 /* Whether device buffers can be used; why not in why otherwise. */
 int tt_device_supported(char *why, size_t whylen);
-/* Queues a validated call with device buffers on stream; returns once queued. */
-tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream);
+/* Queues a prepared call with device buffers on stream; returns once
+ * queued. how non-NULL: c is the compressed all-reduce that how (copied)
+ * and ef describe, ef NULL without error feedback. */
+tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+                                 tutti_ef_state_t ef, void *stream);
 /* Blocks until every queued device call of comm has finished. */
 tutti_status_t tt_device_drain(tutti_comm_t comm);
 /* Blocks until the work queued on stream so far is done (host-buffer calls

@@ -413,6 +413,10 @@ static int bad_arguments(tutti_comm_t comm, int r, int p, void *arg)
     tutti_compress_t odd = {.kind = (tutti_compress_kind_t)99};
     bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, &odd, ef, comm, NULL) !=
            TUTTI_ERR_INVALID_ARG;
+    tutti_compress_t int8 = {.kind = TUTTI_COMPRESS_INT8, .no_error_feedback = 1};
+    bad |= tutti_allreduce_compressed(x, x + 1, 4, TUTTI_FP32, TUTTI_SUM, &int8, NULL, comm, NULL) !=
+           TUTTI_ERR_INVALID_ARG;
+    bad |= !strstr(tutti_comm_last_error(comm), "tutti_allreduce_compressed: sendbuf and recvbuf overlap");
     /* after all that, a good call still works on every rank */
     bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, &sign, ef, comm, NULL) != TUTTI_SUCCESS;
     tutti_ef_destroy(ef);

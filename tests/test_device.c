@@ -3,11 +3,13 @@
  * GPU suite (built with CUDA; skips with one line where no GPU is usable):
  * the CUDA reduction kernels against the CPU kernels, bit for bit, for
  * every dtype and op, several sizes and misalignments, with NaN, Inf and
- * subnormals in the inputs; the quantizers of the compressed all-reduce
- * against their CPU code, bit for bit; every collective on device buffers,
- * with 1, 2 and 4 ranks sharing the GPU, over shm and tcp, and with host and
- * device ranks mixed; stream semantics (calls return once queued, run in
- * the order made, and later work on the stream sees their results).
+ * subnormals in the inputs; the quantizers and the top-k selections (exact
+ * and sampled) of the compressed all-reduce against their CPU code, bit for
+ * bit; every collective on device buffers, with 1, 2 and 4 ranks sharing
+ * the GPU, over shm and tcp, and with host and device ranks mixed; stream
+ * semantics (calls return once queued, run in the order made, and later
+ * work on the stream sees their results); the compressed all-reduce on
+ * device buffers against host buffers.
  */
 #include <check.h>
 #include <cuda_runtime_api.h>
@@ -151,6 +153,43 @@ START_TEST(cuda_topk_selects_what_the_cpu_selects)
             ck_assert_int_eq(cudaMemcpy(got, didx, k * 4, cudaMemcpyDeviceToHost), cudaSuccess);
             ck_assert_msg(memcmp(want, got, k * 4) == 0, "n=%zu k=%zu zeros=%d: the GPU chose otherwise", n,
                           k, zeros);
+            cudaFree(dx);
+            cudaFree(didx);
+            cudaFree(scratch);
+            free(x);
+            free(mag);
+            free(want);
+            free(got);
+        }
+}
+END_TEST
+
+START_TEST(cuda_sampled_topk_selects_what_the_cpu_selects)
+{
+    static const size_t counts[] = {100, 100003, 1 << 22}; /* 100: the sample is everything */
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+        for (int shape = 0; shape < 3; shape++) { /* spread; mostly zeros; all equal (2k pass) */
+            size_t n = counts[ci], k = n / 100 + 1, want_n, got_n;
+            float *x = malloc(n * 4), *mag = malloc(n * 4);
+            uint32_t *want = malloc(2 * k * 4), *got = malloc(2 * k * 4);
+            for (size_t i = 0; i < n; i++) {
+                float u = tt_uniform01(5, 5, i) - 0.5f;
+                x[i] = shape == 0 ? u : shape == 1 ? (i % 3 ? 0.0f : u) : (u < 0 ? -0.25f : 0.25f);
+            }
+            want_n = tt_topk_sampled(x, n, k, 7, 3, want, mag);
+            float *dx;
+            uint32_t *didx;
+            void *scratch;
+            ck_assert(cudaMalloc((void **)&dx, n * 4) == cudaSuccess &&
+                      cudaMalloc((void **)&didx, 2 * k * 4) == cudaSuccess &&
+                      cudaMalloc(&scratch, tt_cuda_topk_sampled_scratch(n, k)) == cudaSuccess);
+            cudaMemcpy(dx, x, n * 4, cudaMemcpyHostToDevice);
+            ck_assert_int_eq(tt_cuda_topk_sampled(dx, n, k, 7, 3, didx, &got_n, scratch, NULL), 0);
+            ck_assert_msg(got_n == want_n, "n=%zu shape=%d: the GPU kept %zu, the CPU %zu", n, shape, got_n,
+                          want_n);
+            ck_assert_int_eq(cudaMemcpy(got, didx, got_n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+            ck_assert_msg(memcmp(want, got, got_n * 4) == 0, "n=%zu shape=%d: the GPU chose otherwise", n,
+                          shape);
             cudaFree(dx);
             cudaFree(didx);
             cudaFree(scratch);
@@ -344,6 +383,94 @@ START_TEST(host_and_device_ranks_mix)
 END_TEST
 
 /*
+ * The compressed all-reduce on device buffers against the same calls on
+ * host buffers, bit for bit: results, the error-feedback state and the
+ * bytes sent, over two calls each (so the kept error takes part). Only the
+ * schemes without random numbers: theirs depend on the call's sequence
+ * number, which differs between the two runs. With arg "mixed", odd ranks
+ * keep host buffers in the device run.
+ */
+static int compressed_on_device(tutti_comm_t comm, int r, int p, void *arg)
+{
+    static const tutti_compress_t schemes[] = {{.kind = TUTTI_COMPRESS_NONE},
+                                               {.kind = TUTTI_COMPRESS_TOPK, .density = 0.01},
+                                               {.kind = TUTTI_COMPRESS_INT8},
+                                               {.kind = TUTTI_COMPRESS_INT4, .block = 256},
+                                               {.kind = TUTTI_COMPRESS_SIGN, .block = 512}};
+    static const tutti_dtype_t types[] = {TUTTI_FP32, TUTTI_BF16};
+    const size_t n = 10007;
+    int on_device = !(arg && r % 2);
+    size_t bytes = n * sizeof(float);
+    char *g = malloc(bytes), *host_out = malloc(bytes), *dev_out = malloc(bytes), *dg, *dout;
+    cudaStream_t stream;
+    TT_FAIL_IF(!g || !host_out || !dev_out || cudaMalloc((void **)&dg, bytes) ||
+                   cudaMalloc((void **)&dout, bytes) || cudaStreamCreate(&stream),
+               "rank %d: set-up failed", r);
+    for (size_t si = 0; si < sizeof schemes / sizeof schemes[0]; si++)
+        for (size_t ti = 0; ti < 2; ti++)
+            for (int ip = 0; ip < 2; ip++) {
+                tutti_dtype_t t = types[ti];
+                size_t e = tutti_dtype_size(t);
+                tutti_ef_state_t ef_host, ef_dev;
+                tutti_compress_stats_t st_host, st_dev;
+                TT_FAIL_IF(tutti_ef_create(&ef_host, n, p) || tutti_ef_create(&ef_dev, n, p), "ef_create");
+                for (int call = 0; call < 2; call++) {
+                    for (size_t i = 0; i < n; i++)
+                        tt_test_value(t, TUTTI_SUM, g, i, r, i * 7 + (size_t)call);
+                    memcpy(host_out, g, n * e);
+                    TT_FAIL_IF(tutti_allreduce_compressed(ip ? host_out : g, host_out, n, t, TUTTI_SUM,
+                                                          &schemes[si], ef_host, comm, NULL),
+                               "host call: %s", tutti_comm_last_error(comm));
+                    TT_FAIL_IF(tutti_compress_last_stats(comm, &st_host), "stats");
+
+                    char *in = on_device ? dg : g, *out = on_device ? dout : dev_out;
+                    if (on_device)
+                        TT_FAIL_IF(cudaMemcpy(ip ? dout : dg, g, n * e, cudaMemcpyHostToDevice), "copy in");
+                    else
+                        memcpy(dev_out, g, n * e);
+                    TT_FAIL_IF(tutti_allreduce_compressed(ip ? out : in, out, n, t, TUTTI_SUM, &schemes[si],
+                                                          ef_dev, comm, on_device ? stream : NULL),
+                               "device call: %s", tutti_comm_last_error(comm));
+                    TT_FAIL_IF(tutti_compress_last_stats(comm, &st_dev), "stats");
+                    if (on_device)
+                        TT_FAIL_IF(cudaMemcpyAsync(dev_out, dout, n * e, cudaMemcpyDeviceToHost, stream) ||
+                                       cudaStreamSynchronize(stream),
+                                   "copy out");
+                    TT_FAIL_IF(memcmp(host_out, dev_out, n * e),
+                               "scheme %zu %s in_place=%d call %d: results differ", si, tutti_dtype_name(t),
+                               ip, call);
+                    TT_FAIL_IF(st_host.bytes_sent != st_dev.bytes_sent || st_host.k_sent != st_dev.k_sent,
+                               "scheme %zu: stats differ", si);
+                }
+                const float *wh, *wd, *sh, *sd;
+                size_t nwh, nwd, nsh, nsd;
+                TT_FAIL_IF(tutti_ef_errors(ef_host, &wh, &nwh, &sh, &nsh) ||
+                               tutti_ef_errors(ef_dev, &wd, &nwd, &sd, &nsd),
+                           "ef_errors");
+                TT_FAIL_IF(nwh != nwd || memcmp(wh, wd, nwh * sizeof *wh), "scheme %zu: worker errors differ",
+                           si);
+                TT_FAIL_IF(nsh != nsd || (nsh && memcmp(sh, sd, nsh * sizeof *sh)),
+                           "scheme %zu: server errors differ", si);
+                tutti_ef_destroy(ef_host);
+                tutti_ef_destroy(ef_dev);
+            }
+    cudaFree(dg);
+    cudaFree(dout);
+    cudaStreamDestroy(stream);
+    free(g);
+    free(host_out);
+    free(dev_out);
+    return 0;
+}
+
+START_TEST(compressed_allreduce_on_device_buffers_matches_host_buffers)
+{
+    static int mixed = 1;
+    tt_run_ranks(_i == 0 ? 2 : 4, compressed_on_device, _i == 2 ? &mixed : NULL, 240);
+}
+END_TEST
+
+/*
  * Stream semantics. A gate kernel (the same one tutti uses, on a word we
  * own) holds stream a; the collectives queued behind it must return at once
  * (a blocking call would never see the gate open: the test would time out),
@@ -451,10 +578,12 @@ int main(void)
     tcase_add_test(tc, cuda_kernels_match_the_cpu_bit_for_bit);
     tcase_add_test(tc, cuda_quantizers_match_the_cpu_bit_for_bit);
     tcase_add_test(tc, cuda_topk_selects_what_the_cpu_selects);
+    tcase_add_test(tc, cuda_sampled_topk_selects_what_the_cpu_selects);
     tcase_add_loop_test(tc, every_collective_on_device_buffers_with_ranks_sharing_the_gpu, 0, 3);
     tcase_add_test(tc, every_collective_over_tcp_on_device_buffers);
     tcase_add_loop_test(tc, host_and_device_ranks_mix, 1, 3);
     tcase_add_test(tc, collectives_return_at_once_and_complete_in_stream_order);
+    tcase_add_loop_test(tc, compressed_allreduce_on_device_buffers_matches_host_buffers, 0, 3);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -199,6 +199,7 @@ enum { CHUNK = 4096 };
 struct select_state {
     uint32_t hi, thr;
     unsigned long long above, ties; /* elements beating thr; how many equal to it are taken */
+    unsigned long long got;         /* indices written: at most the limit */
 };
 
 __device__ uint32_t mag_bits(float x)
@@ -241,8 +242,6 @@ __global__ void pick_low(const unsigned *hist, size_t k, select_state *st)
     while (above + hist[lo] < k)
         above += hist[lo--];
     st->thr = st->hi << 15 | lo;
-    st->above = above;
-    st->ties = k - above;
 }
 
 /* Per chunk of CHUNK elements: how many beat thr, how many equal it. */
@@ -263,8 +262,9 @@ __global__ void count_chunks(const float *x, size_t n, const select_state *st, u
 }
 
 /* Exclusive prefix sums of both counts, in chunk order (one thread: the
- * chunks are few). */
-__global__ void scan_chunks(unsigned long long *counts, size_t nchunks)
+ * chunks are few); then how many of the elements equal to thr fit under
+ * limit, and how many indices that makes, as the CPU's collection counts. */
+__global__ void scan_chunks(unsigned long long *counts, size_t nchunks, size_t limit, select_state *st)
 {
     unsigned long long above = 0, equal = 0;
     for (size_t c = 0; c < nchunks; c++) {
@@ -274,10 +274,14 @@ __global__ void scan_chunks(unsigned long long *counts, size_t nchunks)
         above += a;
         equal += e;
     }
+    st->ties = limit > above ? limit - above : 0;
+    unsigned long long all = above + (equal < st->ties ? equal : st->ties);
+    st->got = all < limit ? all : limit;
 }
 
 /* Each chunk writes its selected indices, in order, where the sums say:
- * element i goes at (selected before it), ties only while they last. */
+ * element i goes at (selected before it), ties only while they last, none
+ * past the limit. */
 __global__ void write_chunks(const float *x, size_t n, const select_state *st,
                              const unsigned long long *counts, size_t nchunks, uint32_t *idx)
 {
@@ -288,22 +292,100 @@ __global__ void write_chunks(const float *x, size_t n, const select_state *st,
     for (size_t i = c * CHUNK; i < n && i < (c + 1) * CHUNK; i++) {
         uint32_t u = mag_bits(x[i]);
         unsigned long long taken_ties = equal < st->ties ? equal : st->ties;
-        if (u > st->thr)
+        if (u > st->thr && above + taken_ties < st->got)
             idx[above + taken_ties] = (uint32_t)i;
-        else if (u == st->thr && equal < st->ties)
+        else if (u == st->thr && equal < st->ties && above + equal < st->got)
             idx[above + equal] = (uint32_t)i;
         above += u > st->thr;
         equal += u == st->thr;
     }
 }
 
+/* The sampled magnitudes, drawn as the CPU draws them. */
+__global__ void sample_mags(const float *x, size_t n, size_t s, uint64_t seed, uint64_t stream, float *mag)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < s;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t at = (size_t)(tt_uniform01(seed, stream, i) * (float)n);
+        mag[i] = fabsf(x[at < n ? at : n - 1]);
+    }
+}
+
+__global__ void gather(const float *x, const uint32_t *idx, size_t m, float *out)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = x[idx[i]];
+}
+
+/* out[i] = idx[picked[i]]; out must not be idx (picked[i] >= i is read by others). */
+__global__ void remap(const uint32_t *idx, const uint32_t *picked, size_t k, uint32_t *out)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < k; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = idx[picked[i]];
+}
+
+} // namespace
+
+namespace
+{
+
+/* The radix select's working memory, carved from the caller's scratch. */
+struct select_mem {
+    unsigned *hist;
+    select_state *st;
+    unsigned long long *counts;
+};
+
+size_t select_bytes(size_t n)
+{
+    return (1u << 16) * sizeof(unsigned) + sizeof(select_state) +
+           2 * ((n + CHUNK - 1) / CHUNK) * sizeof(unsigned long long) + 64;
+}
+
+select_mem select_carve(void *scratch)
+{
+    select_mem m;
+    m.hist = static_cast<unsigned *>(scratch);
+    m.st = reinterpret_cast<select_state *>(m.hist + (1u << 16));
+    m.counts = reinterpret_cast<unsigned long long *>(m.st + 1);
+    return m;
+}
+
+/* st->thr = the magnitude bits of the k-th largest |v[i]|, 0 < k <= n. */
+void kth_largest(const float *v, size_t n, size_t k, const select_mem &m, cudaStream_t s)
+{
+    cudaMemsetAsync(m.hist, 0, (1u << 16) * sizeof(unsigned), s);
+    hist_high<<<grid_for(n), THREADS, 0, s>>>(v, n, m.hist);
+    pick_high<<<1, 1, 0, s>>>(m.hist, k, m.st);
+    hist_low<<<grid_for(n), THREADS, 0, s>>>(v, n, m.hist, m.st);
+    pick_low<<<1, 1, 0, s>>>(m.hist, k, m.st);
+}
+
+/* The ascending indices of the |x[i]| beating st->thr, then those equal to
+ * it, up to limit in all; how many in st->got. */
+void collect(const float *x, size_t n, size_t limit, uint32_t *idx, const select_mem &m, cudaStream_t s)
+{
+    size_t nchunks = (n + CHUNK - 1) / CHUNK;
+    count_chunks<<<grid_for(nchunks), THREADS, 0, s>>>(x, n, m.st, m.counts, nchunks);
+    scan_chunks<<<1, 1, 0, s>>>(m.counts, nchunks, limit, m.st);
+    write_chunks<<<grid_for(nchunks), THREADS, 0, s>>>(x, n, m.st, m.counts, nchunks, idx);
+}
+
+size_t sample_size(size_t n)
+{
+    return n / 100 < 1024 ? (n < 1024 ? n : 1024) : n / 100; /* as the CPU's */
+}
+
+size_t align_up(size_t b)
+{
+    return (b + 255) & ~(size_t)255;
+}
+
 } // namespace
 
 extern "C" size_t tt_cuda_topk_scratch(size_t n)
 {
-    size_t nchunks = (n + CHUNK - 1) / CHUNK;
-    return (1u << 16) * sizeof(unsigned) + sizeof(select_state) + 2 * nchunks * sizeof(unsigned long long) +
-           64;
+    return select_bytes(n);
 }
 
 extern "C" int tt_cuda_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, void *scratch,
@@ -312,17 +394,60 @@ extern "C" int tt_cuda_topk_exact(const float *x, size_t n, size_t k, uint32_t *
     if (k == 0 || n == 0 || k >= n)
         return k >= n && n ? (int)cudaErrorInvalidValue : 0; /* the caller sends everything itself */
     cudaStream_t s = static_cast<cudaStream_t>(cuda_stream);
-    unsigned *hist = static_cast<unsigned *>(scratch);
-    select_state *st = reinterpret_cast<select_state *>(hist + (1u << 16));
-    unsigned long long *counts = reinterpret_cast<unsigned long long *>(st + 1);
-    size_t nchunks = (n + CHUNK - 1) / CHUNK;
-    cudaMemsetAsync(hist, 0, (1u << 16) * sizeof(unsigned), s);
-    hist_high<<<grid_for(n), THREADS, 0, s>>>(x, n, hist);
-    pick_high<<<1, 1, 0, s>>>(hist, k, st);
-    hist_low<<<grid_for(n), THREADS, 0, s>>>(x, n, hist, st);
-    pick_low<<<1, 1, 0, s>>>(hist, k, st);
-    count_chunks<<<grid_for(nchunks), THREADS, 0, s>>>(x, n, st, counts, nchunks);
-    scan_chunks<<<1, 1, 0, s>>>(counts, nchunks);
-    write_chunks<<<grid_for(nchunks), THREADS, 0, s>>>(x, n, st, counts, nchunks, idx);
+    select_mem m = select_carve(scratch);
+    kth_largest(x, n, k, m, s);
+    collect(x, n, k, idx, m, s);
     return (int)cudaGetLastError();
+}
+
+extern "C" size_t tt_cuda_topk_sampled_scratch(size_t n, size_t k)
+{
+    return align_up(select_bytes(n)) + align_up(sample_size(n) * sizeof(float)) +
+           align_up(2 * k * sizeof(float)) + align_up(k * sizeof(uint32_t));
+}
+
+extern "C" int tt_cuda_topk_sampled(const float *x, size_t n, size_t k, uint64_t seed, uint64_t stream,
+                                    uint32_t *idx, size_t *kept, void *scratch, void *cuda_stream)
+{
+    *kept = 0;
+    size_t ns = sample_size(n);
+    if (k == 0 || ns == 0)
+        return 0;
+    if (k >= n)
+        return (int)cudaErrorInvalidValue; /* the caller sends everything itself */
+    cudaStream_t s = static_cast<cudaStream_t>(cuda_stream);
+    select_mem m = select_carve(scratch);
+    char *at = static_cast<char *>(scratch) + align_up(select_bytes(n));
+    float *mag = reinterpret_cast<float *>(at);
+    float *vals = reinterpret_cast<float *>(at += align_up(ns * sizeof(float)));
+    uint32_t *picked = reinterpret_cast<uint32_t *>(at += align_up(2 * k * sizeof(float)));
+    if (ns == n) { /* the sample would be everything: exact */
+        kth_largest(x, n, k, m, s);
+        collect(x, n, k, idx, m, s);
+        *kept = k;
+        return (int)cudaGetLastError();
+    }
+    /* The threshold that about k of n pass: the ks-th largest sampled magnitude. */
+    size_t ks = (size_t)((double)k * (double)ns / (double)n);
+    sample_mags<<<grid_for(ns), THREADS, 0, s>>>(x, n, ns, seed, stream, mag);
+    kth_largest(mag, ns, ks < 1 ? 1 : ks, m, s);
+    collect(x, n, 2 * k, idx, m, s);
+    unsigned long long got = 0;
+    cudaError_t e = cudaMemcpyAsync(&got, &m.st->got, sizeof got, cudaMemcpyDeviceToHost, s);
+    if (!e)
+        e = cudaStreamSynchronize(s);
+    if (e)
+        return (int)e;
+    *kept = (size_t)got;
+    if (got < 2 * k)
+        return 0;
+    /* Too many passed (a flat distribution): the exact top-k among them. */
+    gather<<<grid_for(got), THREADS, 0, s>>>(x, idx, got, vals);
+    kth_largest(vals, got, k, m, s);
+    collect(vals, got, k, picked, m, s);
+    uint32_t *chosen = reinterpret_cast<uint32_t *>(vals); /* free again, in stream order */
+    remap<<<grid_for(k), THREADS, 0, s>>>(idx, picked, k, chosen);
+    e = cudaMemcpyAsync(idx, chosen, k * sizeof *idx, cudaMemcpyDeviceToDevice, s);
+    *kept = k;
+    return e ? (int)e : (int)cudaGetLastError();
 }

@@ -43,6 +43,18 @@ int tt_cuda_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, void *
 size_t tt_cuda_topk_scratch(size_t n);
 
 /*
+ * Sampled top-k on the GPU, as tt_topk_sampled picks for NaN-free x (the
+ * CPU compares magnitudes as floats, the GPU as bits): a threshold from a
+ * sample drawn with (seed, stream), the indices passing it, ascending, at
+ * most 2k, cut to the exact top-k among them when 2k passed. idx holds 2k;
+ * *kept gets how many were picked, so the call waits for the stream.
+ * scratch holds tt_cuda_topk_sampled_scratch(n, k) bytes; 0 < k < n.
+ */
+int tt_cuda_topk_sampled(const float *x, size_t n, size_t k, uint64_t seed, uint64_t stream, uint32_t *idx,
+                         size_t *kept, void *scratch, void *cuda_stream);
+size_t tt_cuda_topk_sampled_scratch(size_t n, size_t k);
+
+/*
  * Holds stream until *done (device-mapped host memory, written by the
  * host) reaches ticket, in wrap-around order. Returns 0 or the launch's
  * cudaError_t.

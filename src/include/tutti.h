@@ -285,7 +285,9 @@ TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **w
 /**
  * recvbuf = sum (or avg) over ranks of sendbuf, compressed as how says.
  * dtype fp32, fp16 or bf16; op sum or avg. state may be NULL only with
- * no_error_feedback or kind NONE. In-place: sendbuf == recvbuf.
+ * no_error_feedback or kind NONE. In-place: sendbuf == recvbuf. Device
+ * buffers are queued on stream like every collective's; state is then
+ * updated when the stream reaches the call.
  */
 TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
                                                     tutti_dtype_t dtype, tutti_op_t op,
