@@ -96,9 +96,7 @@ static void run_op(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op)
     tutti_status_t st = op->compressed ? tt_coll_run_compressed(comm, &host, &op->how, op->ef)
                                        : tt_coll_run_host(comm, &host);
     if (st) {
-        /* Nobody waits for this call's status: it goes to the next call. */
-        if (!comm->failed)
-            tt_comm_fail(comm, st);
+        tt_comm_fail(comm, st); /* nobody waits for this call's status: it goes to the next call */
         return;
     }
     if (c->recv_on_device) {

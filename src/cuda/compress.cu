@@ -415,18 +415,16 @@ extern "C" int tt_cuda_topk_sampled(const float *x, size_t n, size_t k, uint64_t
         return 0;
     if (k >= n)
         return (int)cudaErrorInvalidValue; /* the caller sends everything itself */
+    if (ns == n) {                         /* the sample would be everything: exact */
+        *kept = k;
+        return tt_cuda_topk_exact(x, n, k, idx, scratch, cuda_stream);
+    }
     cudaStream_t s = static_cast<cudaStream_t>(cuda_stream);
     select_mem m = select_carve(scratch);
     char *at = static_cast<char *>(scratch) + align_up(select_bytes(n));
     float *mag = reinterpret_cast<float *>(at);
     float *vals = reinterpret_cast<float *>(at += align_up(ns * sizeof(float)));
     uint32_t *picked = reinterpret_cast<uint32_t *>(at += align_up(2 * k * sizeof(float)));
-    if (ns == n) { /* the sample would be everything: exact */
-        kth_largest(x, n, k, m, s);
-        collect(x, n, k, idx, m, s);
-        *kept = k;
-        return (int)cudaGetLastError();
-    }
     /* The threshold that about k of n pass: the ks-th largest sampled magnitude. */
     size_t ks = (size_t)((double)k * (double)ns / (double)n);
     sample_mags<<<grid_for(ns), THREADS, 0, s>>>(x, n, ns, seed, stream, mag);
