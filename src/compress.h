@@ -66,6 +66,12 @@ static inline TT_HD float tt_round_even(float t)
     return (t + magic) - magic;
 }
 
+/* One element a top-k call sends: its index and its value (g + e). */
+typedef struct {
+    uint32_t index;
+    float value;
+} tt_pair_t;
+
 /* The indices, ascending, of the k largest |x[i]| (ties to the lower index).
  * mag is scratch of n floats. Returns k (n if k > n). */
 size_t tt_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, float *mag);

@@ -17,20 +17,13 @@
 #include "coll.h"
 #include "comm.h"
 #include "compress.h"
+#include "compress_coll.h"
 #include "device.h"
 #include "dtype.h"
 #include "half.h"
 #include "log.h"
 
 #define TT_DEFAULT_DENSITY 0.01
-
-struct tutti_ef_state {
-    size_t count;
-    int nranks;
-    float *worker;       /* count */
-    float *server;       /* the largest chunk */
-    size_t server_count; /* this rank's chunk, 0 until a two-phase call */
-};
 
 TUTTI_API tutti_status_t tutti_ef_create(tutti_ef_state_t *state, size_t count, int nranks)
 {
@@ -59,12 +52,14 @@ TUTTI_API tutti_status_t tutti_ef_reset(tutti_ef_state_t state)
     memset(state->worker, 0, (state->count ? state->count : 1) * sizeof(float));
     memset(state->server, 0, (tt_block_count(state->count, state->nranks, 0) + 1) * sizeof(float));
     state->server_count = 0;
+    state->worker_on_device = 0; /* the next device call copies the zeroes over */
     return TUTTI_SUCCESS;
 }
 
 TUTTI_API tutti_status_t tutti_ef_destroy(tutti_ef_state_t state)
 {
     if (state) {
+        tt_ef_free_device(state);
         free(state->worker);
         free(state->server);
         free(state);
@@ -77,6 +72,7 @@ TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **w
 {
     if (!state || !worker || !worker_count || !server || !server_count)
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_errors: NULL argument");
+    TT_TRY(tt_ef_worker_to_host(state));
     *worker = state->worker;
     *worker_count = state->count;
     *server = state->server_count ? state->server : NULL;
@@ -162,11 +158,8 @@ typedef struct {
     void *buf[4]; /* the scheme's own buffers, from the workspace */
 } call_t;
 
-/* One of the collectives the scheme is made of, on its host buffers, run
- * now: on the device proxy thread too, where waiting for the queue would
- * wait for itself. */
-static tutti_status_t host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv, size_t count,
-                                tutti_dtype_t dtype, tutti_op_t op)
+tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv,
+                                     size_t count, tutti_dtype_t dtype, tutti_op_t op)
 {
     tt_call_t c = {.coll = coll, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op};
     return tt_coll_host(comm, &c);
@@ -174,63 +167,80 @@ static tutti_status_t host_coll(tutti_comm_t comm, tt_coll_t coll, const void *s
 
 static tutti_status_t dense(call_t *c)
 {
-    TT_TRY(host_coll(c->comm, TT_COLL_ALLREDUCE, c->x, c->out, c->n, TUTTI_FP32, c->op));
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLREDUCE, c->x, c->out, c->n, TUTTI_FP32, c->op));
     if (c->ef)
         memset(c->ef->worker, 0, c->n * sizeof(float)); /* everything was sent */
     return TUTTI_SUCCESS;
 }
 
-static size_t topk_k(const call_t *c)
+size_t tt_compress_topk_k(const tutti_compress_t *how, size_t n)
 {
-    const tutti_compress_t *h = c->how;
-    double density = h->density > 0 ? h->density : TT_DEFAULT_DENSITY;
-    size_t k = h->k ? h->k : (size_t)ceil(density * (double)c->n);
-    return k < 1 ? 1 : k > c->n ? c->n : k;
+    double density = how->density > 0 ? how->density : TT_DEFAULT_DENSITY;
+    size_t k = how->k ? how->k : (size_t)ceil(density * (double)n);
+    return k < 1 ? 1 : k > n ? n : k;
 }
 
-typedef struct {
-    uint32_t index;
-    float value;
-} pair_t;
+int tt_compress_topk_costly(size_t k, size_t n, int p)
+{
+    /* Pairs cost 8 bytes against the dense ring's 2 (p-1)/p 4 per element:
+     * all-gathering p k pairs only pays below k/n = 1/p. */
+    return (double)k / (double)n >= 1.0 / p;
+}
+
+int tt_compress_topk_dense(tutti_comm_t comm, size_t k, size_t n)
+{
+    if (!tt_compress_topk_costly(k, n, comm->nranks))
+        return 0;
+    TT_DEBUG(TT_SUB_COLL,
+             "compressed all-reduce: top-%zu of %zu on %d ranks would send more than the dense "
+             "all-reduce; running dense",
+             k, n, comm->nranks);
+    comm->compress_stats.fell_back = 1;
+    return 1;
+}
+
+uint64_t tt_compress_stream(tutti_comm_t comm)
+{
+    return comm->coll_seq * (uint64_t)comm->nranks + (uint64_t)comm->rank;
+}
+
+void tt_compress_account(tutti_comm_t comm, uint64_t before, size_t count, tutti_dtype_t dtype)
+{
+    comm->compress_stats.bytes_sent = comm->bytes_sent - before;
+    comm->compress_stats.dense_bytes_sent =
+        dense_ring_bytes(count, tutti_dtype_size(dtype), comm->nranks, comm->rank);
+}
 
 static tutti_status_t topk(call_t *c)
 {
     size_t k = c->k;
-    /* Pairs cost 8 bytes against the dense ring's 2 (p-1)/p 4 per element:
-     * all-gathering p k pairs only pays below k/n = 1/p. */
-    if ((double)k / (double)c->n >= 1.0 / c->p) {
-        TT_DEBUG(TT_SUB_COLL,
-                 "compressed all-reduce: top-%zu of %zu on %d ranks would send more than the dense "
-                 "all-reduce; running dense",
-                 k, c->n, c->p);
-        c->comm->compress_stats.fell_back = 1;
+    if (tt_compress_topk_dense(c->comm, k, c->n))
         return dense(c);
-    }
     uint32_t *idx = c->buf[0];
     float *mag = c->buf[1];
-    pair_t *pairs = c->buf[2], *all = c->buf[3];
+    tt_pair_t *pairs = c->buf[2], *all = c->buf[3];
     int64_t mine =
         (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->stream, idx, mag)
                                   : tt_topk_exact(c->x, c->n, k, idx, mag));
     /* Exact selection sends k pairs everywhere; sampled ones agree on the largest count first. */
     int64_t most = mine;
     if (c->how->sampled)
-        TT_TRY(host_coll(c->comm, TT_COLL_ALLREDUCE, &mine, &most, 1, TUTTI_INT64, TUTTI_MAX));
+        TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLREDUCE, &mine, &most, 1, TUTTI_INT64, TUTTI_MAX));
     for (int64_t i = 0; i < most; i++) /* padding: an index past the end */
-        pairs[i] = i < mine ? (pair_t){idx[i], c->x[idx[i]]} : (pair_t){UINT32_MAX, 0};
+        pairs[i] = i < mine ? (tt_pair_t){idx[i], c->x[idx[i]]} : (tt_pair_t){UINT32_MAX, 0};
     if (c->ef) { /* what was sent leaves the error; the rest stays */
         memcpy(c->ef->worker, c->x, c->n * sizeof(float));
         for (int64_t i = 0; i < mine; i++)
             c->ef->worker[idx[i]] = 0;
     }
-    TT_TRY(host_coll(c->comm, TT_COLL_ALLGATHER, pairs, all, (size_t)most * sizeof *pairs, TUTTI_UINT8,
-                     TUTTI_SUM));
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, pairs, all, (size_t)most * sizeof *pairs,
+                                 TUTTI_UINT8, TUTTI_SUM));
     /* In rank order: rank 0's values are placed, the others added, which is
      * bit for bit the dense sum of the sparse vectors in rank order. */
     memset(c->out, 0, c->n * sizeof(float));
     for (int q = 0; q < c->p; q++)
         for (int64_t i = 0; i < most; i++) {
-            pair_t pr = all[(size_t)q * (size_t)most + (size_t)i];
+            tt_pair_t pr = all[(size_t)q * (size_t)most + (size_t)i];
             if (pr.index < c->n)
                 c->out[pr.index] = q == 0 ? pr.value : c->out[pr.index] + pr.value;
         }
@@ -239,6 +249,18 @@ static tutti_status_t topk(call_t *c)
             c->out[i] /= (float)c->p;
     c->comm->compress_stats.k_sent = (uint64_t)mine;
     return TUTTI_SUCCESS;
+}
+
+void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t mine, int p,
+                        tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y, unsigned char *enc)
+{
+    for (int j = 0; j < p; j++) /* rank order */
+        tt_quant_decode(q, got + slot * (size_t)j, mine, y, j > 0);
+    for (size_t i = 0; op == TUTTI_AVG && i < mine; i++)
+        y[i] /= (float)p;
+    if (ef)
+        ef->server_count = mine;
+    tt_quant_encode(q, y, ef ? ef->server : NULL, mine, stream, enc);
 }
 
 static tutti_status_t two_phase(call_t *c)
@@ -256,18 +278,10 @@ static tutti_status_t two_phase(call_t *c)
         tt_quant_encode(&q, c->g + off, c->ef ? c->ef->worker + off : NULL, cnt,
                         c->stream * 2 * (uint64_t)p + (uint64_t)j, enc + slot * (size_t)j);
     }
-    TT_TRY(host_coll(c->comm, TT_COLL_ALLTOALL, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
-    /* Server: this rank's chunk from every rank, added in rank order. */
-    for (int j = 0; j < p; j++)
-        tt_quant_decode(&q, got + slot * (size_t)j, mine, y, j > 0);
-    for (size_t i = 0; c->op == TUTTI_AVG && i < mine; i++)
-        y[i] /= (float)p;
-    if (c->ef)
-        c->ef->server_count = mine;
-    /* ... plus the server error, compressed again; the error keeps the loss */
-    tt_quant_encode(&q, y, c->ef ? c->ef->server : NULL, mine,
-                    c->stream * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r, enc);
-    TT_TRY(host_coll(c->comm, TT_COLL_ALLGATHER, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLTOALL, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
+    tt_compress_server(&q, got, slot, mine, p, c->op, c->stream * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r,
+                       c->ef, y, enc);
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
     for (int j = 0; j < p; j++)
         tt_quant_decode(&q, got + slot * (size_t)j, tt_block_count(c->n, p, j),
                         c->out + tt_block_off(c->n, p, j), 0);
@@ -315,8 +329,8 @@ static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv
 }
 
 /* Device buffers go to the communicator's proxy thread in stream order,
- * as every collective's do; it stages them through host memory and runs
- * the compressed all-reduce below on the copies. */
+ * as every collective's do: it runs compress_device.c's GPU path when both
+ * buffers are on the GPU, and otherwise the CPU path below on staged copies. */
 TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
                                                     tutti_dtype_t dtype, tutti_op_t op,
                                                     const tutti_compress_t *how, tutti_ef_state_t state,
@@ -353,11 +367,13 @@ tutti_status_t tt_coll_run_compressed(tutti_comm_t comm, const tt_call_t *call, 
         comm->compress_stats.bytes_sent = comm->compress_stats.dense_bytes_sent = comm->bytes_sent - before;
         return TUTTI_SUCCESS;
     }
+    if (ef)
+        TT_TRY(tt_ef_worker_to_host(ef)); /* earlier calls may have left it on the GPU */
     call_t c = {
         .comm = comm, .how = how, .ef = ef, .n = count, .p = comm->nranks, .rank = comm->rank, .op = op};
     /* The buffers: x and the fp32 result, then the scheme's own. Top-k
      * keeps room for 2k indices and pairs (what sampled selection may pick). */
-    size_t k = how->kind == TUTTI_COMPRESS_TOPK ? topk_k(&c) : 0, p = (size_t)c.p;
+    size_t k = how->kind == TUTTI_COMPRESS_TOPK ? tt_compress_topk_k(how, count) : 0, p = (size_t)c.p;
     tt_quant_t q = {.kind = how->kind, .block = how->block};
     size_t slot = how->kind == TUTTI_COMPRESS_TOPK ? 0 : tt_quant_bytes(&q, tt_block_count(count, c.p, 0));
     int need_x = k || dtype != TUTTI_FP32; /* top-k works on g + e; half types need converting */
@@ -365,8 +381,8 @@ tutti_status_t tt_coll_run_compressed(tutti_comm_t comm, const tt_call_t *call, 
                       dtype == TUTTI_FP32 ? 1 : count * sizeof(float),
                       k ? 2 * k * sizeof(uint32_t) : slot * p + 1,
                       k ? count * sizeof(float) : slot * p + 1,
-                      k ? 2 * k * sizeof(pair_t) : (tt_block_count(count, c.p, 0) + 1) * sizeof(float),
-                      k ? 2 * k * p * sizeof(pair_t) : 1,
+                      k ? 2 * k * sizeof(tt_pair_t) : (tt_block_count(count, c.p, 0) + 1) * sizeof(float),
+                      k ? 2 * k * p * sizeof(tt_pair_t) : 1,
                       0};
     void *bufs[6];
     TT_TRY(workspace(comm, sizes, bufs));
@@ -377,20 +393,18 @@ tutti_status_t tt_coll_run_compressed(tutti_comm_t comm, const tt_call_t *call, 
     if (dtype != TUTTI_FP32)
         to_f32(sendbuf, dtype, count, c.x);
     c.g = dtype == TUTTI_FP32 ? sendbuf : c.x; /* read before out is written (in place) */
-    if (k) {                                   /* top-k selects from g + e */
+    if (k) { /* top-k selects from g + e; from g itself (-0 stays -0) without feedback, as the GPU path */
         for (size_t i = 0; i < count; i++)
-            c.x[i] = c.g[i] + (c.ef ? c.ef->worker[i] : 0.0f);
+            c.x[i] = c.ef ? c.g[i] + c.ef->worker[i] : c.g[i];
         c.g = c.x;
     }
-    /* Random streams differ per call and rank and agree with a rerun. */
-    c.stream = comm->coll_seq * (uint64_t)c.p + (uint64_t)c.rank;
+    c.stream = tt_compress_stream(comm);
     uint64_t before = comm->bytes_sent;
     tutti_status_t st = how->kind == TUTTI_COMPRESS_TOPK ? topk(&c) : two_phase(&c);
     if (!st) {
         if (dtype != TUTTI_FP32)
             from_f32(c.out, dtype, count, recvbuf);
-        comm->compress_stats.bytes_sent = comm->bytes_sent - before;
-        comm->compress_stats.dense_bytes_sent = dense_ring_bytes(count, tutti_dtype_size(dtype), c.p, c.rank);
+        tt_compress_account(comm, before, count, dtype);
     }
     return st;
 }

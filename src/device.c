@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "comm.h"
+#include "compress_coll.h"
 #include "device.h"
 #include "log.h"
 #include "memkind.h"
@@ -24,6 +25,7 @@ typedef struct op {
     struct op *next;
     tt_call_t call; /* with the caller's buffers */
     int compressed; /* a compressed all-reduce, as how and ef say */
+    int on_gpu;     /* ... run by the GPU kernels on the buffers themselves */
     tutti_compress_t how;
     tutti_ef_state_t ef;
     layout_t layout;
@@ -43,8 +45,10 @@ struct tt_device_queue {
     unsigned *done_dev;  /* the same word, as the wait kernel sees it */
     int device;          /* the GPU of this communicator's device buffers */
     cudaStream_t copies; /* the proxy's own stream, independent of the legacy default stream */
-    char *stage;         /* pinned host stand-ins for one call's device buffers */
+    void *stage;         /* pinned host stand-ins for one call's device buffers */
     size_t stage_bytes;
+    void *work_dev, *work_host; /* a compressed call's working memory on the GPU and pinned */
+    size_t work_dev_bytes, work_host_bytes;
 };
 
 static layout_t stage_layout(const tt_call_t *c)
@@ -66,8 +70,9 @@ static layout_t stage_layout(const tt_call_t *c)
     return l;
 }
 
-static tutti_status_t cuda_error(tutti_comm_t comm, const char *name, const char *what, cudaError_t e)
+tutti_status_t tt_device_error(tutti_comm_t comm, const char *name, const char *what, int cuda_error)
 {
+    cudaError_t e = (cudaError_t)cuda_error;
     cudaGetLastError(); /* clear it, or the runtime reports it again */
     return tt_comm_error(comm, e == cudaErrorMemoryAllocation ? TUTTI_ERR_NO_MEMORY : TUTTI_ERR_SYSTEM,
                          "%s: %s: %s", name, what, cudaGetErrorString(e));
@@ -79,18 +84,27 @@ static void run_op(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op)
     const tt_call_t *c = &op->call;
     const char *name = op->compressed ? "tutti_allreduce_compressed" : tt_coll_name(c->coll);
     const layout_t l = op->layout;
+    if (op->on_gpu) {
+        cudaError_t e = cudaStreamWaitEvent(q->copies, op->inputs_ready, 0);
+        tutti_status_t st =
+            e ? tt_device_error(comm, name, "waiting for the inputs", e)
+              : tt_device_run_compressed(comm, c, &op->how, op->ef, q->work_dev, q->work_host, q->copies);
+        if (st)
+            tt_comm_fail(comm, st);
+        return;
+    }
     tt_call_t host = *c;
     if (c->send_on_device)
-        host.send = q->stage + l.send_off;
+        host.send = (char *)q->stage + l.send_off;
     if (c->recv_on_device)
-        host.recv = q->stage + l.recv_off;
+        host.recv = (char *)q->stage + l.recv_off;
     cudaError_t e = cudaStreamWaitEvent(q->copies, op->inputs_ready, 0);
     if (!e && c->send_on_device)
         e = cudaMemcpyAsync((void *)host.send, c->send, c->in_bytes, cudaMemcpyDeviceToHost, q->copies);
     if (!e)
         e = cudaStreamSynchronize(q->copies);
     if (e) {
-        tt_comm_fail(comm, cuda_error(comm, name, "copying sendbuf to the host", e));
+        tt_comm_fail(comm, tt_device_error(comm, name, "copying sendbuf to the host", e));
         return;
     }
     tutti_status_t st = op->compressed ? tt_coll_run_compressed(comm, &host, &op->how, op->ef)
@@ -104,7 +118,7 @@ static void run_op(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op)
         if (!e)
             e = cudaStreamSynchronize(q->copies);
         if (e)
-            tt_comm_fail(comm, cuda_error(comm, name, "copying the results to recvbuf", e));
+            tt_comm_fail(comm, tt_device_error(comm, name, "copying the results to recvbuf", e));
     }
 }
 
@@ -152,7 +166,7 @@ static tutti_status_t queue_start(tutti_comm_t comm, int device, const char *nam
     if (!e)
         e = cudaStreamCreateWithFlags(&q->copies, cudaStreamNonBlocking);
     if (e) {
-        tutti_status_t st = cuda_error(comm, name, "setting up the device queue", e);
+        tutti_status_t st = tt_device_error(comm, name, "setting up the device queue", e);
         if (q->done)
             cudaFreeHost(q->done);
         free(q);
@@ -172,27 +186,36 @@ static tutti_status_t queue_start(tutti_comm_t comm, int device, const char *nam
     return TUTTI_SUCCESS;
 }
 
-/* With q->lock held: waits until the proxy is idle, then regrows the
- * staging. Only a call larger than every earlier one waits here. */
-static tutti_status_t stage_grow(tutti_comm_t comm, tt_device_queue_t *q, size_t bytes, const char *name)
+/* With q->lock held: waits until the proxy is idle, then regrows *buf
+ * (pinned host memory, or GPU memory when on_gpu) to at least want bytes.
+ * Only a call larger than every earlier one waits here; the proxy itself
+ * never allocates, since freeing could wait for the streams held for it. */
+static tutti_status_t grow(tutti_comm_t comm, tt_device_queue_t *q, void **buf, size_t *have, size_t want,
+                           int on_gpu, const char *name)
 {
+    if (want <= *have)
+        return TUTTI_SUCCESS;
     while (q->head || q->running)
         pthread_cond_wait(&q->changed, &q->lock);
-    size_t want = bytes > 2 * q->stage_bytes ? bytes : 2 * q->stage_bytes;
-    if (q->stage)
-        cudaFreeHost(q->stage);
-    q->stage = NULL;
-    q->stage_bytes = 0;
-    cudaError_t e = cudaHostAlloc((void **)&q->stage, want, cudaHostAllocPortable);
-    if (e == cudaErrorMemoryAllocation && want > bytes) {
+    size_t bytes = want > 2 * *have ? want : 2 * *have;
+    if (*buf && on_gpu)
+        cudaFree(*buf);
+    else if (*buf)
+        cudaFreeHost(*buf);
+    *buf = NULL;
+    *have = 0;
+    for (;;) {
+        cudaError_t e = on_gpu ? cudaMalloc(buf, bytes) : cudaHostAlloc(buf, bytes, cudaHostAllocPortable);
+        if (!e)
+            break;
+        *buf = NULL;
+        if (e != cudaErrorMemoryAllocation || bytes == want)
+            return tt_device_error(
+                comm, name, on_gpu ? "allocating working memory on the GPU" : "allocating pinned staging", e);
         cudaGetLastError();
-        e = cudaHostAlloc((void **)&q->stage, want = bytes, cudaHostAllocPortable);
+        bytes = want; /* no room to spare: exactly what this call needs */
     }
-    if (e) {
-        q->stage = NULL;
-        return cuda_error(comm, name, "allocating pinned staging", e);
-    }
-    q->stage_bytes = want;
+    *have = bytes;
     return TUTTI_SUCCESS;
 }
 
@@ -208,7 +231,7 @@ tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, const tu
     struct cudaPointerAttributes attr;
     cudaError_t e = cudaPointerGetAttributes(&attr, c->send_on_device ? c->send : c->recv);
     if (e)
-        return cuda_error(comm, name, "asking where the buffer lives", e);
+        return tt_device_error(comm, name, "asking where the buffer lives", e);
     if (!comm->device)
         TT_TRY(queue_start(comm, attr.device, name));
     tt_device_queue_t *q = comm->device;
@@ -225,11 +248,20 @@ tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, const tu
         op->how = *how;
         op->ef = ef;
     }
-    op->layout = stage_layout(c);
-    tutti_status_t st = TUTTI_SUCCESS;
+    op->on_gpu = how && tt_device_compressed_on_gpu(c, how);
+    size_t work_dev = 0, work_host = 0;
+    if (op->on_gpu)
+        tt_device_compressed_needs(comm, c, how, &work_dev, &work_host);
+    else
+        op->layout = stage_layout(c);
+    tutti_status_t st = op->on_gpu && ef ? tt_ef_prepare_device(comm, ef, q->device) : TUTTI_SUCCESS;
     pthread_mutex_lock(&q->lock);
-    if (op->layout.bytes > q->stage_bytes)
-        st = stage_grow(comm, q, op->layout.bytes, name);
+    if (!st)
+        st = grow(comm, q, &q->stage, &q->stage_bytes, op->layout.bytes, 0, name);
+    if (!st)
+        st = grow(comm, q, &q->work_dev, &q->work_dev_bytes, work_dev, 1, name);
+    if (!st)
+        st = grow(comm, q, &q->work_host, &q->work_host_bytes, work_host, 0, name);
     if (!st) {
         /* Event, then the kernel that holds the stream, then the queue:
          * the proxy can only start once both are on the stream. */
@@ -240,7 +272,7 @@ tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, const tu
         if (!e && (e = (cudaError_t)tt_cuda_wait_ticket(q->done_dev, op->ticket, stream)) != cudaSuccess)
             cudaEventDestroy(op->inputs_ready);
         if (e)
-            st = cuda_error(comm, name, "enqueueing on the stream", e);
+            st = tt_device_error(comm, name, "enqueueing on the stream", e);
     }
     if (!st) {
         q->issued = op->ticket;
@@ -276,7 +308,7 @@ tutti_status_t tt_device_stream_wait(tutti_comm_t comm, const char *name, void *
         return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: stream: given, but %s; pass NULL", name, why);
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
     if (e)
-        return cuda_error(comm, name, "waiting for the stream's earlier work", e);
+        return tt_device_error(comm, name, "waiting for the stream's earlier work", e);
     return TUTTI_SUCCESS;
 }
 
@@ -293,6 +325,10 @@ void tt_device_free(tutti_comm_t comm)
     cudaStreamDestroy(q->copies);
     if (q->stage)
         cudaFreeHost(q->stage);
+    if (q->work_host)
+        cudaFreeHost(q->work_host);
+    if (q->work_dev)
+        cudaFree(q->work_dev);
     cudaFreeHost(q->done);
     pthread_cond_destroy(&q->changed);
     pthread_mutex_destroy(&q->lock);

@@ -25,6 +25,9 @@ tutti_status_t tt_device_drain(tutti_comm_t comm);
 /* Blocks until the work queued on stream so far is done (host-buffer calls
  * given a stream); name is the collective, for the error. */
 tutti_status_t tt_device_stream_wait(tutti_comm_t comm, const char *name, void *stream);
+/* Logs what failed in the CUDA runtime (a cudaError_t) for call name and
+ * returns its status; built with CUDA only. */
+tutti_status_t tt_device_error(tutti_comm_t comm, const char *name, const char *what, int cuda_error);
 /* Drains, stops the proxy thread and frees the staging (comm teardown). */
 void tt_device_free(tutti_comm_t comm);
 

@@ -383,20 +383,26 @@ START_TEST(host_and_device_ranks_mix)
 END_TEST
 
 /*
- * The compressed all-reduce on device buffers against the same calls on
- * host buffers, bit for bit: results, the error-feedback state and the
- * bytes sent, over two calls each (so the kept error takes part). Only the
+ * The compressed all-reduce on device buffers (the GPU path: CUDA kernels,
+ * compressed bytes through the host) against the same calls on host
+ * buffers (the CPU path), bit for bit: results, the error-feedback state,
+ * the bytes sent and the fall-back, over two calls each (a sum, then an
+ * average, with the error kept from the first). Only the
  * schemes without random numbers: theirs depend on the call's sequence
  * number, which differs between the two runs. With arg "mixed", odd ranks
  * keep host buffers in the device run.
  */
 static int compressed_on_device(tutti_comm_t comm, int r, int p, void *arg)
 {
-    static const tutti_compress_t schemes[] = {{.kind = TUTTI_COMPRESS_NONE},
-                                               {.kind = TUTTI_COMPRESS_TOPK, .density = 0.01},
-                                               {.kind = TUTTI_COMPRESS_INT8},
-                                               {.kind = TUTTI_COMPRESS_INT4, .block = 256},
-                                               {.kind = TUTTI_COMPRESS_SIGN, .block = 512}};
+    static const tutti_compress_t schemes[] = {
+        {.kind = TUTTI_COMPRESS_NONE},
+        {.kind = TUTTI_COMPRESS_TOPK, .density = 0.01},
+        {.kind = TUTTI_COMPRESS_TOPK, .density = 0.01, .no_error_feedback = 1},
+        {.kind = TUTTI_COMPRESS_TOPK, .density = 0.6}, /* costlier than dense: runs dense */
+        {.kind = TUTTI_COMPRESS_INT8},
+        {.kind = TUTTI_COMPRESS_INT4, .block = 256},
+        {.kind = TUTTI_COMPRESS_SIGN, .block = 512},
+        {.kind = TUTTI_COMPRESS_SIGN, .no_error_feedback = 1}};
     static const tutti_dtype_t types[] = {TUTTI_FP32, TUTTI_BF16};
     const size_t n = 10007;
     int on_device = !(arg && r % 2);
@@ -418,8 +424,9 @@ static int compressed_on_device(tutti_comm_t comm, int r, int p, void *arg)
                     for (size_t i = 0; i < n; i++)
                         tt_test_value(t, TUTTI_SUM, g, i, r, i * 7 + (size_t)call);
                     memcpy(host_out, g, n * e);
-                    TT_FAIL_IF(tutti_allreduce_compressed(ip ? host_out : g, host_out, n, t, TUTTI_SUM,
-                                                          &schemes[si], ef_host, comm, NULL),
+                    tutti_op_t op = call ? TUTTI_AVG : TUTTI_SUM;
+                    TT_FAIL_IF(tutti_allreduce_compressed(ip ? host_out : g, host_out, n, t, op, &schemes[si],
+                                                          ef_host, comm, NULL),
                                "host call: %s", tutti_comm_last_error(comm));
                     TT_FAIL_IF(tutti_compress_last_stats(comm, &st_host), "stats");
 
@@ -428,8 +435,8 @@ static int compressed_on_device(tutti_comm_t comm, int r, int p, void *arg)
                         TT_FAIL_IF(cudaMemcpy(ip ? dout : dg, g, n * e, cudaMemcpyHostToDevice), "copy in");
                     else
                         memcpy(dev_out, g, n * e);
-                    TT_FAIL_IF(tutti_allreduce_compressed(ip ? out : in, out, n, t, TUTTI_SUM, &schemes[si],
-                                                          ef_dev, comm, on_device ? stream : NULL),
+                    TT_FAIL_IF(tutti_allreduce_compressed(ip ? out : in, out, n, t, op, &schemes[si], ef_dev,
+                                                          comm, on_device ? stream : NULL),
                                "device call: %s", tutti_comm_last_error(comm));
                     TT_FAIL_IF(tutti_compress_last_stats(comm, &st_dev), "stats");
                     if (on_device)
@@ -439,7 +446,8 @@ static int compressed_on_device(tutti_comm_t comm, int r, int p, void *arg)
                     TT_FAIL_IF(memcmp(host_out, dev_out, n * e),
                                "scheme %zu %s in_place=%d call %d: results differ", si, tutti_dtype_name(t),
                                ip, call);
-                    TT_FAIL_IF(st_host.bytes_sent != st_dev.bytes_sent || st_host.k_sent != st_dev.k_sent,
+                    TT_FAIL_IF(st_host.bytes_sent != st_dev.bytes_sent || st_host.k_sent != st_dev.k_sent ||
+                                   st_host.fell_back != st_dev.fell_back,
                                "scheme %zu: stats differ", si);
                 }
                 const float *wh, *wd, *sh, *sd;

@@ -55,6 +55,21 @@ int tt_cuda_topk_sampled(const float *x, size_t n, size_t k, uint64_t seed, uint
 size_t tt_cuda_topk_sampled_scratch(size_t n, size_t k);
 
 /*
+ * The compressed all-reduce's steps around the kernels above, as the CPU
+ * path does them: fp16/bf16 to fp32 and back (dtype names the narrow
+ * side); the top-k pairs (idx[i], x[idx[i]]) for i < kept, padded to most
+ * with index UINT32_MAX, zeroing e[idx[i]] when e is given; one rank's
+ * pairs into out (placed when first, else added); x[i] /= d. Enqueued on
+ * stream; return 0 or a cudaError_t.
+ */
+int tt_cuda_to_f32(const void *in, tutti_dtype_t dtype, size_t n, float *out, void *stream);
+int tt_cuda_from_f32(const float *in, tutti_dtype_t dtype, size_t n, void *out, void *stream);
+int tt_cuda_pairs_pack(const float *x, const uint32_t *idx, size_t kept, size_t most, tt_pair_t *pairs,
+                       float *e, void *stream);
+int tt_cuda_pairs_add(const tt_pair_t *pairs, size_t m, size_t n, float *out, int first, void *stream);
+int tt_cuda_divide(float *x, size_t n, float d, void *stream);
+
+/*
  * Holds stream until *done (device-mapped host memory, written by the
  * host) reaches ticket, in wrap-around order. Returns 0 or the launch's
  * cudaError_t.

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The compressed all-reduce's elementwise steps on the GPU, with the CPU
+ * path's arithmetic (compress_coll.c): half types through fp32 with
+ * half.h's conversions, top-k pairs packed and summed in rank order, the
+ * average as one unfused division.
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "half.h"
+#include "kernels.h"
+
+namespace
+{
+
+enum { THREADS = 256 };
+
+unsigned grid_for(size_t work)
+{
+    size_t blocks = (work + THREADS - 1) / THREADS;
+    return (unsigned)(blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks);
+}
+
+/* Grid-stride: any n with the grid grid_for gives. */
+__device__ size_t first_index()
+{
+    return blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+}
+
+__device__ size_t stride()
+{
+    return (size_t)gridDim.x * blockDim.x;
+}
+
+__global__ void widen(const uint16_t *in, int bf16, size_t n, float *out)
+{
+    for (size_t i = first_index(); i < n; i += stride())
+        out[i] = bf16 ? tt_bf16_to_f32(in[i]) : tt_fp16_to_f32(in[i]);
+}
+
+__global__ void narrow(const float *in, int bf16, size_t n, uint16_t *out)
+{
+    for (size_t i = first_index(); i < n; i += stride())
+        out[i] = bf16 ? tt_f32_to_bf16(in[i]) : tt_f32_to_fp16(in[i]);
+}
+
+/* Pairs past kept are padding (an index past the end); the sent elements
+ * leave the error, which held x before. */
+__global__ void pack(const float *x, const uint32_t *idx, size_t kept, size_t most, tt_pair_t *pairs,
+                     float *e)
+{
+    for (size_t i = first_index(); i < most; i += stride()) {
+        tt_pair_t pr = {UINT32_MAX, 0.0f};
+        if (i < kept) {
+            pr.index = idx[i];
+            pr.value = x[idx[i]];
+            if (e)
+                e[idx[i]] = 0.0f;
+        }
+        pairs[i] = pr;
+    }
+}
+
+/* One rank's pairs: distinct indices, so no two threads meet. */
+__global__ void add_pairs(const tt_pair_t *pairs, size_t m, size_t n, float *out, int first)
+{
+    for (size_t i = first_index(); i < m; i += stride()) {
+        tt_pair_t pr = pairs[i];
+        if (pr.index < n)
+            out[pr.index] = first ? pr.value : __fadd_rn(out[pr.index], pr.value);
+    }
+}
+
+__global__ void divide(float *x, size_t n, float d)
+{
+    for (size_t i = first_index(); i < n; i += stride())
+        x[i] = __fdiv_rn(x[i], d);
+}
+
+} // namespace
+
+extern "C" int tt_cuda_to_f32(const void *in, tutti_dtype_t dtype, size_t n, float *out, void *stream)
+{
+    if (dtype != TUTTI_FP16 && dtype != TUTTI_BF16)
+        return (int)cudaErrorInvalidValue;
+    if (n)
+        widen<<<grid_for(n), THREADS, 0, static_cast<cudaStream_t>(stream)>>>(
+            static_cast<const uint16_t *>(in), dtype == TUTTI_BF16, n, out);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int tt_cuda_from_f32(const float *in, tutti_dtype_t dtype, size_t n, void *out, void *stream)
+{
+    if (dtype != TUTTI_FP16 && dtype != TUTTI_BF16)
+        return (int)cudaErrorInvalidValue;
+    if (n)
+        narrow<<<grid_for(n), THREADS, 0, static_cast<cudaStream_t>(stream)>>>(in, dtype == TUTTI_BF16, n,
+                                                                               static_cast<uint16_t *>(out));
+    return (int)cudaGetLastError();
+}
+
+extern "C" int tt_cuda_pairs_pack(const float *x, const uint32_t *idx, size_t kept, size_t most,
+                                  tt_pair_t *pairs, float *e, void *stream)
+{
+    if (most)
+        pack<<<grid_for(most), THREADS, 0, static_cast<cudaStream_t>(stream)>>>(x, idx, kept, most, pairs, e);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int tt_cuda_pairs_add(const tt_pair_t *pairs, size_t m, size_t n, float *out, int first,
+                                 void *stream)
+{
+    if (m)
+        add_pairs<<<grid_for(m), THREADS, 0, static_cast<cudaStream_t>(stream)>>>(pairs, m, n, out, first);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int tt_cuda_divide(float *x, size_t n, float d, void *stream)
+{
+    if (n)
+        divide<<<grid_for(n), THREADS, 0, static_cast<cudaStream_t>(stream)>>>(x, n, d);
+    return (int)cudaGetLastError();
+}
