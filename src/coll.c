@@ -134,7 +134,8 @@ tutti_status_t tt_coll_run_host(tutti_comm_t comm, const tt_call_t *c)
                    .count = c->count,
                    .seq = seq,
                    .elem = tutti_dtype_size(c->dtype),
-                   .reduce = tt_reduce_get(c->dtype, c->op)};
+                   .reduce = tt_reduce_get(c->dtype, c->op),
+                   .stage = c->stage};
     x.bufs[TT_BUF_INPUT] = (char *)c->send;
     x.bufs[TT_BUF_OUTPUT] = c->recv;
     if (s->scratch_count) {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "schedule.h"
+#include "stage.h"
 #include "tutti.h"
 
 typedef struct {
@@ -19,6 +20,7 @@ typedef struct {
     size_t in_bytes, out_bytes; /* 0 where the buffer is not used on this rank */
     int in_place;
     int send_on_device, recv_on_device; /* CUDA device memory (only where the buffer is used) */
+    const tt_stage_hooks_t *stage;      /* run on host stand-ins: how slices move in and out */
 } tt_call_t;
 
 /* Validates c (its collective, count, dtype, op and buffers set), fills

@@ -40,12 +40,15 @@ struct tt_device_queue {
     op_t *head, *tail;
     int running; /* the proxy holds a call taken off the queue */
     int stopping;
-    unsigned issued;     /* tickets handed out */
-    unsigned *done;      /* pinned, device-mapped: the last finished ticket */
-    unsigned *done_dev;  /* the same word, as the wait kernel sees it */
-    int device;          /* the GPU of this communicator's device buffers */
-    cudaStream_t copies; /* the proxy's own stream, independent of the legacy default stream */
-    void *stage;         /* pinned host stand-ins for one call's device buffers */
+    unsigned issued;      /* tickets handed out */
+    unsigned *done;       /* pinned, device-mapped: the last finished ticket */
+    unsigned *done_dev;   /* the same word, as the wait kernel sees it */
+    int device;           /* the GPU of this communicator's device buffers */
+    cudaStream_t copies;  /* the proxy's own streams, independent of the legacy default stream: */
+    cudaStream_t results; /* inputs to the host on copies, results back on results */
+    cudaEvent_t *fetched; /* per slice: its inputs are in the staging */
+    int nfetched;
+    void *stage; /* pinned host stand-ins for one call's device buffers */
     size_t stage_bytes;
     void *work_dev, *work_host; /* a compressed call's working memory on the GPU and pinned */
     size_t work_dev_bytes, work_host_bytes;
@@ -78,48 +81,150 @@ tutti_status_t tt_device_error(tutti_comm_t comm, const char *name, const char *
                          "%s: %s: %s", name, what, cudaGetErrorString(e));
 }
 
-/* On the proxy thread: inputs to the host, the host collective, results back. */
+/* A staged call in flight: slice by slice, inputs in on q->copies and
+ * results out on q->results while the engine runs the other slices. */
+typedef struct {
+    tutti_comm_t comm;
+    tt_device_queue_t *q;
+    const char *name;
+    const tt_call_t *dev, *host; /* the caller's buffers, their stand-ins */
+    cudaError_t failed;          /* the first copy that failed */
+} staging_t;
+
+static char *piece_at(const tt_call_t *c, tt_piece_t p)
+{
+    return (char *)(p.buf == TT_BUF_INPUT ? c->send : c->recv) + p.off;
+}
+
+static void fetch_slice(void *arg, int slice, const tt_piece_t *pieces, int n)
+{
+    staging_t *sg = arg;
+    tt_device_queue_t *q = sg->q;
+    cudaError_t e = sg->failed;
+    if (!e && slice >= q->nfetched) { /* the events outlive the call, for the next */
+        cudaEvent_t *grown = realloc(q->fetched, (size_t)(slice + 1) * sizeof *grown);
+        if (!grown)
+            e = cudaErrorMemoryAllocation;
+        else
+            q->fetched = grown;
+        for (; !e && q->nfetched <= slice; q->nfetched++)
+            e = cudaEventCreateWithFlags(&q->fetched[q->nfetched], cudaEventDisableTiming);
+    }
+    for (int i = 0; i < n && !e; i++)
+        e = cudaMemcpyAsync(piece_at(sg->host, pieces[i]), piece_at(sg->dev, pieces[i]), pieces[i].bytes,
+                            cudaMemcpyDeviceToHost, q->copies);
+    if (!e)
+        e = cudaEventRecord(q->fetched[slice], q->copies);
+    sg->failed = e;
+}
+
+static int slice_fetched(void *arg, int slice)
+{
+    staging_t *sg = arg;
+    cudaError_t e = sg->failed ? sg->failed : cudaEventQuery(sg->q->fetched[slice]);
+    if (e == cudaSuccess || e == cudaErrorNotReady)
+        return e == cudaSuccess;
+    sg->failed = e;
+    tt_device_error(sg->comm, sg->name, "copying the inputs to the host", e);
+    return -1;
+}
+
+static void deliver_slice(void *arg, int slice, const tt_piece_t *pieces, int n)
+{
+    (void)slice;
+    staging_t *sg = arg;
+    for (int i = 0; i < n && !sg->failed; i++)
+        sg->failed = cudaMemcpyAsync(piece_at(sg->dev, pieces[i]), piece_at(sg->host, pieces[i]),
+                                     pieces[i].bytes, cudaMemcpyHostToDevice, sg->q->results);
+}
+
+/* On the proxy thread: the host collective on pinned stand-ins for the
+ * device buffers, each slice's inputs copied in just before the engine
+ * needs them and its results copied out as soon as it is done. An average
+ * is divided after the engine, so its results go back whole. */
+static tutti_status_t run_staged(tutti_comm_t comm, tt_device_queue_t *q, const tt_call_t *c, tt_call_t *host,
+                                 const char *name)
+{
+    int divides = c->op == TUTTI_AVG && c->out_bytes && c->coll != TT_COLL_BROADCAST;
+    staging_t sg = {.comm = comm, .q = q, .name = name, .dev = c, .host = host};
+    tt_stage_hooks_t hooks = {.fetch_bufs = (c->send_on_device ? 1u << TT_BUF_INPUT : 0) |
+                                            (c->in_place && c->recv_on_device ? 1u << TT_BUF_OUTPUT : 0),
+                              .deliver_bufs = c->recv_on_device && !divides ? 1u << TT_BUF_OUTPUT : 0,
+                              .fetch = fetch_slice,
+                              .fetched = slice_fetched,
+                              .deliver = deliver_slice,
+                              .arg = &sg};
+    host->stage = &hooks;
+    tutti_status_t st = tt_coll_run_host(comm, host);
+    /* Fetches the engine did not wait for still write the staging. */
+    cudaError_t e = cudaStreamSynchronize(q->copies);
+    if (!e)
+        e = cudaStreamSynchronize(q->results);
+    if (st)
+        return st;
+    if (!e)
+        e = sg.failed;
+    if (!e && c->recv_on_device && !hooks.deliver_bufs) {
+        e = cudaMemcpyAsync(c->recv, host->recv, c->out_bytes, cudaMemcpyHostToDevice, q->results);
+        if (!e)
+            e = cudaStreamSynchronize(q->results);
+    }
+    return e ? tt_device_error(comm, name, "copying between the device buffers and the staging", e)
+             : TUTTI_SUCCESS;
+}
+
+/* The compressed all-reduce on staged copies: its CPU code reads the whole
+ * input at once, so the copies are whole too. */
+static tutti_status_t run_compressed_staged(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op,
+                                            tt_call_t *host, const char *name)
+{
+    const tt_call_t *c = &op->call;
+    cudaError_t e = cudaSuccess;
+    if (c->send_on_device)
+        e = cudaMemcpyAsync((void *)host->send, c->send, c->in_bytes, cudaMemcpyDeviceToHost, q->copies);
+    if (!e)
+        e = cudaStreamSynchronize(q->copies);
+    if (e)
+        return tt_device_error(comm, name, "copying sendbuf to the host", e);
+    TT_TRY(tt_coll_run_compressed(comm, host, &op->how, op->ef));
+    if (c->recv_on_device) {
+        e = cudaMemcpyAsync(c->recv, host->recv, c->out_bytes, cudaMemcpyHostToDevice, q->copies);
+        if (!e)
+            e = cudaStreamSynchronize(q->copies);
+        if (e)
+            return tt_device_error(comm, name, "copying the results to recvbuf", e);
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* On the proxy thread, once the call's inputs are ready on the caller's
+ * stream. A failure goes to the communicator: nobody waits for this call's
+ * status, so the next call reports it. */
 static void run_op(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op)
 {
     const tt_call_t *c = &op->call;
     const char *name = op->compressed ? "tutti_allreduce_compressed" : tt_coll_name(c->coll);
-    const layout_t l = op->layout;
-    if (op->on_gpu) {
-        cudaError_t e = cudaStreamWaitEvent(q->copies, op->inputs_ready, 0);
-        tutti_status_t st =
-            e ? tt_device_error(comm, name, "waiting for the inputs", e)
-              : tt_device_run_compressed(comm, c, &op->how, op->ef, q->work_dev, q->work_host, q->copies);
-        if (st)
-            tt_comm_fail(comm, st);
-        return;
-    }
-    tt_call_t host = *c;
-    if (c->send_on_device)
-        host.send = (char *)q->stage + l.send_off;
-    if (c->recv_on_device)
-        host.recv = (char *)q->stage + l.recv_off;
     cudaError_t e = cudaStreamWaitEvent(q->copies, op->inputs_ready, 0);
-    if (!e && c->send_on_device)
-        e = cudaMemcpyAsync((void *)host.send, c->send, c->in_bytes, cudaMemcpyDeviceToHost, q->copies);
     if (!e)
-        e = cudaStreamSynchronize(q->copies);
+        e = cudaStreamWaitEvent(q->results, op->inputs_ready, 0);
     if (e) {
-        tt_comm_fail(comm, tt_device_error(comm, name, "copying sendbuf to the host", e));
+        tt_comm_fail(comm, tt_device_error(comm, name, "waiting for the inputs", e));
         return;
     }
-    tutti_status_t st = op->compressed ? tt_coll_run_compressed(comm, &host, &op->how, op->ef)
-                                       : tt_coll_run_host(comm, &host);
-    if (st) {
-        tt_comm_fail(comm, st); /* nobody waits for this call's status: it goes to the next call */
-        return;
+    tutti_status_t st;
+    if (op->on_gpu) {
+        st = tt_device_run_compressed(comm, c, &op->how, op->ef, q->work_dev, q->work_host, q->copies);
+    } else {
+        tt_call_t host = *c;
+        if (c->send_on_device)
+            host.send = (char *)q->stage + op->layout.send_off;
+        if (c->recv_on_device)
+            host.recv = (char *)q->stage + op->layout.recv_off;
+        st = op->compressed ? run_compressed_staged(comm, q, op, &host, name)
+                            : run_staged(comm, q, c, &host, name);
     }
-    if (c->recv_on_device) {
-        e = cudaMemcpyAsync(c->recv, host.recv, c->out_bytes, cudaMemcpyHostToDevice, q->copies);
-        if (!e)
-            e = cudaStreamSynchronize(q->copies);
-        if (e)
-            tt_comm_fail(comm, tt_device_error(comm, name, "copying the results to recvbuf", e));
-    }
+    if (st)
+        tt_comm_fail(comm, st);
 }
 
 static void *proxy_main(void *arg)
@@ -165,6 +270,8 @@ static tutti_status_t queue_start(tutti_comm_t comm, int device, const char *nam
         e = cudaHostGetDevicePointer((void **)&q->done_dev, q->done, 0);
     if (!e)
         e = cudaStreamCreateWithFlags(&q->copies, cudaStreamNonBlocking);
+    if (!e && (e = cudaStreamCreateWithFlags(&q->results, cudaStreamNonBlocking)) != cudaSuccess)
+        cudaStreamDestroy(q->copies);
     if (e) {
         tutti_status_t st = tt_device_error(comm, name, "setting up the device queue", e);
         if (q->done)
@@ -179,6 +286,7 @@ static tutti_status_t queue_start(tutti_comm_t comm, int device, const char *nam
     if (pthread_create(&q->thread, NULL, proxy_main, comm)) {
         comm->device = NULL;
         cudaStreamDestroy(q->copies);
+        cudaStreamDestroy(q->results);
         cudaFreeHost(q->done);
         free(q);
         return tt_comm_error(comm, TUTTI_ERR_SYSTEM, "%s: could not start the device proxy thread", name);
@@ -323,6 +431,10 @@ void tt_device_free(tutti_comm_t comm)
     pthread_mutex_unlock(&q->lock);
     pthread_join(q->thread, NULL); /* the proxy finishes what is queued first */
     cudaStreamDestroy(q->copies);
+    cudaStreamDestroy(q->results);
+    for (int i = 0; i < q->nfetched; i++)
+        cudaEventDestroy(q->fetched[i]);
+    free(q->fetched);
     if (q->stage)
         cudaFreeHost(q->stage);
     if (q->work_host)

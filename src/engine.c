@@ -33,6 +33,7 @@ typedef struct {
 
 typedef struct {
     int slice, round; /* slice == -1: lane finished */
+    int waiting;      /* for its slice's staged input */
     int npending;
     tt_req_t *reqs; /* one per step of the widest round */
     combine_ctx_t *ctxs;
@@ -45,6 +46,7 @@ typedef struct {
     const tt_exec_t *x;
     int nlanes, width;
     lane_t *lanes;
+    tt_piece_t *pieces; /* staging: one slice's pieces at a time */
 } run_t;
 
 static void engine_combine(void *ctxp, size_t off, const void *src, size_t n)
@@ -80,8 +82,16 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
     const tt_exec_t *x = run->x;
     tutti_comm_t comm = run->comm;
     int n;
-    const tt_step_t *steps = tt_sched_round_steps(run->s, lane->round, &n);
     lane->npending = 0;
+    if (lane->round == 0 && x->stage) {
+        int in = x->stage->fetched(x->stage->arg, lane->slice);
+        if (in < 0)
+            return TUTTI_ERR_SYSTEM; /* the hook said why */
+        lane->waiting = !in;
+        if (lane->waiting)
+            return TUTTI_SUCCESS;
+    }
+    const tt_step_t *steps = tt_sched_round_steps(run->s, lane->round, &n);
     for (int i = 0; i < n; i++) {
         const tt_step_t *st = &steps[i];
         size_t bytes, bytes2;
@@ -139,6 +149,11 @@ static tutti_status_t lane_advance(run_t *run, lane_t *lane, int channel)
             run->x->round_end_ns[lane->round] = tt_now_ns();
         lane->round++;
         if (lane->round >= run->s->nrounds) {
+            const tt_stage_hooks_t *h = run->x->stage;
+            if (h && h->deliver_bufs) /* this slice's output is final */
+                h->deliver(h->arg, lane->slice, run->pieces,
+                           tt_stage_pieces(run->s, run->x->elem, run->x->nslices, lane->slice,
+                                           h->deliver_bufs, 1, run->pieces));
             lane->slice += run->nlanes;
             lane->round = 0;
             if (lane->slice >= run->x->nslices) {
@@ -147,7 +162,7 @@ static tutti_status_t lane_advance(run_t *run, lane_t *lane, int channel)
             }
         }
         TT_TRY(lane_start_round(run, lane, channel));
-        if (lane->npending > 0)
+        if (lane->npending > 0 || lane->waiting)
             return TUTTI_SUCCESS;
     }
 }
@@ -281,6 +296,16 @@ static tutti_status_t run_loop(run_t *run)
             lane_t *lane = &run->lanes[l];
             if (lane->slice < 0)
                 continue;
+            active++;
+            if (lane->waiting) {
+                TT_TRY(lane_start_round(run, lane, l));
+                if (!lane->waiting) {
+                    progressed = 1;
+                    if (lane->npending == 0) /* a round of local steps only */
+                        TT_TRY(lane_advance(run, lane, l));
+                }
+                continue;
+            }
             int done = 1;
             for (int i = 0; i < lane->npending; i++) {
                 if (lane->reqs[i].state == TT_REQ_FAILED)
@@ -291,7 +316,6 @@ static tutti_status_t run_loop(run_t *run)
                 TT_TRY(lane_advance(run, lane, l));
                 progressed = 1;
             }
-            active += lane->slice >= 0;
         }
         if (!active)
             return TUTTI_SUCCESS;
@@ -343,7 +367,15 @@ tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_ex
     combine_ctx_t *ctxs = (combine_ctx_t *)(reqs + nreq);
     const tt_step_t **steps = (const tt_step_t **)(ctxs + nreq);
     run.lanes = (lane_t *)(steps + nreq);
-    tutti_status_t st;
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (x->stage) {
+        run.pieces = malloc(2 * (size_t)s->nsteps * sizeof *run.pieces);
+        if (!run.pieces)
+            return TUTTI_ERR_NO_MEMORY;
+        for (int k = 0; k < x->nslices; k++) /* in the order the lanes take them */
+            x->stage->fetch(x->stage->arg, k, run.pieces,
+                            tt_stage_pieces(s, x->elem, x->nslices, k, x->stage->fetch_bufs, 0, run.pieces));
+    }
     for (int l = 0; l < run.nlanes; l++) {
         lane_t *lane = &run.lanes[l];
         *lane = (lane_t){.slice = l,
@@ -352,10 +384,13 @@ tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_ex
                          .ctxs = ctxs + l * run.width,
                          .req_step = steps + l * run.width};
         st = lane_start_round(&run, lane, l);
-        if (!st && lane->npending == 0) /* a round of local steps only */
+        if (!st && lane->npending == 0 && !lane->waiting) /* a round of local steps only */
             st = lane_advance(&run, lane, l);
         if (st)
-            return st;
+            break;
     }
-    return run_loop(&run);
+    if (!st)
+        st = run_loop(&run);
+    free(run.pieces);
+    return st;
 }

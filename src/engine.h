@@ -8,6 +8,7 @@
 #include "comm.h"
 #include "reduce.h"
 #include "schedule.h"
+#include "stage.h"
 
 /* One execution: the call's signature (sent in every message header),
  * the buffers regions refer to, and how finely to slice. */
@@ -23,7 +24,8 @@ typedef struct {
     char *bufs[3]; /* input, output, scratch */
     tt_reduce_fn reduce;
     int nslices;
-    int64_t *round_end_ns; /* when set: when slice 0 finished each round (tutti-explain --measure) */
+    int64_t *round_end_ns;         /* when set: when slice 0 finished each round (tutti-explain --measure) */
+    const tt_stage_hooks_t *stage; /* when set: slices wait for their input and hand over their output */
 } tt_exec_t;
 
 /*
