@@ -125,7 +125,7 @@ static int slice_fetched(void *arg, int slice)
     if (e == cudaSuccess || e == cudaErrorNotReady)
         return e == cudaSuccess;
     sg->failed = e;
-    tt_device_error(sg->comm, sg->name, "copying the inputs to the host", e);
+    tt_device_error(sg->comm, sg->name, "copying between the device buffers and the staging", e);
     return -1;
 }
 
