@@ -11,12 +11,13 @@
 #include <stdint.h>
 
 #include "compress.h"
+#include "grid.cuh"
 #include "kernels.h"
 
 namespace
 {
 
-enum { TILE = 4096, LANES = 8, THREADS = 256 };
+enum { TILE = 4096, LANES = 8 };
 
 __device__ float x_at(const float *g, const float *e, size_t i)
 {
@@ -133,12 +134,6 @@ __global__ void decode_elems(tutti_compress_kind_t kind, const unsigned char *co
         }
         out[i] = add ? __fadd_rn(out[i], v) : v;
     }
-}
-
-unsigned grid_for(size_t work)
-{
-    size_t blocks = (work + THREADS - 1) / THREADS;
-    return (unsigned)(blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks);
 }
 
 } // namespace

@@ -8,30 +8,12 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "grid.cuh"
 #include "half.h"
 #include "kernels.h"
 
 namespace
 {
-
-enum { THREADS = 256 };
-
-unsigned grid_for(size_t work)
-{
-    size_t blocks = (work + THREADS - 1) / THREADS;
-    return (unsigned)(blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks);
-}
-
-/* Grid-stride: any n with the grid grid_for gives. */
-__device__ size_t first_index()
-{
-    return blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-}
-
-__device__ size_t stride()
-{
-    return (size_t)gridDim.x * blockDim.x;
-}
 
 __global__ void widen(const uint16_t *in, int bf16, size_t n, float *out)
 {
