@@ -10,6 +10,7 @@
 #include "coll.h"
 #include "comm.h"
 #include "device.h"
+#include "direct.h"
 #include "dtype.h"
 #include "engine.h"
 #include "log.h"
@@ -102,16 +103,46 @@ static tutti_status_t validate(tutti_comm_t comm, tt_call_t *c, const char *name
     return TUTTI_SUCCESS;
 }
 
+static int moves_nothing(const tt_call_t *c)
+{
+    return c->count == 0 && c->coll != TT_COLL_BARRIER; /* every rank agrees on that */
+}
+
+static int is_p2p(const tt_call_t *c)
+{
+    return c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
+}
+
+tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct)
+{
+    *seq = 0;
+    *direct = 0;
+    if (moves_nothing(c))
+        return TUTTI_SUCCESS;
+    if (is_p2p(c)) {
+        *seq = (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++;
+        return TUTTI_SUCCESS;
+    }
+    *seq = comm->coll_seq++;
+    return tt_direct_agree(comm, *seq, capable, direct);
+}
+
 tutti_status_t tt_coll_run_host(tutti_comm_t comm, const tt_call_t *c)
+{
+    uint64_t seq;
+    int direct;
+    TT_TRY(tt_coll_begin(comm, c, 0, &seq, &direct));
+    return tt_coll_run_at(comm, c, seq, NULL, NULL);
+}
+
+tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_peer_t *peers,
+                              const tt_mem_ops_t *mem)
 {
     if (comm->failed) /* a queued device call, or a host call behind one, after a failure */
         return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
                              tt_coll_name(c->coll), tutti_strerror(comm->failed));
-    int is_p2p = c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
-    if (c->count == 0 && c->coll != TT_COLL_BARRIER)
-        return TUTTI_SUCCESS; /* nothing to move; every rank agrees on that */
-    uint64_t seq =
-        is_p2p ? (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++ : comm->coll_seq++;
+    if (moves_nothing(c))
+        return TUTTI_SUCCESS;
     tt_coll_args_t args = {.coll = c->coll,
                            .nranks = comm->nranks,
                            .rank = comm->rank,
@@ -127,23 +158,27 @@ tutti_status_t tt_coll_run_host(tutti_comm_t comm, const tt_call_t *c)
     if (!s)
         return tt_comm_error(comm, st, "%s: building the schedule failed", tt_coll_name(c->coll));
     tt_exec_t x = {.coll = c->coll,
-                   .wire_coll = is_p2p ? TT_COLL_SEND : c->coll,
+                   .wire_coll = is_p2p(c) ? TT_COLL_SEND : c->coll,
                    .dtype = c->dtype,
                    .op = c->op,
-                   .root = is_p2p ? 0 : c->root,
+                   .root = is_p2p(c) ? 0 : c->root,
                    .count = c->count,
                    .seq = seq,
                    .elem = tutti_dtype_size(c->dtype),
                    .reduce = tt_reduce_get(c->dtype, c->op),
-                   .stage = c->stage};
+                   .stage = c->stage,
+                   .peers = peers,
+                   .mem = mem};
     x.bufs[TT_BUF_INPUT] = (char *)c->send;
     x.bufs[TT_BUF_OUTPUT] = c->recv;
     if (s->scratch_count) {
-        void *scratch;
-        st = tt_comm_scratch(comm, s->scratch_count * x.elem, &scratch);
+        size_t need = s->scratch_count * x.elem;
+        void *scratch = NULL;
+        st = mem ? (mem->scratch(mem->arg, need, &scratch) ? TUTTI_ERR_NO_MEMORY : TUTTI_SUCCESS)
+                 : tt_comm_scratch(comm, need, &scratch);
         if (st)
             return tt_comm_error(comm, st, "%s: no memory for %zu bytes of scratch", tt_coll_name(c->coll),
-                                 s->scratch_count * x.elem);
+                                 need);
         x.bufs[TT_BUF_SCRATCH] = scratch;
     }
     x.nslices = tt_tuner_slices(tt_tuner_chunk_bytes(&args, x.elem), choice.slice_bytes);
@@ -153,19 +188,23 @@ tutti_status_t tt_coll_run_host(tutti_comm_t comm, const tt_call_t *c)
         comm->trace.nslices = x.nslices;
         comm->trace.algo = algo;
     }
-    TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s (%s %.1f us), %d rounds, %d slices",
+    TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s (%s %.1f us), %d rounds, %d slices%s",
              tt_coll_name(c->coll), (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype),
              tutti_op_name(c->op), algo->name, choice.predicted < 0 ? "forced" : "tuner predicts",
-             choice.predicted < 0 ? 0.0 : choice.predicted * 1e6, s->nrounds, x.nslices);
+             choice.predicted < 0 ? 0.0 : choice.predicted * 1e6, s->nrounds, x.nslices,
+             mem ? ", direct on device buffers" : "");
     comm->bytes_sent += (uint64_t)s->sent_count * x.elem;
     st = tt_engine_run(comm, s, &x);
-    if (st) {
-        tt_comm_fail(comm, st);
-        return st;
+    if (!st && c->op == TUTTI_AVG && c->out_bytes && c->coll != TT_COLL_BROADCAST) {
+        if (!mem)
+            tt_reduce_avg_finish(c->recv, c->count, c->dtype, comm->nranks);
+        else if (mem->avg_finish(mem->arg, c->recv, c->count, c->dtype, comm->nranks))
+            st = tt_comm_error(comm, TUTTI_ERR_SYSTEM, "%s: dividing the average failed",
+                               tt_coll_name(c->coll));
     }
-    if (c->op == TUTTI_AVG && c->out_bytes && c->coll != TT_COLL_BROADCAST)
-        tt_reduce_avg_finish(c->recv, c->count, c->dtype, comm->nranks);
-    return TUTTI_SUCCESS;
+    if (st)
+        tt_comm_fail(comm, st);
+    return st;
 }
 
 tutti_status_t tt_coll_prepare(tutti_comm_t comm, tt_call_t *c, const char *name)

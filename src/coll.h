@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "comm.h"
+#include "engine.h"
 #include "schedule.h"
 #include "stage.h"
 #include "tutti.h"
@@ -32,6 +34,17 @@ tutti_status_t tt_coll_prepare(tutti_comm_t comm, tt_call_t *c, const char *name
 tutti_status_t tt_coll_wait_turn(tutti_comm_t comm, const char *name, tutti_stream_t stream);
 /* Runs a validated call whose buffers the CPU can reach, blocking. */
 tutti_status_t tt_coll_run_host(tutti_comm_t comm, const tt_call_t *c);
+/*
+ * The two halves of a run, for the device proxy. begin takes c's sequence
+ * number (none when c moves nothing) and, for a collective, announces it
+ * to the direct layer: capable says this rank could run c on its device
+ * buffers; *direct then says every rank could (see direct.h). run_at runs
+ * c with that number over peers (NULL: the host connections), touching
+ * memory through mem (NULL: host memory).
+ */
+tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct);
+tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_peer_t *peers,
+                              const tt_mem_ops_t *mem);
 /* The compressed all-reduce of c (an all-reduce call, prepared) on buffers
  * the CPU can reach, blocking; ef NULL: no error feedback. */
 tutti_status_t tt_coll_run_compressed(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,

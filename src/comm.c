@@ -14,6 +14,7 @@
 
 #include "comm.h"
 #include "device.h"
+#include "direct.h"
 #include "env_config.h"
 #include "hash.h"
 #include "log.h"
@@ -103,6 +104,7 @@ void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
     for (int r = 0; r < comm->nranks; r++)
         if (comm->peers[r].ops)
             comm->peers[r].ops->abort(comm->peers[r].conn);
+    tt_direct_abort(comm);
 }
 
 /* What every rank publishes at start-up. */
@@ -231,6 +233,7 @@ static tutti_status_t hosts_from_endpoints(tutti_comm_t comm)
 static void comm_free(tutti_comm_t comm)
 {
     tt_device_free(comm); /* its proxy thread uses the connections */
+    tt_direct_free(comm);
     for (int r = 0; comm->peers && r < comm->nranks; r++)
         if (comm->peers[r].ops)
             comm->peers[r].ops->close(comm->peers[r].conn);
@@ -317,6 +320,8 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
         goto undo_records;
     }
     mine.policy_hash = tt_algo_policy_hash(&comm->policy);
+    if (tt_direct_wanted()) /* every rank sets cuda_ipc up, or none */
+        mine.transports_hash = tt_hash("cuda_ipc", 8, mine.transports_hash + 1);
     for (int t = 0; t < comm->ntransports; t++) {
         size_t len = 0;
         mine.transports_hash =
@@ -335,8 +340,9 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     for (int r = 0; r < nranks; r++) {
         comm->endpoints[r] = records[r].endpoint;
         if (records[r].transports_hash != mine.transports_hash) {
-            st = tt_comm_error(NULL, TUTTI_ERR_CONFIG, "rank %d and rank %d have different TUTTI_TRANSPORTS",
-                               r, rank);
+            st = tt_comm_error(NULL, TUTTI_ERR_CONFIG,
+                               "rank %d and rank %d have different TUTTI_TRANSPORTS or TUTTI_CUDA_IPC", r,
+                               rank);
             goto undo_records;
         }
         if (records[r].policy_hash != mine.policy_hash) {
@@ -356,6 +362,8 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
         goto undo_records;
     }
     st = connect_peers(comm, records);
+    if (!st)
+        st = tt_direct_init(comm);
     if (!st)
         st = tt_bootstrap_barrier(&comm->bs);
     if (st) {

@@ -15,6 +15,7 @@
 #define TT_MAX_TRANSPORTS 4
 
 typedef struct tt_device_queue tt_device_queue_t;
+typedef struct tt_direct tt_direct_t;
 
 typedef struct {
     const tt_transport_ops_t *ops;
@@ -53,6 +54,7 @@ struct tutti_comm {
         const tt_algorithm_t *algo;
     } trace;
     tt_device_queue_t *device; /* device-buffer calls and their proxy thread; NULL until the first */
+    tt_direct_t *direct;       /* direct runs of device calls (one host); NULL when not set up */
     char last_error[512];
 };
 

@@ -26,6 +26,10 @@
     X(PIPELINE, INT, "4", "slices in flight (and tcp sockets / shm queues per peer), 1..16")                 \
     X(SHM_SLOT_BYTES, SIZE, "256K", "bytes of one shm queue slot")                                           \
     X(SHM_SLOTS, INT, "2", "slots in each shm queue (one queue per peer and slice in flight)")               \
+    X(CUDA_IPC, INT, "1",                                                                                    \
+      "1: device calls of ranks on one host run on the GPUs through cuda_ipc when all can; 0: staged")     \
+    X(IPC_SLOT_BYTES, SIZE, "1M", "bytes of one cuda_ipc FIFO slot (in GPU memory)")                         \
+    X(IPC_SLOTS, INT, "2", "slots in each cuda_ipc FIFO ring (one ring per peer and slice in flight)")      \
     X(TCP_BUF_BYTES, SIZE, "4M", "socket send/receive buffer size for tcp")                                  \
     X(REDUCE_ISA, STR, "auto", "reduction kernels: auto, portable, avx2, avx512, avx512bf16")                \
     X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun)")                \

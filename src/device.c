@@ -6,6 +6,7 @@
 #include "comm.h"
 #include "compress_coll.h"
 #include "device.h"
+#include "direct.h"
 #include "log.h"
 #include "memkind.h"
 
@@ -26,6 +27,7 @@ typedef struct op {
     tt_call_t call; /* with the caller's buffers */
     int compressed; /* a compressed all-reduce, as how and ef say */
     int on_gpu;     /* ... run by the GPU kernels on the buffers themselves */
+    int direct_ok;  /* this rank could run it directly (see direct.h) */
     tutti_compress_t how;
     tutti_ef_state_t ef;
     layout_t layout;
@@ -143,7 +145,7 @@ static void deliver_slice(void *arg, int slice, const tt_piece_t *pieces, int n)
  * needs them and its results copied out as soon as it is done. An average
  * is divided after the engine, so its results go back whole. */
 static tutti_status_t run_staged(tutti_comm_t comm, tt_device_queue_t *q, const tt_call_t *c, tt_call_t *host,
-                                 const char *name)
+                                 uint64_t seq, const char *name)
 {
     int divides = c->op == TUTTI_AVG && c->out_bytes && c->coll != TT_COLL_BROADCAST;
     staging_t sg = {.comm = comm, .q = q, .name = name, .dev = c, .host = host};
@@ -155,7 +157,7 @@ static tutti_status_t run_staged(tutti_comm_t comm, tt_device_queue_t *q, const 
                               .deliver = deliver_slice,
                               .arg = &sg};
     host->stage = &hooks;
-    tutti_status_t st = tt_coll_run_host(comm, host);
+    tutti_status_t st = tt_coll_run_at(comm, host, seq, NULL, NULL);
     /* Fetches the engine did not wait for still write the staging. */
     cudaError_t e = cudaStreamSynchronize(q->copies);
     if (!e)
@@ -197,6 +199,25 @@ static tutti_status_t run_compressed_staged(tutti_comm_t comm, tt_device_queue_t
     return TUTTI_SUCCESS;
 }
 
+/* A plain collective: directly on the device buffers when every rank
+ * can, else staged. */
+static tutti_status_t run_plain(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op, tt_call_t *host,
+                                const char *name)
+{
+    const tt_call_t *c = &op->call;
+    uint64_t seq;
+    int direct;
+    TT_TRY(tt_coll_begin(comm, c, op->direct_ok, &seq, &direct));
+    if (!direct)
+        return run_staged(comm, q, c, host, seq, name);
+    /* The direct run's kernels go on the layer's own stream: wait here
+     * for the caller's stream to have made the inputs. */
+    cudaError_t e = cudaEventSynchronize(op->inputs_ready);
+    if (e)
+        return tt_device_error(comm, name, "waiting for the inputs", e);
+    return tt_direct_run(comm, c, seq);
+}
+
 /* On the proxy thread, once the call's inputs are ready on the caller's
  * stream. A failure goes to the communicator: nobody waits for this call's
  * status, so the next call reports it. */
@@ -221,7 +242,7 @@ static void run_op(tutti_comm_t comm, tt_device_queue_t *q, const op_t *op)
         if (c->recv_on_device)
             host.recv = (char *)q->stage + op->layout.recv_off;
         st = op->compressed ? run_compressed_staged(comm, q, op, &host, name)
-                            : run_staged(comm, q, c, &host, name);
+                            : run_plain(comm, q, op, &host, name);
     }
     if (st)
         tt_comm_fail(comm, st);
@@ -357,6 +378,10 @@ tutti_status_t tt_device_enqueue(tutti_comm_t comm, const tt_call_t *c, const tu
         op->ef = ef;
     }
     op->on_gpu = how && tt_device_compressed_on_gpu(c, how);
+    /* Direct runs need every buffer the call uses on the GPU; the first
+     * such call publishes this rank's cuda_ipc FIFO. */
+    op->direct_ok = !how && (!c->in_bytes || c->send_on_device) && (!c->out_bytes || c->recv_on_device) &&
+                    tt_direct_prepare(comm, q->device);
     size_t work_dev = 0, work_host = 0;
     if (op->on_gpu)
         tt_device_compressed_needs(comm, c, how, &work_dev, &work_host);

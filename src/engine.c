@@ -27,8 +27,8 @@
 typedef struct {
     char *dst;
     const char *local;
-    tt_reduce_fn fn;
-    size_t elem;
+    const tt_exec_t *x;
+    int *failed; /* set when a memory op of x->mem failed */
 } combine_ctx_t;
 
 typedef struct {
@@ -44,15 +44,26 @@ typedef struct {
     tutti_comm_t comm;
     const tt_sched_t *s;
     const tt_exec_t *x;
+    const tt_peer_t *peers;
+    int mem_failed; /* a memory op of x->mem failed (it logged why) */
     int nlanes, width;
     lane_t *lanes;
     tt_piece_t *pieces; /* staging: one slice's pieces at a time */
 } run_t;
 
+static int local_reduce(const tt_exec_t *x, char *dst, const char *a, const char *b, size_t bytes)
+{
+    if (x->mem)
+        return x->mem->reduce(x->mem->arg, dst, a, b, bytes / x->elem, x->dtype, x->op);
+    x->reduce(dst, a, b, bytes / x->elem);
+    return 0;
+}
+
 static void engine_combine(void *ctxp, size_t off, const void *src, size_t n)
 {
     combine_ctx_t *c = ctxp;
-    c->fn(c->dst + off, c->local + off, src, n / c->elem);
+    if (local_reduce(c->x, c->dst + off, c->local + off, src, n))
+        *c->failed = 1;
 }
 
 static char *slice_ptr(const tt_exec_t *x, tt_region_t r, int slice, size_t *bytes)
@@ -80,7 +91,6 @@ static void describe_call(uint64_t seq, int coll, int dtype, int op, int root, u
 static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
 {
     const tt_exec_t *x = run->x;
-    tutti_comm_t comm = run->comm;
     int n;
     lane->npending = 0;
     if (lane->round == 0 && x->stage) {
@@ -100,10 +110,15 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
             char *src = slice_ptr(x, st->src, lane->slice, &bytes2);
             if (bytes == 0) /* an empty piece: its buffer may not even exist */
                 continue;
-            if (st->kind == TT_STEP_COPY)
-                memcpy(dst, src, bytes);
+            int failed = 0;
+            if (st->kind == TT_STEP_REDUCE)
+                failed = local_reduce(x, dst, dst, src, bytes);
+            else if (x->mem)
+                failed = x->mem->copy(x->mem->arg, dst, src, bytes);
             else
-                x->reduce(dst, dst, src, bytes / x->elem);
+                memcpy(dst, src, bytes);
+            if (failed)
+                return TUTTI_ERR_SYSTEM; /* the memory op said why */
             continue;
         }
         tt_req_t *req = &lane->reqs[lane->npending];
@@ -124,11 +139,11 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
         req->len = bytes;
         req->unit = x->elem;
         if (st->kind == TT_STEP_RECV_REDUCE) {
-            *cc = (combine_ctx_t){buf, slice_ptr(x, st->src, lane->slice, &bytes2), x->reduce, x->elem};
+            *cc = (combine_ctx_t){buf, slice_ptr(x, st->src, lane->slice, &bytes2), x, &run->mem_failed};
             req->combine = engine_combine;
             req->combine_ctx = cc;
         }
-        const tt_peer_t *peer = &comm->peers[st->peer];
+        const tt_peer_t *peer = &run->peers[st->peer];
         tutti_status_t rc = st->kind == TT_STEP_SEND ? peer->ops->isend(peer->conn, channel, req)
                                                      : peer->ops->irecv(peer->conn, channel, req);
         if (rc) {
@@ -180,14 +195,14 @@ static void list_add(char *list, size_t len, int rank)
  * Returns the number of lost peers; negative (and writes nothing) when
  * only aborted peers are seen and allow_aborted_only is 0.
  */
-static int lost_peers(tutti_comm_t comm, char *out, size_t len, int allow_aborted_only)
+static int lost_peers(const run_t *run, char *out, size_t len, int allow_aborted_only)
 {
     char died[128] = "", aborted[128] = "";
     int ndied = 0, naborted = 0;
-    for (int r = 0; r < comm->nranks; r++) {
-        if (!comm->peers[r].ops)
+    for (int r = 0; r < run->comm->nranks; r++) {
+        if (!run->peers[r].ops)
             continue;
-        tutti_status_t st = comm->peers[r].ops->alive(comm->peers[r].conn);
+        tutti_status_t st = run->peers[r].ops->alive(run->peers[r].conn);
         if (st == TUTTI_ERR_ABORTED) {
             list_add(aborted, sizeof aborted, r);
             naborted++;
@@ -234,14 +249,14 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
     /* A peer aborts because of something: usually another rank died and
      * this rank's connections to it are still closing. Look again briefly
      * so the report names the cause, not only who gave up. */
-    int lost = lost_peers(comm, gone, sizeof gone, 0);
+    int lost = lost_peers(run, gone, sizeof gone, 0);
     for (int64_t until = tt_now_ms() + CAUSE_WAIT_MS; lost < 0 && tt_now_ms() < until;) {
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
-        lost = lost_peers(comm, gone, sizeof gone, 0);
+        lost = lost_peers(run, gone, sizeof gone, 0);
     }
     if (lost < 0)
-        lost = lost_peers(comm, gone, sizeof gone, 1);
+        lost = lost_peers(run, gone, sizeof gone, 1);
     if (lost > 0)
         return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED, "%s: %s; %s", call, gone, where);
     return tt_comm_error(comm, st, "%s: %s; %s", call, tutti_strerror(st), where);
@@ -290,8 +305,10 @@ static tutti_status_t run_loop(run_t *run)
     for (;;) {
         int progressed = 0, active = 0;
         for (int r = 0; r < comm->nranks; r++)
-            if (comm->peers[r].ops)
-                comm->peers[r].ops->progress(comm->peers[r].conn, &progressed);
+            if (run->peers[r].ops)
+                run->peers[r].ops->progress(run->peers[r].conn, &progressed);
+        if (run->mem_failed)
+            return TUTTI_ERR_SYSTEM; /* the memory op said why */
         for (int l = 0; l < run->nlanes; l++) {
             lane_t *lane = &run->lanes[l];
             if (lane->slice < 0)
@@ -332,7 +349,7 @@ static tutti_status_t run_loop(run_t *run)
         if (now >= next_alive) {
             char gone[256];
             next_alive = now + ALIVE_CHECK_NS;
-            if (lost_peers(comm, gone, sizeof gone, 1) > 0)
+            if (lost_peers(run, gone, sizeof gone, 1) > 0)
                 for (int l = 0; l < run->nlanes; l++)
                     if (run->lanes[l].slice >= 0 && run->lanes[l].npending > 0)
                         return report(run, TUTTI_ERR_PEER_FAILED, &run->lanes[l], 0);
@@ -349,7 +366,11 @@ tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_ex
 {
     if (s->nrounds == 0)
         return TUTTI_SUCCESS;
-    run_t run = {.comm = comm, .s = s, .x = x, .width = s->max_round_steps};
+    run_t run = {.comm = comm,
+                 .s = s,
+                 .x = x,
+                 .peers = x->peers ? x->peers : comm->peers,
+                 .width = s->max_round_steps};
     run.nlanes = x->nslices < comm->nchannels ? x->nslices : comm->nchannels;
     /* The per-lane arrays live in a workspace the communicator keeps, so a
      * small call allocates nothing. */

@@ -10,6 +10,21 @@
 #include "schedule.h"
 #include "stage.h"
 
+/*
+ * How a run touches memory the CPU cannot (device buffers of a direct
+ * run). Each op returns once its work is done: 0, or -1 after logging why.
+ */
+typedef struct {
+    int (*copy)(void *arg, void *dst, const void *src, size_t bytes);
+    int (*reduce)(void *arg, void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
+                  tutti_op_t op);
+    /* Scratch of at least bytes, kept by arg between runs. */
+    int (*scratch)(void *arg, size_t bytes, void **out);
+    /* buf[i] /= nranks, as tt_reduce_avg_finish does. */
+    int (*avg_finish)(void *arg, void *buf, size_t count, tutti_dtype_t dtype, int nranks);
+    void *arg;
+} tt_mem_ops_t;
+
 /* One execution: the call's signature (sent in every message header),
  * the buffers regions refer to, and how finely to slice. */
 typedef struct {
@@ -26,6 +41,8 @@ typedef struct {
     int nslices;
     int64_t *round_end_ns;         /* when set: when slice 0 finished each round (tutti-explain --measure) */
     const tt_stage_hooks_t *stage; /* when set: slices wait for their input and hand over their output */
+    const tt_peer_t *peers;        /* the connections to use; NULL: comm->peers */
+    const tt_mem_ops_t *mem;       /* NULL: the buffers are host memory */
 } tt_exec_t;
 
 /*

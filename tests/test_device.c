@@ -21,6 +21,7 @@
 
 #include "compress.h"
 #include "cuda/kernels.h"
+#include "direct.h"
 #include "harness.h"
 #include "memkind.h"
 #include "reduce.h"
@@ -243,12 +244,16 @@ static const tutti_dtype_t device_types[] = {TUTTI_FP32, TUTTI_FP16, TUTTI_BF16,
 /*
  * Every collective on device buffers (every rank, or with arg "mixed" only
  * the even ranks; odd ones use host memory), on a stream, in place and not,
- * fp32/fp16/bf16/int32, checked exactly after the stream is synchronised.
+ * fp32/fp16/bf16/int32, sum/max/avg, checked exactly after the stream is
+ * synchronised. Where every rank is on the GPU and TUTTI_CUDA_IPC is not 0,
+ * the collectives must have run directly over cuda_ipc; else none may have.
  */
 static int device_collectives(tutti_comm_t comm, int r, int p, void *arg)
 {
     static const size_t counts[] = {1, 1000, 65537};
     int mixed = arg != NULL;
+    const char *ipc = getenv("TUTTI_CUDA_IPC");
+    int want_direct = p > 1 && !mixed && !(ipc && strcmp(ipc, "0") == 0);
     bufs_t b = {.on_device = !(mixed && r % 2), .bytes = (65537 * (size_t)p + 8) * 8};
     b.in = malloc(b.bytes);
     b.out = malloc(b.bytes);
@@ -266,7 +271,8 @@ static int device_collectives(tutti_comm_t comm, int r, int p, void *arg)
         for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
             for (int ip = 0; ip < 2; ip++) {
                 tutti_dtype_t t = device_types[ti];
-                tutti_op_t op = (ci + ti) % 2 ? TUTTI_MAX : TUTTI_SUM;
+                static const tutti_op_t ops[] = {TUTTI_SUM, TUTTI_MAX, TUTTI_AVG};
+                tutti_op_t op = ops[(ci + ti) % 3];
                 size_t n = counts[ci], e = tutti_dtype_size(t);
                 int root = (int)((ci + ti) % (size_t)p);
                 tutti_status_t st;
@@ -347,6 +353,10 @@ static int device_collectives(tutti_comm_t comm, int r, int p, void *arg)
                     TT_FAIL_IF(memcmp(want, b.out, n * e), "send/recv n=%zu wrong", n);
                 }
             }
+    /* 6 collectives, 4 dtypes, 3 counts, in place and not: 144 calls. */
+    uint64_t direct = tt_direct_runs(comm);
+    TT_FAIL_IF(want_direct ? direct != 144 : direct != 0, "rank %d: %llu calls ran directly", r,
+               (unsigned long long)direct);
     if (b.on_device) {
         cudaFree(b.din);
         cudaFree(b.dout);
@@ -367,11 +377,22 @@ START_TEST(every_collective_on_device_buffers_with_ranks_sharing_the_gpu)
 }
 END_TEST
 
-START_TEST(every_collective_over_tcp_on_device_buffers)
+/* The same, staged through pinned host memory (pcie) over shm. */
+START_TEST(every_collective_staged_with_ranks_sharing_the_gpu)
+{
+    setenv("TUTTI_CUDA_IPC", "0", 1);
+    tt_run_ranks(shared_gpu_ranks[_i], device_collectives, NULL, 240);
+    unsetenv("TUTTI_CUDA_IPC");
+}
+END_TEST
+
+START_TEST(every_collective_staged_over_tcp_on_device_buffers)
 {
     setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    setenv("TUTTI_CUDA_IPC", "0", 1);
     tt_run_ranks(2, device_collectives, NULL, 240);
     unsetenv("TUTTI_TRANSPORTS");
+    unsetenv("TUTTI_CUDA_IPC");
 }
 END_TEST
 
@@ -588,7 +609,8 @@ int main(void)
     tcase_add_test(tc, cuda_topk_selects_what_the_cpu_selects);
     tcase_add_test(tc, cuda_sampled_topk_selects_what_the_cpu_selects);
     tcase_add_loop_test(tc, every_collective_on_device_buffers_with_ranks_sharing_the_gpu, 0, 3);
-    tcase_add_test(tc, every_collective_over_tcp_on_device_buffers);
+    tcase_add_loop_test(tc, every_collective_staged_with_ranks_sharing_the_gpu, 1, 3);
+    tcase_add_test(tc, every_collective_staged_over_tcp_on_device_buffers);
     tcase_add_loop_test(tc, host_and_device_ranks_mix, 1, 3);
     tcase_add_test(tc, collectives_return_at_once_and_complete_in_stream_order);
     tcase_add_loop_test(tc, compressed_allreduce_on_device_buffers_matches_host_buffers, 0, 3);

@@ -21,6 +21,8 @@
 #define TT_HOSTNAME_MAX 64
 /* Name of a rank's shm segment: key tag, rank (tutti-run sweeps these). */
 #define TT_SHM_NAME_FORMAT "/tutti-%016llx-%d"
+/* ... and of its cuda_ipc segment. */
+#define TT_IPC_NAME_FORMAT "/tutti-%016llx-%d-ipc"
 
 /* Where a rank runs: the transports' reachability tests use this. */
 typedef struct {

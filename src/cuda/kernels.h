@@ -22,6 +22,10 @@ extern "C" {
 int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n, tutti_dtype_t dtype, tutti_op_t op,
                    void *stream);
 
+/* avg's last step on a device buffer: buf[i] /= nranks in the wide type,
+ * the same bits as tt_reduce_avg_finish. Enqueued on stream. */
+int tt_cuda_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks, void *stream);
+
 /*
  * The quantizers of compress.h on device buffers: the same encoding, bit
  * for bit, as tt_quant_encode and tt_quant_decode. out must be 4-byte

@@ -112,6 +112,23 @@ template <typename T> __global__ void reduce_scalar(T *dst, const T *a, const T 
         dst[i] = one(a[i], b[i], op);
 }
 
+/* avg's last step: each element divided by the number of ranks, in the
+ * wide type, as tt_reduce_avg_finish does on the CPU. */
+template <typename T> __global__ void divide_scalar(T *p, size_t n, int nranks)
+{
+    typedef typename wide<T>::type W;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = wide<T>::store((W)(wide<T>::load(p[i]) / (W)nranks));
+}
+
+template <typename T> cudaError_t launch_divide(void *buf, size_t n, int nranks, cudaStream_t s)
+{
+    const int threads = 256;
+    unsigned blocks = (unsigned)((n + threads - 1) / threads < 65535 ? (n + threads - 1) / threads : 65535);
+    divide_scalar<T><<<blocks, threads, 0, s>>>(static_cast<T *>(buf), n, nranks);
+    return cudaGetLastError();
+}
+
 template <typename T>
 cudaError_t launch(void *dst, const void *a, const void *b, size_t n, tutti_op_t op, cudaStream_t s)
 {
@@ -157,6 +174,26 @@ extern "C" int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n,
     case TUTTI_BF16: return launch<b16>(dst, a, b, n, op, s);
     case TUTTI_FP32: return launch<float>(dst, a, b, n, op, s);
     case TUTTI_FP64: return launch<double>(dst, a, b, n, op, s);
+    default: return (int)cudaErrorInvalidValue;
+    }
+}
+
+extern "C" int tt_cuda_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks, void *stream)
+{
+    if (n == 0)
+        return 0;
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    switch (dtype) {
+    case TUTTI_INT8: return launch_divide<int8_t>(buf, n, nranks, s);
+    case TUTTI_UINT8: return launch_divide<uint8_t>(buf, n, nranks, s);
+    case TUTTI_INT32: return launch_divide<int32_t>(buf, n, nranks, s);
+    case TUTTI_UINT32: return launch_divide<uint32_t>(buf, n, nranks, s);
+    case TUTTI_INT64: return launch_divide<int64_t>(buf, n, nranks, s);
+    case TUTTI_UINT64: return launch_divide<uint64_t>(buf, n, nranks, s);
+    case TUTTI_FP16: return launch_divide<f16>(buf, n, nranks, s);
+    case TUTTI_BF16: return launch_divide<b16>(buf, n, nranks, s);
+    case TUTTI_FP32: return launch_divide<float>(buf, n, nranks, s);
+    case TUTTI_FP64: return launch_divide<double>(buf, n, nranks, s);
     default: return (int)cudaErrorInvalidValue;
     }
 }

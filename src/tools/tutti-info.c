@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "algo.h"
+#include "cuda_ipc/ipc.h"
 #include "env_config.h"
 #include "reduce.h"
 #include "transport.h"
@@ -59,7 +60,9 @@ static void print_transports(void)
 {
     printf("transports (default priority order):\n");
     for (int i = 0; tt_transports[i]; i++)
-        printf("  %-6s %s\n", tt_transports[i]->name, tt_transports[i]->summary);
+        printf("  %-8s %s\n", tt_transports[i]->name, tt_transports[i]->summary);
+    printf("for device calls of ranks on one host:\n  %-8s %s (%s)\n", tt_cuda_ipc_ops.name,
+           tt_cuda_ipc_ops.summary, tt_ipc_backend() ? "built" : "not built: no CUDA");
 }
 
 static void print_algorithms(void)

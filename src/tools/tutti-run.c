@@ -387,6 +387,8 @@ int main(int argc, char **argv)
         char name[96];
         snprintf(name, sizeof name, TT_SHM_NAME_FORMAT, (unsigned long long)tt_key_tag(key), r);
         shm_unlink(name);
+        snprintf(name, sizeof name, TT_IPC_NAME_FORMAT, (unsigned long long)tt_key_tag(key), r);
+        shm_unlink(name);
     }
     free(procs);
     return first_code;

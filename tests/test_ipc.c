@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Direct runs over cuda_ipc, without a GPU: a backend whose "device
+ * memory" is host memory (FIFOs in shared segments, copies by memcpy,
+ * reductions by the CPU kernels) stands in for CUDA. Everything else is
+ * the real code: the board through which ranks agree call by call, the
+ * transport's FIFO protocol, the engine's memory ops. Results must equal
+ * the host path's, bit for bit.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "algo.h"
+#include "coll.h"
+#include "cuda_ipc/ipc.h"
+#include "direct.h"
+#include "harness.h"
+#include "reduce.h"
+
+#define MAX_GPUS 4
+
+/* What the fake backend did in this process. */
+static struct {
+    int copies, reduces, opens, closes;
+} used;
+
+/* reach[g]: bit h set when GPU g can load from GPU h. */
+static unsigned reach_of[MAX_GPUS] = {0xf, 0xf, 0xf, 0xf};
+
+typedef struct {
+    int gpu;
+    char fifo[TT_IPC_HANDLE_BYTES]; /* its segment's name */
+    void *scratch;
+    size_t scratch_bytes;
+} fake_dev_t;
+
+static int fake_attach(int device, void **dev)
+{
+    fake_dev_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return 1;
+    d->gpu = device;
+    *dev = d;
+    return 0;
+}
+
+static void fake_detach(void *dev)
+{
+    free(((fake_dev_t *)dev)->scratch);
+    free(dev);
+}
+
+static int fake_identity(void *dev, uint64_t *self, uint64_t *reach, int *nreach)
+{
+    int g = ((fake_dev_t *)dev)->gpu;
+    *self = 100 + (uint64_t)g;
+    *nreach = 0;
+    for (int h = 0; h < MAX_GPUS; h++)
+        if (reach_of[g] >> h & 1)
+            reach[(*nreach)++] = 100 + (uint64_t)h;
+    return 0;
+}
+
+/* A FIFO is a shared segment; its handle is the segment's name. */
+static void *map_fifo(const char *name, size_t bytes, int create)
+{
+    int fd = shm_open(name, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
+    if (fd < 0)
+        return NULL;
+    void *p = MAP_FAILED;
+    if (!create || ftruncate(fd, (off_t)bytes) == 0)
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static int fake_fifo_alloc(void *devp, size_t bytes, void **ptr, unsigned char handle[TT_IPC_HANDLE_BYTES])
+{
+    fake_dev_t *d = devp;
+    static int made;
+    snprintf(d->fifo, sizeof d->fifo, "/tutti-test-fifo-%d-%d", (int)getpid(), made++);
+    memcpy(handle, d->fifo, TT_IPC_HANDLE_BYTES);
+    *ptr = map_fifo(d->fifo, bytes, 1);
+    return *ptr ? 0 : 2;
+}
+
+static void fake_fifo_free(void *devp, void *ptr, size_t bytes)
+{
+    fake_dev_t *d = devp;
+    munmap(ptr, bytes);
+    shm_unlink(d->fifo);
+}
+
+static int fake_fifo_open(void *dev, const unsigned char handle[TT_IPC_HANDLE_BYTES], size_t bytes,
+                          void **ptr)
+{
+    (void)dev;
+    used.opens++;
+    *ptr = map_fifo((const char *)handle, bytes, 0);
+    return *ptr ? 0 : 3;
+}
+
+static void fake_fifo_close(void *dev, void *ptr, size_t bytes)
+{
+    (void)dev;
+    used.closes++;
+    munmap(ptr, bytes);
+}
+
+static int fake_copy(void *dev, void *dst, const void *src, size_t bytes)
+{
+    (void)dev;
+    used.copies++;
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+static int fake_reduce(void *dev, void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
+                       tutti_op_t op)
+{
+    (void)dev;
+    used.reduces++;
+    tt_reduce_get(dtype, op)(dst, a, b, count);
+    return 0;
+}
+
+static int fake_avg_finish(void *dev, void *buf, size_t count, tutti_dtype_t dtype, int nranks)
+{
+    (void)dev;
+    tt_reduce_avg_finish(buf, count, dtype, nranks);
+    return 0;
+}
+
+static int fake_scratch(void *devp, size_t bytes, void **out)
+{
+    fake_dev_t *d = devp;
+    if (bytes > d->scratch_bytes) {
+        void *p = realloc(d->scratch, bytes);
+        if (!p)
+            return 4;
+        d->scratch = p;
+        d->scratch_bytes = bytes;
+    }
+    *out = d->scratch;
+    return 0;
+}
+
+static const char *fake_error(int code)
+{
+    static const char *const names[] = {"ok", "no memory", "FIFO not created", "FIFO not found",
+                                        "no scratch"};
+    return code >= 0 && code < 5 ? names[code] : "?";
+}
+
+static const tt_ipc_backend_t fake_backend = {
+    .name = "host memory (test)",
+    .attach = fake_attach,
+    .detach = fake_detach,
+    .identity = fake_identity,
+    .fifo_alloc = fake_fifo_alloc,
+    .fifo_free = fake_fifo_free,
+    .fifo_open = fake_fifo_open,
+    .fifo_close = fake_fifo_close,
+    .copy = fake_copy,
+    .reduce = fake_reduce,
+    .avg_finish = fake_avg_finish,
+    .scratch = fake_scratch,
+    .error = fake_error,
+};
+
+/* Buffers of one call inside a span: in place as the API defines it. */
+static void place(tt_call_t *c, tt_coll_t coll, char *span, size_t n, size_t e, int r, int p, int ip)
+{
+    size_t in = (coll == TT_COLL_REDUCE_SCATTER || coll == TT_COLL_ALLTOALL) ? n * (size_t)p : n;
+    c->send = span;
+    c->recv = span + in * e;
+    if (!ip)
+        return;
+    c->recv = span;
+    if (coll == TT_COLL_REDUCE_SCATTER)
+        c->recv = span + (size_t)r * n * e;
+    if (coll == TT_COLL_ALLGATHER)
+        c->send = span + (size_t)r * n * e;
+}
+
+/* Which ranks offer to go direct: all, or all but one. */
+typedef struct {
+    int host_rank; /* this rank calls on host buffers; -1: none */
+    int gpu_of_rank[MAX_GPUS];
+    int expect_direct;
+} plan_t;
+
+static const tt_coll_t colls[] = {TT_COLL_ALLREDUCE, TT_COLL_REDUCE_SCATTER, TT_COLL_ALLGATHER,
+                                  TT_COLL_BROADCAST, TT_COLL_REDUCE,         TT_COLL_ALLTOALL};
+static const struct {
+    tutti_dtype_t t;
+    tutti_op_t op;
+} kinds[] = {
+    {TUTTI_FP32, TUTTI_SUM}, {TUTTI_INT32, TUTTI_MAX}, {TUTTI_FP16, TUTTI_AVG}, {TUTTI_BF16, TUTTI_SUM}};
+static const size_t counts[] = {1, 3001};
+
+/* One call: the host path's result on ref, then the same call on dev,
+ * directly where the plan says so; the two must be equal. */
+static int one_call(tutti_comm_t comm, const plan_t *plan, tt_call_t c, char *ref, char *dev,
+                    size_t span_bytes, int ip, int r, int p)
+{
+    size_t n = c.count, e = tutti_dtype_size(c.dtype);
+    for (size_t i = 0; i < span_bytes / e; i++)
+        tt_test_value(c.dtype, c.op, ref, i, r, i);
+    memcpy(dev, ref, span_bytes);
+    tt_call_t want = c, d = c;
+    place(&want, c.coll, ref, n, e, r, p, ip);
+    place(&d, c.coll, dev, n, e, r, p, ip);
+    TT_FAIL_IF(tt_coll_host(comm, &want), "%s: %s", tt_coll_name(c.coll), tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_coll_prepare(comm, &d, "test"), "prepare: %s", tutti_comm_last_error(comm));
+    uint64_t runs = tt_direct_runs(comm), seq;
+    int direct;
+    TT_FAIL_IF(tt_coll_begin(comm, &d, plan->host_rank != r, &seq, &direct), "begin: %s",
+               tutti_comm_last_error(comm));
+    TT_FAIL_IF(direct != (plan->expect_direct && plan->host_rank != r), "%s: direct is %d",
+               tt_coll_name(c.coll), direct);
+    tutti_status_t st = direct ? tt_direct_run(comm, &d, seq) : tt_coll_run_at(comm, &d, seq, NULL, NULL);
+    TT_FAIL_IF(st, "%s: %s", tt_coll_name(c.coll), tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_direct_runs(comm) != runs + (uint64_t)direct, "the direct run was not counted");
+    TT_FAIL_IF(memcmp(dev, ref, span_bytes), "%s %s %s n=%zu in_place=%d: results differ from the host path",
+               tt_coll_name(c.coll), tutti_dtype_name(c.dtype), tutti_op_name(c.op), n, ip);
+    return 0;
+}
+
+static int direct_collectives(tutti_comm_t comm, int r, int p, void *arg)
+{
+    const plan_t *plan = arg;
+    /* The host rank has a FIFO too (as after earlier device calls): only
+     * its announcements keep the others from going direct. */
+    TT_FAIL_IF(!tt_direct_prepare(comm, plan->gpu_of_rank[r]), "prepare failed");
+    size_t span_bytes = 2 * 3001 * (size_t)p * 4 + 64;
+    char *ref = malloc(span_bytes), *dev = malloc(span_bytes);
+    TT_FAIL_IF(!ref || !dev, "no memory");
+    for (size_t ci = 0; ci < sizeof colls / sizeof *colls; ci++)
+        for (size_t ki = 0; ki < sizeof kinds / sizeof *kinds; ki++)
+            for (size_t ni = 0; ni < 2; ni++)
+                for (int ip = 0; ip < 2; ip++) {
+                    if (ip && colls[ci] == TT_COLL_ALLTOALL)
+                        continue; /* no in-place form */
+                    tt_call_t c = {.coll = colls[ci],
+                                   .count = counts[ni],
+                                   .dtype = kinds[ki].t,
+                                   .op = kinds[ki].op,
+                                   .root = (int)(ni % (size_t)p)};
+                    if (one_call(comm, plan, c, ref, dev, span_bytes, ip, r, p))
+                        return 1;
+                }
+    free(ref);
+    free(dev);
+    if (plan->expect_direct && plan->host_rank != r) {
+        /* Messages went through the FIFOs, and each peer's was opened once. */
+        TT_FAIL_IF(used.copies == 0 || used.reduces == 0, "the backend was not used (%d copies, %d reduces)",
+                   used.copies, used.reduces);
+        TT_FAIL_IF(used.opens < 1 || used.opens > p - 1, "%d FIFO opens for %d peers", used.opens, p - 1);
+    }
+    return 0;
+}
+
+/* _i picks the algorithm: every one that serves a collective on one host. */
+START_TEST(direct_runs_match_the_host_path)
+{
+    const tt_algorithm_t *a = tt_algorithms[_i];
+    int serves = 0;
+    for (int c = TT_COLL_ALLREDUCE; c <= TT_COLL_ALLTOALL; c++)
+        serves |= a->build[c] != NULL;
+    if (!serves || strcmp(a->name, "hierarchical") == 0)
+        return;
+    int p = 2 + _i % 3;
+    setenv("TUTTI_ALGO", a->name, 1);
+    setenv("TUTTI_SLICE_BYTES", "1K", 1);
+    plan_t plan = {.host_rank = -1, .expect_direct = 1};
+    tt_run_ranks(p, direct_collectives, &plan, 120);
+    unsetenv("TUTTI_ALGO");
+    unsetenv("TUTTI_SLICE_BYTES");
+}
+END_TEST
+
+/* Messages larger than a FIFO slot take several, in order. */
+START_TEST(messages_span_many_slots)
+{
+    setenv("TUTTI_IPC_SLOT_BYTES", "256", 1);
+    setenv("TUTTI_IPC_SLOTS", "1", 1);
+    plan_t plan = {.host_rank = -1, .expect_direct = 1};
+    tt_run_ranks(3, direct_collectives, &plan, 120);
+    unsetenv("TUTTI_IPC_SLOT_BYTES");
+    unsetenv("TUTTI_IPC_SLOTS");
+}
+END_TEST
+
+/* One rank on host buffers: nobody goes direct, and all results hold. */
+START_TEST(a_host_rank_keeps_everyone_staged)
+{
+    plan_t plan = {.host_rank = _i, .expect_direct = 0};
+    tt_run_ranks(3, direct_collectives, &plan, 120);
+}
+END_TEST
+
+/* GPU 1 cannot load from GPU 0: the ranks stage though all offer. */
+START_TEST(gpus_that_cannot_reach_each_other_stage)
+{
+    reach_of[1] = 1u << 1;
+    plan_t plan = {.host_rank = -1, .gpu_of_rank = {0, 1}, .expect_direct = 0};
+    tt_run_ranks(2, direct_collectives, &plan, 120);
+    reach_of[1] = 0xf;
+}
+END_TEST
+
+/* Ranks on different GPUs that reach each other, and ranks sharing one. */
+START_TEST(mixed_gpus_that_reach_each_other_go_direct)
+{
+    plan_t plan = {.host_rank = -1, .gpu_of_rank = {0, 1, 1, 2}, .expect_direct = 1};
+    tt_run_ranks(4, direct_collectives, &plan, 120);
+}
+END_TEST
+
+/*
+ * Rank 1 runs far ahead on host calls (tcp buffers its reduces to rank 0)
+ * while rank 0, late, asks to go direct on the first call: the board must
+ * still hold rank 1's answer for that call, so rank 1 may not announce
+ * TT_IPC_BOARD calls past it before rank 0 has read it.
+ */
+#define AHEAD (TT_IPC_BOARD + 500)
+
+static int run_ahead(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)p;
+    (void)arg;
+    float x = 1, y = 0;
+    if (r == 0) {
+        TT_FAIL_IF(!tt_direct_prepare(comm, 0), "prepare failed");
+        usleep(300000);
+    }
+    for (int i = 0; i < AHEAD; i++) {
+        tt_call_t c = {
+            .coll = TT_COLL_REDUCE, .send = &x, .recv = &y, .count = 1, .dtype = TUTTI_FP32, .op = TUTTI_SUM};
+        TT_FAIL_IF(tt_coll_prepare(comm, &c, "test"), "prepare: %s", tutti_comm_last_error(comm));
+        uint64_t seq;
+        int direct;
+        TT_FAIL_IF(tt_coll_begin(comm, &c, r == 0 && i == 0, &seq, &direct), "call %d: %s", i,
+                   tutti_comm_last_error(comm));
+        TT_FAIL_IF(direct, "went direct with a host rank");
+        TT_FAIL_IF(tt_coll_run_at(comm, &c, seq, NULL, NULL), "call %d: %s", i, tutti_comm_last_error(comm));
+        TT_FAIL_IF(r == 0 && y != 2, "call %d: reduced %g", i, (double)y);
+    }
+    return 0;
+}
+
+START_TEST(the_board_holds_answers_until_read)
+{
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    setenv("TUTTI_TIMEOUT", "20", 1);
+    tt_run_ranks(2, run_ahead, NULL, 60);
+    unsetenv("TUTTI_TRANSPORTS");
+    unsetenv("TUTTI_TIMEOUT");
+}
+END_TEST
+
+/* TUTTI_CUDA_IPC=0: no layer, so every call stages. */
+static int no_layer(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)r;
+    (void)p;
+    (void)arg;
+    TT_FAIL_IF(tt_direct_prepare(comm, 0), "the layer was set up under TUTTI_CUDA_IPC=0");
+    return 0;
+}
+
+START_TEST(cuda_ipc_0_turns_the_layer_off)
+{
+    setenv("TUTTI_CUDA_IPC", "0", 1);
+    tt_run_ranks(2, no_layer, NULL, 60);
+    unsetenv("TUTTI_CUDA_IPC");
+}
+END_TEST
+
+static Suite *ipc_suite(void)
+{
+    Suite *s = suite_create("ipc");
+    TCase *tc = tcase_create("ipc");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, direct_runs_match_the_host_path, 0, tt_num_algorithms);
+    tcase_add_test(tc, messages_span_many_slots);
+    tcase_add_loop_test(tc, a_host_rank_keeps_everyone_staged, 0, 3);
+    tcase_add_test(tc, gpus_that_cannot_reach_each_other_stage);
+    tcase_add_test(tc, mixed_gpus_that_reach_each_other_go_direct);
+    tcase_add_test(tc, the_board_holds_answers_until_read);
+    tcase_add_test(tc, cuda_ipc_0_turns_the_layer_off);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    tt_ipc_set_backend(&fake_backend);
+    return tt_run_suite(ipc_suite());
+}
