@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <sched.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "clock.h"
 #include "comm.h"
@@ -170,14 +168,13 @@ tutti_status_t tt_direct_agree(tutti_comm_t comm, uint64_t seq, int capable, int
     *all = 0;
     if (!d)
         return TUTTI_SUCCESS;
-    int64_t now = tt_now_ns(), deadline = now + comm->timeout_ms * 1000000;
-    if (tt_ipc_announce(d->ctx, seq, capable, deadline))
+    if (tt_ipc_announce(d->ctx, seq, capable, comm->timeout_ms))
         return tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
                              "collective #%llu: some rank stayed %d calls behind for %lld ms (TUTTI_TIMEOUT)",
                              (unsigned long long)seq, TT_IPC_BOARD, (long long)comm->timeout_ms);
     if (!capable)
         return TUTTI_SUCCESS;
-    int64_t next_alive = now + ALIVE_EVERY_NS;
+    int64_t now = tt_now_ns(), deadline = now + comm->timeout_ms * 1000000, next_alive = now + ALIVE_EVERY_NS;
     for (int r = 0; r < comm->nranks; r++) {
         int v;
         while ((v = tt_ipc_announcement(d->ctx, r, seq)) < 0) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "algo.h"
+#include "call_place.h"
 #include "coll.h"
 #include "cuda_ipc/ipc.h"
 #include "direct.h"
@@ -173,21 +174,6 @@ static const tt_ipc_backend_t fake_backend = {
     .error = fake_error,
 };
 
-/* Buffers of one call inside a span: in place as the API defines it. */
-static void place(tt_call_t *c, tt_coll_t coll, char *span, size_t n, size_t e, int r, int p, int ip)
-{
-    size_t in = (coll == TT_COLL_REDUCE_SCATTER || coll == TT_COLL_ALLTOALL) ? n * (size_t)p : n;
-    c->send = span;
-    c->recv = span + in * e;
-    if (!ip)
-        return;
-    c->recv = span;
-    if (coll == TT_COLL_REDUCE_SCATTER)
-        c->recv = span + (size_t)r * n * e;
-    if (coll == TT_COLL_ALLGATHER)
-        c->send = span + (size_t)r * n * e;
-}
-
 /* Which ranks offer to go direct: all, or all but one. */
 typedef struct {
     int host_rank; /* this rank calls on host buffers; -1: none */
@@ -214,8 +200,8 @@ static int one_call(tutti_comm_t comm, const plan_t *plan, tt_call_t c, char *re
         tt_test_value(c.dtype, c.op, ref, i, r, i);
     memcpy(dev, ref, span_bytes);
     tt_call_t want = c, d = c;
-    place(&want, c.coll, ref, n, e, r, p, ip);
-    place(&d, c.coll, dev, n, e, r, p, ip);
+    tt_test_place(&want, c.coll, ref, n, e, r, p, ip);
+    tt_test_place(&d, c.coll, dev, n, e, r, p, ip);
     TT_FAIL_IF(tt_coll_host(comm, &want), "%s: %s", tt_coll_name(c.coll), tutti_comm_last_error(comm));
     TT_FAIL_IF(tt_coll_prepare(comm, &d, "test"), "prepare: %s", tutti_comm_last_error(comm));
     uint64_t runs = tt_direct_runs(comm), seq;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "algo.h"
+#include "call_place.h"
 #include "coll.h"
 #include "harness.h"
 #include "stage.h"
@@ -104,21 +105,6 @@ static void fake_deliver(void *arg, int slice, const tt_piece_t *pieces, int n)
     f->deliveries++;
 }
 
-/* Buffers of one call inside a span: in place as the API defines it. */
-static void place(tt_call_t *c, tt_coll_t coll, char *span, size_t n, size_t e, int r, int p, int ip)
-{
-    size_t in = (coll == TT_COLL_REDUCE_SCATTER || coll == TT_COLL_ALLTOALL) ? n * (size_t)p : n;
-    c->send = span;
-    c->recv = span + in * e;
-    if (!ip)
-        return;
-    c->recv = span;
-    if (coll == TT_COLL_REDUCE_SCATTER)
-        c->recv = span + (size_t)r * n * e;
-    if (coll == TT_COLL_ALLGATHER)
-        c->send = span + (size_t)r * n * e;
-}
-
 static int staged_collectives(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)arg;
@@ -149,14 +135,14 @@ static int staged_collectives(tutti_comm_t comm, int r, int p, void *arg)
                         tt_test_value(c.dtype, c.op, ref, i, r, i);
                     memcpy(dev, ref, span_bytes);
                     memset(host, POISON, span_bytes);
-                    place(&c, coll, ref, n, e, r, p, ip);
+                    tt_test_place(&c, coll, ref, n, e, r, p, ip);
                     tt_call_t want = c;
                     TT_FAIL_IF(tt_coll_host(comm, &want), "%s: %s", tt_coll_name(coll),
                                tutti_comm_last_error(comm));
 
                     tt_call_t d = c, h = c;
-                    place(&d, coll, dev, n, e, r, p, ip);
-                    place(&h, coll, host, n, e, r, p, ip);
+                    tt_test_place(&d, coll, dev, n, e, r, p, ip);
+                    tt_test_place(&h, coll, host, n, e, r, p, ip);
                     TT_FAIL_IF(tt_coll_prepare(comm, &d, "test"), "prepare: %s", tutti_comm_last_error(comm));
                     int divides = c.op == TUTTI_AVG && d.out_bytes && coll != TT_COLL_BROADCAST;
                     fake_t *f = calloc(1, sizeof *f);

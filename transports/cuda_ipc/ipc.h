@@ -149,9 +149,9 @@ int tt_ipc_ready(const void *ctx);
 /* The backend state prepare attached (for the engine's memory ops). */
 void *tt_ipc_device(const void *ctx);
 
-/* Announces whether this rank can run call seq directly. Waits (until
- * deadline_ns) only when it is TT_IPC_BOARD calls ahead of some rank. */
-tutti_status_t tt_ipc_announce(void *ctx, uint64_t seq, int capable, int64_t deadline_ns);
+/* Announces whether this rank can run call seq directly. Waits (up to
+ * timeout_ms) only when it is TT_IPC_BOARD calls ahead of some rank. */
+tutti_status_t tt_ipc_announce(void *ctx, uint64_t seq, int capable, int64_t timeout_ms);
 /* Rank's announcement for seq: 1 or 0, or -1 while it has not made it. */
 int tt_ipc_announcement(const void *ctx, int rank, uint64_t seq);
 /* Whether every rank's GPU can load from every other's; all FIFOs must

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -263,17 +262,20 @@ static uint64_t lowest_announced(const tt_ipc_ctx_t *ctx)
     return low;
 }
 
-tutti_status_t tt_ipc_announce(void *ctxp, uint64_t seq, int capable, int64_t deadline_ns)
+tutti_status_t tt_ipc_announce(void *ctxp, uint64_t seq, int capable, int64_t timeout_ms)
 {
     tt_ipc_ctx_t *ctx = ctxp;
     /* Entry seq % TT_IPC_BOARD last held seq - TT_IPC_BOARD: overwrite it
      * only once every rank has announced the call after that one, so that
      * none can still be reading it. */
-    while (seq >= ctx->announce_room) {
+    for (int64_t deadline = 0; seq >= ctx->announce_room;) {
         ctx->announce_room = lowest_announced(ctx) + TT_IPC_BOARD - 1;
         if (seq < ctx->announce_room)
             break;
-        if (tt_now_ns() > deadline_ns)
+        int64_t now = tt_now_ns();
+        if (!deadline)
+            deadline = now + timeout_ms * 1000000;
+        else if (now > deadline)
             return TUTTI_ERR_TIMEOUT;
         sched_yield();
     }
