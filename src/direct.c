@@ -162,6 +162,13 @@ int tt_direct_prepare(tutti_comm_t comm, int device)
     return d->usable;
 }
 
+/* A rank that cannot agree gives up, so the others learn of it. */
+static tutti_status_t agree_failed(tutti_comm_t comm, tutti_status_t st)
+{
+    tt_comm_fail(comm, st);
+    return st;
+}
+
 tutti_status_t tt_direct_agree(tutti_comm_t comm, uint64_t seq, int capable, int *all)
 {
     tt_direct_t *d = comm->direct;
@@ -169,14 +176,18 @@ tutti_status_t tt_direct_agree(tutti_comm_t comm, uint64_t seq, int capable, int
     if (!d)
         return TUTTI_SUCCESS;
     if (tt_ipc_announce(d->ctx, seq, capable, comm->timeout_ms))
-        return tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
-                             "collective #%llu: some rank stayed %d calls behind for %lld ms (TUTTI_TIMEOUT)",
-                             (unsigned long long)seq, TT_IPC_BOARD, (long long)comm->timeout_ms);
+        return agree_failed(
+            comm, tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
+                                "collective #%llu: some rank stayed %d calls behind for %lld ms "
+                                "(TUTTI_TIMEOUT)",
+                                (unsigned long long)seq, TT_IPC_BOARD, (long long)comm->timeout_ms));
     if (!capable)
         return TUTTI_SUCCESS;
     int64_t now = tt_now_ns(), deadline = now + comm->timeout_ms * 1000000, next_alive = now + ALIVE_EVERY_NS;
     for (int r = 0; r < comm->nranks; r++) {
         int v;
+        if (r == comm->rank)
+            continue;
         while ((v = tt_ipc_announcement(d->ctx, r, seq)) < 0) {
             sched_yield();
             now = tt_now_ns();
@@ -185,14 +196,16 @@ tutti_status_t tt_direct_agree(tutti_comm_t comm, uint64_t seq, int capable, int
             next_alive = now + ALIVE_EVERY_NS;
             tutti_status_t st = d->peers[r].ops->alive(d->peers[r].conn);
             if (st)
-                return tt_comm_error(comm, st, "collective #%llu: rank %d %s before reaching it",
-                                     (unsigned long long)seq, r,
-                                     st == TUTTI_ERR_ABORTED ? "aborted after an error" : "died");
+                return agree_failed(
+                    comm, tt_comm_error(comm, st, "collective #%llu: rank %d %s before reaching it",
+                                        (unsigned long long)seq, r,
+                                        st == TUTTI_ERR_ABORTED ? "aborted after an error" : "died"));
             if (now > deadline)
-                return tt_comm_error(
-                    comm, TUTTI_ERR_TIMEOUT,
-                    "collective #%llu: rank %d did not reach it within %lld ms (TUTTI_TIMEOUT)",
-                    (unsigned long long)seq, r, (long long)comm->timeout_ms);
+                return agree_failed(
+                    comm,
+                    tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
+                                  "collective #%llu: rank %d did not reach it within %lld ms (TUTTI_TIMEOUT)",
+                                  (unsigned long long)seq, r, (long long)comm->timeout_ms));
         }
         if (!v)
             return TUTTI_SUCCESS; /* rank r stages or uses host buffers */

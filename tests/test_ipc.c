@@ -351,6 +351,33 @@ START_TEST(the_board_holds_answers_until_read)
 }
 END_TEST
 
+/* A rank that dies before a call: the one waiting to agree on it is told. */
+static int dies_before_the_call(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)p;
+    (void)arg;
+    if (r == 1)
+        _exit(0);
+    TT_FAIL_IF(!tt_direct_prepare(comm, 0), "prepare failed");
+    float x = 1, y = 0;
+    tt_call_t c = {
+        .coll = TT_COLL_ALLREDUCE, .send = &x, .recv = &y, .count = 1, .dtype = TUTTI_FP32, .op = TUTTI_SUM};
+    TT_FAIL_IF(tt_coll_prepare(comm, &c, "test"), "prepare: %s", tutti_comm_last_error(comm));
+    uint64_t seq;
+    int direct;
+    tutti_status_t st = tt_coll_begin(comm, &c, 1, &seq, &direct);
+    TT_FAIL_IF(st != TUTTI_ERR_PEER_FAILED || !strstr(tutti_comm_last_error(comm), "rank 1 died"),
+               "got %s: %s", tutti_strerror(st), tutti_comm_last_error(comm));
+    tutti_comm_abort(comm);
+    return -1;
+}
+
+START_TEST(a_rank_that_died_is_named_while_agreeing)
+{
+    tt_run_ranks(2, dies_before_the_call, NULL, 60);
+}
+END_TEST
+
 /* TUTTI_CUDA_IPC=0: no layer, so every call stages. */
 static int no_layer(tutti_comm_t comm, int r, int p, void *arg)
 {
@@ -380,6 +407,7 @@ static Suite *ipc_suite(void)
     tcase_add_test(tc, gpus_that_cannot_reach_each_other_stage);
     tcase_add_test(tc, mixed_gpus_that_reach_each_other_go_direct);
     tcase_add_test(tc, the_board_holds_answers_until_read);
+    tcase_add_test(tc, a_rank_that_died_is_named_while_agreeing);
     tcase_add_test(tc, cuda_ipc_0_turns_the_layer_off);
     suite_add_tcase(s, tc);
     return s;
