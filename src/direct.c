@@ -14,7 +14,8 @@
 
 struct tt_direct {
     tutti_comm_t comm;
-    void *ctx;        /* the cuda_ipc transport's */
+    void *ctx; /* the cuda_ipc transport's */
+    const tt_ipc_backend_t *be;
     tt_peer_t *peers; /* cuda_ipc connections, indexed by rank */
     tt_mem_ops_t mem; /* the engine's access to device memory */
     int prepared;     /* tt_direct_prepare tried (once) */
@@ -39,14 +40,14 @@ static int one_host(tutti_comm_t comm)
 static int mem_failed(const tt_direct_t *d, const char *what, int e)
 {
     tt_comm_error(d->comm, TUTTI_ERR_SYSTEM, "direct run on device buffers: %s failed: %s", what,
-                  tt_ipc_backend()->error(e));
+                  d->be->error(e));
     return -1;
 }
 
 static int mem_copy(void *arg, void *dst, const void *src, size_t bytes)
 {
     tt_direct_t *d = arg;
-    int e = tt_ipc_backend()->copy(tt_ipc_device(d->ctx), dst, src, bytes);
+    int e = d->be->copy(tt_ipc_device(d->ctx), dst, src, bytes);
     return e ? mem_failed(d, "a copy", e) : 0;
 }
 
@@ -54,21 +55,21 @@ static int mem_reduce(void *arg, void *dst, const void *a, const void *b, size_t
                       tutti_op_t op)
 {
     tt_direct_t *d = arg;
-    int e = tt_ipc_backend()->reduce(tt_ipc_device(d->ctx), dst, a, b, count, dtype, op);
+    int e = d->be->reduce(tt_ipc_device(d->ctx), dst, a, b, count, dtype, op);
     return e ? mem_failed(d, "a reduction", e) : 0;
 }
 
 static int mem_scratch(void *arg, size_t bytes, void **out)
 {
     tt_direct_t *d = arg;
-    int e = tt_ipc_backend()->scratch(tt_ipc_device(d->ctx), bytes, out);
+    int e = d->be->scratch(tt_ipc_device(d->ctx), bytes, out);
     return e ? mem_failed(d, "allocating scratch", e) : 0;
 }
 
 static int mem_avg_finish(void *arg, void *buf, size_t count, tutti_dtype_t dtype, int nranks)
 {
     tt_direct_t *d = arg;
-    int e = tt_ipc_backend()->avg_finish(tt_ipc_device(d->ctx), buf, count, dtype, nranks);
+    int e = d->be->avg_finish(tt_ipc_device(d->ctx), buf, count, dtype, nranks);
     return e ? mem_failed(d, "dividing the average", e) : 0;
 }
 
@@ -117,6 +118,7 @@ tutti_status_t tt_direct_init(tutti_comm_t comm)
         return tt_comm_error(comm, st, "rank %d: setting up cuda_ipc failed", comm->rank);
     }
     d->comm = comm;
+    d->be = tt_ipc_backend(); /* the one cuda_ipc bound to at listen */
     d->mem = (tt_mem_ops_t){.copy = mem_copy,
                             .reduce = mem_reduce,
                             .scratch = mem_scratch,

@@ -8,7 +8,6 @@
  * the host path's, bit for bit.
  */
 #include <check.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "cuda_ipc/ipc.h"
 #include "direct.h"
 #include "harness.h"
+#include "local.h"
 #include "reduce.h"
 
 #define MAX_GPUS 4
@@ -68,25 +68,13 @@ static int fake_identity(void *dev, uint64_t *self, uint64_t *reach, int *nreach
 }
 
 /* A FIFO is a shared segment; its handle is the segment's name. */
-static void *map_fifo(const char *name, size_t bytes, int create)
-{
-    int fd = shm_open(name, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
-    if (fd < 0)
-        return NULL;
-    void *p = MAP_FAILED;
-    if (!create || ftruncate(fd, (off_t)bytes) == 0)
-        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    return p == MAP_FAILED ? NULL : p;
-}
-
 static int fake_fifo_alloc(void *devp, size_t bytes, void **ptr, unsigned char handle[TT_IPC_HANDLE_BYTES])
 {
     fake_dev_t *d = devp;
     static int made;
     snprintf(d->fifo, sizeof d->fifo, "/tutti-test-fifo-%d-%d", (int)getpid(), made++);
     memcpy(handle, d->fifo, TT_IPC_HANDLE_BYTES);
-    *ptr = map_fifo(d->fifo, bytes, 1);
+    *ptr = tt_local_create("test", d->fifo, bytes);
     return *ptr ? 0 : 2;
 }
 
@@ -102,7 +90,7 @@ static int fake_fifo_open(void *dev, const unsigned char handle[TT_IPC_HANDLE_BY
 {
     (void)dev;
     used.opens++;
-    *ptr = map_fifo((const char *)handle, bytes, 0);
+    *ptr = tt_local_map("test", (const char *)handle, bytes, -1);
     return *ptr ? 0 : 3;
 }
 

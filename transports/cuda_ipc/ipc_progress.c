@@ -6,11 +6,9 @@
  * seq) only once the copy into it has finished, and handed back (release
  * store of tail) only once the receiver's copy or reduction out of it has.
  */
-#include <errno.h>
-#include <poll.h>
-#include <signal.h>
 
 #include "ipc.h"
+#include "local.h"
 #include "log.h"
 
 static void fail_all(tt_ipc_conn_t *c, tutti_status_t st)
@@ -169,9 +167,7 @@ tutti_status_t tt_ipc_alive(void *connp)
         fail_all(c, TUTTI_ERR_ABORTED);
         return TUTTI_ERR_ABORTED;
     }
-    struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
-    int gone = c->pidfd >= 0 ? poll(&p, 1, 0) > 0 : kill(c->pid, 0) == -1 && errno == ESRCH;
-    if (gone) {
+    if (tt_local_gone(c->pidfd, c->pid)) {
         fail_all(c, TUTTI_ERR_PEER_FAILED);
         return TUTTI_ERR_PEER_FAILED;
     }

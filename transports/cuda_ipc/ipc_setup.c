@@ -4,19 +4,17 @@
  * does), the FIFO each rank publishes at its first device call, and the
  * board through which the ranks agree, call by call, to go direct.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "env_config.h"
 #include "ipc.h"
+#include "local.h"
 #include "log.h"
 
 #ifdef TT_HAVE_CUDA
@@ -91,22 +89,10 @@ static tutti_status_t segment_create(tt_ipc_ctx_t *ctx)
 {
     const tt_tp_env_t *env = ctx->env;
     ctx->seg_bytes = tt_ipc_segment_bytes(env->nranks, ctx->nchannels, ctx->nslots);
-    int fd = shm_open(ctx->name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) {
-        TT_ERROR(TT_SUB_NET, "cuda_ipc: shm_open(%s) failed: %s", ctx->name, strerror(errno));
+    ctx->seg = tt_local_create("cuda_ipc", ctx->name, ctx->seg_bytes);
+    if (!ctx->seg)
         return TUTTI_ERR_SYSTEM;
-    }
-    void *p = MAP_FAILED;
-    if (ftruncate(fd, (off_t)ctx->seg_bytes) == 0)
-        p = mmap(NULL, ctx->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int err = errno;
-    close(fd);
-    if (p == MAP_FAILED) {
-        TT_ERROR(TT_SUB_NET, "cuda_ipc: sizing or mapping %s failed: %s", ctx->name, strerror(err));
-        shm_unlink(ctx->name);
-        return TUTTI_ERR_SYSTEM;
-    }
-    ctx->seg = p; /* zero-filled: no announcements, no FIFO, empty queues */
+    /* Zero-filled: no announcements, no FIFO, empty queues. */
     ctx->seg->magic = TT_IPC_MAGIC;
     ctx->seg->owner = env->rank;
     ctx->seg->nranks = env->nranks;
@@ -119,23 +105,10 @@ static tutti_status_t segment_create(tt_ipc_ctx_t *ctx)
 
 static tutti_status_t map_peer(tt_ipc_ctx_t *ctx, int peer, const char *name)
 {
-    int fd = shm_open(name, O_RDWR, 0);
-    if (fd < 0) {
-        TT_ERROR(TT_SUB_NET, "cuda_ipc: opening rank %d's segment %s failed: %s", peer, name,
-                 strerror(errno));
+    tt_ipc_seg_hdr_t *seg = ctx->segs[peer] = tt_local_map("cuda_ipc", name, ctx->seg_bytes, peer);
+    if (!seg)
         return TUTTI_ERR_SYSTEM;
-    }
-    void *p = mmap(NULL, ctx->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        TT_ERROR(TT_SUB_NET, "cuda_ipc: mapping rank %d's segment failed: %s", peer, strerror(errno));
-        return TUTTI_ERR_SYSTEM;
-    }
-    tt_ipc_seg_hdr_t *seg = ctx->segs[peer] = p;
-    unsigned diff = seg->magic != TT_IPC_MAGIC;
-    for (int i = 0; i < TT_KEY_BYTES; i++)
-        diff |= (unsigned)(seg->key[i] ^ ctx->env->key[i]);
-    if (diff || seg->owner != peer) {
+    if (!tt_local_keyed(seg->magic, TT_IPC_MAGIC, seg->key, ctx->env->key) || seg->owner != peer) {
         TT_WARN(TT_SUB_NET, "cuda_ipc: refused segment %s: it does not carry this job's key", name);
         return TUTTI_ERR_AUTH;
     }
@@ -154,7 +127,7 @@ static tt_ipc_conn_t *conn_new(tt_ipc_ctx_t *ctx, int peer)
     if (!c)
         return NULL;
     *c = (tt_ipc_conn_t){.peer = peer, .pid = ctx->env->endpoints[peer].pid, .ctx = ctx};
-    c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+    c->pidfd = tt_local_watch(c->pid);
     c->peer_seg = ctx->segs[peer];
     int me = ctx->env->rank;
     for (int ch = 0; ch < ctx->nchannels; ch++) {

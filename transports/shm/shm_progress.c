@@ -4,11 +4,9 @@
  * store of a slot's seq publishes it to the receiver; the release store
  * of tail hands the slot back to the sender.
  */
-#include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <string.h>
 
+#include "local.h"
 #include "log.h"
 #include "shm.h"
 
@@ -135,11 +133,7 @@ tutti_status_t tt_shm_alive(void *connp)
         fail_all(c, TUTTI_ERR_ABORTED);
         return TUTTI_ERR_ABORTED;
     }
-    struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
-    /* Without a pidfd (older kernels), kill(pid, 0) still sees a process
-     * that is gone, though not one that is a zombie yet. */
-    int gone = c->pidfd >= 0 ? poll(&p, 1, 0) > 0 : kill(c->pid, 0) == -1 && errno == ESRCH;
-    if (gone) {
+    if (tt_local_gone(c->pidfd, c->pid)) {
         TT_DEBUG(TT_SUB_NET, "shm: rank %d exited", c->peer);
         fail_all(c, TUTTI_ERR_PEER_FAILED);
         return TUTTI_ERR_PEER_FAILED;

@@ -5,16 +5,14 @@
  * soon as every rank has mapped its peers' segments, so a crash afterwards
  * leaves nothing in /dev/shm. A segment without the job key is refused.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "env_config.h"
+#include "local.h"
 #include "log.h"
 #include "shm.h"
 
@@ -67,22 +65,9 @@ static tutti_status_t segment_create(tt_shm_ctx_t *ctx)
 {
     const tt_tp_env_t *env = ctx->env;
     ctx->seg_bytes = tt_shm_segment_bytes(ctx->nlocal, ctx->nchannels, ctx->nslots, ctx->slot_bytes);
-    int fd = shm_open(ctx->name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) {
-        TT_ERROR(TT_SUB_NET, "shm_open(%s) failed: %s", ctx->name, strerror(errno));
+    ctx->seg = tt_local_create("shm", ctx->name, ctx->seg_bytes);
+    if (!ctx->seg)
         return TUTTI_ERR_SYSTEM;
-    }
-    if (ftruncate(fd, (off_t)ctx->seg_bytes)) {
-        TT_ERROR(TT_SUB_NET, "sizing %s to %zu bytes failed: %s", ctx->name, ctx->seg_bytes, strerror(errno));
-        goto undo_open;
-    }
-    ctx->seg = mmap(NULL, ctx->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (ctx->seg == MAP_FAILED) {
-        ctx->seg = NULL;
-        TT_ERROR(TT_SUB_NET, "mapping %s failed: %s", ctx->name, strerror(errno));
-        goto undo_open;
-    }
-    close(fd);
     *ctx->seg = (tt_shm_seg_hdr_t){.magic = TT_SHM_MAGIC,
                                    .owner = env->rank,
                                    .nlocal = ctx->nlocal,
@@ -91,31 +76,15 @@ static tutti_status_t segment_create(tt_shm_ctx_t *ctx)
                                    .slot_bytes = ctx->slot_bytes};
     memcpy(ctx->seg->key, env->key, TT_KEY_BYTES);
     return TUTTI_SUCCESS;
-
-undo_open:
-    close(fd);
-    shm_unlink(ctx->name);
-    return TUTTI_ERR_SYSTEM;
 }
 
 static tutti_status_t conn_map_peer(tt_shm_ctx_t *ctx, tt_shm_conn_t *c, const char *name)
 {
-    int fd = shm_open(name, O_RDWR, 0);
-    if (fd < 0) {
-        TT_ERROR(TT_SUB_NET, "shm: opening rank %d's segment %s failed: %s", c->peer, name, strerror(errno));
+    c->peer_seg = tt_local_map("shm", name, ctx->seg_bytes, c->peer);
+    if (!c->peer_seg)
         return TUTTI_ERR_SYSTEM;
-    }
-    void *p = mmap(NULL, ctx->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        TT_ERROR(TT_SUB_NET, "shm: mapping rank %d's segment failed: %s", c->peer, strerror(errno));
-        return TUTTI_ERR_SYSTEM;
-    }
-    c->peer_seg = p;
-    unsigned diff = c->peer_seg->magic != TT_SHM_MAGIC;
-    for (int i = 0; i < TT_KEY_BYTES; i++)
-        diff |= (unsigned)(c->peer_seg->key[i] ^ ctx->env->key[i]);
-    if (diff || c->peer_seg->owner != c->peer) {
+    if (!tt_local_keyed(c->peer_seg->magic, TT_SHM_MAGIC, c->peer_seg->key, ctx->env->key) ||
+        c->peer_seg->owner != c->peer) {
         TT_WARN(TT_SUB_NET, "shm: refused segment %s: it does not carry this job's key", name);
         return TUTTI_ERR_AUTH;
     }
@@ -179,7 +148,7 @@ static tutti_status_t shm_connect(void *ctxp, const int *peers, int npeers, cons
                              .ctx = ctx};
         conns[i] = c;
         c->pid = env->endpoints[peers[i]].pid;
-        c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+        c->pidfd = tt_local_watch(c->pid);
         st = conn_map_peer(ctx, c, (const char *)addrs + (size_t)peers[i] * TT_ADDR_MAX);
     }
     /* Unlink once every rank has mapped what it needs (or failed trying). */

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the same-host transports (shm, cuda_ipc) share: shared segments
+ * named per job and rank, created 0600 and stamped with the job key, and
+ * telling a peer process that is gone from one that is only slow.
+ */
+#ifndef TT_LOCAL_H
+#define TT_LOCAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport.h"
+
+/* Creates segment name (exclusive, 0600) of bytes, zero-filled, and maps
+ * it; NULL after logging (as transport tp) and leaving nothing behind. */
+void *tt_local_create(const char *tp, const char *name, size_t bytes);
+/* Maps rank peer's segment name, bytes long; NULL after logging. */
+void *tt_local_map(const char *tp, const char *name, size_t bytes, int peer);
+/* Whether a mapped segment's magic and key are the expected ones,
+ * compared without an early exit. */
+int tt_local_keyed(uint32_t magic, uint32_t want_magic, const unsigned char *key,
+                   const unsigned char want_key[TT_KEY_BYTES]);
+/* A descriptor that becomes readable once process pid exits (-1 where the
+ * kernel has no pidfd); tt_local_gone says whether it has. */
+int tt_local_watch(int pid);
+int tt_local_gone(int pidfd, int pid);
+
+#endif
