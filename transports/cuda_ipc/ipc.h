@@ -26,13 +26,13 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "local.h"
 #include "transport.h"
 
 #define TT_IPC_MAGIC 0x74746970u /* "ttip" */
 #define TT_IPC_HANDLE_BYTES 64   /* a cudaIpcMemHandle_t */
 #define TT_IPC_REACH_MAX 32      /* GPUs one rank can list as reachable */
 #define TT_IPC_BOARD 4096        /* announcements kept per rank */
-#define TT_IPC_LINE 64
 
 /*
  * Device memory as the transport needs it. Every op returns 0 or a
@@ -66,19 +66,6 @@ const tt_ipc_backend_t *tt_ipc_backend(void);
 void tt_ipc_set_backend(const tt_ipc_backend_t *backend);
 
 typedef struct {
-    tt_msg_hdr_t hdr;     /* the message this piece belongs to */
-    uint64_t offset;      /* byte offset of the piece in the message */
-    uint64_t nbytes;      /* bytes of the piece, in the sender's FIFO slot */
-    _Atomic uint64_t seq; /* position + 1 once published, set last */
-} tt_ipc_slot_hdr_t;
-
-_Static_assert(sizeof(tt_ipc_slot_hdr_t) == TT_IPC_LINE, "a slot header is one cache line");
-
-typedef struct {
-    _Alignas(TT_IPC_LINE) _Atomic uint64_t tail; /* slots consumed, written by the receiver */
-} tt_ipc_queue_t;
-
-typedef struct {
     uint32_t magic;
     int32_t owner;
     int32_t nranks, nchannels, nslots;
@@ -91,14 +78,14 @@ typedef struct {
     uint64_t reach[TT_IPC_REACH_MAX]; /* GPUs it can load from */
     int32_t nreach;
     /* Flow control: how far the owner has announced (last seq + 1). */
-    _Alignas(TT_IPC_LINE) _Atomic uint64_t announced;
+    _Alignas(TT_LOCAL_LINE) _Atomic uint64_t announced;
     /* Entry seq % TT_IPC_BOARD: 2 (seq + 1) + whether it could go direct. */
-    _Alignas(TT_IPC_LINE) _Atomic uint64_t board[TT_IPC_BOARD];
+    _Alignas(TT_LOCAL_LINE) _Atomic uint64_t board[TT_IPC_BOARD];
 } tt_ipc_seg_hdr_t;
 
 typedef struct {
-    tt_ipc_queue_t *q;       /* in the receiver's segment */
-    tt_ipc_slot_hdr_t *hdrs; /* nslots, after q */
+    tt_local_queue_t *q;   /* in the receiver's segment */
+    tt_local_slot_t *hdrs; /* nslots, after q */
     tt_req_t *reqs;
     uint64_t pos;       /* next slot position to fill (out) or to read (in) */
     uint64_t tail_seen; /* out: the receiver's tail when last read */

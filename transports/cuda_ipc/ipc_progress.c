@@ -71,7 +71,7 @@ static tutti_status_t push_some(tt_ipc_conn_t *c, int ch, int *progressed)
             if (side->pos - side->tail_seen >= (uint64_t)ctx->nslots)
                 return TUTTI_SUCCESS; /* the receiver has not freed a slot yet */
         }
-        tt_ipc_slot_hdr_t *slot = &side->hdrs[side->pos % (uint64_t)ctx->nslots];
+        tt_local_slot_t *slot = &side->hdrs[side->pos % (uint64_t)ctx->nslots];
         size_t n = r->len - r->done < ctx->slot_bytes ? r->len - r->done : ctx->slot_bytes;
         int e =
             n ? ctx->be->copy(ctx->dev, payload(ctx, ctx->fifo, c->peer, ch, side->pos), r->buf + r->done, n)
@@ -111,7 +111,7 @@ static tutti_status_t pull_some(tt_ipc_conn_t *c, int ch, int *progressed)
     tt_ipc_side_t *side = &c->in[ch];
     while (side->reqs) {
         tt_req_t *r = side->reqs;
-        tt_ipc_slot_hdr_t *slot = &side->hdrs[side->pos % (uint64_t)ctx->nslots];
+        tt_local_slot_t *slot = &side->hdrs[side->pos % (uint64_t)ctx->nslots];
         if (atomic_load_explicit(&slot->seq, memory_order_acquire) != side->pos + 1)
             return TUTTI_SUCCESS; /* not published yet */
         r->got = slot->hdr;

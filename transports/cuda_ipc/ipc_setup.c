@@ -36,12 +36,12 @@ void tt_ipc_set_backend(const tt_ipc_backend_t *backend)
 
 static size_t line_up(size_t n)
 {
-    return (n + TT_IPC_LINE - 1) / TT_IPC_LINE * TT_IPC_LINE;
+    return (n + TT_LOCAL_LINE - 1) / TT_LOCAL_LINE * TT_LOCAL_LINE;
 }
 
 size_t tt_ipc_queue_offset(int nchannels, int nslots, int sender, int channel)
 {
-    size_t queue = sizeof(tt_ipc_queue_t) + (size_t)nslots * sizeof(tt_ipc_slot_hdr_t);
+    size_t queue = sizeof(tt_local_queue_t) + (size_t)nslots * sizeof(tt_local_slot_t);
     return line_up(sizeof(tt_ipc_seg_hdr_t)) + queue * ((size_t)sender * (size_t)nchannels + (size_t)channel);
 }
 
@@ -133,10 +133,10 @@ static tt_ipc_conn_t *conn_new(tt_ipc_ctx_t *ctx, int peer)
     for (int ch = 0; ch < ctx->nchannels; ch++) {
         char *out = (char *)c->peer_seg + tt_ipc_queue_offset(ctx->nchannels, ctx->nslots, me, ch);
         char *in = (char *)ctx->seg + tt_ipc_queue_offset(ctx->nchannels, ctx->nslots, peer, ch);
-        c->out[ch] = (tt_ipc_side_t){.q = (tt_ipc_queue_t *)out,
-                                     .hdrs = (tt_ipc_slot_hdr_t *)(out + sizeof(tt_ipc_queue_t))};
-        c->in[ch] = (tt_ipc_side_t){.q = (tt_ipc_queue_t *)in,
-                                    .hdrs = (tt_ipc_slot_hdr_t *)(in + sizeof(tt_ipc_queue_t))};
+        c->out[ch] = (tt_ipc_side_t){.q = (tt_local_queue_t *)out,
+                                     .hdrs = (tt_local_slot_t *)(out + sizeof(tt_local_queue_t))};
+        c->in[ch] = (tt_ipc_side_t){.q = (tt_local_queue_t *)in,
+                                    .hdrs = (tt_local_slot_t *)(in + sizeof(tt_local_queue_t))};
     }
     return c;
 }

@@ -13,23 +13,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "local.h"
 #include "transport.h"
 
 #define TT_SHM_MAGIC 0x74747368u /* "ttsh" */
-#define TT_CACHELINE 64
-
-typedef struct {
-    tt_msg_hdr_t hdr;     /* the message this piece belongs to */
-    uint64_t offset;      /* byte offset of the piece in the message */
-    uint64_t nbytes;      /* bytes of the piece */
-    _Atomic uint64_t seq; /* position + 1 once the slot is filled, set last */
-} tt_shm_slot_hdr_t;
-
-_Static_assert(sizeof(tt_shm_slot_hdr_t) == TT_CACHELINE, "a slot header is one cache line");
-
-typedef struct {
-    _Alignas(TT_CACHELINE) _Atomic uint64_t tail; /* slots consumed, written by the receiver */
-} tt_shm_queue_t;
 
 typedef struct {
     uint32_t magic;
@@ -41,8 +28,8 @@ typedef struct {
 } tt_shm_seg_hdr_t;
 
 typedef struct {
-    tt_shm_queue_t *q;
-    char *slots; /* nslots of (tt_shm_slot_hdr_t + slot_bytes) */
+    tt_local_queue_t *q;
+    char *slots; /* nslots of (tt_local_slot_t + slot_bytes) */
     tt_req_t *reqs;
     uint64_t pos;       /* next slot position to fill (out) or to read (in) */
     uint64_t tail_seen; /* out: the receiver's tail when last read */

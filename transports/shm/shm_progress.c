@@ -10,10 +10,10 @@
 #include "log.h"
 #include "shm.h"
 
-static tt_shm_slot_hdr_t *slot_at(const tt_shm_conn_t *c, const tt_shm_side_t *side, uint64_t i)
+static tt_local_slot_t *slot_at(const tt_shm_conn_t *c, const tt_shm_side_t *side, uint64_t i)
 {
-    size_t stride = sizeof(tt_shm_slot_hdr_t) + c->slot_bytes;
-    return (tt_shm_slot_hdr_t *)(side->slots + (size_t)(i % (uint64_t)c->nslots) * stride);
+    size_t stride = sizeof(tt_local_slot_t) + c->slot_bytes;
+    return (tt_local_slot_t *)(side->slots + (size_t)(i % (uint64_t)c->nslots) * stride);
 }
 
 static void fail_all(tt_shm_conn_t *c, tutti_status_t st)
@@ -60,7 +60,7 @@ static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
             if (side->pos - side->tail_seen >= (uint64_t)c->nslots)
                 return; /* the receiver has not freed a slot yet */
         }
-        tt_shm_slot_hdr_t *slot = slot_at(c, side, side->pos);
+        tt_local_slot_t *slot = slot_at(c, side, side->pos);
         size_t n = r->len - r->done < c->slot_bytes ? r->len - r->done : c->slot_bytes;
         slot->hdr = r->hdr;
         slot->offset = r->done;
@@ -81,7 +81,7 @@ static int pull_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
 {
     while (side->reqs) {
         tt_req_t *r = side->reqs;
-        tt_shm_slot_hdr_t *slot = slot_at(c, side, side->pos);
+        tt_local_slot_t *slot = slot_at(c, side, side->pos);
         if (atomic_load_explicit(&slot->seq, memory_order_acquire) != side->pos + 1)
             return 0; /* not filled yet */
         r->got = slot->hdr;

@@ -18,8 +18,8 @@
 
 size_t tt_shm_queue_offset(int nchannels, int nslots, size_t slot_bytes, int sender, int channel)
 {
-    size_t queue = sizeof(tt_shm_queue_t) + (size_t)nslots * (sizeof(tt_shm_slot_hdr_t) + slot_bytes);
-    size_t first = (sizeof(tt_shm_seg_hdr_t) + TT_CACHELINE - 1) / TT_CACHELINE * TT_CACHELINE;
+    size_t queue = sizeof(tt_local_queue_t) + (size_t)nslots * (sizeof(tt_local_slot_t) + slot_bytes);
+    size_t first = (sizeof(tt_shm_seg_hdr_t) + TT_LOCAL_LINE - 1) / TT_LOCAL_LINE * TT_LOCAL_LINE;
     return first + queue * ((size_t)sender * (size_t)nchannels + (size_t)channel);
 }
 
@@ -100,8 +100,8 @@ static tutti_status_t conn_map_peer(tt_shm_ctx_t *ctx, tt_shm_conn_t *c, const c
             (char *)c->peer_seg + tt_shm_queue_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, me, ch);
         char *in =
             (char *)ctx->seg + tt_shm_queue_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, them, ch);
-        c->out[ch] = (tt_shm_side_t){.q = (tt_shm_queue_t *)out, .slots = out + sizeof(tt_shm_queue_t)};
-        c->in[ch] = (tt_shm_side_t){.q = (tt_shm_queue_t *)in, .slots = in + sizeof(tt_shm_queue_t)};
+        c->out[ch] = (tt_shm_side_t){.q = (tt_local_queue_t *)out, .slots = out + sizeof(tt_local_queue_t)};
+        c->in[ch] = (tt_shm_side_t){.q = (tt_local_queue_t *)in, .slots = in + sizeof(tt_local_queue_t)};
     }
     return TUTTI_SUCCESS;
 }
