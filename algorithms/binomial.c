@@ -7,7 +7,7 @@
  * before handing its own to its parent. ceil(lg p) rounds instead of the
  * chain's p - 1: cost ceil(lg p) (alpha + n beta).
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 static int rounds_for(int p)
 {

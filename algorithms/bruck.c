@@ -6,7 +6,7 @@
  * from rank r + 2^k. A last local pass puts the blocks in rank order.
  * Cost: ceil(lg p) alpha + ((p-1)/p) n beta, plus the local rotation.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 static tt_region_t rotated(size_t n, int j)
 {

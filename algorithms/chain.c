@@ -5,7 +5,7 @@
  * one hop per round while the engine keeps several slices in flight, so for
  * large messages every link is busy and the time approaches n * beta.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 static tutti_status_t chain_broadcast(const tt_coll_args_t *a, tt_sched_t *s)
 {

@@ -6,7 +6,7 @@
  * computes exactly the same sum, in the same order, so all get the same bits.
  * Cost: alpha + (p - 1) n beta + (p - 1) n gamma.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 static tutti_status_t direct_allreduce(const tt_coll_args_t *a, tt_sched_t *s)
 {

@@ -4,7 +4,7 @@
  * r - 2^k. After ceil(lg p) rounds every rank has heard, directly or through
  * others, from every rank; works for any p.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 static tutti_status_t dissemination_barrier(const tt_coll_args_t *a, tt_sched_t *s)
 {

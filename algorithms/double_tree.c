@@ -14,7 +14,7 @@
  * level one.
  * Cost: about 3 lg p alpha + 3 (n/2) beta per rank's busiest link.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 typedef struct {
     int parent, child[2]; /* positions, -1 where absent */

@@ -16,7 +16,7 @@
  * phases. Without a uniform host layout (hosts holding different numbers of
  * ranks, or none known) all ranks count as one host: a plain ring.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 typedef struct {
     const tt_coll_args_t *a;

@@ -11,7 +11,7 @@
  * messages in the exchange round and (p-1)/p n of scratch: p alpha +
  * 2 ((p-1)/p) n beta + ((p-1)/p) n gamma.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 /* How the blocks of a call are laid out. */
 typedef struct {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Point-to-point send and receive as one-step schedules, so they run (and are
  * sliced, pipelined and checked) by the same engine as the collectives. */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 static tutti_status_t p2p_send(const tt_coll_args_t *a, tt_sched_t *s)
 {

@@ -4,7 +4,7 @@
  * and receives the block of r - k, so each round is a permutation and no
  * rank receives from two peers at once.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 static tutti_status_t pairwise_alltoall(const tt_coll_args_t *a, tt_sched_t *s)
 {

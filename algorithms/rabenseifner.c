@@ -11,7 +11,7 @@
  * plus the fold's two full-size transfers when p is not a power of two;
  * reduce-scatter and all-gather pay half of that each.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 /* The real ranks' blocks that virtual rank v stands for: v, and v + pof2
  * when that rank exists. Returns how many (1 or 2). */

@@ -7,7 +7,7 @@
  * two partial results in each round, so all end with identical bits.
  * Cost: (lg p) (alpha + n beta + n gamma), against the ring's 2(p - 1) alpha.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 static tutti_status_t rd_allreduce(const tt_coll_args_t *a, tt_sched_t *s)
 {

@@ -6,7 +6,7 @@
  * rank; all-gather takes p - 1 more to hand the finished chunks round. Every
  * link carries (p - 1) / p of the data in each phase: bandwidth-optimal.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 static tutti_status_t copy_unless_in_place(const tt_coll_args_t *a, tt_sched_t *s, size_t dst_off,
                                            size_t count)

@@ -6,7 +6,7 @@
  * instead of the whole message, and every link is busy in the all-gather.
  * Cost: p alpha + 2 ((p-1)/p) n beta.
  */
-#include "schedule.h"
+#include "sched/schedule.h"
 
 static tutti_status_t scatter_allgather_broadcast(const tt_coll_args_t *a, tt_sched_t *s)
 {

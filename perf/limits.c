@@ -32,8 +32,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "env_config.h"
+#include "core/clock.h"
+#include "core/env_config.h"
 
 static double memcpy_gbps(size_t bytes, double seconds)
 {

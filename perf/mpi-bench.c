@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "env_config.h"
+#include "core/env_config.h"
 
 /* "64M" -> bytes, with the parser every tutti tool uses; bad input aborts the job. */
 static size_t parse_size(const char *text)

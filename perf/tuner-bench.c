@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo.h"
-#include "clock.h"
-#include "comm.h"
-#include "env_config.h"
+#include "tune/algo.h"
+#include "core/clock.h"
+#include "comm/comm.h"
+#include "core/env_config.h"
 
 static int by_value(const void *a, const void *b)
 {

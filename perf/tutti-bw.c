@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "cuda/kernels.h"
-#include "env_config.h"
+#include "core/env_config.h"
 #include "tutti.h"
 
 typedef struct {

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "dtype.h"
-#include "env_config.h"
-#include "half.h"
+#include "core/clock.h"
+#include "core/dtype.h"
+#include "core/env_config.h"
+#include "core/half.h"
 #include "devmem.h"
 #include "tutti.h"
 

@@ -3,7 +3,7 @@
 #ifndef TT_TEST_CALL_PLACE_H
 #define TT_TEST_CALL_PLACE_H
 
-#include "coll.h"
+#include "coll/coll.h"
 
 /* Points c's buffers into span (n elements of e bytes per block, rank r
  * of p): the input first, the output after it; or, in place (ip), as

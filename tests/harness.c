@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "reduce.h"
-#include "half.h"
+#include "comm/bootstrap.h"
+#include "reduce/reduce.h"
+#include "core/half.h"
 #include "harness.h"
 
 static int ranks_per_node;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reduce.h"
+#include "reduce/reduce.h"
 #include "sim.h"
 
 typedef struct msg {

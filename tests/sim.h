@@ -8,7 +8,7 @@
 #ifndef TT_TEST_SIM_H
 #define TT_TEST_SIM_H
 
-#include "schedule.h"
+#include "sched/schedule.h"
 #include "tutti.h"
 
 typedef struct {

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compress.h"
-#include "schedule.h"
-#include "half.h"
+#include "compress/compress.h"
+#include "sched/schedule.h"
+#include "core/half.h"
 #include "harness.h"
 
 static float gauss(uint64_t seed, uint64_t i)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env_config.h"
+#include "core/env_config.h"
 #include "harness.h"
 
 START_TEST(sizes_accept_suffixes_and_reject_junk)

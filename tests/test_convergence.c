@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compress.h"
+#include "compress/compress.h"
 #include "harness.h"
 
 #define P 8

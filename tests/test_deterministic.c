@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo.h"
-#include "half.h"
+#include "tune/algo.h"
+#include "core/half.h"
 #include "harness.h"
-#include "reduce.h"
+#include "reduce/reduce.h"
 
 #define COUNT 100003 /* not a multiple of any rank count, spans many slices */
 

@@ -19,12 +19,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "compress.h"
+#include "compress/compress.h"
 #include "cuda/kernels.h"
-#include "direct.h"
+#include "device/direct_run.h"
 #include "harness.h"
-#include "memkind.h"
-#include "reduce.h"
+#include "device/memkind.h"
+#include "reduce/reduce.h"
 
 /* Bytes that cover every value class: random bits, with NaN, Inf, zero
  * and subnormal patterns sprinkled in for the float types. */

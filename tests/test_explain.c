@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo.h"
-#include "cost.h"
-#include "explain_trace.h"
+#include "tune/algo.h"
+#include "tune/cost.h"
+#include "tools/explain_trace.h"
 #include "harness.h"
-#include "hosts.h"
+#include "sched/hosts.h"
 
 /* Every rank's output holds the right terms for its collective. */
 static void check_outputs(const tt_trace_t *t, const tt_coll_args_t *a)

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "harness.h"
 
 #define DEADLINE_S 20

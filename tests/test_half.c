@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "half.h"
+#include "core/half.h"
 #include "harness.h"
 
 /* fp16 value by definition: (-1)^s 2^(e-15) (1 + m/1024), subnormal 2^-14 m/1024. */

@@ -14,14 +14,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "algo.h"
+#include "tune/algo.h"
 #include "call_place.h"
-#include "coll.h"
-#include "cuda_ipc/ipc.h"
-#include "direct.h"
+#include "coll/coll.h"
+#include "transports/cuda_ipc/cuda_ipc.h"
+#include "device/direct_run.h"
 #include "harness.h"
-#include "local.h"
-#include "reduce.h"
+#include "transports/local.h"
+#include "reduce/reduce.h"
 
 #define MAX_GPUS 4
 

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
+#include "comm/bootstrap.h"
 #include "harness.h"
 
 static char builddir[512], workdir[512];

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo.h"
+#include "tune/algo.h"
 #include "harness.h"
-#include "reduce.h"
+#include "reduce/reduce.h"
 
 static const size_t counts[] = {0, 1, 7, 1000, 65537};
 static const struct {

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
+#include "core/half.h"
 #include "harness.h"
-#include "reduce.h"
+#include "reduce/reduce.h"
 
 static const size_t lengths[] = {0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 100, 257, 1023};
 

@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo.h"
-#include "env_config.h"
-#include "half.h"
+#include "tune/algo.h"
+#include "core/env_config.h"
+#include "core/half.h"
 #include "harness.h"
-#include "hosts.h"
-#include "reduce.h"
+#include "sched/hosts.h"
+#include "reduce/reduce.h"
 #include "sim.h"
 
 typedef struct {

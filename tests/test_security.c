@@ -11,10 +11,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "clock.h"
+#include "comm/bootstrap.h"
+#include "core/clock.h"
 #include "harness.h"
-#include "sock.h"
+#include "core/sock.h"
 
 START_TEST(hello_with_the_wrong_key_is_refused)
 {

@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo.h"
+#include "tune/algo.h"
 #include "call_place.h"
-#include "coll.h"
+#include "coll/coll.h"
 #include "harness.h"
-#include "stage.h"
+#include "sched/stage.h"
 
 #define MAX_SLICES 4096
 #define POISON 0xA5

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "hosts.h"
-#include "topo.h"
+#include "sched/hosts.h"
+#include "topo/topo.h"
 
 static tt_topo_t *load_fixture(const char *name)
 {

@@ -8,8 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "local.h"
-#include "log.h"
+#include "transports/local.h"
+#include "core/log.h"
 
 void *tt_local_create(const char *tp, const char *name, size_t bytes)
 {

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "transport.h"
+#include "transports/transport.h"
 
 #define TT_LOCAL_LINE 64 /* a cache line */
 

@@ -2,6 +2,6 @@
 /* The transports built into this library, in default priority order. */
 #include <stddef.h>
 
-#include "transport.h"
+#include "transports/transport.h"
 
 const tt_transport_ops_t *const tt_transports[] = {&tt_shm_ops, &tt_tcp_ops, NULL};

@@ -10,9 +10,9 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "compress.h"
-#include "grid.cuh"
-#include "kernels.h"
+#include "compress/compress.h"
+#include "cuda/grid.cuh"
+#include "cuda/kernels.h"
 
 namespace
 {

@@ -8,9 +8,9 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "grid.cuh"
-#include "half.h"
-#include "kernels.h"
+#include "cuda/grid.cuh"
+#include "core/half.h"
+#include "cuda/kernels.h"
 
 namespace
 {

@@ -8,8 +8,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "half.h"
-#include "kernels.h"
+#include "core/half.h"
+#include "cuda/kernels.h"
 
 namespace
 {

@@ -9,7 +9,7 @@
  */
 #include <cuda_runtime.h>
 
-#include "kernels.h"
+#include "cuda/kernels.h"
 
 __global__ void wait_ticket(const volatile unsigned int *done, unsigned int ticket)
 {

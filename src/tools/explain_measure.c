@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo.h"
-#include "clock.h"
-#include "comm.h"
-#include "explain_measure.h"
+#include "tune/algo.h"
+#include "core/clock.h"
+#include "comm/comm.h"
+#include "tools/explain_measure.h"
 
 #define MEASURE_ITERS 20
 #define MEASURE_WARMUP 3

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "schedule.h"
+#include "sched/schedule.h"
 
 /* Runs coll on a buffer of bytes with algo (NULL: the tuner's pick) in one
  * slice, and on rank 0 prints, round by round, the median measured time

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo.h"
-#include "explain_trace.h"
+#include "tune/algo.h"
+#include "tools/explain_trace.h"
 
 #define PART_BYTES 160
 #define LABEL_BYTES (2 * PART_BYTES + 64)

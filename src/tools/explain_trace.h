@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "schedule.h"
+#include "sched/schedule.h"
 
 typedef struct {
     uint64_t ranks; /* bit r: rank r's term is in; 0: nothing yet */

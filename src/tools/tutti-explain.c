@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo.h"
-#include "dtype.h"
-#include "env_config.h"
-#include "explain_measure.h"
-#include "explain_trace.h"
-#include "hosts.h"
+#include "tune/algo.h"
+#include "core/dtype.h"
+#include "core/env_config.h"
+#include "tools/explain_measure.h"
+#include "tools/explain_trace.h"
+#include "sched/hosts.h"
 
 typedef struct {
     tt_coll_t coll;

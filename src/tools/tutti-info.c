@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "algo.h"
-#include "cuda_ipc/ipc.h"
-#include "env_config.h"
-#include "reduce.h"
-#include "transport.h"
+#include "tune/algo.h"
+#include "transports/cuda_ipc/cuda_ipc.h"
+#include "core/env_config.h"
+#include "reduce/reduce.h"
+#include "transports/transport.h"
 #include "tutti.h"
 
 static void usage(FILE *out)

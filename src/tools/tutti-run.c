@@ -23,11 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "clock.h"
-#include "env_config.h"
-#include "sock.h"
-#include "transport.h"
+#include "comm/bootstrap.h"
+#include "core/clock.h"
+#include "core/env_config.h"
+#include "core/sock.h"
+#include "transports/transport.h"
 
 typedef struct {
     pid_t pid;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo.h"
+#include "topo/topo.h"
 
 static void usage(FILE *f)
 {

@@ -13,8 +13,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "local.h"
-#include "transport.h"
+#include "transports/local.h"
+#include "transports/transport.h"
 
 #define TT_SHM_MAGIC 0x74747368u /* "ttsh" */
 

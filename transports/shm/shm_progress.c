@@ -6,9 +6,9 @@
  */
 #include <string.h>
 
-#include "local.h"
-#include "log.h"
-#include "shm.h"
+#include "transports/local.h"
+#include "core/log.h"
+#include "transports/shm/shm.h"
 
 static tt_local_slot_t *slot_at(const tt_shm_conn_t *c, const tt_shm_side_t *side, uint64_t i)
 {

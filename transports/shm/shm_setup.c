@@ -11,10 +11,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "env_config.h"
-#include "local.h"
-#include "log.h"
-#include "shm.h"
+#include "core/env_config.h"
+#include "transports/local.h"
+#include "core/log.h"
+#include "transports/shm/shm.h"
 
 size_t tt_shm_queue_offset(int nchannels, int nslots, size_t slot_bytes, int sender, int channel)
 {

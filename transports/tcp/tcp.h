@@ -3,8 +3,8 @@
 #ifndef TT_TCP_H
 #define TT_TCP_H
 
-#include "sock.h"
-#include "transport.h"
+#include "core/sock.h"
+#include "transports/transport.h"
 
 #define TT_TCP_BOUNCE_BYTES (256 * 1024)
 /* Urgent byte an aborting rank sends before closing, so peers can tell

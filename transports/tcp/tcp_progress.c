@@ -12,8 +12,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
-#include "log.h"
-#include "tcp.h"
+#include "core/log.h"
+#include "transports/tcp/tcp.h"
 
 /* After a closed or broken socket: did the peer abort, or die? */
 static tutti_status_t loss_reason(const tt_tcp_conn_t *c)

@@ -10,10 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "env_config.h"
-#include "log.h"
-#include "tcp.h"
+#include "core/clock.h"
+#include "core/env_config.h"
+#include "core/log.h"
+#include "transports/tcp/tcp.h"
 
 static int tcp_reachable(const tt_tp_env_t *env, int peer)
 {

@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Schedule execution. Each lane owns one transport channel to every peer and
+ * walks its slices one round at a time: post the round's sends and receives,
+ * do its local copies and reductions, and move on when all its requests are
+ * complete. Lanes interleave, so several slices are in flight and per-channel
+ * FIFO order matches on both sides because both walk the same schedule.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tune/algo.h"
+#include "core/clock.h"
+#include "coll/engine.h"
+#include "core/log.h"
+
+#define ALIVE_CHECK_NS 20000000                       /* 20 ms between peer liveness scans when idle */
+#define CAUSE_WAIT_MS 200                             /* how long a report waits to see why a peer aborted */
+#define SPIN_BEFORE_YIELD 4096                        /* idle polls before yielding a CPU of our own ... */
+#define SPIN_OVERSUBSCRIBED 2                         /* ... or this few when ranks outnumber CPUs */
+#define YIELD_BEFORE_SLEEP (SPIN_BEFORE_YIELD + 2048) /* then yield until here, then nap */
+#define CLOCK_EVERY_IDLE 32                           /* idle polls between deadline and liveness checks */
+
+typedef struct {
+    char *dst;
+    const char *local;
+    const tt_exec_t *x;
+    int *failed; /* set when a memory op of x->mem failed */
+} combine_ctx_t;
+
+typedef struct {
+    int slice, round; /* slice == -1: lane finished */
+    int waiting;      /* for its slice's staged input */
+    int npending;
+    tt_req_t *reqs; /* one per step of the widest round */
+    combine_ctx_t *ctxs;
+    const tt_step_t **req_step;
+} lane_t;
+
+typedef struct {
+    tutti_comm_t comm;
+    const tt_sched_t *s;
+    const tt_exec_t *x;
+    const tt_peer_t *peers;
+    int mem_failed; /* a memory op of x->mem failed (it logged why) */
+    int nlanes, width;
+    lane_t *lanes;
+    tt_piece_t *pieces; /* staging: one slice's pieces at a time */
+} run_t;
+
+static int local_reduce(const tt_exec_t *x, char *dst, const char *a, const char *b, size_t bytes)
+{
+    if (x->mem)
+        return x->mem->reduce(x->mem->arg, dst, a, b, bytes / x->elem, x->dtype, x->op);
+    x->reduce(dst, a, b, bytes / x->elem);
+    return 0;
+}
+
+static void engine_combine(void *ctxp, size_t off, const void *src, size_t n)
+{
+    combine_ctx_t *c = ctxp;
+    if (local_reduce(c->x, c->dst + off, c->local + off, src, n))
+        *c->failed = 1;
+}
+
+static char *slice_ptr(const tt_exec_t *x, tt_region_t r, int slice, size_t *bytes)
+{
+    size_t off = r.off + tt_block_off(r.count, x->nslices, slice);
+    *bytes = tt_block_count(r.count, x->nslices, slice) * x->elem;
+    return x->bufs[r.buf] + off * x->elem;
+}
+
+static const char *step_name(tt_step_kind_t k)
+{
+    static const char *const names[] = {"sending to", "receiving from", "receiving (to reduce) from", "copy",
+                                        "reduce"};
+    return names[k];
+}
+
+static void describe_call(uint64_t seq, int coll, int dtype, int op, int root, uint64_t count, char *out,
+                          size_t len)
+{
+    snprintf(out, len, "%s #%llu (count %llu, %s, %s, root %d)", tt_coll_name((tt_coll_t)coll),
+             (unsigned long long)seq, (unsigned long long)count, tutti_dtype_name((tutti_dtype_t)dtype),
+             tutti_op_name((tutti_op_t)op), root);
+}
+
+static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
+{
+    const tt_exec_t *x = run->x;
+    int n;
+    lane->npending = 0;
+    if (lane->round == 0 && x->stage) {
+        int in = x->stage->fetched(x->stage->arg, lane->slice);
+        if (in < 0)
+            return TUTTI_ERR_SYSTEM; /* the hook said why */
+        lane->waiting = !in;
+        if (lane->waiting)
+            return TUTTI_SUCCESS;
+    }
+    const tt_step_t *steps = tt_sched_round_steps(run->s, lane->round, &n);
+    for (int i = 0; i < n; i++) {
+        const tt_step_t *st = &steps[i];
+        size_t bytes, bytes2;
+        if (st->kind == TT_STEP_COPY || st->kind == TT_STEP_REDUCE) {
+            char *dst = slice_ptr(x, st->dst, lane->slice, &bytes);
+            char *src = slice_ptr(x, st->src, lane->slice, &bytes2);
+            if (bytes == 0) /* an empty piece: its buffer may not even exist */
+                continue;
+            int failed = 0;
+            if (st->kind == TT_STEP_REDUCE)
+                failed = local_reduce(x, dst, dst, src, bytes);
+            else if (x->mem)
+                failed = x->mem->copy(x->mem->arg, dst, src, bytes);
+            else
+                memcpy(dst, src, bytes);
+            if (failed)
+                return TUTTI_ERR_SYSTEM; /* the memory op said why */
+            continue;
+        }
+        tt_req_t *req = &lane->reqs[lane->npending];
+        combine_ctx_t *cc = &lane->ctxs[lane->npending];
+        lane->req_step[lane->npending] = st;
+        memset(req, 0, sizeof *req);
+        char *buf = slice_ptr(x, st->kind == TT_STEP_SEND ? st->src : st->dst, lane->slice, &bytes);
+        req->hdr = (tt_msg_hdr_t){.magic = TT_MSG_MAGIC,
+                                  .coll = (uint8_t)x->wire_coll,
+                                  .dtype = (uint8_t)x->dtype,
+                                  .op = (uint8_t)x->op,
+                                  .channel = (uint8_t)channel,
+                                  .root = x->root,
+                                  .count = x->count,
+                                  .seq = x->seq,
+                                  .bytes = bytes};
+        req->buf = buf;
+        req->len = bytes;
+        req->unit = x->elem;
+        if (st->kind == TT_STEP_RECV_REDUCE) {
+            *cc = (combine_ctx_t){buf, slice_ptr(x, st->src, lane->slice, &bytes2), x, &run->mem_failed};
+            req->combine = engine_combine;
+            req->combine_ctx = cc;
+        }
+        const tt_peer_t *peer = &run->peers[st->peer];
+        tutti_status_t rc = st->kind == TT_STEP_SEND ? peer->ops->isend(peer->conn, channel, req)
+                                                     : peer->ops->irecv(peer->conn, channel, req);
+        if (rc) {
+            tt_req_finish(req, rc);
+            lane->npending++;
+            return TUTTI_SUCCESS; /* reported by the completion scan */
+        }
+        lane->npending++;
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* Moves a lane whose round is complete on to its next round or slice. */
+static tutti_status_t lane_advance(run_t *run, lane_t *lane, int channel)
+{
+    for (;;) {
+        if (run->x->round_end_ns && lane->slice == 0)
+            run->x->round_end_ns[lane->round] = tt_now_ns();
+        lane->round++;
+        if (lane->round >= run->s->nrounds) {
+            const tt_stage_hooks_t *h = run->x->stage;
+            if (h && h->deliver_bufs) /* this slice's output is final */
+                h->deliver(h->arg, lane->slice, run->pieces,
+                           tt_stage_pieces(run->s, run->x->elem, run->x->nslices, lane->slice,
+                                           h->deliver_bufs, 1, run->pieces));
+            lane->slice += run->nlanes;
+            lane->round = 0;
+            if (lane->slice >= run->x->nslices) {
+                lane->slice = -1;
+                return TUTTI_SUCCESS;
+            }
+        }
+        TT_TRY(lane_start_round(run, lane, channel));
+        if (lane->npending > 0 || lane->waiting)
+            return TUTTI_SUCCESS;
+    }
+}
+
+/* Appends rank to a "2, 5" list. */
+static void list_add(char *list, size_t len, int rank)
+{
+    size_t used = strlen(list);
+    snprintf(list + used, len - used, "%s%d", used ? ", " : "", rank);
+}
+
+/*
+ * Scans every peer. Writes what is known about the lost ones: ranks that
+ * died first (the cause), then ranks that gave up because of an error.
+ * Returns the number of lost peers; negative (and writes nothing) when
+ * only aborted peers are seen and allow_aborted_only is 0.
+ */
+static int lost_peers(const run_t *run, char *out, size_t len, int allow_aborted_only)
+{
+    char died[128] = "", aborted[128] = "";
+    int ndied = 0, naborted = 0;
+    for (int r = 0; r < run->comm->nranks; r++) {
+        if (!run->peers[r].ops)
+            continue;
+        tutti_status_t st = run->peers[r].ops->alive(run->peers[r].conn);
+        if (st == TUTTI_ERR_ABORTED) {
+            list_add(aborted, sizeof aborted, r);
+            naborted++;
+        } else if (st) {
+            list_add(died, sizeof died, r);
+            ndied++;
+        }
+    }
+    out[0] = '\0';
+    if (ndied == 0 && naborted > 0 && !allow_aborted_only)
+        return -naborted; /* the cause is not visible yet */
+    if (ndied)
+        snprintf(out, len, "%s %s died or lost %s connection%s", ndied > 1 ? "ranks" : "rank", died,
+                 ndied > 1 ? "their" : "its", naborted ? "; " : "");
+    if (naborted)
+        snprintf(out + strlen(out), len - strlen(out), "%s %s aborted after an error",
+                 naborted > 1 ? "ranks" : "rank", aborted);
+    return ndied + naborted;
+}
+
+static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, int idx)
+{
+    tutti_comm_t comm = run->comm;
+    const tt_exec_t *x = run->x;
+    char call[160], gone[256];
+    describe_call(x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
+    const tt_step_t *step = lane->req_step[idx];
+    const tt_req_t *req = &lane->reqs[idx];
+    char where[160];
+    snprintf(where, sizeof where, "rank %d was %s rank %d (round %d of %d, slice %d of %d)", comm->rank,
+             step_name(step->kind), step->peer, lane->round + 1, run->s->nrounds, lane->slice + 1,
+             x->nslices);
+    if (st == TUTTI_ERR_MISMATCH) {
+        char theirs[160];
+        describe_call(req->got.seq, req->got.coll, req->got.dtype, req->got.op, req->got.root, req->got.count,
+                      theirs, sizeof theirs);
+        return tt_comm_error(comm, st, "%s: %s, which sent %s with %llu bytes where %llu were expected", call,
+                             where, theirs, (unsigned long long)req->got.bytes,
+                             (unsigned long long)req->hdr.bytes);
+    }
+    if (st == TUTTI_ERR_TIMEOUT)
+        return tt_comm_error(comm, st, "%s: no progress for %lld ms (TUTTI_TIMEOUT); %s", call,
+                             (long long)comm->timeout_ms, where);
+    /* A peer aborts because of something: usually another rank died and
+     * this rank's connections to it are still closing. Look again briefly
+     * so the report names the cause, not only who gave up. */
+    int lost = lost_peers(run, gone, sizeof gone, 0);
+    for (int64_t until = tt_now_ms() + CAUSE_WAIT_MS; lost < 0 && tt_now_ms() < until;) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+        lost = lost_peers(run, gone, sizeof gone, 0);
+    }
+    if (lost < 0)
+        lost = lost_peers(run, gone, sizeof gone, 1);
+    if (lost > 0)
+        return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED, "%s: %s; %s", call, gone, where);
+    return tt_comm_error(comm, st, "%s: %s; %s", call, tutti_strerror(st), where);
+}
+
+/* Reports the most telling failed request: one that received another
+ * call's header, else the first failure found. */
+static tutti_status_t report_failure(run_t *run)
+{
+    const lane_t *first_lane = NULL;
+    int first = -1;
+    for (int l = 0; l < run->nlanes; l++)
+        for (int i = 0; i < run->lanes[l].npending; i++) {
+            const tt_req_t *req = &run->lanes[l].reqs[i];
+            if (req->state != TT_REQ_FAILED)
+                continue;
+            if (req->status == TUTTI_ERR_MISMATCH && req->got.magic == TT_MSG_MAGIC)
+                return report(run, req->status, &run->lanes[l], i);
+            if (first < 0) {
+                first_lane = &run->lanes[l];
+                first = i;
+            }
+        }
+    return report(run, first_lane->reqs[first].status, first_lane, first);
+}
+
+static void idle_wait(int *idle, int spin)
+{
+    ++*idle;
+    if (*idle < spin)
+        return;
+    if (*idle < YIELD_BEFORE_SLEEP) {
+        sched_yield();
+        return;
+    }
+    /* Long waits (a slow peer, oversubscribed cores) stop burning a core. */
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+}
+
+static tutti_status_t run_loop(run_t *run)
+{
+    tutti_comm_t comm = run->comm;
+    int64_t last_progress = tt_now_ns(), next_alive = last_progress + ALIVE_CHECK_NS;
+    int idle = 0, spin = comm->oversubscribed ? SPIN_OVERSUBSCRIBED : SPIN_BEFORE_YIELD;
+    for (;;) {
+        int progressed = 0, active = 0;
+        for (int r = 0; r < comm->nranks; r++)
+            if (run->peers[r].ops)
+                run->peers[r].ops->progress(run->peers[r].conn, &progressed);
+        if (run->mem_failed)
+            return TUTTI_ERR_SYSTEM; /* the memory op said why */
+        for (int l = 0; l < run->nlanes; l++) {
+            lane_t *lane = &run->lanes[l];
+            if (lane->slice < 0)
+                continue;
+            active++;
+            if (lane->waiting) {
+                TT_TRY(lane_start_round(run, lane, l));
+                if (!lane->waiting) {
+                    progressed = 1;
+                    if (lane->npending == 0) /* a round of local steps only */
+                        TT_TRY(lane_advance(run, lane, l));
+                }
+                continue;
+            }
+            int done = 1;
+            for (int i = 0; i < lane->npending; i++) {
+                if (lane->reqs[i].state == TT_REQ_FAILED)
+                    return report_failure(run);
+                done &= lane->reqs[i].state == TT_REQ_DONE;
+            }
+            if (done) {
+                TT_TRY(lane_advance(run, lane, l));
+                progressed = 1;
+            }
+        }
+        if (!active)
+            return TUTTI_SUCCESS;
+        if (progressed) {
+            idle = 0;
+            continue;
+        }
+        idle_wait(&idle, spin);
+        if (idle % CLOCK_EVERY_IDLE != 0 && idle != spin)
+            continue; /* reading the clock on every idle poll costs more than the poll */
+        int64_t now = tt_now_ns();
+        if (idle == spin)
+            last_progress = now; /* the clock is read only once we start idling */
+        if (now >= next_alive) {
+            char gone[256];
+            next_alive = now + ALIVE_CHECK_NS;
+            if (lost_peers(run, gone, sizeof gone, 1) > 0)
+                for (int l = 0; l < run->nlanes; l++)
+                    if (run->lanes[l].slice >= 0 && run->lanes[l].npending > 0)
+                        return report(run, TUTTI_ERR_PEER_FAILED, &run->lanes[l], 0);
+        }
+        if (now - last_progress > comm->timeout_ms * 1000000)
+            for (int l = 0; l < run->nlanes; l++)
+                for (int i = 0; i < run->lanes[l].npending; i++)
+                    if (run->lanes[l].reqs[i].state == TT_REQ_PENDING)
+                        return report(run, TUTTI_ERR_TIMEOUT, &run->lanes[l], i);
+    }
+}
+
+tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x)
+{
+    if (s->nrounds == 0)
+        return TUTTI_SUCCESS;
+    run_t run = {.comm = comm,
+                 .s = s,
+                 .x = x,
+                 .peers = x->peers ? x->peers : comm->peers,
+                 .width = s->max_round_steps};
+    run.nlanes = x->nslices < comm->nchannels ? x->nslices : comm->nchannels;
+    /* The per-lane arrays live in a workspace the communicator keeps, so a
+     * small call allocates nothing. */
+    size_t nreq = (size_t)(run.nlanes * run.width);
+    size_t need = (size_t)run.nlanes * sizeof(lane_t) + nreq * (sizeof(tt_req_t) + sizeof(combine_ctx_t)) +
+                  nreq * sizeof(tt_step_t *);
+    if (need > comm->engine_ws_bytes) {
+        void *ws = realloc(comm->engine_ws, need);
+        if (!ws)
+            return TUTTI_ERR_NO_MEMORY;
+        comm->engine_ws = ws;
+        comm->engine_ws_bytes = need;
+    }
+    tt_req_t *reqs = comm->engine_ws; /* the most aligned type first */
+    combine_ctx_t *ctxs = (combine_ctx_t *)(reqs + nreq);
+    const tt_step_t **steps = (const tt_step_t **)(ctxs + nreq);
+    run.lanes = (lane_t *)(steps + nreq);
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (x->stage) {
+        run.pieces = malloc(2 * (size_t)s->nsteps * sizeof *run.pieces);
+        if (!run.pieces)
+            return TUTTI_ERR_NO_MEMORY;
+        for (int k = 0; k < x->nslices; k++) /* in the order the lanes take them */
+            x->stage->fetch(x->stage->arg, k, run.pieces,
+                            tt_stage_pieces(s, x->elem, x->nslices, k, x->stage->fetch_bufs, 0, run.pieces));
+    }
+    for (int l = 0; l < run.nlanes; l++) {
+        lane_t *lane = &run.lanes[l];
+        *lane = (lane_t){.slice = l,
+                         .round = 0,
+                         .reqs = reqs + l * run.width,
+                         .ctxs = ctxs + l * run.width,
+                         .req_step = steps + l * run.width};
+        st = lane_start_round(&run, lane, l);
+        if (!st && lane->npending == 0 && !lane->waiting) /* a round of local steps only */
+            st = lane_advance(&run, lane, l);
+        if (st)
+            break;
+    }
+    if (!st)
+        st = run_loop(&run);
+    free(run.pieces);
+    return st;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine runs one rank's schedule over the peer connections. */
+#ifndef TT_ENGINE_H
+#define TT_ENGINE_H
+
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "reduce/reduce.h"
+#include "sched/schedule.h"
+#include "sched/stage.h"
+
+/*
+ * How a run touches memory the CPU cannot (device buffers of a direct
+ * run). Each op returns once its work is done: 0, or -1 after logging why.
+ */
+typedef struct {
+    int (*copy)(void *arg, void *dst, const void *src, size_t bytes);
+    int (*reduce)(void *arg, void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
+                  tutti_op_t op);
+    /* Scratch of at least bytes, kept by arg between runs. */
+    int (*scratch)(void *arg, size_t bytes, void **out);
+    /* buf[i] /= nranks, as tt_reduce_avg_finish does. */
+    int (*avg_finish)(void *arg, void *buf, size_t count, tutti_dtype_t dtype, int nranks);
+    void *arg;
+} tt_mem_ops_t;
+
+/* One execution: the call's signature (sent in every message header),
+ * the buffers regions refer to, and how finely to slice. */
+typedef struct {
+    tt_coll_t coll;      /* for messages and error reports */
+    tt_coll_t wire_coll; /* what both sides put in headers (send for p2p) */
+    tutti_dtype_t dtype;
+    tutti_op_t op;
+    int root; /* header root (0 for p2p) */
+    size_t count;
+    uint64_t seq;
+    size_t elem;
+    char *bufs[3]; /* input, output, scratch */
+    tt_reduce_fn reduce;
+    int nslices;
+    int64_t *round_end_ns;         /* when set: when slice 0 finished each round (tutti-explain --measure) */
+    const tt_stage_hooks_t *stage; /* when set: slices wait for their input and hand over their output */
+    const tt_peer_t *peers;        /* the connections to use; NULL: comm->peers */
+    const tt_mem_ops_t *mem;       /* NULL: the buffers are host memory */
+} tt_exec_t;
+
+/*
+ * Runs s. Slice k of every region is its k-th of nslices nearly equal parts;
+ * slices are spread over comm->nchannels lanes, each lane taking its slices
+ * in order and a slice's rounds in order. On failure the communicator's last
+ * error names the peer, the step, round and slice.
+ */
+tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x);
+
+#endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bootstrap: a star around rank 0 that admits ranks presenting the job key
+ * and then offers all-gather and barrier for communicator set-up.
+ */
+#ifndef TT_BOOTSTRAP_H
+#define TT_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/sock.h"
+#include "tutti.h"
+
+typedef struct {
+    int rank, nranks;
+    unsigned char key[TT_SOCK_KEY_BYTES];
+    int64_t timeout_ms;
+    int up_fd;     /* non-root: connection to the root */
+    int *rank_fds; /* root: connection to each rank (rank_fds[0] unused) */
+} tt_bootstrap_t;
+
+/* The unique id's layout inside tutti_unique_id_t. */
+typedef struct {
+    uint32_t magic;
+    uint32_t version;
+    unsigned char key[TT_SOCK_KEY_BYTES];
+    tt_sockaddr_t root;
+} tt_id_t;
+
+/* Short public tag of a key (names of shared segments); not secret-revealing
+ * in any useful way, but not the key itself either. */
+uint64_t tt_key_tag(const unsigned char *key);
+/* Fills a fresh key from the kernel's random source. */
+tutti_status_t tt_random_key(unsigned char key[TT_SOCK_KEY_BYTES]);
+/* Hands a socket listening for this key to a later rank-0 tt_bootstrap_init
+ * in this process (tutti_get_unique_id, or a launcher's inherited socket). */
+void tt_bootstrap_keep_listener(const unsigned char *key, int fd);
+
+/*
+ * Joins the star. Rank 0 serves on its kept listener for key, or else binds
+ * root; other ranks connect to root. Connections with a wrong key are
+ * refused and logged; the rest go on.
+ */
+tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
+                                 const tt_sockaddr_t *root, int64_t timeout_ms, char *err, size_t errlen);
+/* all (nranks * size bytes) gets every rank's mine in rank order. */
+tutti_status_t tt_bootstrap_allgather(tt_bootstrap_t *bs, const void *mine, void *all, size_t size);
+tutti_status_t tt_bootstrap_barrier(void *bs);
+void tt_bootstrap_close(tt_bootstrap_t *bs);
+
+#endif

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The compressed all-reduce, built from tutti's own all-gather, all-to-all
+ * and all-reduce, and the error-feedback state it keeps per tensor.
+ *
+ * top-k: each rank selects the k largest |g + e|, all ranks all-gather the
+ * (index, value) pairs and add them into the dense output in rank order.
+ * Two-phase (int8, int4, sign): each rank compresses g + e chunk by chunk,
+ * the chunks go to their owners (all-to-all), each owner decompresses and
+ * adds its p copies in rank order, adds its server error, compresses the
+ * result again and all ranks all-gather the compressed chunks.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll.h"
+#include "comm/comm.h"
+#include "compress/compress.h"
+#include "compress/allreduce.h"
+#include "device/queue.h"
+#include "core/dtype.h"
+#include "core/half.h"
+#include "core/log.h"
+
+#define TT_DEFAULT_DENSITY 0.01
+
+TUTTI_API tutti_status_t tutti_ef_create(tutti_ef_state_t *state, size_t count, int nranks)
+{
+    if (!state || nranks < 1)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_create: %s",
+                             !state ? "state: NULL output pointer" : "nranks must be >= 1");
+    *state = calloc(1, sizeof **state);
+    if (!*state)
+        return TUTTI_ERR_NO_MEMORY;
+    (*state)->count = count;
+    (*state)->nranks = nranks;
+    (*state)->worker = calloc(count ? count : 1, sizeof(float));
+    (*state)->server = calloc(tt_block_count(count, nranks, 0) + 1, sizeof(float));
+    if (!(*state)->worker || !(*state)->server) {
+        tutti_ef_destroy(*state);
+        *state = NULL;
+        return TUTTI_ERR_NO_MEMORY;
+    }
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_ef_reset(tutti_ef_state_t state)
+{
+    if (!state)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_reset: state is NULL");
+    memset(state->worker, 0, (state->count ? state->count : 1) * sizeof(float));
+    memset(state->server, 0, (tt_block_count(state->count, state->nranks, 0) + 1) * sizeof(float));
+    state->server_count = 0;
+    state->worker_on_device = 0; /* the next device call copies the zeroes over */
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_ef_destroy(tutti_ef_state_t state)
+{
+    if (state) {
+        tt_ef_free_device(state);
+        free(state->worker);
+        free(state->server);
+        free(state);
+    }
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **worker, size_t *worker_count,
+                                         const float **server, size_t *server_count)
+{
+    if (!state || !worker || !worker_count || !server || !server_count)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_errors: NULL argument");
+    TT_TRY(tt_ef_worker_to_host(state));
+    *worker = state->worker;
+    *worker_count = state->count;
+    *server = state->server_count ? state->server : NULL;
+    *server_count = state->server_count;
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats)
+{
+    if (!tt_comm_valid(comm) || !stats)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_compress_last_stats: %s",
+                             !stats ? "stats is NULL" : "comm is NULL or destroyed");
+    TT_TRY(tt_device_drain(comm)); /* the last call may still be queued on a stream */
+    *stats = comm->compress_stats;
+    return TUTTI_SUCCESS;
+}
+
+/* Bytes this rank sends in the dense ring all-reduce of n elements. */
+static uint64_t dense_ring_bytes(size_t n, size_t elem, int p, int r)
+{
+    /* The reduce-scatter sends every block but r + 1, the all-gather every block but r + 2. */
+    return (2 * (uint64_t)n - tt_block_count(n, p, tt_mod(r + 1, p)) -
+            tt_block_count(n, p, tt_mod(r + 2, p))) *
+           elem;
+}
+
+static void to_f32(const void *in, tutti_dtype_t t, size_t n, float *out)
+{
+    if (t == TUTTI_FP32)
+        memcpy(out, in, n * sizeof(float));
+    else
+        for (size_t i = 0; i < n; i++)
+            out[i] = t == TUTTI_FP16 ? tt_fp16_to_f32(((const uint16_t *)in)[i])
+                                     : tt_bf16_to_f32(((const uint16_t *)in)[i]);
+}
+
+static void from_f32(const float *in, tutti_dtype_t t, size_t n, void *out)
+{
+    if (t == TUTTI_FP32)
+        memmove(out, in, n * sizeof(float));
+    else
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)out)[i] = t == TUTTI_FP16 ? tt_f32_to_fp16(in[i]) : tt_f32_to_bf16(in[i]);
+}
+
+/* Carves the call's buffers (each 64-byte aligned) out of the communicator's
+ * compression workspace, growing it when needed. sizes ends with 0. */
+static tutti_status_t workspace(tutti_comm_t comm, const size_t *sizes, void **out)
+{
+    size_t total = 0;
+    for (int i = 0; sizes[i]; i++)
+        total += (sizes[i] + 63) & ~(size_t)63;
+    if (total > comm->compress_ws_bytes) {
+        free(comm->compress_ws);
+        comm->compress_ws = NULL;
+        comm->compress_ws_bytes = 0;
+        if (posix_memalign(&comm->compress_ws, 64, total))
+            return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "compressed all-reduce: no memory for %zu bytes",
+                                 total);
+        comm->compress_ws_bytes = total;
+    }
+    char *at = comm->compress_ws;
+    for (int i = 0; sizes[i]; i++) {
+        out[i] = at;
+        at += (sizes[i] + 63) & ~(size_t)63;
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* What a call needs besides the user's buffers. */
+typedef struct {
+    tutti_comm_t comm;
+    const tutti_compress_t *how;
+    tutti_ef_state_t ef; /* NULL: no error feedback */
+    size_t n;
+    int p, rank;
+    tutti_op_t op;
+    const float *g; /* the input as fp32 (the user's buffer when that is fp32) */
+    float *x;       /* top-k: g + e, what this rank wants to send */
+    float *out;     /* the result, fp32 (the user's buffer when that is fp32) */
+    uint64_t stream;
+    size_t k;     /* top-k: elements to keep */
+    void *buf[4]; /* the scheme's own buffers, from the workspace */
+} call_t;
+
+tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv,
+                                     size_t count, tutti_dtype_t dtype, tutti_op_t op)
+{
+    tt_call_t c = {.coll = coll, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op};
+    return tt_coll_host(comm, &c);
+}
+
+static tutti_status_t dense(call_t *c)
+{
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLREDUCE, c->x, c->out, c->n, TUTTI_FP32, c->op));
+    if (c->ef)
+        memset(c->ef->worker, 0, c->n * sizeof(float)); /* everything was sent */
+    return TUTTI_SUCCESS;
+}
+
+size_t tt_compress_topk_k(const tutti_compress_t *how, size_t n)
+{
+    double density = how->density > 0 ? how->density : TT_DEFAULT_DENSITY;
+    size_t k = how->k ? how->k : (size_t)ceil(density * (double)n);
+    return k < 1 ? 1 : k > n ? n : k;
+}
+
+int tt_compress_topk_costly(size_t k, size_t n, int p)
+{
+    /* Pairs cost 8 bytes against the dense ring's 2 (p-1)/p 4 per element:
+     * all-gathering p k pairs only pays below k/n = 1/p. */
+    return (double)k / (double)n >= 1.0 / p;
+}
+
+int tt_compress_topk_dense(tutti_comm_t comm, size_t k, size_t n)
+{
+    if (!tt_compress_topk_costly(k, n, comm->nranks))
+        return 0;
+    TT_DEBUG(TT_SUB_COLL,
+             "compressed all-reduce: top-%zu of %zu on %d ranks would send more than the dense "
+             "all-reduce; running dense",
+             k, n, comm->nranks);
+    comm->compress_stats.fell_back = 1;
+    return 1;
+}
+
+uint64_t tt_compress_stream(tutti_comm_t comm)
+{
+    return comm->coll_seq * (uint64_t)comm->nranks + (uint64_t)comm->rank;
+}
+
+void tt_compress_account(tutti_comm_t comm, uint64_t before, size_t count, tutti_dtype_t dtype)
+{
+    comm->compress_stats.bytes_sent = comm->bytes_sent - before;
+    comm->compress_stats.dense_bytes_sent =
+        dense_ring_bytes(count, tutti_dtype_size(dtype), comm->nranks, comm->rank);
+}
+
+static tutti_status_t topk(call_t *c)
+{
+    size_t k = c->k;
+    if (tt_compress_topk_dense(c->comm, k, c->n))
+        return dense(c);
+    uint32_t *idx = c->buf[0];
+    float *mag = c->buf[1];
+    tt_pair_t *pairs = c->buf[2], *all = c->buf[3];
+    int64_t mine =
+        (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->stream, idx, mag)
+                                  : tt_topk_exact(c->x, c->n, k, idx, mag));
+    /* Exact selection sends k pairs everywhere; sampled ones agree on the largest count first. */
+    int64_t most = mine;
+    if (c->how->sampled)
+        TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLREDUCE, &mine, &most, 1, TUTTI_INT64, TUTTI_MAX));
+    for (int64_t i = 0; i < most; i++) /* padding: an index past the end */
+        pairs[i] = i < mine ? (tt_pair_t){idx[i], c->x[idx[i]]} : (tt_pair_t){UINT32_MAX, 0};
+    if (c->ef) { /* what was sent leaves the error; the rest stays */
+        memcpy(c->ef->worker, c->x, c->n * sizeof(float));
+        for (int64_t i = 0; i < mine; i++)
+            c->ef->worker[idx[i]] = 0;
+    }
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, pairs, all, (size_t)most * sizeof *pairs,
+                                 TUTTI_UINT8, TUTTI_SUM));
+    /* In rank order: rank 0's values are placed, the others added, which is
+     * bit for bit the dense sum of the sparse vectors in rank order. */
+    memset(c->out, 0, c->n * sizeof(float));
+    for (int q = 0; q < c->p; q++)
+        for (int64_t i = 0; i < most; i++) {
+            tt_pair_t pr = all[(size_t)q * (size_t)most + (size_t)i];
+            if (pr.index < c->n)
+                c->out[pr.index] = q == 0 ? pr.value : c->out[pr.index] + pr.value;
+        }
+    if (c->op == TUTTI_AVG)
+        for (size_t i = 0; i < c->n; i++)
+            c->out[i] /= (float)c->p;
+    c->comm->compress_stats.k_sent = (uint64_t)mine;
+    return TUTTI_SUCCESS;
+}
+
+void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t mine, int p,
+                        tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y, unsigned char *enc)
+{
+    for (int j = 0; j < p; j++) /* rank order */
+        tt_quant_decode(q, got + slot * (size_t)j, mine, y, j > 0);
+    for (size_t i = 0; op == TUTTI_AVG && i < mine; i++)
+        y[i] /= (float)p;
+    if (ef)
+        ef->server_count = mine;
+    tt_quant_encode(q, y, ef ? ef->server : NULL, mine, stream, enc);
+}
+
+static tutti_status_t two_phase(call_t *c)
+{
+    tt_quant_t q = {
+        .kind = c->how->kind, .block = c->how->block, .rounding = c->how->rounding, .seed = c->how->seed};
+    int p = c->p, r = c->rank;
+    size_t slot = tt_quant_bytes(&q, tt_block_count(c->n, p, 0)); /* the largest chunk's encoding */
+    size_t mine = tt_block_count(c->n, p, r);
+    unsigned char *enc = c->buf[0], *got = c->buf[1];
+    float *y = c->buf[2];
+    /* Worker: compress every chunk of g + e; e keeps what the codes lose. */
+    for (int j = 0; j < p; j++) {
+        size_t off = tt_block_off(c->n, p, j), cnt = tt_block_count(c->n, p, j);
+        tt_quant_encode(&q, c->g + off, c->ef ? c->ef->worker + off : NULL, cnt,
+                        c->stream * 2 * (uint64_t)p + (uint64_t)j, enc + slot * (size_t)j);
+    }
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLTOALL, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
+    tt_compress_server(&q, got, slot, mine, p, c->op, c->stream * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r,
+                       c->ef, y, enc);
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
+    for (int j = 0; j < p; j++)
+        tt_quant_decode(&q, got + slot * (size_t)j, tt_block_count(c->n, p, j),
+                        c->out + tt_block_off(c->n, p, j), 0);
+    return TUTTI_SUCCESS;
+}
+
+/* The checks of the compression's own arguments; the buffers are checked
+ * as the all-reduce's. */
+static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv, size_t count,
+                                 tutti_dtype_t dtype, tutti_op_t op, const tutti_compress_t *how,
+                                 tutti_ef_state_t ef, const char *name)
+{
+    if (!tt_comm_valid(comm))
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL or destroyed", name);
+    if (!how)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how is NULL", name);
+    if ((unsigned)how->kind > TUTTI_COMPRESS_SIGN)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how->kind: %d is not a tutti_compress_kind_t",
+                             name, (int)how->kind);
+    if (dtype != TUTTI_FP32 && dtype != TUTTI_FP16 && dtype != TUTTI_BF16)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: dtype: %s; only fp32, fp16 and bf16 compress",
+                             name, tt_dtype_valid(dtype) ? tutti_dtype_name(dtype) : "invalid");
+    if (op != TUTTI_SUM && op != TUTTI_AVG)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: op: only sum and avg compress", name);
+    if (count && (!send || !recv))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: %s is NULL", name,
+                             !send ? "sendbuf" : "recvbuf");
+    if (count > UINT32_MAX)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: count: at most 2^32 - 1 elements", name);
+    if (how->kind == TUTTI_COMPRESS_TOPK && (how->density < 0 || how->density > 1))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how->density: %g is outside [0, 1]", name,
+                             how->density);
+    if (how->rounding != TUTTI_ROUND_NEAREST && how->rounding != TUTTI_ROUND_STOCHASTIC)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how->rounding: %d", name, (int)how->rounding);
+    int feedback = how->kind != TUTTI_COMPRESS_NONE && !how->no_error_feedback;
+    if (feedback && !ef)
+        return tt_comm_error(
+            comm, TUTTI_ERR_INVALID_ARG,
+            "%s: state is NULL but error feedback is on (tutti_ef_create, or set no_error_feedback)", name);
+    if (feedback && (ef->count != count || ef->nranks != comm->nranks))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
+                             "%s: state was made for %zu elements on %d ranks, the call has %zu on %d", name,
+                             ef->count, ef->nranks, count, comm->nranks);
+    return TUTTI_SUCCESS;
+}
+
+/* Device buffers go to the communicator's proxy thread in stream order,
+ * as every collective's do: it runs compress_device.c's GPU path when both
+ * buffers are on the GPU, and otherwise the CPU path below on staged copies. */
+TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
+                                                    tutti_dtype_t dtype, tutti_op_t op,
+                                                    const tutti_compress_t *how, tutti_ef_state_t state,
+                                                    tutti_comm_t comm, tutti_stream_t stream)
+{
+    const char *name = "tutti_allreduce_compressed";
+    TT_TRY(check_args(comm, sendbuf, recvbuf, count, dtype, op, how, state, name));
+    tutti_ef_state_t ef = how->no_error_feedback ? NULL : state;
+    tt_call_t call = {.coll = TT_COLL_ALLREDUCE,
+                      .send = sendbuf,
+                      .recv = recvbuf,
+                      .count = count,
+                      .dtype = dtype,
+                      .op = op};
+    TT_TRY(tt_coll_prepare(comm, &call, name));
+    if (call.send_on_device || call.recv_on_device)
+        return tt_device_enqueue(comm, &call, how, ef, stream);
+    TT_TRY(tt_coll_wait_turn(comm, name, stream));
+    return tt_coll_run_compressed(comm, &call, how, ef);
+}
+
+tutti_status_t tt_coll_run_compressed(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
+                                      tutti_ef_state_t ef)
+{
+    const void *sendbuf = call->send;
+    void *recvbuf = call->recv;
+    size_t count = call->count;
+    tutti_dtype_t dtype = call->dtype;
+    tutti_op_t op = call->op;
+    comm->compress_stats = (tutti_compress_stats_t){0};
+    if (how->kind == TUTTI_COMPRESS_NONE || count == 0) {
+        uint64_t before = comm->bytes_sent;
+        TT_TRY(tt_coll_run_host(comm, call));
+        comm->compress_stats.bytes_sent = comm->compress_stats.dense_bytes_sent = comm->bytes_sent - before;
+        return TUTTI_SUCCESS;
+    }
+    if (ef)
+        TT_TRY(tt_ef_worker_to_host(ef)); /* earlier calls may have left it on the GPU */
+    call_t c = {
+        .comm = comm, .how = how, .ef = ef, .n = count, .p = comm->nranks, .rank = comm->rank, .op = op};
+    /* The buffers: x and the fp32 result, then the scheme's own. Top-k
+     * keeps room for 2k indices and pairs (what sampled selection may pick). */
+    size_t k = how->kind == TUTTI_COMPRESS_TOPK ? tt_compress_topk_k(how, count) : 0, p = (size_t)c.p;
+    tt_quant_t q = {.kind = how->kind, .block = how->block};
+    size_t slot = how->kind == TUTTI_COMPRESS_TOPK ? 0 : tt_quant_bytes(&q, tt_block_count(count, c.p, 0));
+    int need_x = k || dtype != TUTTI_FP32; /* top-k works on g + e; half types need converting */
+    size_t sizes[] = {need_x ? count * sizeof(float) : 1,
+                      dtype == TUTTI_FP32 ? 1 : count * sizeof(float),
+                      k ? 2 * k * sizeof(uint32_t) : slot * p + 1,
+                      k ? count * sizeof(float) : slot * p + 1,
+                      k ? 2 * k * sizeof(tt_pair_t) : (tt_block_count(count, c.p, 0) + 1) * sizeof(float),
+                      k ? 2 * k * p * sizeof(tt_pair_t) : 1,
+                      0};
+    void *bufs[6];
+    TT_TRY(workspace(comm, sizes, bufs));
+    c.x = bufs[0];
+    c.out = dtype == TUTTI_FP32 ? recvbuf : bufs[1];
+    c.k = k;
+    memcpy(c.buf, bufs + 2, sizeof c.buf);
+    if (dtype != TUTTI_FP32)
+        to_f32(sendbuf, dtype, count, c.x);
+    c.g = dtype == TUTTI_FP32 ? sendbuf : c.x; /* read before out is written (in place) */
+    if (k) { /* top-k selects from g + e; from g itself (-0 stays -0) without feedback, as the GPU path */
+        for (size_t i = 0; i < count; i++)
+            c.x[i] = c.ef ? c.g[i] + c.ef->worker[i] : c.g[i];
+        c.g = c.x;
+    }
+    c.stream = tt_compress_stream(comm);
+    uint64_t before = comm->bytes_sent;
+    tutti_status_t st = how->kind == TUTTI_COMPRESS_TOPK ? topk(&c) : two_phase(&c);
+    if (!st) {
+        if (dtype != TUTTI_FP32)
+            from_f32(c.out, dtype, count, recvbuf);
+        tt_compress_account(comm, before, count, dtype);
+    }
+    return st;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the compressed all-reduce's two paths share: the CPU one on host
+ * buffers (compress_coll.c) and the GPU one on device buffers
+ * (compress_device.c). Both send the same messages and keep the same
+ * error-feedback state, so ranks may mix them in one call.
+ */
+#ifndef TT_COMPRESS_COLL_H
+#define TT_COMPRESS_COLL_H
+
+#include "coll/coll.h"
+#include "comm/comm.h"
+#include "compress/compress.h"
+
+struct tutti_ef_state {
+    size_t count;
+    int nranks;
+    float *worker;       /* count */
+    float *server;       /* the largest chunk */
+    size_t server_count; /* this rank's chunk, 0 until a two-phase call */
+    /* The worker error moves to the GPU with the first device-buffer call
+     * and stays there while device calls follow; worker is then stale. */
+    float *worker_dev;
+    int worker_on_device;
+    int device;  /* the GPU of worker_dev */
+    void *moves; /* its cudaStream_t for the copies between the two */
+};
+
+/* Elements a top-k call keeps: how->k, or its density of n; 1 to n. */
+size_t tt_compress_topk_k(const tutti_compress_t *how, size_t n);
+/* Whether p k pairs cost more than the dense ring all-reduce (k/n >= 1/p). */
+int tt_compress_topk_costly(size_t k, size_t n, int p);
+/* The same for this call, which then runs dense: noted in the call's stats
+ * and the debug log. */
+int tt_compress_topk_dense(tutti_comm_t comm, size_t k, size_t n);
+/* The counter-based random stream of this rank's current call: it differs
+ * per call and rank and agrees with a rerun. */
+uint64_t tt_compress_stream(tutti_comm_t comm);
+/* One of the collectives a scheme is made of, on host buffers, run now
+ * (on the device proxy thread too, which must not wait for its own queue). */
+tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv,
+                                     size_t count, tutti_dtype_t dtype, tutti_op_t op);
+/*
+ * The two-phase server step on this rank's chunk (mine elements): decode
+ * the p copies in got (slot bytes apart) into y in rank order, average if
+ * op says so, then encode y plus the server error into enc, keeping the
+ * loss in the server error.
+ */
+void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t mine, int p,
+                        tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y, unsigned char *enc);
+/* The last call's bytes: what this rank sent since before, and what the
+ * dense ring all-reduce of count elements of dtype would have sent. */
+void tt_compress_account(tutti_comm_t comm, uint64_t before, size_t count, tutti_dtype_t dtype);
+
+#ifdef TT_HAVE_CUDA
+/* Allocates the GPU copy of the worker error on device (when a device call
+ * is queued; a state keeps one GPU). */
+tutti_status_t tt_ef_prepare_device(tutti_comm_t comm, tutti_ef_state_t ef, int device);
+/* Makes the host copy of the worker error the current one, or the GPU copy;
+ * a no-op when it already is. */
+tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef);
+tutti_status_t tt_ef_worker_to_device(tutti_comm_t comm, tutti_ef_state_t ef);
+void tt_ef_free_device(tutti_ef_state_t ef);
+
+/* The GPU path (compress_device.c): whether it runs call c (both buffers
+ * on the GPU, something to compress), the working memory it needs, and the
+ * call itself on the proxy's cuda_stream, once the inputs are ready there. */
+int tt_device_compressed_on_gpu(const tt_call_t *c, const tutti_compress_t *how);
+void tt_device_compressed_needs(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+                                size_t *dev_bytes, size_t *host_bytes);
+tutti_status_t tt_device_run_compressed(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+                                        tutti_ef_state_t ef, void *dev_scratch, void *host_scratch,
+                                        void *cuda_stream);
+#else
+static inline tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef)
+{
+    (void)ef;
+    return TUTTI_SUCCESS;
+}
+static inline void tt_ef_free_device(tutti_ef_state_t ef)
+{
+    (void)ef;
+}
+#endif
+
+#endif

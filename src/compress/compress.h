@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Compression kernels on the CPU: per-block scaled quantizers (int8, int4,
+ * scaled sign) and top-k selection. Plain loops over fp32 that the compiler
+ * vectorises; the CUDA kernels follow the same arithmetic element by
+ * element, and the same counter-based random numbers.
+ */
+#ifndef TT_COMPRESS_H
+#define TT_COMPRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/hd.h"
+#include "tutti.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    tutti_compress_kind_t kind; /* INT8, INT4 or SIGN */
+    size_t block;               /* elements per scale; 0: one scale for the whole run */
+    tutti_rounding_t rounding;
+    uint64_t seed;
+} tt_quant_t;
+
+/* Bytes of the encoding of n values: the scales (fp32, one per block), then
+ * the codes (1 byte, half a byte or one bit each). */
+size_t tt_quant_bytes(const tt_quant_t *q, size_t n);
+/*
+ * Encodes x = g + e (g alone when e is NULL), n values, into out
+ * (tt_quant_bytes(q, n) bytes), and replaces e with x - decode(out): what
+ * the encoding dropped. One pass over g and e for the scales, one for the
+ * codes. stream picks the random numbers of stochastic rounding (element i
+ * uses number i of the stream, rounding x / scale + u - 1/2 to nearest), so
+ * results do not depend on how the work is split.
+ */
+void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, uint64_t stream,
+                     unsigned char *out);
+/* out[0..n) = the values in; with add, out += them instead. */
+void tt_quant_decode(const tt_quant_t *q, const unsigned char *in, size_t n, float *out, int add);
+
+/* A uniform number in [0, 1) for (seed, stream, i): splitmix64 of the
+ * three, top 24 bits as a fraction; the same on CPU and GPU. */
+static inline TT_HD float tt_uniform01(uint64_t seed, uint64_t stream, uint64_t i)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (stream + 1) + 0xD1B54A32D192ED03ull * i;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
+}
+
+/* Largest code of a quantizer: 127 (int8) or 7 (int4). */
+static inline TT_HD int tt_quant_levels(tutti_compress_kind_t kind)
+{
+    return kind == TUTTI_COMPRESS_INT8 ? 127 : 7;
+}
+
+/* Rounds to nearest even for |t| < 2^22 without a library call (the GPU
+ * kernels use the same two additions, never fused). */
+static inline TT_HD float tt_round_even(float t)
+{
+    const float magic = 12582912.0f; /* 1.5 * 2^23 */
+    return (t + magic) - magic;
+}
+
+/* One element a top-k call sends: its index and its value (g + e). */
+typedef struct {
+    uint32_t index;
+    float value;
+} tt_pair_t;
+
+/* The indices, ascending, of the k largest |x[i]| (ties to the lower index).
+ * mag is scratch of n floats. Returns k (n if k > n). */
+size_t tt_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, float *mag);
+/*
+ * DGC-style: a threshold from a random sample of |x| that about k elements
+ * pass, then the elements that pass (capped by an exact pass among them at
+ * 2k). Returns how many were selected, ascending in idx (room for 2k).
+ */
+size_t tt_topk_sampled(const float *x, size_t n, size_t k, uint64_t seed, uint64_t stream, uint32_t *idx,
+                       float *mag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* AVX2 + F16C kernels: 8 fp32 lanes; fp16/bf16 widened to fp32 in registers. */
+#pragma GCC target("avx2,f16c,fma")
+#pragma GCC optimize("O3")
+#include <immintrin.h>
+
+#include "reduce/reduce.h"
+
+#define TT_KERNEL_PREFIX avx2_
+#include "reduce/loops.h"
+
+static inline __m256 avx2_op(int op, __m256 x, __m256 y)
+{
+    __m256 r;
+    switch (op) {
+    case TUTTI_PROD: return _mm256_mul_ps(x, y);
+    case TUTTI_MIN: r = _mm256_min_ps(x, y); break;
+    case TUTTI_MAX: r = _mm256_max_ps(x, y); break;
+    default: return _mm256_add_ps(x, y);
+    }
+    /* min/max_ps drop a NaN in the first operand; make it win instead. */
+    return _mm256_blendv_ps(r, _mm256_add_ps(x, y), _mm256_cmp_ps(x, y, _CMP_UNORD_Q));
+}
+
+static inline __m256 avx2_load_bf16(const tt_u16u_t *p)
+{
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+/* Round to nearest even as tt_f32_to_bf16 does, NaNs made quiet. */
+static inline void avx2_store_bf16(tt_u16u_t *p, __m256 v)
+{
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(packed));
+}
+
+static inline void avx2_fp16_body(int op, void *dst, const void *a, const void *b, size_t n)
+{
+    tt_u16u_t *d = dst;
+    const tt_u16u_t *pa = a, *pb = b;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(pa + i)));
+        __m256 y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(pb + i)));
+        __m128i r = _mm256_cvtps_ph(avx2_op(op, x, y), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128((__m128i *)(d + i), r);
+    }
+    avx2_fp16_tail(op, d + i, pa + i, pb + i, n - i);
+}
+
+static inline void avx2_bf16_body(int op, void *dst, const void *a, const void *b, size_t n)
+{
+    tt_u16u_t *d = dst;
+    const tt_u16u_t *pa = a, *pb = b;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        avx2_store_bf16(d + i, avx2_op(op, avx2_load_bf16(pa + i), avx2_load_bf16(pb + i)));
+    avx2_bf16_tail(op, d + i, pa + i, pb + i, n - i);
+}
+
+TT_HALF_KERNELS(f16, avx2_fp16_body)
+TT_HALF_KERNELS(bf16, avx2_bf16_body)
+
+void tt_reduce_fill_avx2(tt_reduce_table_t table)
+{
+    avx2_fill_plain_rows(table);
+    TT_FILL_ROW(table, TUTTI_FP16, f16);
+    TT_FILL_ROW(table, TUTTI_BF16, bf16);
+}

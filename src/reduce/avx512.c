@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* AVX-512 kernels: 16 fp32 lanes, masked tails, no scalar remainder loop. */
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,f16c,fma")
+#pragma GCC optimize("O3")
+#include <immintrin.h>
+
+#include "reduce/reduce.h"
+
+#define TT_KERNEL_PREFIX avx512_
+#include "reduce/loops.h"
+#define TT_BF16_NARROW(v) avx512_bf16_round(v)
+#include "reduce/avx512_half.h"
+
+TT_HALF_KERNELS(f16, avx512_fp16_body)
+TT_HALF_KERNELS(bf16, avx512_bf16_body)
+
+void tt_reduce_fill_avx512(tt_reduce_table_t table)
+{
+    avx512_fill_plain_rows(table);
+    TT_FILL_ROW(table, TUTTI_FP16, f16);
+    TT_FILL_ROW(table, TUTTI_BF16, bf16);
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Element-wise loops for every dtype and op, written so the compiler can
+ * vectorise them. Included by each reduce_<isa>.c, which compiles them for
+ * its own target; TT_KERNEL_PREFIX names that copy's functions.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "core/half.h"
+#include "reduce/reduce.h"
+
+/* User buffers need not be aligned to their element size: every access
+ * goes through these alignment-1 types (a GCC extension), so misaligned
+ * elements are defined behaviour and still vectorise with unaligned loads. */
+#ifndef TT_UNALIGNED_TYPES
+#define TT_UNALIGNED_TYPES
+typedef int8_t tt_i8u_t;
+typedef uint8_t tt_u8u_t;
+typedef int32_t __attribute__((aligned(1))) tt_i32u_t;
+typedef uint32_t __attribute__((aligned(1))) tt_u32u_t;
+typedef int64_t __attribute__((aligned(1))) tt_i64u_t;
+typedef uint64_t __attribute__((aligned(1))) tt_u64u_t;
+typedef uint16_t __attribute__((aligned(1))) tt_u16u_t;
+typedef float __attribute__((aligned(1))) tt_f32u_t;
+typedef double __attribute__((aligned(1))) tt_f64u_t;
+#endif
+
+#define TT_CAT2(a, b) a##b
+#define TT_CAT(a, b) TT_CAT2(a, b)
+#define TT_KFN(name) TT_CAT(TT_KERNEL_PREFIX, name)
+
+/* One kernel: pd[i] = EXPR of x = pa[i] and y = pb[i]. */
+#define TT_ELEMENTWISE(name, T, U, EXPR)                                                                     \
+    static void TT_KFN(name)(void *d, const void *a, const void *b, size_t n)                                \
+    {                                                                                                        \
+        U *restrict pd = d;                                                                                  \
+        const U *pa = a, *pb = b;                                                                            \
+        for (size_t i = 0; i < n; i++) {                                                                     \
+            T x = pa[i], y = pb[i];                                                                          \
+            pd[i] = (EXPR);                                                                                  \
+        }                                                                                                    \
+    }
+
+/* Integers wrap (computed unsigned: no signed-overflow UB). */
+#define TT_INT_KERNELS(T, UT, tag, U)                                                                        \
+    TT_ELEMENTWISE(sum_##tag, T, U, (T)((UT)x + (UT)y))                                                      \
+    TT_ELEMENTWISE(prod_##tag, T, U, (T)((UT)x * (UT)y))                                                     \
+    TT_ELEMENTWISE(min_##tag, T, U, x < y ? x : y)                                                           \
+    TT_ELEMENTWISE(max_##tag, T, U, x > y ? x : y)
+
+/* Floats: min/max return NaN when either input is NaN (a + b makes it). */
+#define TT_FLOAT_KERNELS(T, tag, U)                                                                          \
+    TT_ELEMENTWISE(sum_##tag, T, U, x + y)                                                                   \
+    TT_ELEMENTWISE(prod_##tag, T, U, x *y)                                                                   \
+    TT_ELEMENTWISE(min_##tag, T, U, (x != x || y != y) ? x + y : (x < y ? x : y))                            \
+    TT_ELEMENTWISE(max_##tag, T, U, (x != x || y != y) ? x + y : (x > y ? x : y))
+
+/* Half types one element at a time: the tails of the vector kernels and
+ * the whole portable kernels. */
+static inline float TT_KFN(half_op)(int op, float x, float y)
+{
+    switch (op) {
+    case TUTTI_PROD: return x * y;
+    case TUTTI_MIN: return (x != x || y != y) ? x + y : (x < y ? x : y);
+    case TUTTI_MAX: return (x != x || y != y) ? x + y : (x > y ? x : y);
+    default: return x + y;
+    }
+}
+
+static inline void TT_KFN(fp16_tail)(int op, tt_u16u_t *d, const tt_u16u_t *a, const tt_u16u_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = tt_f32_to_fp16(TT_KFN(half_op)(op, tt_fp16_to_f32(a[i]), tt_fp16_to_f32(b[i])));
+}
+
+static inline void TT_KFN(bf16_tail)(int op, tt_u16u_t *d, const tt_u16u_t *a, const tt_u16u_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = tt_f32_to_bf16(TT_KFN(half_op)(op, tt_bf16_to_f32(a[i]), tt_bf16_to_f32(b[i])));
+}
+
+TT_INT_KERNELS(int8_t, uint8_t, i8, tt_i8u_t)
+TT_INT_KERNELS(uint8_t, uint8_t, u8, tt_u8u_t)
+TT_INT_KERNELS(int32_t, uint32_t, i32, tt_i32u_t)
+TT_INT_KERNELS(uint32_t, uint32_t, u32, tt_u32u_t)
+TT_INT_KERNELS(int64_t, uint64_t, i64, tt_i64u_t)
+TT_INT_KERNELS(uint64_t, uint64_t, u64, tt_u64u_t)
+TT_FLOAT_KERNELS(float, f32, tt_f32u_t)
+TT_FLOAT_KERNELS(double, f64, tt_f64u_t)
+
+#define TT_FILL_ROW(table, dtype, tag)                                                                       \
+    do {                                                                                                     \
+        table[dtype][TUTTI_SUM] = TT_KFN(sum_##tag);                                                         \
+        table[dtype][TUTTI_PROD] = TT_KFN(prod_##tag);                                                       \
+        table[dtype][TUTTI_MIN] = TT_KFN(min_##tag);                                                         \
+        table[dtype][TUTTI_MAX] = TT_KFN(max_##tag);                                                         \
+        table[dtype][TUTTI_AVG] = TT_KFN(sum_##tag);                                                         \
+    } while (0)
+
+/* Fills every row but fp16/bf16, which each file provides itself. */
+static inline void TT_KFN(fill_plain_rows)(tt_reduce_table_t t)
+{
+    TT_FILL_ROW(t, TUTTI_INT8, i8);
+    TT_FILL_ROW(t, TUTTI_UINT8, u8);
+    TT_FILL_ROW(t, TUTTI_INT32, i32);
+    TT_FILL_ROW(t, TUTTI_UINT32, u32);
+    TT_FILL_ROW(t, TUTTI_INT64, i64);
+    TT_FILL_ROW(t, TUTTI_UINT64, u64);
+    TT_FILL_ROW(t, TUTTI_FP32, f32);
+    TT_FILL_ROW(t, TUTTI_FP64, f64);
+}
+
+/* Defines the 4 fp16 or bf16 kernels of one file from a body macro
+ * BODY(op, d, a, b, n) that handles the whole array. */
+#define TT_HALF_KERNELS(tag, BODY)                                                                           \
+    static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        BODY(TUTTI_SUM, d, a, b, n);                                                                         \
+    }                                                                                                        \
+    static void TT_KFN(prod_##tag)(void *d, const void *a, const void *b, size_t n)                          \
+    {                                                                                                        \
+        BODY(TUTTI_PROD, d, a, b, n);                                                                        \
+    }                                                                                                        \
+    static void TT_KFN(min_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        BODY(TUTTI_MIN, d, a, b, n);                                                                         \
+    }                                                                                                        \
+    static void TT_KFN(max_##tag)(void *d, const void *a, const void *b, size_t n)                           \
+    {                                                                                                        \
+        BODY(TUTTI_MAX, d, a, b, n);                                                                         \
+    }

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* Portable kernels: plain C for any CPU; the fallback of the dispatch. */
+#include "reduce/reduce.h"
+
+#define TT_KERNEL_PREFIX portable_
+#include "reduce/loops.h"
+
+#define PORTABLE_FP16(op, d, a, b, n) portable_fp16_tail(op, d, a, b, n)
+#define PORTABLE_BF16(op, d, a, b, n) portable_bf16_tail(op, d, a, b, n)
+TT_HALF_KERNELS(f16, PORTABLE_FP16)
+TT_HALF_KERNELS(bf16, PORTABLE_BF16)
+
+void tt_reduce_fill_portable(tt_reduce_table_t table)
+{
+    portable_fill_plain_rows(table);
+    TT_FILL_ROW(table, TUTTI_FP16, f16);
+    TT_FILL_ROW(table, TUTTI_BF16, bf16);
+}

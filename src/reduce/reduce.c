@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* Run-time choice of reduction kernels, and the avg division. */
+#include <pthread.h>
+#include <string.h>
+
+#include "core/env_config.h"
+#include "core/half.h"
+#include "core/log.h"
+#include "reduce/reduce.h"
+
+static const char *const isa_names[TT_ISA_COUNT] = {"portable", "avx2", "avx512", "avx512bf16"};
+static tt_reduce_table_t tables[TT_ISA_COUNT];
+static int usable[TT_ISA_COUNT];
+static tt_isa_t chosen = TT_ISA_PORTABLE;
+static pthread_once_t reduce_once = PTHREAD_ONCE_INIT;
+
+const char *tt_isa_name(tt_isa_t isa)
+{
+    return isa < TT_ISA_COUNT ? isa_names[isa] : "unknown";
+}
+
+static void reduce_setup(void)
+{
+    tt_reduce_fill_portable(tables[TT_ISA_PORTABLE]);
+    usable[TT_ISA_PORTABLE] = 1;
+#ifdef TT_HAVE_X86_SIMD
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma")) {
+        tt_reduce_fill_avx2(tables[TT_ISA_AVX2]);
+        usable[TT_ISA_AVX2] = 1;
+    }
+    if (usable[TT_ISA_AVX2] && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl")) {
+        tt_reduce_fill_avx512(tables[TT_ISA_AVX512]);
+        usable[TT_ISA_AVX512] = 1;
+        if (__builtin_cpu_supports("avx512bf16")) {
+            tt_reduce_fill_avx512bf16(tables[TT_ISA_AVX512BF16]);
+            usable[TT_ISA_AVX512BF16] = 1;
+        }
+    }
+#endif
+    for (int isa = TT_ISA_COUNT - 1; isa >= 0; isa--)
+        if (usable[isa]) {
+            chosen = (tt_isa_t)isa;
+            break;
+        }
+    const char *want = tt_config_str(TT_CFG_REDUCE_ISA);
+    if (strcmp(want, "auto") == 0)
+        return;
+    for (int isa = 0; isa < TT_ISA_COUNT; isa++)
+        if (strcmp(want, isa_names[isa]) == 0) {
+            if (usable[isa])
+                chosen = (tt_isa_t)isa;
+            else
+                TT_WARN(TT_SUB_CONFIG, "TUTTI_REDUCE_ISA=%s: this CPU or build lacks it; using %s", want,
+                        isa_names[chosen]);
+            return;
+        }
+    TT_WARN(TT_SUB_CONFIG, "TUTTI_REDUCE_ISA=%s is unknown; using %s", want, isa_names[chosen]);
+}
+
+int tt_isa_usable(tt_isa_t isa)
+{
+    pthread_once(&reduce_once, reduce_setup);
+    return isa < TT_ISA_COUNT && usable[isa];
+}
+
+tt_isa_t tt_reduce_isa(void)
+{
+    pthread_once(&reduce_once, reduce_setup);
+    return chosen;
+}
+
+tt_reduce_fn tt_reduce_get_isa(tt_isa_t isa, tutti_dtype_t dtype, tutti_op_t op)
+{
+    if (!tt_isa_usable(isa) || (unsigned)dtype >= TUTTI_NUM_DTYPES || (unsigned)op >= TUTTI_NUM_OPS)
+        return NULL;
+    return tables[isa][dtype][op];
+}
+
+tt_reduce_fn tt_reduce_get(tutti_dtype_t dtype, tutti_op_t op)
+{
+    return tt_reduce_get_isa(tt_reduce_isa(), dtype, op);
+}
+
+#define AVG_INT(T)                                                                                           \
+    do {                                                                                                     \
+        T __attribute__((aligned(1))) *p = buf;                                                              \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            p[i] = (T)(p[i] / (T)nranks);                                                                    \
+    } while (0)
+
+void tt_reduce_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks)
+{
+    switch (dtype) {
+    case TUTTI_INT8: AVG_INT(int8_t); break;
+    case TUTTI_UINT8: AVG_INT(uint8_t); break;
+    case TUTTI_INT32: AVG_INT(int32_t); break;
+    case TUTTI_UINT32: AVG_INT(uint32_t); break;
+    case TUTTI_INT64: AVG_INT(int64_t); break;
+    case TUTTI_UINT64: AVG_INT(uint64_t); break;
+    case TUTTI_FP32: AVG_INT(float); break;
+    case TUTTI_FP64: AVG_INT(double); break;
+    case TUTTI_FP16: {
+        uint16_t __attribute__((aligned(1))) *p = buf;
+        for (size_t i = 0; i < n; i++)
+            p[i] = tt_f32_to_fp16(tt_fp16_to_f32(p[i]) / (float)nranks);
+        break;
+    }
+    case TUTTI_BF16: {
+        uint16_t __attribute__((aligned(1))) *p = buf;
+        for (size_t i = 0; i < n; i++)
+            p[i] = tt_f32_to_bf16(tt_bf16_to_f32(p[i]) / (float)nranks);
+        break;
+    }
+    default: break;
+    }
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/* Growable schedule storage for the algorithm builders. */
+#include <stdlib.h>
+
+#include "sched/schedule.h"
+
+void tt_sched_init(tt_sched_t *s)
+{
+    *s = (tt_sched_t){0};
+}
+
+void tt_sched_free(tt_sched_t *s)
+{
+    free(s->steps);
+    free(s->round_first);
+    tt_sched_init(s);
+}
+
+static int grow(void **p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    int ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *np = realloc(*p, (size_t)ncap * elem);
+    if (!np)
+        return -1;
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
+
+tutti_status_t tt_sched_round(tt_sched_t *s)
+{
+    /* round_first keeps one extra entry: the end of the last round. */
+    if (grow((void **)&s->round_first, &s->rounds_cap, s->nrounds + 2, sizeof(int)))
+        return TUTTI_ERR_NO_MEMORY;
+    s->round_first[s->nrounds] = s->nsteps;
+    s->nrounds++;
+    s->round_first[s->nrounds] = s->nsteps;
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_sched_add(tt_sched_t *s, tt_step_t step)
+{
+    if (s->nrounds == 0 && tt_sched_round(s))
+        return TUTTI_ERR_NO_MEMORY;
+    if (grow((void **)&s->steps, &s->steps_cap, s->nsteps + 1, sizeof(tt_step_t)))
+        return TUTTI_ERR_NO_MEMORY;
+    s->steps[s->nsteps++] = step;
+    if (step.kind == TT_STEP_SEND)
+        s->sent_count += step.src.count;
+    s->round_first[s->nrounds] = s->nsteps;
+    int in_round = s->round_first[s->nrounds] - s->round_first[s->nrounds - 1];
+    if (in_round > s->max_round_steps)
+        s->max_round_steps = in_round;
+    const tt_region_t *regions[2] = {&step.dst, &step.src};
+    for (int i = 0; i < 2; i++)
+        if (regions[i]->buf == TT_BUF_SCRATCH && regions[i]->off + regions[i]->count > s->scratch_count)
+            s->scratch_count = regions[i]->off + regions[i]->count;
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_sched_send(tt_sched_t *s, int peer, tt_region_t src)
+{
+    return tt_sched_add(s, (tt_step_t){TT_STEP_SEND, peer, tt_region(TT_BUF_INPUT, 0, 0), src});
+}
+
+tutti_status_t tt_sched_recv(tt_sched_t *s, int peer, tt_region_t dst)
+{
+    return tt_sched_add(s, (tt_step_t){TT_STEP_RECV, peer, dst, tt_region(TT_BUF_INPUT, 0, 0)});
+}
+
+tutti_status_t tt_sched_recv_reduce(tt_sched_t *s, int peer, tt_region_t dst, tt_region_t src)
+{
+    return tt_sched_add(s, (tt_step_t){TT_STEP_RECV_REDUCE, peer, dst, src});
+}
+
+tutti_status_t tt_sched_copy(tt_sched_t *s, tt_region_t dst, tt_region_t src)
+{
+    return tt_sched_add(s, (tt_step_t){TT_STEP_COPY, -1, dst, src});
+}
+
+const tt_step_t *tt_sched_round_steps(const tt_sched_t *s, int r, int *n)
+{
+    *n = s->round_first[r + 1] - s->round_first[r];
+    return s->steps + s->round_first[r];
+}

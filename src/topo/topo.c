@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "topo/topo.h"
+
+#ifdef TT_HAVE_HWLOC
+#include <hwloc.h>
+#include <pthread.h>
+#endif
+
+tt_path_t tt_topo_path(const tt_topo_t *t, int a, int b, int *links)
+{
+    const tt_topo_dev_t *x = &t->devs[a], *y = &t->devs[b];
+    *links = 0;
+    if (a == b)
+        return TT_PATH_X;
+    if (t->nvlinks[a][b] > 0) {
+        *links = t->nvlinks[a][b];
+        return TT_PATH_NV;
+    }
+    if (x->depth == 0 || y->depth == 0 || strcmp(x->bridges[0], y->bridges[0]) != 0)
+        return x->numa == y->numa ? TT_PATH_NODE : TT_PATH_SYS;
+    /* Same host bridge: how far below it do the two paths part? */
+    int common = 1;
+    while (common < x->depth && common < y->depth && strcmp(x->bridges[common], y->bridges[common]) == 0)
+        common++;
+    if (common == 1)
+        return TT_PATH_PHB;
+    /* A switch is an upstream port with downstream ports below it: two
+     * devices each at most one bridge below the shared one cross one switch. */
+    return x->depth - common <= 1 && y->depth - common <= 1 ? TT_PATH_PIX : TT_PATH_PXB;
+}
+
+void tt_topo_path_name(tt_path_t path, int links, char *out, size_t len)
+{
+    static const char *const names[] = {"X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS"};
+    if (path == TT_PATH_NV)
+        snprintf(out, len, "NV%d", links);
+    else
+        snprintf(out, len, "%s", names[path]);
+}
+
+int tt_topo_nearest_nic(const tt_topo_t *t, int d)
+{
+    int best = -1, links;
+    tt_path_t best_path = TT_PATH_SYS;
+    for (int i = 0; i < t->ndevs; i++) {
+        if (t->devs[i].kind != TT_DEV_NIC || i == d)
+            continue;
+        tt_path_t p = tt_topo_path(t, d, i, &links);
+        if (best < 0 || p < best_path) {
+            best = i;
+            best_path = p;
+        }
+    }
+    return best;
+}
+
+static int dev_order(const tt_topo_dev_t *a, const tt_topo_dev_t *b)
+{
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    return strcmp(a->busid, b->busid);
+}
+
+void tt_topo_finish(tt_topo_t *t)
+{
+    /* Selection sort, moving the NVLink rows and columns along. */
+    for (int i = 0; i < t->ndevs; i++) {
+        int min = i;
+        for (int j = i + 1; j < t->ndevs; j++)
+            if (dev_order(&t->devs[j], &t->devs[min]) < 0)
+                min = j;
+        if (min == i)
+            continue;
+        tt_topo_dev_t d = t->devs[i];
+        t->devs[i] = t->devs[min];
+        t->devs[min] = d;
+        for (int k = 0; k < t->ndevs; k++) {
+            int v = t->nvlinks[i][k];
+            t->nvlinks[i][k] = t->nvlinks[min][k];
+            t->nvlinks[min][k] = v;
+        }
+        for (int k = 0; k < t->ndevs; k++) {
+            int v = t->nvlinks[k][i];
+            t->nvlinks[k][i] = t->nvlinks[k][min];
+            t->nvlinks[k][min] = v;
+        }
+    }
+    t->ngpus = t->nnics = 0;
+    for (int i = 0; i < t->ndevs; i++) {
+        tt_topo_dev_t *d = &t->devs[i];
+        if (d->kind == TT_DEV_GPU)
+            snprintf(d->name, sizeof d->name, "GPU%d", t->ngpus++);
+        else
+            snprintf(d->name, sizeof d->name, "NIC%d", t->nnics++);
+    }
+}
+
+int tt_topo_cpu_numa(int cpu)
+{
+    for (int node = 0; node < 4096; node++) {
+        char path[96];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/node%d", cpu, node);
+        if (access(path, F_OK) == 0)
+            return node;
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%d", node);
+        if (access(path, F_OK) != 0)
+            return -1; /* past the last node */
+    }
+    return -1;
+}
+
+tutti_status_t tt_topo_load_local(tt_topo_t *t, char *err, size_t errlen)
+{
+#ifdef TT_HAVE_HWLOC
+    /* hwloc's view of this machine, read back through the XML reader so
+     * that live machines and fixtures take the same path. The topology is
+     * loaded once per process and kept: it does not change, and keeping it
+     * keeps hwloc's plug-ins loaded (which leak-checkers can then name). */
+    static hwloc_topology_t topo;
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    char *xml = NULL;
+    int len = 0;
+    pthread_mutex_lock(&lock);
+    if (!topo && hwloc_topology_init(&topo) == 0) {
+        hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+        if (hwloc_topology_load(topo) != 0) {
+            hwloc_topology_destroy(topo);
+            topo = NULL;
+        }
+    }
+    int exported = topo && hwloc_topology_export_xmlbuffer(topo, &xml, &len, 0) == 0;
+    pthread_mutex_unlock(&lock);
+    if (exported) {
+        tutti_status_t st = tt_topo_parse_xml(t, xml, err, errlen);
+        hwloc_free_xmlbuffer(topo, xml);
+        if (st == TUTTI_SUCCESS)
+            snprintf(t->source, sizeof t->source, "hwloc %s", HWLOC_VERSION);
+        if (st == TUTTI_SUCCESS && !t->machine[0])
+            gethostname(t->machine, sizeof t->machine - 1);
+        return st;
+    }
+#endif
+    return tt_topo_load_sysfs(t, "/", err, errlen);
+}

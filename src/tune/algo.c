@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* The algorithm registry and the choice per call: what the user forced,
+ * else what the tuner picks. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tune/algo.h"
+#include "core/env_config.h"
+#include "core/hash.h"
+
+/* Registration order is the fallback preference per collective. */
+const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring,
+                                               &tt_algo_recursive_doubling,
+                                               &tt_algo_rabenseifner,
+                                               &tt_algo_double_tree,
+                                               &tt_algo_direct,
+                                               &tt_algo_bruck,
+                                               &tt_algo_chain,
+                                               &tt_algo_binomial,
+                                               &tt_algo_scatter_allgather,
+                                               &tt_algo_pairwise,
+                                               &tt_algo_dissemination,
+                                               &tt_algo_p2p,
+                                               &tt_algo_hierarchical,
+                                               &tt_algo_ordered};
+const int tt_num_algorithms = sizeof tt_algorithms / sizeof tt_algorithms[0];
+
+static const char *const coll_names[TT_COLL_COUNT] = {
+    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall", "barrier", "send", "recv"};
+
+const char *tt_coll_name(tt_coll_t coll)
+{
+    return (unsigned)coll < TT_COLL_COUNT ? coll_names[coll] : "unknown";
+}
+
+const tt_algorithm_t *tt_algo_named(const char *name)
+{
+    for (int i = 0; i < tt_num_algorithms; i++)
+        if (strcmp(tt_algorithms[i]->name, name) == 0)
+            return tt_algorithms[i];
+    return NULL;
+}
+
+/* TUTTI_ALGO_<COLLECTIVE> for each collective, in tt_coll_t order. */
+static const tt_config_id_t per_coll_var[TT_COLL_COUNT] = {
+    TT_CFG_ALGO_ALLREDUCE, TT_CFG_ALGO_REDUCE_SCATTER, TT_CFG_ALGO_ALLGATHER, TT_CFG_ALGO_BROADCAST,
+    TT_CFG_ALGO_REDUCE,    TT_CFG_ALGO_ALLTOALL,       TT_CFG_ALGO_BARRIER,   TT_CFG_COUNT,
+    TT_CFG_COUNT};
+
+static tutti_status_t named_or_empty(const char *var, const char *name, const tt_algorithm_t **out, char *err,
+                                     size_t errlen)
+{
+    *out = NULL;
+    if (!*name)
+        return TUTTI_SUCCESS;
+    *out = tt_algo_named(name);
+    if (*out)
+        return TUTTI_SUCCESS;
+    snprintf(err, errlen, "%s=%s: no such algorithm (tutti-info -A lists them)", var, name);
+    return TUTTI_ERR_CONFIG;
+}
+
+tutti_status_t tt_algo_policy_from_env(tt_algo_policy_t *policy, char *err, size_t errlen)
+{
+    *policy = (tt_algo_policy_t){0};
+    tt_tuner_t *t = &policy->tuner;
+    tt_cost_defaults(&t->model);
+    const char *file = tt_config_str(TT_CFG_TUNING_FILE);
+    if (*file)
+        TT_TRY(tt_cost_load(&t->model, file, err, errlen));
+    t->slice_bytes = (size_t)tt_config_int(TT_CFG_SLICE_BYTES);
+    t->deterministic = tt_config_int(TT_CFG_DETERMINISTIC) != 0;
+    const tt_algorithm_t *all;
+    TT_TRY(named_or_empty("TUTTI_ALGO", tt_config_str(TT_CFG_ALGO), &all, err, errlen));
+    for (int c = 0; c < TT_COLL_COUNT; c++) {
+        policy->forced[c] = all && all->build[c] ? all : NULL;
+        if (per_coll_var[c] == TT_CFG_COUNT)
+            continue;
+        const tt_algorithm_t *one;
+        const char *var = tt_config_entries[per_coll_var[c]].name;
+        TT_TRY(named_or_empty(var, tt_config_str(per_coll_var[c]), &one, err, errlen));
+        if (one && !one->build[c]) {
+            snprintf(err, errlen, "%s=%s: %s does not serve %s", var, one->name, one->name,
+                     tt_coll_name((tt_coll_t)c));
+            return TUTTI_ERR_CONFIG;
+        }
+        if (one)
+            policy->forced[c] = one;
+    }
+    return TUTTI_SUCCESS;
+}
+
+uint64_t tt_algo_policy_hash(const tt_algo_policy_t *policy)
+{
+    const tt_tuner_t *t = &policy->tuner;
+    const tt_cost_model_t *m = &t->model;
+    uint64_t h = TT_HASH_SEED;
+    for (int c = 0; c < TT_COLL_COUNT; c++) {
+        const char *name = policy->forced[c] ? policy->forced[c]->name : "";
+        h = tt_hash(name, strlen(name) + 1, h);
+    }
+    for (int l = 0; l < TT_LINK_COUNT; l++)
+        h = tt_hash(&m->link[l], sizeof m->link[l], h); /* three doubles: no padding */
+    int ints[] = {m->intra, m->inter, m->inter_links, t->deterministic};
+    h = tt_hash(ints, sizeof ints, h);
+    h = tt_hash(&m->wake_s, sizeof m->wake_s, h);
+    return tt_hash(&t->slice_bytes, sizeof t->slice_bytes, h);
+}
+
+tt_tuned_t tt_algo_choose(tt_algo_policy_t *policy, const tt_coll_args_t *args, size_t bytes, size_t elem)
+{
+    const tt_algorithm_t *forced = policy->forced[args->coll];
+    /* Deterministic mode keeps a forced algorithm only if it adds in rank order. */
+    if (forced && (!policy->tuner.deterministic || tt_tuner_considers(&policy->tuner, forced, args))) {
+        size_t slice = policy->tuner.slice_bytes ? policy->tuner.slice_bytes : TT_TUNER_DEFAULT_SLICE;
+        return (tt_tuned_t){forced, slice, -1};
+    }
+    return tt_tuner_pick(&policy->tuner, args, bytes, elem);
+}
+
+tutti_status_t tt_algo_build(const tt_algorithm_t *algo, const tt_coll_args_t *args, tt_sched_t *s)
+{
+    if (!algo || !algo->build[args->coll])
+        return TUTTI_ERR_UNSUPPORTED;
+    tt_sched_init(s);
+    tutti_status_t st = algo->build[args->coll](args, s);
+    if (st != TUTTI_SUCCESS)
+        tt_sched_free(s);
+    return st;
+}

@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune/algo.h"
+#include "tune/cost.h"
+
+static const char *const link_names[TT_LINK_COUNT] = {"shm", "tcp", "pcie", "nvlink", "ib"};
+
+const char *tt_link_name(tt_link_t link)
+{
+    return (unsigned)link < TT_LINK_COUNT ? link_names[link] : "unknown";
+}
+
+/* alpha in microseconds, bandwidths in GB/s (1e9 bytes). */
+static tt_link_cost_t link_cost(double alpha_us, double gb_per_s, double reduce_gb_per_s)
+{
+    return (tt_link_cost_t){alpha_us * 1e-6, 1.0 / (gb_per_s * 1e9), 1.0 / (reduce_gb_per_s * 1e9)};
+}
+
+void tt_cost_defaults(tt_cost_model_t *m)
+{
+    /* Host classes reduce on the CPU; GPU classes in device kernels. The
+     * host figures are what tutti measures on a small x86 VM (perf/RESULTS.md);
+     * the others are typical of PCIe 4 x16, NVLink 3 and HDR InfiniBand. */
+    m->link[TT_LINK_SHM] = link_cost(1.0, 8.0, 10.0);
+    m->link[TT_LINK_TCP] = link_cost(15.0, 3.0, 10.0);
+    m->link[TT_LINK_PCIE] = link_cost(5.0, 20.0, 1000.0);
+    m->link[TT_LINK_NVLINK] = link_cost(3.0, 150.0, 1000.0);
+    m->link[TT_LINK_IB] = link_cost(3.0, 23.0, 10.0);
+    m->intra = TT_LINK_SHM;
+    m->inter = TT_LINK_TCP;
+    m->inter_links = 1;
+    m->crowding = 1;
+    m->wake_s = 1.5e-6; /* a Linux context switch on a VM, measured at 4 and 8 ranks on 2 CPUs */
+}
+
+static int link_named(const char *name, tt_link_t *out)
+{
+    for (int l = 0; l < TT_LINK_COUNT; l++)
+        if (strcmp(name, link_names[l]) == 0) {
+            *out = (tt_link_t)l;
+            return 0;
+        }
+    return -1;
+}
+
+tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "TUTTI_TUNING_FILE %s: %s", path, strerror(errno));
+        return TUTTI_ERR_CONFIG;
+    }
+    char line[256];
+    int lineno = 0;
+    tutti_status_t st = TUTTI_SUCCESS;
+    while (st == TUTTI_SUCCESS && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char word[32], name[32], extra[2];
+        double alpha, bw, rbw;
+        int count;
+        tt_link_t link;
+        int n = sscanf(line, "%31s", word);
+        if (n != 1)
+            continue; /* blank or comment */
+        if ((strcmp(word, "intra") == 0 || strcmp(word, "inter") == 0) &&
+            sscanf(line, "%31s %31s %1s", word, name, extra) == 2 && link_named(name, &link) == 0) {
+            *(strcmp(word, "intra") == 0 ? &m->intra : &m->inter) = link;
+        } else if (strcmp(word, "inter_links") == 0 &&
+                   sscanf(line, "%31s %d %1s", word, &count, extra) == 2 && count >= 1) {
+            m->inter_links = count;
+        } else if (strcmp(word, "wake_us") == 0 && sscanf(line, "%31s %lf %1s", word, &alpha, extra) == 2 &&
+                   alpha >= 0) {
+            m->wake_s = alpha * 1e-6;
+        } else if (link_named(word, &link) == 0 &&
+                   sscanf(line, "%31s %lf %lf %lf %1s", name, &alpha, &bw, &rbw, extra) == 4 && alpha >= 0 &&
+                   bw > 0 && rbw > 0) {
+            m->link[link] = link_cost(alpha, bw, rbw);
+        } else {
+            snprintf(err, errlen,
+                     "TUTTI_TUNING_FILE %s:%d: expected \"CLASS ALPHA_US GB_PER_S REDUCE_GB_PER_S\", "
+                     "\"intra|inter CLASS\" (classes: shm tcp pcie nvlink ib), \"inter_links N\" or "
+                     "\"wake_us US\"",
+                     path, lineno);
+            st = TUTTI_ERR_CONFIG;
+        }
+    }
+    fclose(f);
+    return st;
+}
+
+tt_link_t tt_cost_link(const tt_cost_model_t *m, const tt_hosts_t *hosts, int a, int b)
+{
+    if (!hosts || hosts->host_of[a] == hosts->host_of[b])
+        return m->intra;
+    return m->inter;
+}
+
+tt_round_cost_t tt_cost_round(const tt_cost_model_t *m, const tt_coll_args_t *args, const tt_sched_t *s,
+                              int round, size_t elem, int nslices)
+{
+    tt_round_cost_t rc = {.busiest = m->intra};
+    /* The CPU copies for shm and tcp and reduces for every host class;
+     * crowded ranks get a share of it. GPU classes use DMA and kernels. */
+    double crowd = m->crowding > 1 ? m->crowding : 1;
+    const double copy_share[TT_LINK_COUNT] = {[TT_LINK_SHM] = crowd,
+                                              [TT_LINK_TCP] = crowd,
+                                              [TT_LINK_PCIE] = 1,
+                                              [TT_LINK_NVLINK] = 1,
+                                              [TT_LINK_IB] = 1};
+    const double reduce_share[TT_LINK_COUNT] = {[TT_LINK_SHM] = crowd,
+                                                [TT_LINK_TCP] = crowd,
+                                                [TT_LINK_PCIE] = 1,
+                                                [TT_LINK_NVLINK] = 1,
+                                                [TT_LINK_IB] = crowd};
+    double out[TT_LINK_COUNT] = {0}, in[TT_LINK_COUNT] = {0}, local = 0;
+    int nout[TT_LINK_COUNT] = {0}, nin[TT_LINK_COUNT] = {0};
+    int n;
+    const tt_step_t *st = tt_sched_round_steps(s, round, &n);
+    for (int i = 0; i < n; i++) {
+        size_t bytes = (st[i].kind == TT_STEP_SEND ? st[i].src.count : st[i].dst.count) * elem;
+        double slice = (double)bytes / nslices;
+        tt_link_t l = st[i].peer >= 0 ? tt_cost_link(m, args->hosts, args->rank, st[i].peer) : m->intra;
+        int off_host = st[i].peer >= 0 && args->hosts &&
+                       args->hosts->host_of[args->rank] != args->hosts->host_of[st[i].peer];
+        if (st[i].kind == TT_STEP_SEND) {
+            out[l] += slice;
+            nout[l]++;
+            rc.sent += bytes;
+            rc.sent_off_host += off_host ? bytes : 0;
+        } else if (st[i].kind == TT_STEP_RECV || st[i].kind == TT_STEP_RECV_REDUCE) {
+            in[l] += slice;
+            nin[l]++;
+            rc.received += bytes;
+            rc.received_off_host += off_host ? bytes : 0;
+        } else if (st[i].kind == TT_STEP_COPY) {
+            local += slice * m->link[m->intra].beta * copy_share[m->intra];
+        }
+        if (st[i].kind == TT_STEP_RECV_REDUCE || st[i].kind == TT_STEP_REDUCE) {
+            /* Received data is reduced where its link class reduces (CPU or GPU). */
+            tt_link_t where = st[i].kind == TT_STEP_REDUCE ? m->intra : l;
+            local += slice * m->link[where].gamma * reduce_share[where];
+            rc.reduced += bytes;
+        }
+    }
+    /* Messages of one round share their class's bandwidth in each
+     * direction; reductions and copies come on top of the receiving side. */
+    double busiest = -1;
+    for (int l = 0; l < TT_LINK_COUNT; l++) {
+        double t_out = nout[l] * m->link[l].alpha + out[l] * m->link[l].beta * copy_share[l];
+        double t_in = nin[l] * m->link[l].alpha + in[l] * m->link[l].beta * copy_share[l];
+        rc.messages += nout[l] + nin[l];
+        if (t_out > rc.send_seconds)
+            rc.send_seconds = t_out;
+        if (t_in > rc.recv_seconds)
+            rc.recv_seconds = t_in;
+        if ((nout[l] || nin[l]) && (t_out > t_in ? t_out : t_in) > busiest) {
+            busiest = t_out > t_in ? t_out : t_in;
+            rc.busiest = (tt_link_t)l;
+        }
+    }
+    rc.recv_seconds += local;
+    /* On crowded CPUs, waiting for a peer means sleeping until another
+     * rank's time slice ends: once per round, whatever its messages. */
+    if (crowd > 1 && rc.messages > 0)
+        rc.recv_seconds += m->wake_s * crowd;
+    rc.seconds = rc.send_seconds > rc.recv_seconds ? rc.send_seconds : rc.recv_seconds;
+    return rc;
+}
+
+/* Every rank's schedule, and per step the receive that matches a send. */
+typedef struct {
+    int p;
+    tt_sched_t *s;
+    tt_coll_args_t *args;
+    int **match;          /* [rank][step]: the matching step's index at the peer; -1 for none */
+    double **round_start; /* [rank][round], -1 until the rank gets there */
+    double **round_cost;  /* [rank][round]: one slice */
+} job_t;
+
+static void job_free(job_t *j)
+{
+    for (int r = 0; r < j->p; r++) {
+        if (j->s)
+            tt_sched_free(&j->s[r]);
+        if (j->match)
+            free(j->match[r]);
+        if (j->round_start)
+            free(j->round_start[r]);
+        if (j->round_cost)
+            free(j->round_cost[r]);
+    }
+    free(j->s);
+    free(j->args);
+    free(j->match);
+    free(j->round_start);
+    free(j->round_cost);
+}
+
+static int job_build(job_t *j, const tt_algorithm_t *algo, const tt_coll_args_t *args)
+{
+    int p = j->p = args->nranks;
+    j->s = calloc((size_t)p, sizeof *j->s);
+    j->args = calloc((size_t)p, sizeof *j->args);
+    j->match = calloc((size_t)p, sizeof *j->match);
+    j->round_start = calloc((size_t)p, sizeof *j->round_start);
+    j->round_cost = calloc((size_t)p, sizeof *j->round_cost);
+    if (!j->s || !j->args || !j->match || !j->round_start || !j->round_cost)
+        return -1;
+    for (int r = 0; r < p; r++) {
+        j->args[r] = *args;
+        j->args[r].rank = r;
+        if (tt_algo_build(algo, &j->args[r], &j->s[r]) != TUTTI_SUCCESS)
+            return -1;
+        j->match[r] = malloc(((size_t)j->s[r].nsteps + 1) * sizeof(int));
+        j->round_start[r] = malloc(((size_t)j->s[r].nrounds + 1) * sizeof(double));
+        j->round_cost[r] = malloc(((size_t)j->s[r].nrounds + 1) * sizeof(double));
+        if (!j->match[r] || !j->round_start[r] || !j->round_cost[r])
+            return -1;
+    }
+    /* The k-th send from a to b meets the k-th receive at b from a. */
+    for (int b = 0; b < p; b++)
+        for (int i = 0; i < j->s[b].nsteps; i++)
+            j->match[b][i] = -1;
+    for (int a = 0; a < p; a++) {
+        int *sent = calloc((size_t)p, sizeof *sent);
+        if (!sent)
+            return -1;
+        for (int i = 0; i < j->s[a].nsteps; i++) {
+            const tt_step_t *st = &j->s[a].steps[i];
+            if (st->kind != TT_STEP_SEND)
+                continue;
+            int b = st->peer, want = sent[b]++, k = 0;
+            for (int x = 0; x < j->s[b].nsteps; x++) {
+                const tt_step_t *rx = &j->s[b].steps[x];
+                if ((rx->kind == TT_STEP_RECV || rx->kind == TT_STEP_RECV_REDUCE) && rx->peer == a &&
+                    k++ == want) {
+                    j->match[a][i] = x;
+                    j->match[b][x] = i;
+                    break;
+                }
+            }
+        }
+        free(sent);
+    }
+    return 0;
+}
+
+static int round_of(const tt_sched_t *s, int step)
+{
+    int r = 0;
+    while (s->round_first[r + 1] <= step)
+        r++;
+    return r;
+}
+
+/*
+ * One slice through the whole job: a rank's round starts when its previous
+ * round ended; a transfer can start once both ends have reached their
+ * rounds; a round ends when its own work is done and its last transfer
+ * has arrived. Returns the last rank's finish time, or -1 on a deadlock.
+ */
+static double one_slice_trip(job_t *j, const tt_cost_model_t *m, size_t elem, int nslices)
+{
+    int p = j->p, *cur = calloc((size_t)p, sizeof *cur), left = 0;
+    double finish = 0;
+    if (!cur)
+        return -1;
+    for (int r = 0; r < p; r++)
+        left += j->s[r].nrounds > 0;
+    for (int r = 0; r < p; r++) {
+        j->round_start[r][0] = 0;
+        for (int k = 1; k <= j->s[r].nrounds; k++)
+            j->round_start[r][k] = -1;
+    }
+    for (int progress = 1; progress && left;) {
+        progress = 0;
+        for (int r = 0; r < p; r++) {
+            while (cur[r] < j->s[r].nrounds) {
+                int k = cur[r], n;
+                const tt_step_t *st = tt_sched_round_steps(&j->s[r], k, &n);
+                int first = j->s[r].round_first[k];
+                double start = j->round_start[r][k], end = start + j->round_cost[r][k];
+                int ready = 1;
+                for (int i = 0; i < n && ready; i++) {
+                    if (st[i].peer < 0)
+                        continue;
+                    int q = st[i].peer, qstep = j->match[r][first + i];
+                    if (qstep < 0) { /* unmatched: a broken schedule, reported as a deadlock */
+                        ready = 0;
+                        break;
+                    }
+                    double peer_start = j->round_start[q][round_of(&j->s[q], qstep)];
+                    if (peer_start < 0) {
+                        ready = 0;
+                        break;
+                    }
+                    size_t bytes = (st[i].kind == TT_STEP_SEND ? st[i].src.count : st[i].dst.count) * elem;
+                    const tt_link_cost_t *c = &m->link[tt_cost_link(m, j->args[r].hosts, r, q)];
+                    double arrive = (peer_start > start ? peer_start : start) + c->alpha +
+                                    (double)bytes / nslices * c->beta;
+                    if (arrive > end)
+                        end = arrive;
+                }
+                if (!ready)
+                    break;
+                j->round_start[r][k + 1] = end;
+                cur[r]++;
+                progress = 1;
+                if (cur[r] == j->s[r].nrounds) {
+                    left--;
+                    if (end > finish)
+                        finish = end;
+                }
+            }
+        }
+    }
+    free(cur);
+    return left ? -1 : finish;
+}
+
+#define TT_COST_SAMPLE_RANKS 32
+
+/* For many ranks: up to 32 ranks spread evenly, rounds taken as aligned
+ * by index (exact for the ring and the halving/doubling families). */
+static double predict_sampled(const tt_cost_model_t *m, const tt_algorithm_t *algo,
+                              const tt_coll_args_t *args, size_t elem, int nslices)
+{
+    int p = args->nranks, sampled = p < TT_COST_SAMPLE_RANKS ? p : TT_COST_SAMPLE_RANKS;
+    double *per_round = NULL, busiest_work = 0;
+    int nrounds = 0;
+    for (int i = 0; i < sampled; i++) {
+        tt_coll_args_t a = *args;
+        a.rank = (int)((long long)i * p / sampled);
+        tt_sched_t s;
+        if (tt_algo_build(algo, &a, &s) != TUTTI_SUCCESS) {
+            free(per_round);
+            return -1;
+        }
+        if (s.nrounds > nrounds) {
+            double *grown = realloc(per_round, (size_t)s.nrounds * sizeof *grown);
+            if (!grown) {
+                tt_sched_free(&s);
+                free(per_round);
+                return -1;
+            }
+            for (int k = nrounds; k < s.nrounds; k++)
+                grown[k] = 0;
+            per_round = grown;
+            nrounds = s.nrounds;
+        }
+        double work = 0;
+        for (int k = 0; k < s.nrounds; k++) {
+            double t = tt_cost_round(m, &a, &s, k, elem, nslices).seconds;
+            work += t;
+            if (t > per_round[k])
+                per_round[k] = t;
+        }
+        work *= nslices;
+        if (work > busiest_work)
+            busiest_work = work;
+        tt_sched_free(&s);
+    }
+    double trip = 0;
+    for (int k = 0; k < nrounds; k++)
+        trip += per_round[k];
+    free(per_round);
+    return trip + busiest_work * (1.0 - 1.0 / nslices);
+}
+
+#define TT_COST_EXACT_RANKS 64
+
+/* Fills each rank's per-slice round costs; returns W: the busiest rank's
+ * sending or receiving time over all slices, or the busiest host's
+ * traffic to other hosts through its shared links, whichever is longer. */
+static double job_costs(job_t *j, const tt_cost_model_t *m, size_t elem, int nslices)
+{
+    const tt_hosts_t *hosts = j->args[0].hosts;
+    int nhosts = hosts ? hosts->nhosts : 1;
+    double work = 0, *host_out = calloc((size_t)nhosts, sizeof(double)),
+           *host_in = calloc((size_t)nhosts, sizeof(double));
+    for (int r = 0; r < j->p; r++) {
+        double send = 0, recv = 0;
+        for (int k = 0; k < j->s[r].nrounds; k++) {
+            tt_round_cost_t rc = tt_cost_round(m, &j->args[r], &j->s[r], k, elem, nslices);
+            j->round_cost[r][k] = rc.seconds;
+            send += rc.send_seconds;
+            recv += rc.recv_seconds;
+            if (hosts && host_out && host_in) {
+                host_out[hosts->host_of[r]] += (double)rc.sent_off_host;
+                host_in[hosts->host_of[r]] += (double)rc.received_off_host;
+            }
+        }
+        double busy = (send > recv ? send : recv) * nslices;
+        if (busy > work)
+            work = busy;
+    }
+    for (int h = 0; host_out && host_in && h < nhosts; h++) {
+        double bytes = host_out[h] > host_in[h] ? host_out[h] : host_in[h];
+        double busy = bytes * m->link[m->inter].beta / m->inter_links;
+        if (busy > work)
+            work = busy;
+    }
+    free(host_out);
+    free(host_in);
+    return work;
+}
+
+int tt_cost_round_ends(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+                       size_t elem, int nslices, double *ends, int nrounds)
+{
+    job_t j = {0};
+    int rc = -1;
+    if (args->nranks <= TT_COST_EXACT_RANKS && job_build(&j, algo, args) == 0) {
+        job_costs(&j, m, elem, nslices);
+        if (one_slice_trip(&j, m, elem, nslices) >= 0 && j.s[args->rank].nrounds == nrounds) {
+            for (int k = 0; k < nrounds; k++)
+                ends[k] = j.round_start[args->rank][k + 1];
+            rc = 0;
+        }
+    }
+    job_free(&j);
+    return rc;
+}
+
+int tt_cost_predict_each(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+                         size_t elem, const int *nslices, int count, double *out)
+{
+    if (args->nranks > TT_COST_EXACT_RANKS) {
+        for (int i = 0; i < count; i++)
+            if ((out[i] = predict_sampled(m, algo, args, elem, nslices[i])) < 0)
+                return -1;
+        return 0;
+    }
+    job_t j = {0};
+    int rc = job_build(&j, algo, args); /* the schedules once, priced per slice count */
+    for (int i = 0; i < count && rc == 0; i++) {
+        double work = job_costs(&j, m, elem, nslices[i]);
+        double trip = one_slice_trip(&j, m, elem, nslices[i]);
+        out[i] = trip < 0 ? -1 : trip + work * (1.0 - 1.0 / nslices[i]);
+        rc = trip < 0 ? -1 : 0;
+    }
+    job_free(&j);
+    return rc;
+}
+
+double tt_cost_predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+                       size_t elem, int nslices)
+{
+    double t;
+    return tt_cost_predict_each(m, algo, args, elem, &nslices, 1, &t) ? -1 : t;
+}
