@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/algo.h"
+#include "tune/policy.h"
 #include "core/clock.h"
 #include "comm/comm.h"
 #include "core/env_config.h"

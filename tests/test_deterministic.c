@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/algo.h"
+#include "tune/registry.h"
 #include "core/half.h"
 #include "harness.h"
 #include "reduce/reduce.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tune/algo.h"
+#include "tune/registry.h"
 #include "tune/cost.h"
 #include "tools/explain_trace.h"
 #include "harness.h"

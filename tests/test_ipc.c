@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "tune/algo.h"
+#include "tune/registry.h"
 #include "call_place.h"
 #include "coll/coll.h"
 #include "transports/cuda_ipc/cuda_ipc.h"

@@ -51,13 +51,13 @@ static int launch(const char *args, char *out, size_t outlen)
 static uint64_t job_tag(void)
 {
     char path[1024], hex[64] = "";
-    unsigned char key[TT_SOCK_KEY_BYTES];
+    unsigned char key[TT_KEY_BYTES];
     snprintf(path, sizeof path, "%s/key.0", workdir);
     FILE *f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
     ck_assert_ptr_nonnull(fgets(hex, sizeof hex, f));
     fclose(f);
-    for (int i = 0; i < TT_SOCK_KEY_BYTES; i++) {
+    for (int i = 0; i < TT_KEY_BYTES; i++) {
         unsigned byte;
         ck_assert_int_eq(sscanf(hex + 2 * i, "%2x", &byte), 1);
         key[i] = (unsigned char)byte;

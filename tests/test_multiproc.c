@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/algo.h"
+#include "tune/registry.h"
 #include "harness.h"
 #include "reduce/reduce.h"
 

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/algo.h"
+#include "tune/registry.h"
+#include "tune/policy.h"
 #include "core/env_config.h"
 #include "core/half.h"
 #include "harness.h"
@@ -277,7 +278,7 @@ START_TEST(ring_allreduce_structure)
         for (int r = 0; r < p; r++) {
             tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .rank = r, .count = 1000};
             tt_sched_t s;
-            ck_assert_int_eq(tt_algo_build(&tt_algo_ring, &a, &s), TUTTI_SUCCESS);
+            ck_assert_int_eq(tt_sched_build(&tt_algo_ring, &a, &s), TUTTI_SUCCESS);
             ck_assert_int_eq(s.nrounds, 2 * (p - 1));
             size_t moved = 0;
             for (int k = 0; k < s.nrounds; k++) {
@@ -327,8 +328,8 @@ START_TEST(the_tuner_takes_few_rounds_for_small_calls_and_the_ring_for_large)
         const tt_algorithm_t *small = choose(&policy, TT_COLL_ALLREDUCE, p, 8).algo;
         tt_sched_t s, ring;
         tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .count = 2};
-        ck_assert_int_eq(tt_algo_build(small, &a, &s), TUTTI_SUCCESS);
-        ck_assert_int_eq(tt_algo_build(&tt_algo_ring, &a, &ring), TUTTI_SUCCESS);
+        ck_assert_int_eq(tt_sched_build(small, &a, &s), TUTTI_SUCCESS);
+        ck_assert_int_eq(tt_sched_build(&tt_algo_ring, &a, &ring), TUTTI_SUCCESS);
         ck_assert_msg(rounds_with_messages(&s) <= rounds_with_messages(&ring) / 2, "p=%d: %s takes %d rounds",
                       p, small->name, rounds_with_messages(&s));
         tt_sched_free(&s);
@@ -354,11 +355,11 @@ START_TEST(crowded_cpus_make_the_tuner_trade_messages_for_rounds)
         const tt_algorithm_t *cpu_each = choose(&roomy, TT_COLL_ALLREDUCE, p, 64).algo;
         tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .count = 16};
         tt_sched_t s;
-        ck_assert_int_eq(tt_algo_build(few_cpus, &a, &s), TUTTI_SUCCESS);
+        ck_assert_int_eq(tt_sched_build(few_cpus, &a, &s), TUTTI_SUCCESS);
         ck_assert_msg(rounds_with_messages(&s) == 1, "p=%d crowded: %s takes %d rounds", p, few_cpus->name,
                       rounds_with_messages(&s));
         tt_sched_free(&s);
-        ck_assert_int_eq(tt_algo_build(cpu_each, &a, &s), TUTTI_SUCCESS);
+        ck_assert_int_eq(tt_sched_build(cpu_each, &a, &s), TUTTI_SUCCESS);
         ck_assert_msg(rounds_with_messages(&s) > 1, "p=%d: %s takes %d rounds", p, cpu_each->name,
                       rounds_with_messages(&s));
         tt_sched_free(&s);
@@ -445,7 +446,7 @@ START_TEST(dissemination_barrier_takes_ceil_log2_rounds)
     for (int p = 1; p <= 9; p++) {
         tt_coll_args_t a = {.coll = TT_COLL_BARRIER, .nranks = p, .rank = 0};
         tt_sched_t s;
-        ck_assert_int_eq(tt_algo_build(&tt_algo_dissemination, &a, &s), TUTTI_SUCCESS);
+        ck_assert_int_eq(tt_sched_build(&tt_algo_dissemination, &a, &s), TUTTI_SUCCESS);
         ck_assert_int_eq(s.nrounds, expect[p]);
         tt_sched_free(&s);
     }
@@ -459,8 +460,8 @@ START_TEST(send_recv_pair_in_the_simulator)
     tt_sched_t s0, s1;
     tt_coll_args_t a0 = {.coll = TT_COLL_SEND, .nranks = 2, .rank = 0, .root = 1, .count = 77};
     tt_coll_args_t a1 = {.coll = TT_COLL_RECV, .nranks = 2, .rank = 1, .root = 0, .count = 77};
-    ck_assert_int_eq(tt_algo_build(&tt_algo_p2p, &a0, &s0), TUTTI_SUCCESS);
-    ck_assert_int_eq(tt_algo_build(&tt_algo_p2p, &a1, &s1), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_sched_build(&tt_algo_p2p, &a0, &s0), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_sched_build(&tt_algo_p2p, &a1, &s1), TUTTI_SUCCESS);
     ck_assert_int_eq(s0.steps[0].kind, TT_STEP_SEND);
     ck_assert_int_eq(s1.steps[0].kind, TT_STEP_RECV);
     ck_assert_uint_eq(s0.steps[0].src.count, s1.steps[0].dst.count);

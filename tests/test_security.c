@@ -18,10 +18,10 @@
 
 START_TEST(hello_with_the_wrong_key_is_refused)
 {
-    unsigned char key[TT_SOCK_KEY_BYTES], other[TT_SOCK_KEY_BYTES];
+    unsigned char key[TT_KEY_BYTES], other[TT_KEY_BYTES];
     ck_assert_int_eq(tt_random_key(key), TUTTI_SUCCESS);
     memcpy(other, key, sizeof other);
-    other[TT_SOCK_KEY_BYTES - 1] ^= 1; /* one bit off */
+    other[TT_KEY_BYTES - 1] ^= 1; /* one bit off */
     int sv[2];
     tt_hello_t h;
     int64_t soon = tt_now_ms() + 2000;
@@ -83,7 +83,7 @@ START_TEST(rogue_connections_to_the_root_are_refused)
     tt_id_t id;
     ck_assert_int_eq(tutti_get_unique_id(&uid), TUTTI_SUCCESS);
     memcpy(&id, uid.internal, sizeof id);
-    unsigned char wrong[TT_SOCK_KEY_BYTES];
+    unsigned char wrong[TT_KEY_BYTES];
     memcpy(wrong, id.key, sizeof wrong);
     wrong[0] ^= 0x80;
     /* Both rogues queue at the root before any real rank. A rogue claiming

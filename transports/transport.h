@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/key.h"
 #include "tutti.h"
 
-#define TT_KEY_BYTES 16
 #define TT_ADDR_MAX 128 /* bytes of one transport address blob */
 #define TT_MAX_CHANNELS 16
 #define TT_HOSTNAME_MAX 64

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tune/algo.h"
+#include "tune/policy.h"
 #include "coll/coll.h"
 #include "comm/comm.h"
 #include "device/queue.h"

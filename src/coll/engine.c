@@ -12,7 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "tune/algo.h"
 #include "core/clock.h"
 #include "coll/engine.h"
 #include "core/log.h"

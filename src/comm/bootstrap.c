@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "comm/bootstrap.h"
@@ -15,32 +14,12 @@
 
 typedef struct kept_listener {
     struct kept_listener *next;
-    unsigned char key[TT_SOCK_KEY_BYTES];
+    unsigned char key[TT_KEY_BYTES];
     int fd;
 } kept_listener_t;
 
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static kept_listener_t *kept;
-
-uint64_t tt_key_tag(const unsigned char *key)
-{
-    return tt_hash(key, TT_SOCK_KEY_BYTES, TT_HASH_SEED);
-}
-
-tutti_status_t tt_random_key(unsigned char key[TT_SOCK_KEY_BYTES])
-{
-    size_t got = 0;
-    while (got < TT_SOCK_KEY_BYTES) {
-        ssize_t n = getrandom(key + got, TT_SOCK_KEY_BYTES - got, 0);
-        if (n < 0 && errno != EINTR) {
-            TT_ERROR(TT_SUB_INIT, "getrandom failed: %s", strerror(errno));
-            return TUTTI_ERR_SYSTEM;
-        }
-        if (n > 0)
-            got += (size_t)n;
-    }
-    return TUTTI_SUCCESS;
-}
 
 void tt_bootstrap_keep_listener(const unsigned char *key, int fd)
 {
@@ -49,7 +28,7 @@ void tt_bootstrap_keep_listener(const unsigned char *key, int fd)
         close(fd);
         return;
     }
-    memcpy(k->key, key, TT_SOCK_KEY_BYTES);
+    memcpy(k->key, key, TT_KEY_BYTES);
     k->fd = fd;
     pthread_mutex_lock(&kept_lock);
     k->next = kept;
@@ -62,7 +41,7 @@ static int take_listener(const unsigned char *key)
     int fd = -1;
     pthread_mutex_lock(&kept_lock);
     for (kept_listener_t **p = &kept; *p; p = &(*p)->next)
-        if (memcmp((*p)->key, key, TT_SOCK_KEY_BYTES) == 0) {
+        if (memcmp((*p)->key, key, TT_KEY_BYTES) == 0) {
             kept_listener_t *k = *p;
             fd = k->fd;
             *p = k->next;
@@ -115,7 +94,7 @@ tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const
     bs->nranks = nranks;
     bs->timeout_ms = timeout_ms;
     bs->up_fd = -1;
-    memcpy(bs->key, key, TT_SOCK_KEY_BYTES);
+    memcpy(bs->key, key, TT_KEY_BYTES);
     int64_t deadline = tt_now_ms() + timeout_ms;
     char where[80];
     tt_sock_addr_str(root, where, sizeof where);

@@ -14,7 +14,7 @@
 
 typedef struct {
     int rank, nranks;
-    unsigned char key[TT_SOCK_KEY_BYTES];
+    unsigned char key[TT_KEY_BYTES];
     int64_t timeout_ms;
     int up_fd;     /* non-root: connection to the root */
     int *rank_fds; /* root: connection to each rank (rank_fds[0] unused) */
@@ -24,15 +24,10 @@ typedef struct {
 typedef struct {
     uint32_t magic;
     uint32_t version;
-    unsigned char key[TT_SOCK_KEY_BYTES];
+    unsigned char key[TT_KEY_BYTES];
     tt_sockaddr_t root;
 } tt_id_t;
 
-/* Short public tag of a key (names of shared segments); not secret-revealing
- * in any useful way, but not the key itself either. */
-uint64_t tt_key_tag(const unsigned char *key);
-/* Fills a fresh key from the kernel's random source. */
-tutti_status_t tt_random_key(unsigned char key[TT_SOCK_KEY_BYTES]);
 /* Hands a socket listening for this key to a later rank-0 tt_bootstrap_init
  * in this process (tutti_get_unique_id, or a launcher's inherited socket). */
 void tt_bootstrap_keep_listener(const unsigned char *key, int fd);

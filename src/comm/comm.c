@@ -15,6 +15,7 @@
 #include "comm/comm.h"
 #include "device/queue.h"
 #include "device/direct_run.h"
+#include "core/key.h"
 #include "core/env_config.h"
 #include "core/hash.h"
 #include "core/log.h"

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "tune/algo.h"
+#include "tune/policy.h"
 #include "comm/bootstrap.h"
 #include "sched/hosts.h"
 #include "tune/sched_cache.h"

@@ -9,6 +9,7 @@
 
 #include "comm/bootstrap.h"
 #include "comm/comm.h"
+#include "core/key.h"
 #include "core/env_config.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -68,9 +69,9 @@ static int hexval(char c)
 
 static int parse_key(const char *hex, unsigned char *key)
 {
-    if (strlen(hex) != 2 * TT_SOCK_KEY_BYTES)
+    if (strlen(hex) != 2 * TT_KEY_BYTES)
         return -1;
-    for (int i = 0; i < TT_SOCK_KEY_BYTES; i++) {
+    for (int i = 0; i < TT_KEY_BYTES; i++) {
         int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
@@ -111,13 +112,13 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
     if (!comm)
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL output pointer");
     *comm = NULL;
-    unsigned char key[TT_SOCK_KEY_BYTES];
+    unsigned char key[TT_KEY_BYTES];
     tt_sockaddr_t root;
     int rank = (int)tt_config_int(TT_CFG_RANK), nranks = (int)tt_config_int(TT_CFG_NRANKS);
     const char *keyhex = tt_config_str(TT_CFG_KEY);
     if (*keyhex && parse_key(keyhex, key))
         return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "TUTTI_KEY must be %d hex digits",
-                             2 * TT_SOCK_KEY_BYTES);
+                             2 * TT_KEY_BYTES);
 
     if (rank >= 0 && nranks > 0) { /* tutti-run */
         const char *addr = tt_config_str(TT_CFG_ROOT_ADDR);

@@ -246,7 +246,7 @@ tutti_status_t tt_hello_send(int fd, const unsigned char *key, int rank, int nra
                              int64_t deadline_ms)
 {
     tt_hello_t h = {.magic = TT_HELLO_MAGIC, .rank = rank, .nranks = nranks, .channel = channel};
-    memcpy(h.key, key, TT_SOCK_KEY_BYTES);
+    memcpy(h.key, key, TT_KEY_BYTES);
     return tt_sock_send_all(fd, &h, sizeof h, deadline_ms);
 }
 
@@ -263,7 +263,7 @@ tutti_status_t tt_hello_recv(int fd, const unsigned char *key, int64_t deadline_
         return TUTTI_ERR_AUTH;
     }
     unsigned diff = out->magic != TT_HELLO_MAGIC;
-    for (int i = 0; i < TT_SOCK_KEY_BYTES; i++) /* constant time: no early exit */
+    for (int i = 0; i < TT_KEY_BYTES; i++) /* constant time: no early exit */
         diff |= (unsigned)(out->key[i] ^ key[i]);
     if (diff) {
         TT_WARN(TT_SUB_INIT, "refused connection from %s: wrong key", from);

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "core/key.h"
 #include "tutti.h"
 
-#define TT_SOCK_KEY_BYTES 16
 /* A connection must present its hello within this long (or the set-up
  * deadline, if sooner), so a silent or rogue peer cannot stall set-up. */
 #define TT_HELLO_WAIT_MS 5000
@@ -35,7 +35,7 @@ typedef struct {
     int32_t rank;
     int32_t nranks;
     int32_t channel;
-    unsigned char key[TT_SOCK_KEY_BYTES];
+    unsigned char key[TT_KEY_BYTES];
 } tt_hello_t;
 
 /* Address of interface ifname ("" = first up non-loopback, else loopback), port 0. */

@@ -5,7 +5,17 @@
 
 #include <stdint.h>
 
-#include "sched/schedule.h"
+#include "tutti.h"
+
+/* How ranks sit on hosts, for the hierarchical algorithms. Hosts are
+ * numbered by their lowest rank, a host's ranks by rank. */
+typedef struct {
+    int nhosts;
+    int per_host;        /* ranks on every host; 0 when hosts hold different numbers */
+    const int *host_of;  /* [rank] */
+    const int *local_of; /* [rank]: index among the ranks of its host */
+    const int *rank_at;  /* [host * per_host + local], when per_host > 0 */
+} tt_hosts_t;
 
 /* Fills h from each rank's host identity (equal ids share a host). Hosts
  * are numbered by their lowest rank; a host's ranks get local indices in

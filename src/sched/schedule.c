@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Growable schedule storage for the algorithm builders. */
+/* Schedules: growable storage for the algorithm builders, building one, naming collectives. */
 #include <stdlib.h>
 
 #include "sched/schedule.h"
@@ -86,4 +86,23 @@ const tt_step_t *tt_sched_round_steps(const tt_sched_t *s, int r, int *n)
 {
     *n = s->round_first[r + 1] - s->round_first[r];
     return s->steps + s->round_first[r];
+}
+
+static const char *const coll_names[TT_COLL_COUNT] = {
+    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall", "barrier", "send", "recv"};
+
+const char *tt_coll_name(tt_coll_t coll)
+{
+    return (unsigned)coll < TT_COLL_COUNT ? coll_names[coll] : "unknown";
+}
+
+tutti_status_t tt_sched_build(const tt_algorithm_t *algo, const tt_coll_args_t *args, tt_sched_t *s)
+{
+    tt_sched_init(s);
+    if (!algo || !algo->build[args->coll])
+        return TUTTI_ERR_UNSUPPORTED;
+    tutti_status_t st = algo->build[args->coll](args, s);
+    if (st != TUTTI_SUCCESS)
+        tt_sched_free(s);
+    return st;
 }

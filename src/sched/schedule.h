@@ -19,15 +19,9 @@
 
 #include <stddef.h>
 
+#include "core/try.h"
+#include "sched/hosts.h"
 #include "tutti.h"
-
-/* Returns from the calling function when a status-returning call fails. */
-#define TT_TRY(call)                                                                                         \
-    do {                                                                                                     \
-        tutti_status_t tt_try_ = (call);                                                                     \
-        if (tt_try_ != TUTTI_SUCCESS)                                                                        \
-            return tt_try_;                                                                                  \
-    } while (0)
 
 typedef enum {
     TT_COLL_ALLREDUCE = 0,
@@ -41,6 +35,9 @@ typedef enum {
     TT_COLL_RECV,
     TT_COLL_COUNT
 } tt_coll_t;
+
+/* Name of a collective ("allreduce"). */
+const char *tt_coll_name(tt_coll_t coll);
 
 typedef enum { TT_BUF_INPUT = 0, TT_BUF_OUTPUT, TT_BUF_SCRATCH } tt_buf_t;
 
@@ -65,16 +62,6 @@ typedef struct {
     tt_region_t dst;
     tt_region_t src;
 } tt_step_t;
-
-/* How ranks sit on hosts, for the hierarchical algorithms. Hosts are
- * numbered by their lowest rank, a host's ranks by rank. */
-typedef struct {
-    int nhosts;
-    int per_host;        /* ranks on every host; 0 when hosts hold different numbers */
-    const int *host_of;  /* [rank] */
-    const int *local_of; /* [rank]: index among the ranks of its host */
-    const int *rank_at;  /* [host * per_host + local], when per_host > 0 */
-} tt_hosts_t;
 
 /* What a builder is asked for. count is in elements as the API defines it
  * per collective (allgather: per-rank count; alltoall: per-peer count). */
@@ -167,6 +154,10 @@ typedef struct {
     tt_sched_builder_t build[TT_COLL_COUNT];
     unsigned flags;
 } tt_algorithm_t;
+
+/* Builds this rank's schedule for args with algo; TUTTI_ERR_UNSUPPORTED
+ * when algo does not serve args->coll. s is left empty on failure. */
+tutti_status_t tt_sched_build(const tt_algorithm_t *algo, const tt_coll_args_t *args, tt_sched_t *s);
 
 extern const tt_algorithm_t tt_algo_ring;
 extern const tt_algorithm_t tt_algo_recursive_doubling;

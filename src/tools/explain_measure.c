@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/algo.h"
+#include "tune/policy.h"
 #include "core/clock.h"
 #include "comm/comm.h"
 #include "tools/explain_measure.h"

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/algo.h"
 #include "tools/explain_trace.h"
 
 #define PART_BYTES 160
@@ -140,7 +139,7 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
     for (int r = 0; r < p; r++) {
         tt_coll_args_t a = *args;
         a.rank = r;
-        if (tt_algo_build(algo, &a, &t->s[r]) != TUTTI_SUCCESS) {
+        if (tt_sched_build(algo, &a, &t->s[r]) != TUTTI_SUCCESS) {
             snprintf(t->error, sizeof t->error, "%s does not serve %s", algo->name, tt_coll_name(args->coll));
             goto out;
         }

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/algo.h"
+#include "tune/registry.h"
+#include "tune/policy.h"
 #include "core/dtype.h"
 #include "core/env_config.h"
 #include "tools/explain_measure.h"
@@ -111,7 +112,7 @@ static int compare_table(const opts_t *o, tt_algo_policy_t *policy, const tt_col
             continue;
         tt_coll_args_t a = *args;
         tt_sched_t s;
-        if (tt_algo_build(algo, &a, &s) != TUTTI_SUCCESS)
+        if (tt_sched_build(algo, &a, &s) != TUTTI_SUCCESS)
             continue;
         size_t sent = 0;
         for (int k = 0; k < s.nsteps; k++)
@@ -187,7 +188,7 @@ static int explain_rounds(const opts_t *o, tt_algo_policy_t *policy, const tt_al
     for (int r = 0; r < t->nranks; r++) {
         tt_coll_args_t a = *args;
         a.rank = r;
-        if (tt_algo_build(algo, &a, &real[r]) != TUTTI_SUCCESS || real[r].nrounds != t->s[r].nrounds)
+        if (tt_sched_build(algo, &a, &real[r]) != TUTTI_SUCCESS || real[r].nrounds != t->s[r].nrounds)
             return fprintf(stderr, "tutti-explain: %s builds different schedules at this size\n", algo->name),
                    1;
         ends[r] = calloc((size_t)real[r].nrounds + 1, sizeof(double));

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tune/algo.h"
+#include "tune/registry.h"
 #include "transports/cuda_ipc/cuda_ipc.h"
 #include "core/env_config.h"
 #include "reduce/reduce.h"

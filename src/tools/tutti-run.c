@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "comm/bootstrap.h"
+#include "core/key.h"
 #include "core/clock.h"
 #include "core/env_config.h"
 #include "core/sock.h"
@@ -74,7 +75,7 @@ static void usage(FILE *out)
 
 static void hex_key(const unsigned char *key, char *out)
 {
-    for (int i = 0; i < TT_SOCK_KEY_BYTES; i++)
+    for (int i = 0; i < TT_KEY_BYTES; i++)
         sprintf(out + 2 * i, "%02x", key[i]);
 }
 
@@ -257,8 +258,8 @@ int main(int argc, char **argv)
         bind = sched_getaffinity(0, sizeof allowed, &allowed) == 0 && per_node <= CPU_COUNT(&allowed);
     }
 
-    unsigned char key[TT_SOCK_KEY_BYTES];
-    char keyhex[2 * TT_SOCK_KEY_BYTES + 1], addrtext[96];
+    unsigned char key[TT_KEY_BYTES];
+    char keyhex[2 * TT_KEY_BYTES + 1], addrtext[96];
     tt_sockaddr_t root;
     int listen_fd;
     if (tt_random_key(key) || tt_sock_pick_addr(tt_config_str(TT_CFG_SOCKET_IFNAME), &root) ||

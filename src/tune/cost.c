@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/algo.h"
 #include "tune/cost.h"
 
 static const char *const link_names[TT_LINK_COUNT] = {"shm", "tcp", "pcie", "nvlink", "ib"};
@@ -216,7 +215,7 @@ static int job_build(job_t *j, const tt_algorithm_t *algo, const tt_coll_args_t 
     for (int r = 0; r < p; r++) {
         j->args[r] = *args;
         j->args[r].rank = r;
-        if (tt_algo_build(algo, &j->args[r], &j->s[r]) != TUTTI_SUCCESS)
+        if (tt_sched_build(algo, &j->args[r], &j->s[r]) != TUTTI_SUCCESS)
             return -1;
         j->match[r] = malloc(((size_t)j->s[r].nsteps + 1) * sizeof(int));
         j->round_start[r] = malloc(((size_t)j->s[r].nrounds + 1) * sizeof(double));
@@ -339,7 +338,7 @@ static double predict_sampled(const tt_cost_model_t *m, const tt_algorithm_t *al
         tt_coll_args_t a = *args;
         a.rank = (int)((long long)i * p / sampled);
         tt_sched_t s;
-        if (tt_algo_build(algo, &a, &s) != TUTTI_SUCCESS) {
+        if (tt_sched_build(algo, &a, &s) != TUTTI_SUCCESS) {
             free(per_round);
             return -1;
         }

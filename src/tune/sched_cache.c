@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* The schedule cache (see sched_cache.h). */
-#include "tune/algo.h"
 #include "tune/sched_cache.h"
 
 static int same_shape(const tt_coll_args_t *a, const tt_coll_args_t *b)
@@ -22,7 +21,7 @@ const tt_sched_t *tt_sched_cache_get(tt_sched_cache_t *cache, const tt_algorithm
     if (e->algo)
         tt_sched_free(&e->sched);
     e->algo = NULL;
-    *st = tt_algo_build(algo, args, &e->sched);
+    *st = tt_sched_build(algo, args, &e->sched);
     if (*st)
         return NULL;
     e->algo = algo;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "tune/tuner.h"
 
-#include "tune/algo.h"
+#include "tune/registry.h"
 
 /* Slice sizes the tuner tries when TUTTI_SLICE_BYTES is not set; the
  * default first, so it wins ties. */

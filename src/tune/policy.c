@@ -1,46 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The algorithm registry and the choice per call: what the user forced,
- * else what the tuner picks. */
+/* The choice of algorithm per call: what the user forced, else what the tuner picks. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "tune/algo.h"
 #include "core/env_config.h"
 #include "core/hash.h"
-
-/* Registration order is the fallback preference per collective. */
-const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring,
-                                               &tt_algo_recursive_doubling,
-                                               &tt_algo_rabenseifner,
-                                               &tt_algo_double_tree,
-                                               &tt_algo_direct,
-                                               &tt_algo_bruck,
-                                               &tt_algo_chain,
-                                               &tt_algo_binomial,
-                                               &tt_algo_scatter_allgather,
-                                               &tt_algo_pairwise,
-                                               &tt_algo_dissemination,
-                                               &tt_algo_p2p,
-                                               &tt_algo_hierarchical,
-                                               &tt_algo_ordered};
-const int tt_num_algorithms = sizeof tt_algorithms / sizeof tt_algorithms[0];
-
-static const char *const coll_names[TT_COLL_COUNT] = {
-    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall", "barrier", "send", "recv"};
-
-const char *tt_coll_name(tt_coll_t coll)
-{
-    return (unsigned)coll < TT_COLL_COUNT ? coll_names[coll] : "unknown";
-}
-
-const tt_algorithm_t *tt_algo_named(const char *name)
-{
-    for (int i = 0; i < tt_num_algorithms; i++)
-        if (strcmp(tt_algorithms[i]->name, name) == 0)
-            return tt_algorithms[i];
-    return NULL;
-}
+#include "tune/policy.h"
+#include "tune/registry.h"
 
 /* TUTTI_ALGO_<COLLECTIVE> for each collective, in tt_coll_t order. */
 static const tt_config_id_t per_coll_var[TT_COLL_COUNT] = {
@@ -117,15 +84,4 @@ tt_tuned_t tt_algo_choose(tt_algo_policy_t *policy, const tt_coll_args_t *args, 
         return (tt_tuned_t){forced, slice, -1};
     }
     return tt_tuner_pick(&policy->tuner, args, bytes, elem);
-}
-
-tutti_status_t tt_algo_build(const tt_algorithm_t *algo, const tt_coll_args_t *args, tt_sched_t *s)
-{
-    if (!algo || !algo->build[args->coll])
-        return TUTTI_ERR_UNSUPPORTED;
-    tt_sched_init(s);
-    tutti_status_t st = algo->build[args->coll](args, s);
-    if (st != TUTTI_SUCCESS)
-        tt_sched_free(s);
-    return st;
 }
