@@ -8,7 +8,7 @@
 #include "tune/policy.h"
 #include "comm/bootstrap.h"
 #include "sched/hosts.h"
-#include "tune/sched_cache.h"
+#include "sched/cache.h"
 #include "transports/transport.h"
 #include "tutti.h"
 

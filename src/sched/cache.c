@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The schedule cache (see sched_cache.h). */
-#include "tune/sched_cache.h"
+#include "sched/cache.h"
 
 static int same_shape(const tt_coll_args_t *a, const tt_coll_args_t *b)
 {
