@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The schedule simulator: runs every rank's schedule in one process over
- * plain memory, slices and lanes as the engine cuts them, lanes advanced in
- * a random order, and messages matched per (sender, receiver, lane) in FIFO
- * order. Reports deadlocks and size mismatches instead of hanging.
+ * plain memory, slice by slice as the engine cuts them, along the job walk
+ * (sched/job.h) with ranks visited in a random order, each receive taking
+ * what its matching send posted. Reports deadlocks, size mismatches and
+ * unreceived messages instead of hanging.
  */
 #ifndef TT_TEST_SIM_H
 #define TT_TEST_SIM_H

@@ -16,6 +16,7 @@
 #include "core/half.h"
 #include "harness.h"
 #include "sched/hosts.h"
+#include "sched/job.h"
 #include "reduce/reduce.h"
 #include "sim.h"
 
@@ -453,6 +454,53 @@ START_TEST(dissemination_barrier_takes_ceil_log2_rounds)
 }
 END_TEST
 
+/* Two ranks that each send to the other in round 0 and receive in round 1
+ * (crossing); with broken set, rank 1 never sends, so rank 0 waits forever. */
+static int broken_exchange;
+static tutti_status_t exchange_build(const tt_coll_args_t *a, tt_sched_t *s)
+{
+    int peer = 1 - a->rank;
+    tt_region_t all = tt_region(TT_BUF_INPUT, 0, a->count), out = tt_region(TT_BUF_OUTPUT, 0, a->count);
+    TT_TRY(tt_sched_round(s));
+    if (!(broken_exchange && a->rank == 1))
+        TT_TRY(tt_sched_send(s, peer, all));
+    TT_TRY(tt_sched_round(s));
+    return tt_sched_recv(s, peer, out);
+}
+static const tt_algorithm_t exchange = {.name = "exchange", .build = {[TT_COLL_ALLTOALL] = exchange_build}};
+
+START_TEST(the_job_walk_matches_messages_and_finds_deadlocks)
+{
+    tt_coll_args_t a = {.coll = TT_COLL_ALLTOALL, .nranks = 2, .count = 3};
+    tt_job_t job;
+    broken_exchange = 0;
+    ck_assert_int_eq(tt_job_build(&job, &exchange, &a), TUTTI_SUCCESS);
+    ck_assert_int_eq(job.match[0][0], 1); /* rank 0's send meets rank 1's receive, its step 1 */
+    ck_assert_int_eq(job.match[1][1], 0);
+    ck_assert_int_eq(job.round[1][1], 1);
+    tt_job_visit_t none = {0};
+    tt_job_walk_t eager = {0}, rendezvous = {.rendezvous = 1};
+    ck_assert_int_eq(tt_job_walk(&job, &none, &eager), 0);
+    /* Each send waits for a receive its peer posts only after its own send. */
+    ck_assert_int_eq(tt_job_walk(&job, &none, &rendezvous), 1);
+    ck_assert_int_eq(rendezvous.stuck, 2);
+    tt_job_free(&job);
+
+    broken_exchange = 1;
+    ck_assert_int_eq(tt_job_build(&job, &exchange, &a), TUTTI_SUCCESS);
+    ck_assert_int_eq(job.match[0][1], -1);
+    ck_assert_int_eq(tt_job_walk(&job, &none, &eager), 1);
+    ck_assert_int_eq(eager.stuck, 1);
+    tt_job_free(&job);
+    float in[2][3] = {{1, 2, 3}, {4, 5, 6}}, out[2][3];
+    char *ins[2] = {(char *)in[0], (char *)in[1]}, *outs[2] = {(char *)out[0], (char *)out[1]};
+    tt_sim_t sim = {.nranks = 2, .in = ins, .out = outs, .elem = 4, .dtype = TUTTI_FP32, .op = TUTTI_SUM,
+                    .nslices = 1, .nlanes = 1, .seed = 1};
+    ck_assert_int_eq(tt_sim_run(&sim, &exchange, a), -1);
+    ck_assert_msg(strstr(sim.error, "deadlock"), "%s", sim.error);
+}
+END_TEST
+
 START_TEST(send_recv_pair_in_the_simulator)
 {
     /* A send on rank 0 and the matching receive on rank 1 are one schedule
@@ -483,6 +531,7 @@ int main(void)
     tcase_add_test(tc, tutti_algo_and_per_collective_variables_override_the_tuner);
     tcase_add_test(tc, deterministic_mode_keeps_to_rank_order_algorithms);
     tcase_add_test(tc, send_recv_pair_in_the_simulator);
+    tcase_add_test(tc, the_job_walk_matches_messages_and_finds_deadlocks);
     tcase_add_loop_test(tc, every_algorithm_every_dtype_and_op, 1, 18);
     tcase_add_loop_test(tc, large_counts_with_many_slices, 1, 18);
     tcase_add_test(tc, a_few_million_elements);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/job.h"
 #include "tools/explain_trace.h"
 
 #define PART_BYTES 160
@@ -72,34 +73,6 @@ static void format_cells(const tt_cell_t *c, size_t n, char *out, size_t len)
         snprintf(out, len, "nothing");
 }
 
-typedef struct {
-    tt_cell_t *cells;
-    size_t n;
-} msg_t;
-
-typedef struct {
-    msg_t *items;
-    int head, len, cap;
-} queue_t;
-
-static int push(queue_t *q, const tt_cell_t *cells, size_t n)
-{
-    if (q->head + q->len == q->cap) {
-        int cap = q->cap ? 2 * q->cap : 8;
-        msg_t *grown = realloc(q->items, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        q->items = grown;
-        q->cap = cap;
-    }
-    msg_t m = {malloc((n ? n : 1) * sizeof(tt_cell_t)), n};
-    if (!m.cells)
-        return -1;
-    memcpy(m.cells, cells, n * sizeof(tt_cell_t));
-    q->items[q->head + q->len++] = m;
-    return 0;
-}
-
 /* Element counts of a rank's input and output buffers. */
 static void buffer_counts(const tt_coll_args_t *a, size_t *in, size_t *out)
 {
@@ -112,9 +85,112 @@ typedef struct {
     tt_cell_t *buf[3];
 } rank_bufs_t;
 
+/* The symbolic run along the job walk. */
+typedef struct {
+    tt_trace_t *t;
+    const tt_job_t *job;
+    rank_bufs_t *bufs;
+    tt_cell_t ***msgs; /* [rank][step]: the cells a send posted, until received */
+} sym_run_t;
+
 static tt_cell_t *cells_of(rank_bufs_t *b, tt_region_t r)
 {
     return b->buf[r.buf] + r.off;
+}
+
+/* Local steps first, then the sends go out, each labelled. */
+static int sym_start(void *arg, int r, int k)
+{
+    sym_run_t *sr = arg;
+    const tt_sched_t *s = &sr->job->s[r];
+    char a[PART_BYTES];
+    for (int i = s->round_first[k]; i < s->round_first[k + 1]; i++) {
+        const tt_step_t *st = &s->steps[i];
+        char *label = sr->t->labels[r][i];
+        if (st->kind == TT_STEP_COPY || st->kind == TT_STEP_REDUCE) {
+            tt_cell_t *dst = cells_of(&sr->bufs[r], st->dst), *src = cells_of(&sr->bufs[r], st->src);
+            for (size_t e = 0; e < st->dst.count; e++) {
+                if (st->kind == TT_STEP_COPY)
+                    dst[e] = src[e];
+                else
+                    dst[e].ranks |= src[e].ranks;
+            }
+            format_cells(dst, st->dst.count, a, sizeof a);
+            snprintf(label, LABEL_BYTES, "%s %s", st->kind == TT_STEP_COPY ? "copies" : "adds up", a);
+        } else if (st->kind == TT_STEP_SEND) {
+            tt_cell_t *src = cells_of(&sr->bufs[r], st->src);
+            size_t n = st->src.count;
+            if (!(sr->msgs[r][i] = malloc((n ? n : 1) * sizeof(tt_cell_t))))
+                return -1;
+            memcpy(sr->msgs[r][i], src, n * sizeof(tt_cell_t));
+            format_cells(src, n, a, sizeof a);
+            snprintf(label, LABEL_BYTES, "sends %s to rank %d", a, st->peer);
+        }
+    }
+    return 0;
+}
+
+/* Every receive takes what its matching send posted. */
+static int sym_finish(void *arg, int r, int k)
+{
+    sym_run_t *sr = arg;
+    const tt_sched_t *s = &sr->job->s[r];
+    char a[PART_BYTES], b[PART_BYTES];
+    for (int i = s->round_first[k]; i < s->round_first[k + 1]; i++) {
+        const tt_step_t *st = &s->steps[i];
+        if (st->kind != TT_STEP_RECV && st->kind != TT_STEP_RECV_REDUCE)
+            continue;
+        int q = st->peer, qs = sr->job->match[r][i];
+        size_t n = sr->job->s[q].steps[qs].src.count;
+        tt_cell_t *m = sr->msgs[q][qs];
+        if (n != st->dst.count) {
+            snprintf(sr->t->error, sizeof sr->t->error, "rank %d round %d: %zu elements sent by %d, %zu expected",
+                     r, k, n, q, st->dst.count);
+            return -1;
+        }
+        tt_cell_t *dst = cells_of(&sr->bufs[r], st->dst), *src = cells_of(&sr->bufs[r], st->src);
+        format_cells(m, n, a, sizeof a);
+        for (size_t e = 0; e < n; e++) {
+            if (st->kind == TT_STEP_RECV)
+                dst[e] = m[e];
+            else
+                dst[e] = (tt_cell_t){src[e].ranks | m[e].ranks, m[e].chunk};
+        }
+        free(m);
+        sr->msgs[q][qs] = NULL;
+        format_cells(dst, st->dst.count, b, sizeof b);
+        if (st->kind == TT_STEP_RECV)
+            snprintf(sr->t->labels[r][i], LABEL_BYTES, "gets %s from rank %d", a, q);
+        else
+            snprintf(sr->t->labels[r][i], LABEL_BYTES, "adds %s from rank %d: %s", a, q, b);
+    }
+    return 0;
+}
+
+/* Buffers and labels of every rank, inputs holding their own terms. */
+static int sym_setup(sym_run_t *sr, const tt_coll_args_t *args)
+{
+    tt_trace_t *t = sr->t;
+    size_t nin, nout;
+    buffer_counts(args, &nin, &nout);
+    t->nout = nout;
+    for (int r = 0; r < t->nranks; r++) {
+        const tt_sched_t *s = &sr->job->s[r];
+        t->labels[r] = calloc((size_t)s->nsteps + 1, sizeof(char *));
+        sr->msgs[r] = calloc((size_t)s->nsteps + 1, sizeof(tt_cell_t *));
+        sr->bufs[r].buf[TT_BUF_INPUT] = calloc(nin + 1, sizeof(tt_cell_t));
+        sr->bufs[r].buf[TT_BUF_OUTPUT] = calloc(nout + 1, sizeof(tt_cell_t));
+        sr->bufs[r].buf[TT_BUF_SCRATCH] = calloc(s->scratch_count + 1, sizeof(tt_cell_t));
+        if (!t->labels[r] || !sr->msgs[r] || !sr->bufs[r].buf[0] || !sr->bufs[r].buf[1] || !sr->bufs[r].buf[2])
+            return -1;
+        for (int i = 0; i < s->nsteps; i++)
+            if (!(t->labels[r][i] = calloc(LABEL_BYTES, 1)))
+                return -1;
+        for (size_t i = 0; i < nin; i++) /* all-gather: rank r's data is chunk r */
+            sr->bufs[r].buf[TT_BUF_INPUT][i] =
+                (tt_cell_t){1ull << r, (int)(args->coll == TT_COLL_ALLGATHER ? r * args->count + i : i)};
+    }
+    return 0;
 }
 
 int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t *args)
@@ -122,146 +198,41 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
     int p = args->nranks, rc = -1;
     memset(t, 0, sizeof *t);
     t->nranks = p;
-    t->s = calloc((size_t)p, sizeof *t->s);
+    tt_job_t job;
+    if (tt_job_build(&job, algo, args) != TUTTI_SUCCESS) {
+        snprintf(t->error, sizeof t->error, "%s does not serve %s", algo->name, tt_coll_name(args->coll));
+        return -1;
+    }
+    t->s = job.s; /* the trace keeps the schedules; the job frees the rest */
     t->labels = calloc((size_t)p, sizeof *t->labels);
     t->out = calloc((size_t)p, sizeof *t->out);
-    rank_bufs_t *bufs = calloc((size_t)p, sizeof *bufs);
-    queue_t *queues = calloc((size_t)p * (size_t)p, sizeof *queues); /* [from * p + to] */
-    int *round = calloc((size_t)p, sizeof *round), *posted = calloc((size_t)p, sizeof *posted);
-    int *need = calloc((size_t)p, sizeof *need); /* receives per peer in the round at hand */
-    if (!t->s || !t->labels || !t->out || !bufs || !queues || !round || !posted || !need) {
+    sym_run_t sr = {t, &job, calloc((size_t)p, sizeof(rank_bufs_t)), calloc((size_t)p, sizeof(tt_cell_t **))};
+    tt_job_visit_t v = {.start = sym_start, .finish = sym_finish, .arg = &sr};
+    tt_job_walk_t w = {0};
+    if (!t->labels || !t->out || !sr.bufs || !sr.msgs || sym_setup(&sr, args)) {
         snprintf(t->error, sizeof t->error, "out of memory");
-        goto out;
+    } else {
+        int walked = tt_job_walk(&job, &v, &w);
+        if (walked > 0)
+            snprintf(t->error, sizeof t->error, "the schedule deadlocks (%d ranks never finish)", w.stuck);
+        rc = walked == 0 ? 0 : -1;
     }
-    size_t nin, nout;
-    buffer_counts(args, &nin, &nout);
-    t->nout = nout;
-    for (int r = 0; r < p; r++) {
-        tt_coll_args_t a = *args;
-        a.rank = r;
-        if (tt_sched_build(algo, &a, &t->s[r]) != TUTTI_SUCCESS) {
-            snprintf(t->error, sizeof t->error, "%s does not serve %s", algo->name, tt_coll_name(args->coll));
-            goto out;
-        }
-        t->labels[r] = calloc((size_t)t->s[r].nsteps + 1, sizeof(char *));
-        bufs[r].buf[TT_BUF_INPUT] = calloc(nin + 1, sizeof(tt_cell_t));
-        bufs[r].buf[TT_BUF_OUTPUT] = calloc(nout + 1, sizeof(tt_cell_t));
-        bufs[r].buf[TT_BUF_SCRATCH] = calloc(t->s[r].scratch_count + 1, sizeof(tt_cell_t));
-        if (!t->labels[r] || !bufs[r].buf[0] || !bufs[r].buf[1] || !bufs[r].buf[2])
-            goto out;
-        for (int i = 0; i < t->s[r].nsteps; i++)
-            if (!(t->labels[r][i] = calloc(LABEL_BYTES, 1)))
-                goto out;
-        for (size_t i = 0; i < nin; i++) /* all-gather: rank r's data is chunk r */
-            bufs[r].buf[TT_BUF_INPUT][i] =
-                (tt_cell_t){1ull << r, (int)(args->coll == TT_COLL_ALLGATHER ? r * args->count + i : i)};
-    }
-    int left = 0, progress = 1;
-    for (int r = 0; r < p; r++)
-        left += t->s[r].nrounds > 0;
-    while (left && progress) {
-        progress = 0;
-        for (int r = 0; r < p; r++) {
-            tt_sched_t *s = &t->s[r];
-            while (round[r] < s->nrounds) {
-                int n, first = s->round_first[round[r]];
-                const tt_step_t *st = tt_sched_round_steps(s, round[r], &n);
-                char a[PART_BYTES], b[PART_BYTES];
-                if (!posted[r]) { /* local steps first, then the sends go out */
-                    for (int i = 0; i < n; i++) {
-                        char *label = t->labels[r][first + i];
-                        if (st[i].kind == TT_STEP_COPY || st[i].kind == TT_STEP_REDUCE) {
-                            tt_cell_t *dst = cells_of(&bufs[r], st[i].dst),
-                                      *src = cells_of(&bufs[r], st[i].src);
-                            for (size_t e = 0; e < st[i].dst.count; e++) {
-                                if (st[i].kind == TT_STEP_COPY)
-                                    dst[e] = src[e];
-                                else
-                                    dst[e].ranks |= src[e].ranks;
-                            }
-                            format_cells(dst, st[i].dst.count, a, sizeof a);
-                            snprintf(label, LABEL_BYTES, "%s %s",
-                                     st[i].kind == TT_STEP_COPY ? "copies" : "adds up", a);
-                        } else if (st[i].kind == TT_STEP_SEND) {
-                            tt_cell_t *src = cells_of(&bufs[r], st[i].src);
-                            if (push(&queues[r * p + st[i].peer], src, st[i].src.count))
-                                goto out;
-                            format_cells(src, st[i].src.count, a, sizeof a);
-                            snprintf(label, LABEL_BYTES, "sends %s to rank %d", a, st[i].peer);
-                        }
-                    }
-                    posted[r] = 1;
-                    progress = 1;
-                }
-                /* The round completes once every receive has its message. */
-                int ready = 1;
-                memset(need, 0, (size_t)p * sizeof *need);
-                for (int i = 0; i < n; i++)
-                    if (st[i].kind == TT_STEP_RECV || st[i].kind == TT_STEP_RECV_REDUCE)
-                        ready &= ++need[st[i].peer] <= queues[st[i].peer * p + r].len;
-                if (!ready)
-                    break;
-                for (int i = 0; i < n; i++) {
-                    if (st[i].kind != TT_STEP_RECV && st[i].kind != TT_STEP_RECV_REDUCE)
-                        continue;
-                    queue_t *q = &queues[st[i].peer * p + r];
-                    msg_t m = q->items[q->head++];
-                    q->len--;
-                    if (m.n != st[i].dst.count) {
-                        snprintf(t->error, sizeof t->error,
-                                 "rank %d round %d: %zu elements sent by %d, %zu expected", r, round[r], m.n,
-                                 st[i].peer, st[i].dst.count);
-                        free(m.cells);
-                        goto out;
-                    }
-                    tt_cell_t *dst = cells_of(&bufs[r], st[i].dst), *src = cells_of(&bufs[r], st[i].src);
-                    format_cells(m.cells, m.n, a, sizeof a);
-                    for (size_t e = 0; e < m.n; e++) {
-                        if (st[i].kind == TT_STEP_RECV)
-                            dst[e] = m.cells[e];
-                        else
-                            dst[e] = (tt_cell_t){src[e].ranks | m.cells[e].ranks, m.cells[e].chunk};
-                    }
-                    free(m.cells);
-                    format_cells(dst, st[i].dst.count, b, sizeof b);
-                    if (st[i].kind == TT_STEP_RECV)
-                        snprintf(t->labels[r][first + i], LABEL_BYTES, "gets %s from rank %d", a, st[i].peer);
-                    else
-                        snprintf(t->labels[r][first + i], LABEL_BYTES, "adds %s from rank %d: %s", a,
-                                 st[i].peer, b);
-                }
-                round[r]++;
-                posted[r] = 0;
-                progress = 1;
-                if (round[r] == s->nrounds)
-                    left--;
-            }
-        }
-    }
-    if (left) {
-        snprintf(t->error, sizeof t->error, "the schedule deadlocks (%d ranks never finish)", left);
-        goto out;
-    }
-    rc = 0;
-out:
-    for (int r = 0; bufs && r < p; r++) {
+    for (int r = 0; sr.bufs && r < p; r++) {
         if (t->out) { /* the caller keeps the outputs */
-            t->out[r] = bufs[r].buf[TT_BUF_OUTPUT];
-            bufs[r].buf[TT_BUF_OUTPUT] = NULL;
+            t->out[r] = sr.bufs[r].buf[TT_BUF_OUTPUT];
+            sr.bufs[r].buf[TT_BUF_OUTPUT] = NULL;
         }
         for (int b = 0; b < 3; b++)
-            free(bufs[r].buf[b]);
+            free(sr.bufs[r].buf[b]);
+        for (int i = 0; sr.msgs && sr.msgs[r] && i < t->s[r].nsteps; i++)
+            free(sr.msgs[r][i]);
+        if (sr.msgs)
+            free(sr.msgs[r]);
     }
-    for (int i = 0; queues && i < p * p; i++) {
-        for (int k = queues[i].head; k < queues[i].head + queues[i].len; k++)
-            free(queues[i].items[k].cells);
-        free(queues[i].items);
-    }
-    free(bufs);
-    free(queues);
-    free(round);
-    free(posted);
-    free(need);
+    free(sr.bufs);
+    free(sr.msgs);
+    job.s = NULL;
+    tt_job_free(&job);
     if (rc && !t->error[0])
         snprintf(t->error, sizeof t->error, "out of memory");
     return rc;

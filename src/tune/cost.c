@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/job.h"
 #include "tune/cost.h"
 
 static const char *const link_names[TT_LINK_COUNT] = {"shm", "tcp", "pcie", "nvlink", "ib"};
@@ -173,155 +174,96 @@ tt_round_cost_t tt_cost_round(const tt_cost_model_t *m, const tt_coll_args_t *ar
     return rc;
 }
 
-/* Every rank's schedule, and per step the receive that matches a send. */
+/* Every rank's schedule and, per rank and round, one slice's cost and when
+ * the round starts in the walk (-1 until the rank gets there). */
 typedef struct {
-    int p;
-    tt_sched_t *s;
-    tt_coll_args_t *args;
-    int **match;          /* [rank][step]: the matching step's index at the peer; -1 for none */
-    double **round_start; /* [rank][round], -1 until the rank gets there */
+    tt_job_t job;
+    double **round_start; /* [rank][round]; [nrounds]: when the rank finishes */
     double **round_cost;  /* [rank][round]: one slice */
 } job_t;
 
 static void job_free(job_t *j)
 {
-    for (int r = 0; r < j->p; r++) {
-        if (j->s)
-            tt_sched_free(&j->s[r]);
-        if (j->match)
-            free(j->match[r]);
+    for (int r = 0; r < j->job.nranks; r++) {
         if (j->round_start)
             free(j->round_start[r]);
         if (j->round_cost)
             free(j->round_cost[r]);
     }
-    free(j->s);
-    free(j->args);
-    free(j->match);
     free(j->round_start);
     free(j->round_cost);
+    tt_job_free(&j->job);
 }
 
 static int job_build(job_t *j, const tt_algorithm_t *algo, const tt_coll_args_t *args)
 {
-    int p = j->p = args->nranks;
-    j->s = calloc((size_t)p, sizeof *j->s);
-    j->args = calloc((size_t)p, sizeof *j->args);
-    j->match = calloc((size_t)p, sizeof *j->match);
+    if (tt_job_build(&j->job, algo, args) != TUTTI_SUCCESS)
+        return -1;
+    int p = j->job.nranks;
     j->round_start = calloc((size_t)p, sizeof *j->round_start);
     j->round_cost = calloc((size_t)p, sizeof *j->round_cost);
-    if (!j->s || !j->args || !j->match || !j->round_start || !j->round_cost)
+    if (!j->round_start || !j->round_cost)
         return -1;
     for (int r = 0; r < p; r++) {
-        j->args[r] = *args;
-        j->args[r].rank = r;
-        if (tt_sched_build(algo, &j->args[r], &j->s[r]) != TUTTI_SUCCESS)
+        j->round_start[r] = malloc(((size_t)j->job.s[r].nrounds + 1) * sizeof(double));
+        j->round_cost[r] = malloc(((size_t)j->job.s[r].nrounds + 1) * sizeof(double));
+        if (!j->round_start[r] || !j->round_cost[r])
             return -1;
-        j->match[r] = malloc(((size_t)j->s[r].nsteps + 1) * sizeof(int));
-        j->round_start[r] = malloc(((size_t)j->s[r].nrounds + 1) * sizeof(double));
-        j->round_cost[r] = malloc(((size_t)j->s[r].nrounds + 1) * sizeof(double));
-        if (!j->match[r] || !j->round_start[r] || !j->round_cost[r])
-            return -1;
-    }
-    /* The k-th send from a to b meets the k-th receive at b from a. */
-    for (int b = 0; b < p; b++)
-        for (int i = 0; i < j->s[b].nsteps; i++)
-            j->match[b][i] = -1;
-    for (int a = 0; a < p; a++) {
-        int *sent = calloc((size_t)p, sizeof *sent);
-        if (!sent)
-            return -1;
-        for (int i = 0; i < j->s[a].nsteps; i++) {
-            const tt_step_t *st = &j->s[a].steps[i];
-            if (st->kind != TT_STEP_SEND)
-                continue;
-            int b = st->peer, want = sent[b]++, k = 0;
-            for (int x = 0; x < j->s[b].nsteps; x++) {
-                const tt_step_t *rx = &j->s[b].steps[x];
-                if ((rx->kind == TT_STEP_RECV || rx->kind == TT_STEP_RECV_REDUCE) && rx->peer == a &&
-                    k++ == want) {
-                    j->match[a][i] = x;
-                    j->match[b][x] = i;
-                    break;
-                }
-            }
-        }
-        free(sent);
     }
     return 0;
 }
 
-static int round_of(const tt_sched_t *s, int step)
+typedef struct {
+    job_t *j;
+    const tt_cost_model_t *m;
+    size_t elem;
+    int nslices;
+} trip_t;
+
+/* A round ends when its own work is done and its last transfer has
+ * arrived; a transfer starts once both ends have reached their rounds. */
+static int trip_finish(void *arg, int r, int k)
 {
-    int r = 0;
-    while (s->round_first[r + 1] <= step)
-        r++;
-    return r;
+    trip_t *t = arg;
+    const tt_job_t *job = &t->j->job;
+    const tt_sched_t *s = &job->s[r];
+    double start = t->j->round_start[r][k], end = start + t->j->round_cost[r][k];
+    for (int i = s->round_first[k]; i < s->round_first[k + 1]; i++) {
+        const tt_step_t *st = &s->steps[i];
+        if (st->peer < 0)
+            continue;
+        int q = st->peer, qstep = job->match[r][i];
+        double peer_start = t->j->round_start[q][job->round[q][qstep]];
+        size_t bytes = (st->kind == TT_STEP_SEND ? st->src.count : st->dst.count) * t->elem;
+        const tt_link_cost_t *c = &t->m->link[tt_cost_link(t->m, job->args[r].hosts, r, q)];
+        double arrive =
+            (peer_start > start ? peer_start : start) + c->alpha + (double)bytes / t->nslices * c->beta;
+        if (arrive > end)
+            end = arrive;
+    }
+    t->j->round_start[r][k + 1] = end;
+    return 0;
 }
 
-/*
- * One slice through the whole job: a rank's round starts when its previous
- * round ended; a transfer can start once both ends have reached their
- * rounds; a round ends when its own work is done and its last transfer
- * has arrived. Returns the last rank's finish time, or -1 on a deadlock.
- */
+/* One slice through the whole job, each transfer waiting for both its
+ * ends. Returns the last rank's finish time, or -1 on a deadlock. */
 static double one_slice_trip(job_t *j, const tt_cost_model_t *m, size_t elem, int nslices)
 {
-    int p = j->p, *cur = calloc((size_t)p, sizeof *cur), left = 0;
-    double finish = 0;
-    if (!cur)
-        return -1;
-    for (int r = 0; r < p; r++)
-        left += j->s[r].nrounds > 0;
-    for (int r = 0; r < p; r++) {
+    for (int r = 0; r < j->job.nranks; r++) {
         j->round_start[r][0] = 0;
-        for (int k = 1; k <= j->s[r].nrounds; k++)
+        for (int k = 1; k <= j->job.s[r].nrounds; k++)
             j->round_start[r][k] = -1;
     }
-    for (int progress = 1; progress && left;) {
-        progress = 0;
-        for (int r = 0; r < p; r++) {
-            while (cur[r] < j->s[r].nrounds) {
-                int k = cur[r], n;
-                const tt_step_t *st = tt_sched_round_steps(&j->s[r], k, &n);
-                int first = j->s[r].round_first[k];
-                double start = j->round_start[r][k], end = start + j->round_cost[r][k];
-                int ready = 1;
-                for (int i = 0; i < n && ready; i++) {
-                    if (st[i].peer < 0)
-                        continue;
-                    int q = st[i].peer, qstep = j->match[r][first + i];
-                    if (qstep < 0) { /* unmatched: a broken schedule, reported as a deadlock */
-                        ready = 0;
-                        break;
-                    }
-                    double peer_start = j->round_start[q][round_of(&j->s[q], qstep)];
-                    if (peer_start < 0) {
-                        ready = 0;
-                        break;
-                    }
-                    size_t bytes = (st[i].kind == TT_STEP_SEND ? st[i].src.count : st[i].dst.count) * elem;
-                    const tt_link_cost_t *c = &m->link[tt_cost_link(m, j->args[r].hosts, r, q)];
-                    double arrive = (peer_start > start ? peer_start : start) + c->alpha +
-                                    (double)bytes / nslices * c->beta;
-                    if (arrive > end)
-                        end = arrive;
-                }
-                if (!ready)
-                    break;
-                j->round_start[r][k + 1] = end;
-                cur[r]++;
-                progress = 1;
-                if (cur[r] == j->s[r].nrounds) {
-                    left--;
-                    if (end > finish)
-                        finish = end;
-                }
-            }
-        }
-    }
-    free(cur);
-    return left ? -1 : finish;
+    trip_t t = {j, m, elem, nslices};
+    tt_job_visit_t v = {.finish = trip_finish, .arg = &t};
+    tt_job_walk_t w = {.rendezvous = 1};
+    if (tt_job_walk(&j->job, &v, &w) != 0)
+        return -1;
+    double finish = 0;
+    for (int r = 0; r < j->job.nranks; r++)
+        if (j->round_start[r][j->job.s[r].nrounds] > finish)
+            finish = j->round_start[r][j->job.s[r].nrounds];
+    return finish;
 }
 
 #define TT_COST_SAMPLE_RANKS 32
@@ -380,14 +322,15 @@ static double predict_sampled(const tt_cost_model_t *m, const tt_algorithm_t *al
  * traffic to other hosts through its shared links, whichever is longer. */
 static double job_costs(job_t *j, const tt_cost_model_t *m, size_t elem, int nslices)
 {
-    const tt_hosts_t *hosts = j->args[0].hosts;
+    const tt_job_t *job = &j->job;
+    const tt_hosts_t *hosts = job->args[0].hosts;
     int nhosts = hosts ? hosts->nhosts : 1;
     double work = 0, *host_out = calloc((size_t)nhosts, sizeof(double)),
            *host_in = calloc((size_t)nhosts, sizeof(double));
-    for (int r = 0; r < j->p; r++) {
+    for (int r = 0; r < job->nranks; r++) {
         double send = 0, recv = 0;
-        for (int k = 0; k < j->s[r].nrounds; k++) {
-            tt_round_cost_t rc = tt_cost_round(m, &j->args[r], &j->s[r], k, elem, nslices);
+        for (int k = 0; k < job->s[r].nrounds; k++) {
+            tt_round_cost_t rc = tt_cost_round(m, &job->args[r], &job->s[r], k, elem, nslices);
             j->round_cost[r][k] = rc.seconds;
             send += rc.send_seconds;
             recv += rc.recv_seconds;
@@ -418,7 +361,7 @@ int tt_cost_round_ends(const tt_cost_model_t *m, const tt_algorithm_t *algo, con
     int rc = -1;
     if (args->nranks <= TT_COST_EXACT_RANKS && job_build(&j, algo, args) == 0) {
         job_costs(&j, m, elem, nslices);
-        if (one_slice_trip(&j, m, elem, nslices) >= 0 && j.s[args->rank].nrounds == nrounds) {
+        if (one_slice_trip(&j, m, elem, nslices) >= 0 && j.job.s[args->rank].nrounds == nrounds) {
             for (int k = 0; k < nrounds; k++)
                 ends[k] = j.round_start[args->rank][k + 1];
             rc = 0;
