@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* For suites that build calls by hand: where a call's buffers go. */
+/* For suites that build calls by hand: where a call's buffers go, and running one. */
 #ifndef TT_TEST_CALL_PLACE_H
 #define TT_TEST_CALL_PLACE_H
 
@@ -21,6 +21,14 @@ static inline void tt_test_place(tt_call_t *c, tt_coll_t coll, char *span, size_
         c->recv = span + (size_t)r * n * e;
     if (coll == TT_COLL_ALLGATHER)
         c->send = span + (size_t)r * n * e;
+}
+
+/* Validates and runs c on host buffers now, as the compressed all-reduce
+ * runs its inner collectives. */
+static inline tutti_status_t tt_test_run_host(tutti_comm_t comm, tt_call_t *c)
+{
+    tutti_status_t st = tt_coll_validate(comm, c, tt_coll_name(c->coll));
+    return st ? st : tt_coll_run(comm, c);
 }
 
 #endif

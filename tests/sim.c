@@ -85,8 +85,8 @@ static int finish_round(void *arg, int r, int k)
 static int run_slice(tt_sim_t *sim, const tt_job_t *job, tt_reduce_fn reduce, int slice)
 {
     int p = sim->nranks, rc = 0;
-    slice_run_t sr = {sim, job, reduce, slice, calloc((size_t)p, sizeof(char **)),
-                      calloc((size_t)p, sizeof(size_t *))};
+    slice_run_t sr = {
+        sim, job, reduce, slice, calloc((size_t)p, sizeof(char **)), calloc((size_t)p, sizeof(size_t *))};
     for (int r = 0; r < p && sr.msgs && sr.lens; r++) {
         sr.msgs[r] = calloc((size_t)job->s[r].nsteps + 1, sizeof(char *));
         sr.lens[r] = calloc((size_t)job->s[r].nsteps + 1, sizeof(size_t));
@@ -95,8 +95,8 @@ static int run_slice(tt_sim_t *sim, const tt_job_t *job, tt_reduce_fn reduce, in
     tt_job_walk_t w = {.seed = &sim->seed};
     int walked = tt_job_walk(job, &v, &w);
     if (walked > 0)
-        snprintf(sim->error, sizeof sim->error, "deadlock: %d ranks wait for messages that never come (slice %d)",
-                 w.stuck, slice);
+        snprintf(sim->error, sizeof sim->error,
+                 "deadlock: %d ranks wait for messages that never come (slice %d)", w.stuck, slice);
     if (walked)
         rc = -1;
     for (int r = 0; r < p; r++) {

@@ -67,6 +67,14 @@ static int fake_identity(void *dev, uint64_t *self, uint64_t *reach, int *nreach
     return 0;
 }
 
+/* GPU g has the bus id of GPU 0, 1, 4 and 5 of tests/fixtures/gpu8-nic4-nvlink.xml. */
+static int fake_bus_id(void *dev, char *out, size_t len)
+{
+    static const char *const bus[MAX_GPUS] = {"0000:34:00.0", "0000:36:00.0", "0000:b7:00.0", "0000:b9:00.0"};
+    snprintf(out, len, "%s", bus[((fake_dev_t *)dev)->gpu]);
+    return 0;
+}
+
 /* A FIFO is a shared segment; its handle is the segment's name. */
 static int fake_fifo_alloc(void *devp, size_t bytes, void **ptr, unsigned char handle[TT_IPC_HANDLE_BYTES])
 {
@@ -151,6 +159,7 @@ static const tt_ipc_backend_t fake_backend = {
     .attach = fake_attach,
     .detach = fake_detach,
     .identity = fake_identity,
+    .bus_id = fake_bus_id,
     .fifo_alloc = fake_fifo_alloc,
     .fifo_free = fake_fifo_free,
     .fifo_open = fake_fifo_open,
@@ -190,15 +199,15 @@ static int one_call(tutti_comm_t comm, const plan_t *plan, tt_call_t c, char *re
     tt_call_t want = c, d = c;
     tt_test_place(&want, c.coll, ref, n, e, r, p, ip);
     tt_test_place(&d, c.coll, dev, n, e, r, p, ip);
-    TT_FAIL_IF(tt_coll_host(comm, &want), "%s: %s", tt_coll_name(c.coll), tutti_comm_last_error(comm));
-    TT_FAIL_IF(tt_coll_prepare(comm, &d, "test"), "prepare: %s", tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_test_run_host(comm, &want), "%s: %s", tt_coll_name(c.coll), tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_coll_validate(comm, &d, "test"), "prepare: %s", tutti_comm_last_error(comm));
     uint64_t runs = tt_direct_runs(comm), seq;
     int direct;
     TT_FAIL_IF(tt_coll_begin(comm, &d, plan->host_rank != r, &seq, &direct), "begin: %s",
                tutti_comm_last_error(comm));
     TT_FAIL_IF(direct != (plan->expect_direct && plan->host_rank != r), "%s: direct is %d",
                tt_coll_name(c.coll), direct);
-    tutti_status_t st = direct ? tt_direct_run(comm, &d, seq) : tt_coll_run_at(comm, &d, seq, NULL, NULL);
+    tutti_status_t st = direct ? tt_direct_run(comm, &d, seq) : tt_coll_run_at(comm, &d, seq, NULL);
     TT_FAIL_IF(st, "%s: %s", tt_coll_name(c.coll), tutti_comm_last_error(comm));
     TT_FAIL_IF(tt_direct_runs(comm) != runs + (uint64_t)direct, "the direct run was not counted");
     TT_FAIL_IF(memcmp(dev, ref, span_bytes), "%s %s %s n=%zu in_place=%d: results differ from the host path",
@@ -317,13 +326,13 @@ static int run_ahead(tutti_comm_t comm, int r, int p, void *arg)
     for (int i = 0; i < AHEAD; i++) {
         tt_call_t c = {
             .coll = TT_COLL_REDUCE, .send = &x, .recv = &y, .count = 1, .dtype = TUTTI_FP32, .op = TUTTI_SUM};
-        TT_FAIL_IF(tt_coll_prepare(comm, &c, "test"), "prepare: %s", tutti_comm_last_error(comm));
+        TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "prepare: %s", tutti_comm_last_error(comm));
         uint64_t seq;
         int direct;
         TT_FAIL_IF(tt_coll_begin(comm, &c, r == 0 && i == 0, &seq, &direct), "call %d: %s", i,
                    tutti_comm_last_error(comm));
         TT_FAIL_IF(direct, "went direct with a host rank");
-        TT_FAIL_IF(tt_coll_run_at(comm, &c, seq, NULL, NULL), "call %d: %s", i, tutti_comm_last_error(comm));
+        TT_FAIL_IF(tt_coll_run_at(comm, &c, seq, NULL), "call %d: %s", i, tutti_comm_last_error(comm));
         TT_FAIL_IF(r == 0 && y != 2, "call %d: reduced %g", i, (double)y);
     }
     return 0;
@@ -331,7 +340,7 @@ static int run_ahead(tutti_comm_t comm, int r, int p, void *arg)
 
 START_TEST(the_board_holds_answers_until_read)
 {
-    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    setenv("TUTTI_TRANSPORTS", "cuda_ipc,tcp", 1); /* host calls over tcp, device ones over cuda_ipc */
     setenv("TUTTI_TIMEOUT", "20", 1);
     tt_run_ranks(2, run_ahead, NULL, 60);
     unsetenv("TUTTI_TRANSPORTS");
@@ -350,7 +359,7 @@ static int dies_before_the_call(tutti_comm_t comm, int r, int p, void *arg)
     float x = 1, y = 0;
     tt_call_t c = {
         .coll = TT_COLL_ALLREDUCE, .send = &x, .recv = &y, .count = 1, .dtype = TUTTI_FP32, .op = TUTTI_SUM};
-    TT_FAIL_IF(tt_coll_prepare(comm, &c, "test"), "prepare: %s", tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "prepare: %s", tutti_comm_last_error(comm));
     uint64_t seq;
     int direct;
     tutti_status_t st = tt_coll_begin(comm, &c, 1, &seq, &direct);
@@ -384,6 +393,42 @@ START_TEST(cuda_ipc_0_turns_the_layer_off)
 }
 END_TEST
 
+/* Direct runs price each GPU pair by the topology's link between them:
+ * the fixture joins its GPUs 0-1, 0-4, 1-5 and 4-5 by NVLink, not 0-5. */
+static int links_from_topology(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    TT_FAIL_IF(!tt_direct_prepare(comm, r), "prepare failed");
+    float x[64] = {0}, y[64];
+    tt_call_t c = {.coll = TT_COLL_ALLREDUCE, .send = x, .recv = y, .count = 64, .dtype = TUTTI_FP32};
+    TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate: %s", tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_direct_link(comm, 0, 1) != -1, "GPU links priced before any direct run");
+    uint64_t seq;
+    int direct;
+    TT_FAIL_IF(tt_coll_begin(comm, &c, 1, &seq, &direct) || !direct, "did not agree to go direct");
+    TT_FAIL_IF(tt_direct_run(comm, &c, seq), "%s", tutti_comm_last_error(comm));
+    static const int want[4][4] = {{-1, TT_LINK_NVLINK, TT_LINK_NVLINK, TT_LINK_PCIE},
+                                   {TT_LINK_NVLINK, -1, TT_LINK_PCIE, TT_LINK_NVLINK},
+                                   {TT_LINK_NVLINK, TT_LINK_PCIE, -1, TT_LINK_NVLINK},
+                                   {TT_LINK_PCIE, TT_LINK_NVLINK, TT_LINK_NVLINK, -1}};
+    for (int a = 0; a < p; a++)
+        for (int b = 0; b < p; b++)
+            TT_FAIL_IF(a != b && tt_direct_link(comm, a, b) != want[a][b], "ranks %d and %d: %s, not %s", a,
+                       b, tt_link_name((tt_link_t)tt_direct_link(comm, a, b)),
+                       tt_link_name((tt_link_t)want[a][b]));
+    return 0;
+}
+
+START_TEST(gpu_links_come_from_the_topology)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/fixtures/gpu8-nic4-nvlink.xml", getenv("TT_SRCDIR"));
+    setenv("TUTTI_TOPO_FILE", path, 1);
+    tt_run_ranks(4, links_from_topology, NULL, 60);
+    unsetenv("TUTTI_TOPO_FILE");
+}
+END_TEST
+
 static Suite *ipc_suite(void)
 {
     Suite *s = suite_create("ipc");
@@ -397,6 +442,7 @@ static Suite *ipc_suite(void)
     tcase_add_test(tc, the_board_holds_answers_until_read);
     tcase_add_test(tc, a_rank_that_died_is_named_while_agreeing);
     tcase_add_test(tc, cuda_ipc_0_turns_the_layer_off);
+    tcase_add_test(tc, gpu_links_come_from_the_topology);
     suite_add_tcase(s, tc);
     return s;
 }

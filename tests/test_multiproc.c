@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/registry.h"
+#include "comm/comm.h"
 #include "harness.h"
+#include "tune/registry.h"
 #include "reduce/reduce.h"
 
 static const size_t counts[] = {0, 1, 7, 1000, 65537};
@@ -166,6 +167,36 @@ START_TEST(simulated_hosts_mix_shm_and_tcp)
 }
 END_TEST
 
+/* Each pair's link class comes from the transport that connects it, and
+ * the cost model prices pairs by it. */
+static int link_classes(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)r;
+    const tt_link_t *across = arg;
+    for (int a = 0; a < p; a++)
+        for (int b = 0; b < p; b++) {
+            tt_link_t want = a / 2 == b / 2 ? TT_LINK_SHM : *across;
+            TT_FAIL_IF(a != b && tt_comm_link(comm, a, b) != want, "ranks %d and %d: %s, not %s", a, b,
+                       tt_link_name(tt_comm_link(comm, a, b)), tt_link_name(want));
+            TT_FAIL_IF(a != b && tt_cost_link(&comm->policy.tuner.model, &comm->hosts, a, b) != want,
+                       "the cost model prices ranks %d and %d as %s", a, b,
+                       tt_link_name(tt_cost_link(&comm->policy.tuner.model, &comm->hosts, a, b)));
+        }
+    TT_FAIL_IF(comm->policy.tuner.model.inter != *across, "inter is %s",
+               tt_link_name(comm->policy.tuner.model.inter));
+    return 0;
+}
+
+START_TEST(each_pair_is_priced_by_its_link)
+{
+    tt_link_t tcp = TT_LINK_TCP;
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_set_ranks_per_node(2);
+    tt_run_ranks(4, link_classes, &tcp, 60);
+    tt_set_ranks_per_node(0);
+}
+END_TEST
+
 START_TEST(shm_alone_cannot_reach_another_host)
 {
     /* Proves the simulated hosts are honoured: shm must refuse to span them. */
@@ -192,6 +223,7 @@ int main(void)
     tcase_add_test(tc, simulated_hosts_mix_shm_and_tcp);
     tcase_add_loop_test(tc, every_algorithm_forced, 0, tt_num_algorithms);
     tcase_add_test(tc, shm_alone_cannot_reach_another_host);
+    tcase_add_test(tc, each_pair_is_priced_by_its_link);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -494,8 +494,15 @@ START_TEST(the_job_walk_matches_messages_and_finds_deadlocks)
     tt_job_free(&job);
     float in[2][3] = {{1, 2, 3}, {4, 5, 6}}, out[2][3];
     char *ins[2] = {(char *)in[0], (char *)in[1]}, *outs[2] = {(char *)out[0], (char *)out[1]};
-    tt_sim_t sim = {.nranks = 2, .in = ins, .out = outs, .elem = 4, .dtype = TUTTI_FP32, .op = TUTTI_SUM,
-                    .nslices = 1, .nlanes = 1, .seed = 1};
+    tt_sim_t sim = {.nranks = 2,
+                    .in = ins,
+                    .out = outs,
+                    .elem = 4,
+                    .dtype = TUTTI_FP32,
+                    .op = TUTTI_SUM,
+                    .nslices = 1,
+                    .nlanes = 1,
+                    .seed = 1};
     ck_assert_int_eq(tt_sim_run(&sim, &exchange, a), -1);
     ck_assert_msg(strstr(sim.error, "deadlock"), "%s", sim.error);
 }

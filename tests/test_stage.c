@@ -137,13 +137,13 @@ static int staged_collectives(tutti_comm_t comm, int r, int p, void *arg)
                     memset(host, POISON, span_bytes);
                     tt_test_place(&c, coll, ref, n, e, r, p, ip);
                     tt_call_t want = c;
-                    TT_FAIL_IF(tt_coll_host(comm, &want), "%s: %s", tt_coll_name(coll),
+                    TT_FAIL_IF(tt_test_run_host(comm, &want), "%s: %s", tt_coll_name(coll),
                                tutti_comm_last_error(comm));
 
                     tt_call_t d = c, h = c;
                     tt_test_place(&d, coll, dev, n, e, r, p, ip);
                     tt_test_place(&h, coll, host, n, e, r, p, ip);
-                    TT_FAIL_IF(tt_coll_prepare(comm, &d, "test"), "prepare: %s", tutti_comm_last_error(comm));
+                    TT_FAIL_IF(tt_coll_validate(comm, &d, "test"), "prepare: %s", tutti_comm_last_error(comm));
                     int divides = c.op == TUTTI_AVG && d.out_bytes && coll != TT_COLL_BROADCAST;
                     fake_t *f = calloc(1, sizeof *f);
                     f->dev = &d;
@@ -156,7 +156,7 @@ static int staged_collectives(tutti_comm_t comm, int r, int p, void *arg)
                                               .deliver = fake_deliver,
                                               .arg = f};
                     h.stage = &hooks;
-                    TT_FAIL_IF(tt_coll_host(comm, &h), "staged %s: %s", tt_coll_name(coll),
+                    TT_FAIL_IF(tt_test_run_host(comm, &h), "staged %s: %s", tt_coll_name(coll),
                                tutti_comm_last_error(comm));
                     if (divides) /* as the proxy: results back whole */
                         memcpy((char *)d.recv, h.recv, d.out_bytes);

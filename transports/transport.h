@@ -5,7 +5,11 @@
  * one channel arrive in the order they were posted. Every message carries a
  * header naming the call it belongs to, so a receiver detects ranks that run
  * different collectives. Transports include this header and core utilities
- * (log, sock) only; the core reaches them through tt_transports[].
+ * (log, sock, config) only; the core reaches them through tt_transports[].
+ *
+ * A transport serves host buffers (TT_CAP_HOST_MEM: the communicator's
+ * connections to every peer) or device buffers (TT_CAP_DEVICE_MEM: the
+ * direct runs of device calls, through its device ops).
  */
 #ifndef TT_TRANSPORT_H
 #define TT_TRANSPORT_H
@@ -14,6 +18,7 @@
 #include <stdint.h>
 
 #include "core/key.h"
+#include "core/link.h"
 #include "tutti.h"
 
 #define TT_ADDR_MAX 128 /* bytes of one transport address blob */
@@ -88,17 +93,64 @@ typedef struct tt_req {
     tutti_status_t status;
 } tt_req_t;
 
-#define TT_CAP_HOST_MEM (1u << 0)
-#define TT_CAP_DEVICE_MEM (1u << 1)
-#define TT_CAP_ZERO_COPY (1u << 2) /* the receiver reads the sender's data in place */
+#define TT_CAP_HOST_MEM (1u << 0)   /* moves host buffers between peers */
+#define TT_CAP_DEVICE_MEM (1u << 1) /* moves device buffers: has device ops */
+
+/*
+ * How the engine touches device memory in a direct run: copies and
+ * reductions by the device's kernels, scratch on the device. Each op
+ * returns once its work is done: 0, or an error code that error() names.
+ */
+typedef struct {
+    int (*copy)(void *arg, void *dst, const void *src, size_t bytes);
+    int (*reduce)(void *arg, void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
+                  tutti_op_t op);
+    /* Scratch of at least bytes, kept by arg between runs. */
+    int (*scratch)(void *arg, size_t bytes, void **out);
+    /* buf[i] /= nranks, as the host path's average does. */
+    int (*avg_finish)(void *arg, void *buf, size_t count, tutti_dtype_t dtype, int nranks);
+    const char *(*error)(int code);
+    void *arg;
+} tt_mem_ops_t;
+
+/*
+ * What a device-memory transport adds: ranks agree call by call, on a
+ * board, whether every rank can run the call on its device buffers.
+ */
+typedef struct {
+    /* Binds ctx to GPU device and publishes what the peers need to reach
+     * this rank's device memory. TUTTI_SUCCESS, or a status after logging
+     * why; the caller then stages (and does not ask again). */
+    tutti_status_t (*bind)(void *ctx, int device);
+    /* Announces whether this rank can run call seq directly; waits (up to
+     * timeout_ms) only when far ahead of some rank. */
+    tutti_status_t (*announce)(void *ctx, uint64_t seq, int capable, int64_t timeout_ms);
+    /* Rank's announcement for seq: 1 or 0, or -1 while it has not made it. */
+    int (*announcement)(const void *ctx, int rank, uint64_t seq);
+    /* Once every rank announced it can: whether every rank's device can
+     * load from every other's. */
+    int (*reach_all)(void *ctx);
+    /* The PCI bus id of rank's device ("0000:34:00.0"), once rank bound
+     * (every rank announced it can); 0, or -1 when unknown. */
+    int (*bus_id)(const void *ctx, int rank, char *out, size_t len);
+    /* The engine's access to this rank's device memory, once bound. */
+    const tt_mem_ops_t *(*mem)(void *ctx);
+} tt_device_ops_t;
 
 typedef struct {
     const char *name;
     const char *summary;
     unsigned caps;
-    /* Whether this transport can connect env->rank with peer. */
+    tt_link_t link; /* the class of link it provides (device transports: refined from the topology) */
+    /* Whether this machine can offer the transport at all (NULL: always);
+     * why not in why. For tutti-info; listen decides per communicator. */
+    int (*probe)(char *why, size_t len);
+    /* Whether this transport can connect env->rank with peer, from the
+     * endpoints alone (so any rank can tell for any pair). */
     int (*reachable)(const tt_tp_env_t *env, int peer);
-    /* Prepares to accept connections; writes this rank's address blob. */
+    /* Prepares to accept connections; writes this rank's address blob.
+     * TUTTI_ERR_UNSUPPORTED: not offered on this rank (it logged why at
+     * info level); peers then use another transport. */
     tutti_status_t (*listen)(const tt_tp_env_t *env, void **ctx, void *addr, size_t *addr_len);
     /*
      * Connects to the given peers (addrs holds every rank's blob, TT_ADDR_MAX
@@ -119,10 +171,12 @@ typedef struct {
     void (*abort)(void *conn);
     void (*close)(void *conn);
     void (*finalize)(void *ctx);
+    const tt_device_ops_t *device; /* TT_CAP_DEVICE_MEM transports only */
 } tt_transport_ops_t;
 
 extern const tt_transport_ops_t tt_tcp_ops;
 extern const tt_transport_ops_t tt_shm_ops;
+extern const tt_transport_ops_t tt_cuda_ipc_ops;
 
 /* Every built transport, in default priority order, NULL-terminated. */
 extern const tt_transport_ops_t *const tt_transports[];

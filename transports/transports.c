@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The transports built into this library, in default priority order. */
+/* The transports built into this library, in default priority order
+ * (TUTTI_TRANSPORTS picks and orders them). */
 #include <stddef.h>
 
 #include "transports/transport.h"
 
-const tt_transport_ops_t *const tt_transports[] = {&tt_shm_ops, &tt_tcp_ops, NULL};
+const tt_transport_ops_t *const tt_transports[] = {&tt_cuda_ipc_ops, &tt_shm_ops, &tt_tcp_ops, NULL};

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* A collective call after validation, and running it on host memory. */
+/*
+ * A collective call after validation, and running it: the host runner
+ * takes the call's place in the call sequence, picks the algorithm, builds
+ * (or finds) the schedule and hands it to the engine.
+ */
 #ifndef TT_COLL_H
 #define TT_COLL_H
 
 #include <stddef.h>
 
 #include "comm/comm.h"
-#include "coll/engine.h"
 #include "sched/schedule.h"
 #include "sched/stage.h"
 #include "tutti.h"
@@ -25,33 +28,37 @@ typedef struct {
     const tt_stage_hooks_t *stage;      /* run on host stand-ins: how slices move in and out */
 } tt_call_t;
 
-/* Validates c (its collective, count, dtype, op and buffers set), fills
- * in its sizes and where its buffers live; device buffers without a usable
- * GPU are an error. name is the API call, for errors. */
-tutti_status_t tt_coll_prepare(tutti_comm_t comm, tt_call_t *c, const char *name);
-/* Before a call on host buffers: waits for stream's earlier work (if
- * given) and for the communicator's queued device calls. */
-tutti_status_t tt_coll_wait_turn(tutti_comm_t comm, const char *name, tutti_stream_t stream);
-/* Runs a validated call whose buffers the CPU can reach, blocking. */
-tutti_status_t tt_coll_run_host(tutti_comm_t comm, const tt_call_t *c);
+/* Where a run goes: NULL fields mean the communicator's host connections,
+ * host memory and the communicator's policy. */
+typedef struct {
+    const tt_peer_t *peers;
+    const tt_mem_ops_t *mem;
+    tt_algo_policy_t *policy;
+} tt_route_t;
+
+/* Validates c (its collective, count, dtype, op and buffers set) and fills
+ * in its sizes and in-place form; name is the API call, for errors. */
+tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *name);
 /*
- * The two halves of a run, for the device proxy. begin takes c's sequence
- * number (none when c moves nothing) and, for a collective, announces it
- * to the direct layer: capable says this rank could run c on its device
- * buffers; *direct then says every rank could (see direct.h). run_at runs
- * c with that number over peers (NULL: the host connections), touching
- * memory through mem (NULL: host memory).
+ * The two halves of a run. begin takes c's sequence number and announces
+ * it to the device transport's board: capable says this rank could run c
+ * on its device buffers; *direct then says every rank could. run_at runs c
+ * with that number over route (NULL: the host connections and memory).
  */
 tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct);
-tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_peer_t *peers,
-                              const tt_mem_ops_t *mem);
-/* The compressed all-reduce of c (an all-reduce call, prepared) on buffers
- * the CPU can reach, blocking; ef NULL: no error feedback. */
-tutti_status_t tt_coll_run_compressed(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
-                                      tutti_ef_state_t ef);
-/* Validates and runs a call on host buffers now, without waiting for the
- * queued device calls: for collectives made of collectives, which also run
- * on the device proxy thread (the compressed all-reduce). */
-tutti_status_t tt_coll_host(tutti_comm_t comm, tt_call_t *c);
+tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route);
+/* Both halves for a validated call on host buffers, blocking: for the API
+ * front, and for collectives made of collectives (the compressed
+ * all-reduce), which also run on the device proxy thread. */
+tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c);
+
+/* Bytes this rank's collectives put on the wire so far. */
+uint64_t tt_coll_bytes_sent(tutti_comm_t comm);
+
+/* tutti-explain --measure: when slice 0 of each round of the calls that
+ * follow ended (round_end_ns, cap entries; NULL stops tracing). */
+void tt_coll_trace(tutti_comm_t comm, int64_t *round_end_ns, int cap);
+/* What the last traced call ran: its algorithm, rounds and slices. */
+const tt_algorithm_t *tt_coll_traced(tutti_comm_t comm, int *nrounds, int *nslices);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "coll/engine.h"
+#include "coll/state.h"
 #include "core/log.h"
 
 #define ALIVE_CHECK_NS 20000000                       /* 20 ms between peer liveness scans when idle */
@@ -27,7 +28,7 @@ typedef struct {
     char *dst;
     const char *local;
     const tt_exec_t *x;
-    int *failed; /* set when a memory op of x->mem failed */
+    int *failed; /* set to the error code when a memory op of x->mem failed */
 } combine_ctx_t;
 
 typedef struct {
@@ -44,7 +45,7 @@ typedef struct {
     const tt_sched_t *s;
     const tt_exec_t *x;
     const tt_peer_t *peers;
-    int mem_failed; /* a memory op of x->mem failed (it logged why) */
+    int mem_failed; /* the error code of a memory op of x->mem that failed */
     int nlanes, width;
     lane_t *lanes;
     tt_piece_t *pieces; /* staging: one slice's pieces at a time */
@@ -61,8 +62,9 @@ static int local_reduce(const tt_exec_t *x, char *dst, const char *a, const char
 static void engine_combine(void *ctxp, size_t off, const void *src, size_t n)
 {
     combine_ctx_t *c = ctxp;
-    if (local_reduce(c->x, c->dst + off, c->local + off, src, n))
-        *c->failed = 1;
+    int e = local_reduce(c->x, c->dst + off, c->local + off, src, n);
+    if (e && !*c->failed)
+        *c->failed = e;
 }
 
 static char *slice_ptr(const tt_exec_t *x, tt_region_t r, int slice, size_t *bytes)
@@ -87,6 +89,16 @@ static void describe_call(uint64_t seq, int coll, int dtype, int op, int root, u
              tutti_op_name((tutti_op_t)op), root);
 }
 
+/* A memory op of a direct run failed: say which, and why. */
+static tutti_status_t mem_fault(run_t *run, const char *what, int code)
+{
+    const tt_exec_t *x = run->x;
+    char call[160];
+    describe_call(x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
+    return tt_comm_error(run->comm, TUTTI_ERR_SYSTEM, "%s: %s on the device buffers failed: %s", call, what,
+                         x->mem->error(code));
+}
+
 static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
 {
     const tt_exec_t *x = run->x;
@@ -95,7 +107,7 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
     if (lane->round == 0 && x->stage) {
         int in = x->stage->fetched(x->stage->arg, lane->slice);
         if (in < 0)
-            return TUTTI_ERR_SYSTEM; /* the hook said why */
+            return TUTTI_ERR_SYSTEM; /* the hook recorded why */
         lane->waiting = !in;
         if (lane->waiting)
             return TUTTI_SUCCESS;
@@ -117,7 +129,7 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
             else
                 memcpy(dst, src, bytes);
             if (failed)
-                return TUTTI_ERR_SYSTEM; /* the memory op said why */
+                return mem_fault(run, st->kind == TT_STEP_REDUCE ? "a reduction" : "a copy", failed);
             continue;
         }
         tt_req_t *req = &lane->reqs[lane->npending];
@@ -307,7 +319,7 @@ static tutti_status_t run_loop(run_t *run)
             if (run->peers[r].ops)
                 run->peers[r].ops->progress(run->peers[r].conn, &progressed);
         if (run->mem_failed)
-            return TUTTI_ERR_SYSTEM; /* the memory op said why */
+            return mem_fault(run, "a reduction", run->mem_failed);
         for (int l = 0; l < run->nlanes; l++) {
             lane_t *lane = &run->lanes[l];
             if (lane->slice < 0)
@@ -376,14 +388,19 @@ tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_ex
     size_t nreq = (size_t)(run.nlanes * run.width);
     size_t need = (size_t)run.nlanes * sizeof(lane_t) + nreq * (sizeof(tt_req_t) + sizeof(combine_ctx_t)) +
                   nreq * sizeof(tt_step_t *);
-    if (need > comm->engine_ws_bytes) {
-        void *ws = realloc(comm->engine_ws, need);
+    tt_coll_state_t *cs = tt_coll_state(comm);
+    if (!cs)
+        return TUTTI_ERR_NO_MEMORY;
+    if (need > cs->engine_ws_bytes) {
+        void *ws = realloc(cs->engine_ws, need);
         if (!ws)
-            return TUTTI_ERR_NO_MEMORY;
-        comm->engine_ws = ws;
-        comm->engine_ws_bytes = need;
+            return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY,
+                                 "%s: no memory for the engine's %zu-byte workspace", tt_coll_name(x->coll),
+                                 need);
+        cs->engine_ws = ws;
+        cs->engine_ws_bytes = need;
     }
-    tt_req_t *reqs = comm->engine_ws; /* the most aligned type first */
+    tt_req_t *reqs = cs->engine_ws; /* the most aligned type first */
     combine_ctx_t *ctxs = (combine_ctx_t *)(reqs + nreq);
     const tt_step_t **steps = (const tt_step_t **)(ctxs + nreq);
     run.lanes = (lane_t *)(steps + nreq);
@@ -391,7 +408,8 @@ tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_ex
     if (x->stage) {
         run.pieces = malloc(2 * (size_t)s->nsteps * sizeof *run.pieces);
         if (!run.pieces)
-            return TUTTI_ERR_NO_MEMORY;
+            return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for the staging's pieces",
+                                 tt_coll_name(x->coll));
         for (int k = 0; k < x->nslices; k++) /* in the order the lanes take them */
             x->stage->fetch(x->stage->arg, k, run.pieces,
                             tt_stage_pieces(s, x->elem, x->nslices, k, x->stage->fetch_bufs, 0, run.pieces));

@@ -6,24 +6,10 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
+#include "transports/transport.h"
 #include "reduce/reduce.h"
 #include "sched/schedule.h"
 #include "sched/stage.h"
-
-/*
- * How a run touches memory the CPU cannot (device buffers of a direct
- * run). Each op returns once its work is done: 0, or -1 after logging why.
- */
-typedef struct {
-    int (*copy)(void *arg, void *dst, const void *src, size_t bytes);
-    int (*reduce)(void *arg, void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
-                  tutti_op_t op);
-    /* Scratch of at least bytes, kept by arg between runs. */
-    int (*scratch)(void *arg, size_t bytes, void **out);
-    /* buf[i] /= nranks, as tt_reduce_avg_finish does. */
-    int (*avg_finish)(void *arg, void *buf, size_t count, tutti_dtype_t dtype, int nranks);
-    void *arg;
-} tt_mem_ops_t;
 
 /* One execution: the call's signature (sent in every message header),
  * the buffers regions refer to, and how finely to slice. */
@@ -49,7 +35,8 @@ typedef struct {
  * Runs s. Slice k of every region is its k-th of nslices nearly equal parts;
  * slices are spread over comm->nchannels lanes, each lane taking its slices
  * in order and a slice's rounds in order. On failure the communicator's last
- * error names the peer, the step, round and slice.
+ * error names the peer, the step, round and slice (or what a memory op or
+ * a staging hook could not do); TUTTI_ERR_NO_MEMORY says what it lacked.
  */
 tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x);
 

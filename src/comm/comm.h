@@ -1,26 +1,40 @@
 /* SPDX-License-Identifier: MIT */
-/* The communicator: ranks, peer connections, sequence numbers, last error. */
+/*
+ * The communicator: ranks, peer connections (host transports to every peer,
+ * and a device transport's when all ranks share a host), sequence numbers,
+ * the link class of every pair, the algorithm policy and the last error.
+ * Layers above it (coll, device, compress) keep their own state behind an
+ * opaque handle here, which each creates and destroys itself.
+ */
 #ifndef TT_COMM_H
 #define TT_COMM_H
 
 #include <stdint.h>
 
-#include "tune/policy.h"
 #include "comm/bootstrap.h"
+#include "core/link.h"
 #include "sched/hosts.h"
-#include "sched/cache.h"
 #include "transports/transport.h"
+#include "tune/policy.h"
 #include "tutti.h"
 
-#define TT_MAX_TRANSPORTS 4
-
-typedef struct tt_device_queue tt_device_queue_t;
-typedef struct tt_direct tt_direct_t;
+#define TT_MAX_TRANSPORTS 6
 
 typedef struct {
     const tt_transport_ops_t *ops;
     void *conn;
 } tt_peer_t;
+
+/* The layers above the communicator, torn down from the top. */
+typedef enum { TT_LAYER_COLL = 0, TT_LAYER_DEVICE, TT_LAYER_COMPRESS, TT_LAYER_COUNT } tt_layer_t;
+
+typedef struct {
+    /* Finishes the work the layer still has queued (before destroy's last
+     * barrier); NULL when there is none to finish. */
+    void (*quiesce)(tutti_comm_t comm, void *state);
+    /* Frees the state; the connections are still open. */
+    void (*destroy)(tutti_comm_t comm, void *state);
+} tt_layer_ops_t;
 
 struct tutti_comm {
     int rank, nranks;
@@ -29,48 +43,73 @@ struct tutti_comm {
     tt_bootstrap_t bs;
     tt_tp_env_t env;
     tt_endpoint_t *endpoints;
-    int ntransports;
+    int ntransports; /* TUTTI_TRANSPORTS, in its order */
     const tt_transport_ops_t *tp_ops[TT_MAX_TRANSPORTS];
-    void *tp_ctx[TT_MAX_TRANSPORTS];
-    tt_peer_t *peers;              /* indexed by rank; peers[rank].ops is NULL */
-    uint64_t coll_seq;             /* collectives started on this communicator */
-    uint64_t *send_seq, *recv_seq; /* point-to-point messages per peer */
-    void *scratch;
-    size_t scratch_bytes;
-    tutti_status_t failed;                 /* set once a collective failed mid-flight */
-    uint64_t bytes_sent;                   /* by this rank's collectives so far */
-    tutti_compress_stats_t compress_stats; /* of the last compressed all-reduce */
-    int oversubscribed;                    /* more ranks on this host than CPUs they may use */
-    tt_hosts_t hosts;                      /* which ranks share a host */
+    void *tp_ctx[TT_MAX_TRANSPORTS]; /* NULL where not every rank offers it */
+    tt_peer_t *peers;                /* host connections by rank; peers[rank].ops is NULL */
+    tt_peer_t *device_peers;         /* the device transport's, by rank; NULL without one */
+    int device_tp;                   /* its index in tp_ops, -1 without one */
+    int device_bound;                /* bound to this rank's GPU: -1 not tried, 0 failed, 1 yes */
+    tt_link_t *links;                /* [a * nranks + b]: the class of the host link between a and b */
+    uint64_t coll_seq;               /* collectives started on this communicator */
+    uint64_t *send_seq, *recv_seq;   /* point-to-point messages per peer */
+    tutti_status_t failed;           /* set once a collective failed mid-flight */
+    int oversubscribed;              /* more ranks on this host than CPUs they may use */
+    tt_hosts_t hosts;                /* which ranks share a host */
     tt_algo_policy_t policy;
-    tt_sched_cache_t sched_cache;
-    void *engine_ws; /* the engine's per-call arrays, kept between calls */
-    size_t engine_ws_bytes;
-    void *compress_ws; /* the compressed all-reduce's buffers, kept between calls */
-    size_t compress_ws_bytes;
-    struct {                   /* tutti-explain --measure: what the last call ran */
-        int64_t *round_end_ns; /* caller's array of cap entries; NULL: not traced */
-        int cap, nrounds, nslices;
-        const tt_algorithm_t *algo;
-    } trace;
-    tt_device_queue_t *device; /* device-buffer calls and their proxy thread; NULL until the first */
-    tt_direct_t *direct;       /* direct runs of device calls (one host); NULL when not set up */
+    struct {
+        void *state;
+        const tt_layer_ops_t *ops;
+    } layers[TT_LAYER_COUNT];
     char last_error[512];
 };
 
 /* Whether comm is a live handle (not NULL, not destroyed). */
 int tt_comm_valid(tutti_comm_t comm);
-/* Records what went wrong for tutti_comm_last_error (comm may be NULL);
- * returns st so callers can `return tt_comm_error(...)`. */
+/* Records what went wrong for tutti_comm_last_error (comm may be NULL) and
+ * logs it: for the place that finds the fault. Returns st so callers can
+ * `return tt_comm_error(...)`. */
 tutti_status_t tt_comm_error(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The same, logged under subsystem sub. */
+tutti_status_t tt_comm_error_in(tutti_comm_t comm, int sub, tutti_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Records context for a fault a lower layer already logged, followed by
+ * that fault's text (the last one logged on this thread since
+ * tt_log_fault_mark); logs nothing. */
+tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Marks comm failed after a mid-collective error and tells the peers. */
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
-/* Grows the scratch buffer to at least bytes. */
-tutti_status_t tt_comm_scratch(tutti_comm_t comm, size_t bytes, void **out);
+
+/* The state layer keeps on comm (NULL until it set one). */
+void *tt_comm_layer(tutti_comm_t comm, tt_layer_t layer);
+void tt_comm_layer_set(tutti_comm_t comm, tt_layer_t layer, void *state, const tt_layer_ops_t *ops);
+
+/* The class of the host link between ranks a and b (a != b). */
+tt_link_t tt_comm_link(tutti_comm_t comm, int a, int b);
+
+/*
+ * Announces collective seq to the device transport's board; capable says
+ * this rank could run it on its device buffers. When it could, waits for
+ * every rank's announcement: *all says whether every rank could and their
+ * devices reach each other. Without a device transport, *all is 0.
+ */
+tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, int *all);
+/* Binds the device transport to GPU device on the first call (later calls
+ * say what the first found): 1 when direct runs are possible from here. */
+int tt_comm_device_bind(tutti_comm_t comm, int device);
 
 /* Shared by tutti_comm_init and tutti_comm_init_env. */
 tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
                               const tt_sockaddr_t *root, const tutti_comm_params_t *params);
+
+/* Between the bootstrap and a ready communicator (setup.c): publishes
+ * this rank's endpoint and transport addresses, checks that every rank
+ * steers alike, connects the host and device transports and works out
+ * every pair's link class. */
+tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id);
+/* Closes what tt_comm_setup opened. */
+void tt_comm_teardown(tutti_comm_t comm);
 
 #endif

@@ -117,8 +117,7 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
     int rank = (int)tt_config_int(TT_CFG_RANK), nranks = (int)tt_config_int(TT_CFG_NRANKS);
     const char *keyhex = tt_config_str(TT_CFG_KEY);
     if (*keyhex && parse_key(keyhex, key))
-        return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "TUTTI_KEY must be %d hex digits",
-                             2 * TT_KEY_BYTES);
+        return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "TUTTI_KEY must be %d hex digits", 2 * TT_KEY_BYTES);
 
     if (rank >= 0 && nranks > 0) { /* tutti-run */
         const char *addr = tt_config_str(TT_CFG_ROOT_ADDR);

@@ -18,12 +18,33 @@
 #include "comm/comm.h"
 #include "compress/compress.h"
 #include "compress/allreduce.h"
+#include "device/device_coll.h"
 #include "device/queue.h"
 #include "core/dtype.h"
 #include "core/half.h"
 #include "core/log.h"
 
 #define TT_DEFAULT_DENSITY 0.01
+
+static void state_destroy(tutti_comm_t comm, void *state)
+{
+    tt_compress_state_t *s = state;
+    (void)comm;
+    free(s->ws);
+    free(s);
+}
+
+static const tt_layer_ops_t compress_layer_ops = {.destroy = state_destroy};
+
+tt_compress_state_t *tt_compress_state(tutti_comm_t comm)
+{
+    tt_compress_state_t *s = tt_comm_layer(comm, TT_LAYER_COMPRESS);
+    if (!s && (s = calloc(1, sizeof *s)) != NULL)
+        tt_comm_layer_set(comm, TT_LAYER_COMPRESS, s, &compress_layer_ops);
+    if (!s)
+        tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory for the compression's state");
+    return s;
+}
 
 TUTTI_API tutti_status_t tutti_ef_create(tutti_ef_state_t *state, size_t count, int nranks)
 {
@@ -86,7 +107,10 @@ TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t comm, tutti_comp
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_compress_last_stats: %s",
                              !stats ? "stats is NULL" : "comm is NULL or destroyed");
     TT_TRY(tt_device_drain(comm)); /* the last call may still be queued on a stream */
-    *stats = comm->compress_stats;
+    tt_compress_state_t *s = tt_compress_state(comm);
+    if (!s)
+        return TUTTI_ERR_NO_MEMORY;
+    *stats = s->stats;
     return TUTTI_SUCCESS;
 }
 
@@ -122,19 +146,22 @@ static void from_f32(const float *in, tutti_dtype_t t, size_t n, void *out)
  * compression workspace, growing it when needed. sizes ends with 0. */
 static tutti_status_t workspace(tutti_comm_t comm, const size_t *sizes, void **out)
 {
+    tt_compress_state_t *s = tt_compress_state(comm);
+    if (!s)
+        return TUTTI_ERR_NO_MEMORY;
     size_t total = 0;
     for (int i = 0; sizes[i]; i++)
         total += (sizes[i] + 63) & ~(size_t)63;
-    if (total > comm->compress_ws_bytes) {
-        free(comm->compress_ws);
-        comm->compress_ws = NULL;
-        comm->compress_ws_bytes = 0;
-        if (posix_memalign(&comm->compress_ws, 64, total))
+    if (total > s->ws_bytes) {
+        free(s->ws);
+        s->ws = NULL;
+        s->ws_bytes = 0;
+        if (posix_memalign(&s->ws, 64, total))
             return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "compressed all-reduce: no memory for %zu bytes",
                                  total);
-        comm->compress_ws_bytes = total;
+        s->ws_bytes = total;
     }
-    char *at = comm->compress_ws;
+    char *at = s->ws;
     for (int i = 0; sizes[i]; i++) {
         out[i] = at;
         at += (sizes[i] + 63) & ~(size_t)63;
@@ -153,16 +180,17 @@ typedef struct {
     const float *g; /* the input as fp32 (the user's buffer when that is fp32) */
     float *x;       /* top-k: g + e, what this rank wants to send */
     float *out;     /* the result, fp32 (the user's buffer when that is fp32) */
-    uint64_t stream;
-    size_t k;     /* top-k: elements to keep */
-    void *buf[4]; /* the scheme's own buffers, from the workspace */
+    uint64_t rng;   /* the call's counter-based random stream (tt_compress_rng_key) */
+    size_t k;       /* top-k: elements to keep */
+    void *buf[4];   /* the scheme's own buffers, from the workspace */
 } call_t;
 
 tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv,
                                      size_t count, tutti_dtype_t dtype, tutti_op_t op)
 {
     tt_call_t c = {.coll = coll, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op};
-    return tt_coll_host(comm, &c);
+    TT_TRY(tt_coll_validate(comm, &c, tt_coll_name(coll)));
+    return tt_coll_run(comm, &c);
 }
 
 static tutti_status_t dense(call_t *c)
@@ -195,20 +223,27 @@ int tt_compress_topk_dense(tutti_comm_t comm, size_t k, size_t n)
              "compressed all-reduce: top-%zu of %zu on %d ranks would send more than the dense "
              "all-reduce; running dense",
              k, n, comm->nranks);
-    comm->compress_stats.fell_back = 1;
+    tt_compress_stats(comm)->fell_back = 1;
     return 1;
 }
 
-uint64_t tt_compress_stream(tutti_comm_t comm)
+uint64_t tt_compress_rng_key(tutti_comm_t comm)
 {
     return comm->coll_seq * (uint64_t)comm->nranks + (uint64_t)comm->rank;
 }
 
+tutti_compress_stats_t *tt_compress_stats(tutti_comm_t comm)
+{
+    static _Thread_local tutti_compress_stats_t lost; /* only when the state could not be made */
+    tt_compress_state_t *s = tt_compress_state(comm);
+    return s ? &s->stats : &lost;
+}
+
 void tt_compress_account(tutti_comm_t comm, uint64_t before, size_t count, tutti_dtype_t dtype)
 {
-    comm->compress_stats.bytes_sent = comm->bytes_sent - before;
-    comm->compress_stats.dense_bytes_sent =
-        dense_ring_bytes(count, tutti_dtype_size(dtype), comm->nranks, comm->rank);
+    tutti_compress_stats_t *stats = tt_compress_stats(comm);
+    stats->bytes_sent = tt_coll_bytes_sent(comm) - before;
+    stats->dense_bytes_sent = dense_ring_bytes(count, tutti_dtype_size(dtype), comm->nranks, comm->rank);
 }
 
 static tutti_status_t topk(call_t *c)
@@ -219,9 +254,8 @@ static tutti_status_t topk(call_t *c)
     uint32_t *idx = c->buf[0];
     float *mag = c->buf[1];
     tt_pair_t *pairs = c->buf[2], *all = c->buf[3];
-    int64_t mine =
-        (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->stream, idx, mag)
-                                  : tt_topk_exact(c->x, c->n, k, idx, mag));
+    int64_t mine = (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->rng, idx, mag)
+                                             : tt_topk_exact(c->x, c->n, k, idx, mag));
     /* Exact selection sends k pairs everywhere; sampled ones agree on the largest count first. */
     int64_t most = mine;
     if (c->how->sampled)
@@ -247,7 +281,7 @@ static tutti_status_t topk(call_t *c)
     if (c->op == TUTTI_AVG)
         for (size_t i = 0; i < c->n; i++)
             c->out[i] /= (float)c->p;
-    c->comm->compress_stats.k_sent = (uint64_t)mine;
+    tt_compress_stats(c->comm)->k_sent = (uint64_t)mine;
     return TUTTI_SUCCESS;
 }
 
@@ -276,10 +310,10 @@ static tutti_status_t two_phase(call_t *c)
     for (int j = 0; j < p; j++) {
         size_t off = tt_block_off(c->n, p, j), cnt = tt_block_count(c->n, p, j);
         tt_quant_encode(&q, c->g + off, c->ef ? c->ef->worker + off : NULL, cnt,
-                        c->stream * 2 * (uint64_t)p + (uint64_t)j, enc + slot * (size_t)j);
+                        c->rng * 2 * (uint64_t)p + (uint64_t)j, enc + slot * (size_t)j);
     }
     TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLTOALL, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
-    tt_compress_server(&q, got, slot, mine, p, c->op, c->stream * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r,
+    tt_compress_server(&q, got, slot, mine, p, c->op, c->rng * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r,
                        c->ef, y, enc);
     TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
     for (int j = 0; j < p; j++)
@@ -329,7 +363,7 @@ static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv
 }
 
 /* Device buffers go to the communicator's proxy thread in stream order,
- * as every collective's do: it runs compress_device.c's GPU path when both
+ * as every collective's do: it runs allreduce_gpu.c's GPU path when both
  * buffers are on the GPU, and otherwise the CPU path below on staged copies. */
 TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
                                                     tutti_dtype_t dtype, tutti_op_t op,
@@ -345,26 +379,41 @@ TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *r
                       .count = count,
                       .dtype = dtype,
                       .op = op};
-    TT_TRY(tt_coll_prepare(comm, &call, name));
+    TT_TRY(tt_coll_validate(comm, &call, name));
+    TT_TRY(tt_device_classify(comm, &call, name));
     if (call.send_on_device || call.recv_on_device)
-        return tt_device_enqueue(comm, &call, how, ef, stream);
-    TT_TRY(tt_coll_wait_turn(comm, name, stream));
-    return tt_coll_run_compressed(comm, &call, how, ef);
+        return tt_compress_enqueue(comm, &call, how, ef, stream);
+    TT_TRY(tt_device_wait_turn(comm, name, stream));
+    return tt_compress_run(comm, &call, how, ef);
 }
 
-tutti_status_t tt_coll_run_compressed(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
-                                      tutti_ef_state_t ef)
+#ifndef TT_HAVE_CUDA
+tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
+                                   tutti_ef_state_t ef, void *stream)
+{
+    (void)call;
+    (void)how;
+    (void)ef;
+    (void)stream;
+    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
+                         "tutti_allreduce_compressed: this tutti was built without CUDA");
+}
+#endif
+
+tutti_status_t tt_compress_run(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
+                               tutti_ef_state_t ef)
 {
     const void *sendbuf = call->send;
     void *recvbuf = call->recv;
     size_t count = call->count;
     tutti_dtype_t dtype = call->dtype;
     tutti_op_t op = call->op;
-    comm->compress_stats = (tutti_compress_stats_t){0};
+    tutti_compress_stats_t *stats = tt_compress_stats(comm);
+    *stats = (tutti_compress_stats_t){0};
     if (how->kind == TUTTI_COMPRESS_NONE || count == 0) {
-        uint64_t before = comm->bytes_sent;
-        TT_TRY(tt_coll_run_host(comm, call));
-        comm->compress_stats.bytes_sent = comm->compress_stats.dense_bytes_sent = comm->bytes_sent - before;
+        uint64_t before = tt_coll_bytes_sent(comm);
+        TT_TRY(tt_coll_run(comm, call));
+        stats->bytes_sent = stats->dense_bytes_sent = tt_coll_bytes_sent(comm) - before;
         return TUTTI_SUCCESS;
     }
     if (ef)
@@ -398,8 +447,8 @@ tutti_status_t tt_coll_run_compressed(tutti_comm_t comm, const tt_call_t *call, 
             c.x[i] = c.ef ? c.g[i] + c.ef->worker[i] : c.g[i];
         c.g = c.x;
     }
-    c.stream = tt_compress_stream(comm);
-    uint64_t before = comm->bytes_sent;
+    c.rng = tt_compress_rng_key(comm);
+    uint64_t before = tt_coll_bytes_sent(comm);
     tutti_status_t st = how->kind == TUTTI_COMPRESS_TOPK ? topk(&c) : two_phase(&c);
     if (!st) {
         if (dtype != TUTTI_FP32)

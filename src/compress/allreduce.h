@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the compressed all-reduce's two paths share: the CPU one on host
- * buffers (compress_coll.c) and the GPU one on device buffers
- * (compress_device.c). Both send the same messages and keep the same
- * error-feedback state, so ranks may mix them in one call.
+ * The compressed all-reduce: its CPU path on host buffers (allreduce.c),
+ * its GPU path on device buffers (allreduce_gpu.c) and what the two share.
+ * Both send the same messages and keep the same error-feedback state, so
+ * ranks may mix them in one call.
  */
-#ifndef TT_COMPRESS_COLL_H
-#define TT_COMPRESS_COLL_H
+#ifndef TT_COMPRESS_ALLREDUCE_H
+#define TT_COMPRESS_ALLREDUCE_H
 
 #include "coll/coll.h"
 #include "comm/comm.h"
@@ -26,6 +26,26 @@ struct tutti_ef_state {
     void *moves; /* its cudaStream_t for the copies between the two */
 };
 
+/* The compress layer's state on a communicator. */
+typedef struct {
+    void *ws; /* the CPU path's buffers, kept between calls */
+    size_t ws_bytes;
+    tutti_compress_stats_t stats; /* of the last call */
+} tt_compress_state_t;
+
+/* The state, made on first use (NULL: no memory, said why). */
+tt_compress_state_t *tt_compress_state(tutti_comm_t comm);
+/* The last call's stats, to fill in. */
+tutti_compress_stats_t *tt_compress_stats(tutti_comm_t comm);
+/* The CPU path: c (an all-reduce call, validated) on buffers the CPU can
+ * reach, blocking; ef NULL: no error feedback. */
+tutti_status_t tt_compress_run(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+                               tutti_ef_state_t ef);
+/* c with a device buffer, queued on stream: the GPU path when both buffers
+ * are on the GPU, else the CPU path on staged copies. */
+tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+                                   tutti_ef_state_t ef, void *stream);
+
 /* Elements a top-k call keeps: how->k, or its density of n; 1 to n. */
 size_t tt_compress_topk_k(const tutti_compress_t *how, size_t n);
 /* Whether p k pairs cost more than the dense ring all-reduce (k/n >= 1/p). */
@@ -33,9 +53,10 @@ int tt_compress_topk_costly(size_t k, size_t n, int p);
 /* The same for this call, which then runs dense: noted in the call's stats
  * and the debug log. */
 int tt_compress_topk_dense(tutti_comm_t comm, size_t k, size_t n);
-/* The counter-based random stream of this rank's current call: it differs
- * per call and rank and agrees with a rerun. */
-uint64_t tt_compress_stream(tutti_comm_t comm);
+/* The key of this rank's current call in the counter-based random
+ * numbers of stochastic rounding and sampling: it differs per call and
+ * rank and agrees with a rerun. */
+uint64_t tt_compress_rng_key(tutti_comm_t comm);
 /* One of the collectives a scheme is made of, on host buffers, run now
  * (on the device proxy thread too, which must not wait for its own queue). */
 tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv,
@@ -62,15 +83,6 @@ tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef);
 tutti_status_t tt_ef_worker_to_device(tutti_comm_t comm, tutti_ef_state_t ef);
 void tt_ef_free_device(tutti_ef_state_t ef);
 
-/* The GPU path (compress_device.c): whether it runs call c (both buffers
- * on the GPU, something to compress), the working memory it needs, and the
- * call itself on the proxy's cuda_stream, once the inputs are ready there. */
-int tt_device_compressed_on_gpu(const tt_call_t *c, const tutti_compress_t *how);
-void tt_device_compressed_needs(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
-                                size_t *dev_bytes, size_t *host_bytes);
-tutti_status_t tt_device_run_compressed(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
-                                        tutti_ef_state_t ef, void *dev_scratch, void *host_scratch,
-                                        void *cuda_stream);
 #else
 static inline tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef)
 {

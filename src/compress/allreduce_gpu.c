@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The compressed all-reduce on device buffers (built with CUDA), run by the
- * device proxy on its stream: the CUDA kernels compress and decompress, so
- * only compressed bytes cross between GPU and host; the exchange and the
+ * The compressed all-reduce on device buffers (built with CUDA), queued as
+ * a closure for the device proxy. With both buffers on the GPU the CUDA
+ * kernels compress and decompress on the proxy's stream, so only
+ * compressed bytes cross between GPU and host; the exchange and the
  * two-phase server step on this rank's chunk (1/p of the work) run on the
- * host. It sends the messages of the CPU path (compress_coll.c) and gives
- * its results and error state bit for bit, so ranks may mix the two.
+ * host. It sends the messages of the CPU path (allreduce.c) and gives its
+ * results and error state bit for bit, so ranks may mix the two. With one
+ * buffer on the host the CPU path runs on staged copies.
  */
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/coll.h"
 #include "compress/allreduce.h"
 #include "cuda/kernels.h"
 #include "device/queue.h"
+#include "device/staging.h"
 #include "core/dtype.h"
 
 #define NAME "tutti_allreduce_compressed"
@@ -78,20 +82,6 @@ static size_t carve(const size_t *sizes, int n, char *base, void **out)
     return at;
 }
 
-int tt_device_compressed_on_gpu(const tt_call_t *c, const tutti_compress_t *how)
-{
-    return how->kind != TUTTI_COMPRESS_NONE && c->count && c->send_on_device && c->recv_on_device;
-}
-
-void tt_device_compressed_needs(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
-                                size_t *dev_bytes, size_t *host_bytes)
-{
-    plan_t pl = plan_call(comm->nranks, c, how);
-    void *unused[D_N];
-    *dev_bytes = carve(pl.dev, D_N, NULL, unused);
-    *host_bytes = carve(pl.host, H_N, NULL, unused);
-}
-
 /* What one call works with. */
 typedef struct {
     tutti_comm_t comm;
@@ -104,7 +94,7 @@ typedef struct {
     const float *g; /* the input as fp32, on the GPU */
     float *out;     /* the result as fp32, on the GPU */
     float *e;       /* the worker error on the GPU; NULL without error feedback */
-    uint64_t stream;
+    uint64_t rng;   /* the call's counter-based random stream (tt_compress_rng_key) */
     plan_t pl;
     void *d[D_N], *h[H_N];
 } dcall_t;
@@ -150,7 +140,7 @@ static tutti_status_t topk(dcall_t *c)
     uint32_t *idx = c->d[D_IDX];
     size_t kept = k;
     if (c->how->sampled)
-        CU_TRY(tt_cuda_topk_sampled(x, n, k, c->how->seed, c->stream, idx, &kept, c->d[D_SCRATCH], c->s),
+        CU_TRY(tt_cuda_topk_sampled(x, n, k, c->how->seed, c->rng, idx, &kept, c->d[D_SCRATCH], c->s),
                "sampled top-k");
     else
         CU_TRY(tt_cuda_topk_exact(x, n, k, idx, c->d[D_SCRATCH], c->s), "top-k");
@@ -177,7 +167,7 @@ static tutti_status_t topk(dcall_t *c)
         CU_TRY(tt_cuda_pairs_add(all + (size_t)q * m, m, n, c->out, q == 0, c->s), "adding the pairs");
     if (c->op == TUTTI_AVG)
         CU_TRY(tt_cuda_divide(c->out, n, (float)c->p, c->s), "averaging");
-    c->comm->compress_stats.k_sent = kept;
+    tt_compress_stats(c->comm)->k_sent = kept;
     return TUTTI_SUCCESS;
 }
 
@@ -187,7 +177,7 @@ static tutti_status_t two_phase(dcall_t *c)
     int p = c->p;
     size_t slot = pl->slot, pitch = pl->pitch, mine = tt_block_count(c->n, p, c->rank);
     unsigned char *denc = c->d[D_PAIRS], *dgot = c->d[D_ALL], *enc = c->h[H_MINE], *got = c->h[H_ALL];
-    uint64_t base = c->stream * 2 * (uint64_t)p;
+    uint64_t base = c->rng * 2 * (uint64_t)p;
     for (int j = 0; j < p; j++) {
         size_t off = tt_block_off(c->n, p, j);
         CU_TRY(tt_cuda_quant_encode(&pl->q, c->g + off, c->e ? c->e + off : NULL, tt_block_count(c->n, p, j),
@@ -210,11 +200,12 @@ static tutti_status_t two_phase(dcall_t *c)
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_device_run_compressed(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
-                                        tutti_ef_state_t ef, void *dev_scratch, void *host_scratch,
-                                        void *cuda_stream)
+/* On the proxy's stream, once the inputs are ready there. */
+static tutti_status_t run_on_gpu(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
+                                 tutti_ef_state_t ef, void *dev_scratch, void *host_scratch,
+                                 void *cuda_stream)
 {
-    comm->compress_stats = (tutti_compress_stats_t){0};
+    *tt_compress_stats(comm) = (tutti_compress_stats_t){0};
     dcall_t call_state = {.comm = comm,
                           .how = how,
                           .ef = ef,
@@ -223,7 +214,7 @@ tutti_status_t tt_device_run_compressed(tutti_comm_t comm, const tt_call_t *call
                           .p = comm->nranks,
                           .rank = comm->rank,
                           .op = call->op,
-                          .stream = tt_compress_stream(comm),
+                          .rng = tt_compress_rng_key(comm),
                           .pl = plan_call(comm->nranks, call, how)};
     dcall_t *c = &call_state;
     carve(c->pl.dev, D_N, dev_scratch, c->d);
@@ -241,13 +232,83 @@ tutti_status_t tt_device_run_compressed(tutti_comm_t comm, const tt_call_t *call
         c->g = c->d[D_G32];
         c->out = c->d[D_OUT32];
     }
-    uint64_t before = comm->bytes_sent;
+    uint64_t before = tt_coll_bytes_sent(comm);
     TT_TRY(how->kind == TUTTI_COMPRESS_TOPK ? topk(c) : two_phase(c));
     if (call->dtype != TUTTI_FP32)
         CU_TRY(tt_cuda_from_f32(c->out, call->dtype, c->n, call->recv, c->s), "narrowing the result");
     TT_TRY(gpu_sync(c, "finishing"));
     tt_compress_account(comm, before, c->n, call->dtype);
     return TUTTI_SUCCESS;
+}
+
+/* A queued call: the caller's call and how it compresses. */
+typedef struct {
+    tt_call_t call;
+    tutti_compress_t how;
+    tutti_ef_state_t ef;
+    int on_gpu; /* both buffers on the GPU, something to compress */
+} queued_t;
+
+/* The CPU path on staged copies: its code reads the whole input at once,
+ * so the copies are whole too. */
+static tutti_status_t run_staged(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *c,
+                                 const tutti_compress_t *how, tutti_ef_state_t ef)
+{
+    tt_stage_layout_t layout = tt_stage_layout(c);
+    tt_call_t host = tt_stage_stand_in(c, &layout, ctx->pinned);
+    cudaError_t e = cudaSuccess;
+    if (c->send_on_device)
+        e = cudaMemcpyAsync((void *)host.send, c->send, c->in_bytes, cudaMemcpyDeviceToHost, ctx->copies);
+    if (!e)
+        e = cudaStreamSynchronize(ctx->copies);
+    if (e)
+        return tt_device_error(comm, NAME, "copying sendbuf to the host", e);
+    TT_TRY(tt_compress_run(comm, &host, how, ef));
+    if (c->recv_on_device) {
+        e = cudaMemcpyAsync(c->recv, host.recv, c->out_bytes, cudaMemcpyHostToDevice, ctx->copies);
+        if (!e)
+            e = cudaStreamSynchronize(ctx->copies);
+        if (e)
+            return tt_device_error(comm, NAME, "copying the results to recvbuf", e);
+    }
+    return TUTTI_SUCCESS;
+}
+
+static tutti_status_t run_queued(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
+{
+    const queued_t *q = arg;
+    if (q->on_gpu)
+        return run_on_gpu(comm, &q->call, &q->how, q->ef, ctx->gpu, ctx->pinned, ctx->copies);
+    return run_staged(comm, ctx, &q->call, &q->how, q->ef);
+}
+
+tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+                                   tutti_ef_state_t ef, void *stream)
+{
+    int device;
+    TT_TRY(tt_device_of(comm, c->send_on_device ? c->send : c->recv, NAME, &device));
+    queued_t *q = calloc(1, sizeof *q);
+    if (!q)
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, NAME ": no memory to queue the call");
+    *q = (queued_t){.call = *c, .how = *how, .ef = ef};
+    q->on_gpu = how->kind != TUTTI_COMPRESS_NONE && c->count && c->send_on_device && c->recv_on_device;
+    tt_device_work_t work = {.name = NAME, .run = run_queued, .release = free, .arg = q};
+    if (q->on_gpu) {
+        plan_t pl = plan_call(comm->nranks, c, how);
+        void *unused[D_N];
+        work.gpu_bytes = carve(pl.dev, D_N, NULL, unused);
+        work.pinned_bytes = carve(pl.host, H_N, NULL, unused);
+    } else {
+        work.pinned_bytes = tt_stage_layout(c).bytes;
+    }
+    /* The error's GPU copy is made here, never on the proxy (freeing or
+     * allocating there could wait for the streams held for it). */
+    tutti_status_t st = q->on_gpu && ef ? tt_ef_prepare_device(comm, ef, device) : TUTTI_SUCCESS;
+    if (st) {
+        free(q);
+        return st;
+    }
+    return tt_device_enqueue(comm, device, &work, stream);
 }
 
 /* ---- the worker error's copy on the GPU ---- */

@@ -8,7 +8,8 @@
     X(LOG, STR, "warn", "log level: none, error, warn, info, debug, trace")                                  \
     X(LOG_SUBSYS, STR, "all", "comma-separated subsystems to log: init,coll,engine,net,config")              \
     X(TIMEOUT, INT, "300", "seconds a blocking call may wait without progress before it fails")              \
-    X(TRANSPORTS, STR, "shm,tcp", "transports to use, in priority order (shm: same host only)")              \
+    X(TRANSPORTS, STR, "cuda_ipc,shm,tcp",                                                                   \
+      "transports to use, in priority order (cuda_ipc: device buffers; shm: same host only)")                \
     X(SOCKET_IFNAME, STR, "",                                                                                \
       "network interface for the bootstrap and tcp (default: first up, non-loopback)")                       \
     X(ALGO, STR, "", "force this algorithm wherever it serves the collective (tutti-info -A lists them)")    \
@@ -30,6 +31,7 @@
       "1: device calls of ranks on one host run on the GPUs through cuda_ipc when all can; 0: staged")     \
     X(IPC_SLOT_BYTES, SIZE, "1M", "bytes of one cuda_ipc FIFO slot (in GPU memory)")                         \
     X(IPC_SLOTS, INT, "2", "slots in each cuda_ipc FIFO ring (one ring per peer and slice in flight)")      \
+    X(TOPO_FILE, STR, "", "hwloc XML export read instead of this machine's topology (GPU link classes)")    \
     X(TCP_BUF_BYTES, SIZE, "4M", "socket send/receive buffer size for tcp")                                  \
     X(REDUCE_ISA, STR, "auto", "reduction kernels: auto, portable, avx2, avx512, avx512bf16")                \
     X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun)")                \

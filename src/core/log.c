@@ -52,21 +52,49 @@ int tt_log_enabled(tt_log_level_t level, tt_log_subsys_t sub)
     return (int)level <= log_level && (log_subsys_mask & (1u << sub));
 }
 
-void tt_log_write(tt_log_level_t level, tt_log_subsys_t sub, const char *fmt, ...)
+static void log_print(tt_log_level_t level, tt_log_subsys_t sub, const char *text)
 {
     char line[1024];
-    int n;
     if (log_rank >= 0)
-        n = snprintf(line, sizeof line, "tutti[%d] %s %s: ", log_rank, level_names[level], subsys_names[sub]);
+        snprintf(line, sizeof line - 1, "tutti[%d] %s %s: %s", log_rank, level_names[level],
+                 subsys_names[sub], text);
     else
-        n = snprintf(line, sizeof line, "tutti %s %s: ", level_names[level], subsys_names[sub]);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    va_end(ap);
+        snprintf(line, sizeof line - 1, "tutti %s %s: %s", level_names[level], subsys_names[sub], text);
     /* One fputs of a whole line keeps lines of concurrent ranks unmixed. */
     size_t len = strlen(line);
     line[len] = '\n';
     line[len + 1] = '\0';
     fputs(line, stderr);
+}
+
+void tt_log_write(tt_log_level_t level, tt_log_subsys_t sub, const char *fmt, ...)
+{
+    char text[1000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    log_print(level, sub, text);
+}
+
+static _Thread_local char last_fault[512];
+
+void tt_log_fault(tt_log_level_t level, tt_log_subsys_t sub, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_fault, sizeof last_fault, fmt, ap);
+    va_end(ap);
+    if (tt_log_enabled(level, sub))
+        log_print(level, sub, last_fault);
+}
+
+void tt_log_fault_mark(void)
+{
+    last_fault[0] = '\0';
+}
+
+const char *tt_log_last_fault(void)
+{
+    return last_fault;
 }

@@ -35,8 +35,20 @@ void tt_log_write(tt_log_level_t level, tt_log_subsys_t sub, const char *fmt, ..
         if (tt_log_enabled(level, sub))                                                                      \
             tt_log_write(level, sub, __VA_ARGS__);                                                           \
     } while (0)
-#define TT_ERROR(sub, ...) TT_LOG(TT_LOG_ERROR, sub, __VA_ARGS__)
-#define TT_WARN(sub, ...) TT_LOG(TT_LOG_WARN, sub, __VA_ARGS__)
+/*
+ * Errors and warnings are faults: the text of the last one reported on this
+ * thread is kept, printed or not, so that a layer above can name the cause
+ * in its own message without logging the fault a second time.
+ */
+void tt_log_fault(tt_log_level_t level, tt_log_subsys_t sub, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Forgets the last fault, before a step whose failure is to be explained. */
+void tt_log_fault_mark(void);
+/* The last fault since the mark; "" when none. */
+const char *tt_log_last_fault(void);
+
+#define TT_ERROR(sub, ...) tt_log_fault(TT_LOG_ERROR, sub, __VA_ARGS__)
+#define TT_WARN(sub, ...) tt_log_fault(TT_LOG_WARN, sub, __VA_ARGS__)
 #define TT_INFO(sub, ...) TT_LOG(TT_LOG_INFO, sub, __VA_ARGS__)
 #define TT_DEBUG(sub, ...) TT_LOG(TT_LOG_DEBUG, sub, __VA_ARGS__)
 #define TT_TRACE(sub, ...) TT_LOG(TT_LOG_TRACE, sub, __VA_ARGS__)

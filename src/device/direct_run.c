@@ -1,230 +1,94 @@
 /* SPDX-License-Identifier: MIT */
-#include <sched.h>
+/*
+ * Direct runs (see direct_run.h). The first one prices the GPU links:
+ * each pair's class comes from the topology (NVLink where the GPUs of the
+ * two ranks are joined by it, else the device transport's own class), and
+ * a policy of its own keeps the tuner's picks for GPU links apart from
+ * those for the host links.
+ */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "core/clock.h"
-#include "comm/comm.h"
-#include "transports/cuda_ipc/cuda_ipc.h"
-#include "device/direct_run.h"
-#include "coll/engine.h"
-#include "core/env_config.h"
 #include "core/log.h"
-
-#define ALIVE_EVERY_NS 20000000 /* between liveness checks while waiting for announcements */
-
-struct tt_direct {
-    tutti_comm_t comm;
-    void *ctx; /* the cuda_ipc transport's */
-    const tt_ipc_backend_t *be;
-    tt_peer_t *peers; /* cuda_ipc connections, indexed by rank */
-    tt_mem_ops_t mem; /* the engine's access to device memory */
-    int prepared;     /* tt_direct_prepare tried (once) */
-    int usable;       /* ... and published this rank's FIFO */
-    uint64_t runs;
-};
-
-int tt_direct_wanted(void)
-{
-    return tt_ipc_backend() != NULL && tt_config_int(TT_CFG_CUDA_IPC) != 0;
-}
-
-static int one_host(tutti_comm_t comm)
-{
-    for (int r = 0; r < comm->nranks; r++)
-        if (comm->endpoints[r].host_id != comm->endpoints[comm->rank].host_id)
-            return 0;
-    return 1;
-}
-
-/* The engine's memory ops: the backend's, recording what failed. */
-static int mem_failed(const tt_direct_t *d, const char *what, int e)
-{
-    tt_comm_error(d->comm, TUTTI_ERR_SYSTEM, "direct run on device buffers: %s failed: %s", what,
-                  d->be->error(e));
-    return -1;
-}
-
-static int mem_copy(void *arg, void *dst, const void *src, size_t bytes)
-{
-    tt_direct_t *d = arg;
-    int e = d->be->copy(tt_ipc_device(d->ctx), dst, src, bytes);
-    return e ? mem_failed(d, "a copy", e) : 0;
-}
-
-static int mem_reduce(void *arg, void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
-                      tutti_op_t op)
-{
-    tt_direct_t *d = arg;
-    int e = d->be->reduce(tt_ipc_device(d->ctx), dst, a, b, count, dtype, op);
-    return e ? mem_failed(d, "a reduction", e) : 0;
-}
-
-static int mem_scratch(void *arg, size_t bytes, void **out)
-{
-    tt_direct_t *d = arg;
-    int e = d->be->scratch(tt_ipc_device(d->ctx), bytes, out);
-    return e ? mem_failed(d, "allocating scratch", e) : 0;
-}
-
-static int mem_avg_finish(void *arg, void *buf, size_t count, tutti_dtype_t dtype, int nranks)
-{
-    tt_direct_t *d = arg;
-    int e = d->be->avg_finish(tt_ipc_device(d->ctx), buf, count, dtype, nranks);
-    return e ? mem_failed(d, "dividing the average", e) : 0;
-}
-
-tutti_status_t tt_direct_init(tutti_comm_t comm)
-{
-    if (!tt_direct_wanted() || comm->nranks < 2 || !one_host(comm))
-        return TUTTI_SUCCESS;
-    const tt_transport_ops_t *ops = &tt_cuda_ipc_ops;
-    tt_direct_t *d = calloc(1, sizeof *d);
-    if (d)
-        d->peers = calloc((size_t)comm->nranks, sizeof *d->peers);
-    unsigned char *addrs = calloc((size_t)comm->nranks, TT_ADDR_MAX);
-    int *peers = malloc(sizeof(int) * (size_t)comm->nranks);
-    void **conns = calloc((size_t)comm->nranks, sizeof(void *));
-    unsigned char mine[TT_ADDR_MAX] = {0}; /* stays empty if listening fails */
-    size_t len = 0;
-    tutti_status_t st = d && d->peers && addrs && peers && conns ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
-    if (!st)
-        st = ops->listen(&comm->env, &d->ctx, mine, &len);
-    /* Every rank gets here (the layer is wanted everywhere or nowhere) and
-     * takes part in the exchange; all connect, or none, since connecting
-     * waits for everyone. */
-    tutti_status_t xst = tt_bootstrap_allgather(&comm->bs, mine, addrs, TT_ADDR_MAX);
-    if (!st)
-        st = xst;
-    for (int r = 0; r < comm->nranks && !st; r++)
-        if (!addrs[(size_t)r * TT_ADDR_MAX])
-            st = TUTTI_ERR_CONFIG; /* rank r could not listen; it said why */
-    int n = 0;
-    for (int r = 0; peers && r < comm->nranks; r++)
-        if (r != comm->rank)
-            peers[n++] = r;
-    if (!st)
-        st = ops->connect(d->ctx, peers, n, addrs, conns);
-    for (int i = 0; i < n && !st; i++)
-        d->peers[peers[i]] = (tt_peer_t){ops, conns[i]};
-    free(addrs);
-    free(peers);
-    free(conns);
-    if (st) {
-        if (d && d->ctx)
-            ops->finalize(d->ctx);
-        if (d)
-            free(d->peers);
-        free(d);
-        return tt_comm_error(comm, st, "rank %d: setting up cuda_ipc failed", comm->rank);
-    }
-    d->comm = comm;
-    d->be = tt_ipc_backend(); /* the one cuda_ipc bound to at listen */
-    d->mem = (tt_mem_ops_t){.copy = mem_copy,
-                            .reduce = mem_reduce,
-                            .scratch = mem_scratch,
-                            .avg_finish = mem_avg_finish,
-                            .arg = d};
-    comm->direct = d;
-    TT_DEBUG(TT_SUB_INIT, "cuda_ipc connects %d peers for device calls", n);
-    return TUTTI_SUCCESS;
-}
-
-void tt_direct_free(tutti_comm_t comm)
-{
-    tt_direct_t *d = comm->direct;
-    if (!d)
-        return;
-    for (int r = 0; r < comm->nranks; r++)
-        if (d->peers[r].ops)
-            d->peers[r].ops->close(d->peers[r].conn);
-    tt_cuda_ipc_ops.finalize(d->ctx);
-    free(d->peers);
-    free(d);
-    comm->direct = NULL;
-}
-
-void tt_direct_abort(tutti_comm_t comm)
-{
-    tt_direct_t *d = comm->direct;
-    for (int r = 0; d && r < comm->nranks; r++)
-        if (d->peers[r].ops) {
-            d->peers[r].ops->abort(d->peers[r].conn); /* one flag in this rank's segment */
-            return;
-        }
-}
+#include "device/direct_run.h"
+#include "device/layer.h"
+#include "topo/topo.h"
 
 int tt_direct_prepare(tutti_comm_t comm, int device)
 {
-    tt_direct_t *d = comm->direct;
-    if (!d)
-        return 0;
-    if (!d->prepared) /* a failure was logged; the calls stage from now on */
-        d->usable = tt_ipc_prepare(d->ctx, device) == TUTTI_SUCCESS;
-    d->prepared = 1;
-    return d->usable;
+    return tt_comm_device_bind(comm, device);
 }
 
-/* A rank that cannot agree gives up, so the others learn of it. */
-static tutti_status_t agree_failed(tutti_comm_t comm, tutti_status_t st)
+/* The topology's device index with this PCI bus id; -1 if absent. */
+static int device_with_bus_id(const tt_topo_t *t, const char *bus_id)
 {
-    tt_comm_fail(comm, st);
-    return st;
+    for (int i = 0; i < t->ndevs; i++)
+        if (strcasecmp(t->devs[i].busid, bus_id) == 0)
+            return i;
+    return -1;
 }
 
-tutti_status_t tt_direct_agree(tutti_comm_t comm, uint64_t seq, int capable, int *all)
+/* Every pair's GPU link class, from the bus ids every rank published. */
+static tutti_status_t gpu_links(tutti_comm_t comm, tt_device_layer_t *d)
 {
-    tt_direct_t *d = comm->direct;
-    *all = 0;
-    if (!d)
-        return TUTTI_SUCCESS;
-    if (tt_ipc_announce(d->ctx, seq, capable, comm->timeout_ms))
-        return agree_failed(
-            comm, tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
-                                "collective #%llu: some rank stayed %d calls behind for %lld ms "
-                                "(TUTTI_TIMEOUT)",
-                                (unsigned long long)seq, TT_IPC_BOARD, (long long)comm->timeout_ms));
-    if (!capable)
-        return TUTTI_SUCCESS;
-    int64_t now = tt_now_ns(), deadline = now + comm->timeout_ms * 1000000, next_alive = now + ALIVE_EVERY_NS;
-    for (int r = 0; r < comm->nranks; r++) {
-        int v;
-        if (r == comm->rank)
-            continue;
-        while ((v = tt_ipc_announcement(d->ctx, r, seq)) < 0) {
-            sched_yield();
-            now = tt_now_ns();
-            if (now < next_alive)
-                continue;
-            next_alive = now + ALIVE_EVERY_NS;
-            tutti_status_t st = d->peers[r].ops->alive(d->peers[r].conn);
-            if (st)
-                return agree_failed(
-                    comm, tt_comm_error(comm, st, "collective #%llu: rank %d %s before reaching it",
-                                        (unsigned long long)seq, r,
-                                        st == TUTTI_ERR_ABORTED ? "aborted after an error" : "died"));
-            if (now > deadline)
-                return agree_failed(
-                    comm,
-                    tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
-                                  "collective #%llu: rank %d did not reach it within %lld ms (TUTTI_TIMEOUT)",
-                                  (unsigned long long)seq, r, (long long)comm->timeout_ms));
-        }
-        if (!v)
-            return TUTTI_SUCCESS; /* rank r stages or uses host buffers */
+    int p = comm->nranks;
+    const tt_transport_ops_t *ops = comm->tp_ops[comm->device_tp];
+    void *ctx = comm->tp_ctx[comm->device_tp];
+    d->direct_links = malloc((size_t)p * (size_t)p * sizeof *d->direct_links);
+    int *dev = malloc((size_t)p * sizeof *dev);
+    if (!d->direct_links || !dev) {
+        free(dev);
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "direct run: no memory for the GPU link classes");
     }
-    *all = tt_ipc_reach_all(d->ctx);
+    const tt_topo_t *topo = tt_topo_shared();
+    for (int r = 0; r < p; r++) {
+        char bus[64];
+        dev[r] =
+            topo && ops->device->bus_id(ctx, r, bus, sizeof bus) == 0 ? device_with_bus_id(topo, bus) : -1;
+    }
+    for (int a = 0; a < p; a++)
+        for (int b = 0; b < p; b++) {
+            int links = 0;
+            int nv = dev[a] >= 0 && dev[b] >= 0 && dev[a] != dev[b] &&
+                     tt_topo_path(topo, dev[a], dev[b], &links) == TT_PATH_NV;
+            d->direct_links[(size_t)a * (size_t)p + (size_t)b] = nv ? TT_LINK_NVLINK : ops->link;
+        }
+    free(dev);
+    d->direct_policy = comm->policy;
+    tt_cost_model_t *m = &d->direct_policy.tuner.model;
+    memset(d->direct_policy.tuner.cache, 0, sizeof d->direct_policy.tuner.cache);
+    m->crowding = 1; /* kernels and copy engines do the work, not the CPUs */
+    tt_cost_use_links(m, &comm->hosts, d->direct_links, p);
+    d->direct_tuned = 1;
+    TT_DEBUG(TT_SUB_COLL, "direct runs: rank 0 to 1 over %s", tt_link_name(m->intra));
     return TUTTI_SUCCESS;
 }
 
 tutti_status_t tt_direct_run(tutti_comm_t comm, const tt_call_t *c, uint64_t seq)
 {
-    tt_direct_t *d = comm->direct;
-    TT_TRY(tt_coll_run_at(comm, c, seq, d->peers, &d->mem));
-    d->runs++;
+    tt_device_layer_t *d = tt_device_layer(comm, tt_coll_name(c->coll));
+    if (!d)
+        return TUTTI_ERR_NO_MEMORY;
+    if (!d->direct_tuned)
+        TT_TRY(gpu_links(comm, d));
+    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
+    tt_route_t route = {.peers = comm->device_peers,
+                        .mem = dev->mem(comm->tp_ctx[comm->device_tp]),
+                        .policy = &d->direct_policy};
+    TT_TRY(tt_coll_run_at(comm, c, seq, &route));
+    d->direct_runs++;
     return TUTTI_SUCCESS;
 }
 
 uint64_t tt_direct_runs(tutti_comm_t comm)
 {
-    return comm->direct ? comm->direct->runs : 0;
+    tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
+    return d ? d->direct_runs : 0;
+}
+
+int tt_direct_link(tutti_comm_t comm, int a, int b)
+{
+    tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
+    return d && d->direct_tuned ? (int)d->direct_links[(size_t)a * (size_t)comm->nranks + (size_t)b] : -1;
 }

@@ -144,7 +144,8 @@ static int round_ready(const tt_job_t *j, const walk_state_t *ws, int r, int ren
 }
 
 /* Moves rank r as far as it can go; 1 if it moved, -1 if stopped. */
-static int advance(const tt_job_t *j, const tt_job_visit_t *v, const tt_job_walk_t *w, walk_state_t *ws, int r)
+static int advance(const tt_job_t *j, const tt_job_visit_t *v, const tt_job_walk_t *w, walk_state_t *ws,
+                   int r)
 {
     int moved = 0;
     while (ws->round[r] < j->s[r].nrounds) {

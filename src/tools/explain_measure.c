@@ -5,6 +5,7 @@
 
 #include "tune/policy.h"
 #include "core/clock.h"
+#include "coll/coll.h"
 #include "comm/comm.h"
 #include "tools/explain_measure.h"
 
@@ -63,14 +64,17 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
         fprintf(stderr, "tutti-explain --measure: out of memory\n");
         return 1;
     }
-    comm->trace.round_end_ns = ends;
-    comm->trace.cap = MAX_TRACED_ROUNDS;
+    tt_coll_trace(comm, ends, MAX_TRACED_ROUNDS);
+    int nrounds = 0, nslices = 0;
+    const tt_algorithm_t *ran = NULL;
     for (int it = 0; it < MEASURE_WARMUP + MEASURE_ITERS && !st; it++) {
         st = tutti_barrier(comm, NULL);
         int64_t t0 = tt_now_ns();
         if (!st)
             st = run_once(coll, in, out, count, dtype, root, comm);
-        for (int k = 0; !st && it >= MEASURE_WARMUP && k < comm->trace.nrounds; k++)
+        if (!st)
+            ran = tt_coll_traced(comm, &nrounds, &nslices);
+        for (int k = 0; !st && it >= MEASURE_WARMUP && k < nrounds; k++)
             samples[(size_t)k * MEASURE_ITERS + (size_t)(it - MEASURE_WARMUP)] =
                 (double)(ends[k] - t0) * 1e-9;
     }
@@ -78,15 +82,14 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
     if (st) {
         fprintf(stderr, "tutti-explain --measure: rank %d: %s\n", me, tutti_comm_last_error(comm));
         rc = 1;
-    } else if (me == 0) {
-        int nrounds = comm->trace.nrounds;
+    } else if (me == 0 && ran) {
         tt_coll_args_t args = {
             .coll = coll, .nranks = p, .rank = 0, .root = root, .count = count, .hosts = &comm->hosts};
         double *predicted = calloc((size_t)nrounds + 1, sizeof *predicted);
-        int have = predicted && tt_cost_round_ends(&comm->policy.tuner.model, comm->trace.algo, &args, elem,
-                                                   1, predicted, nrounds) == 0;
+        int have = predicted && tt_cost_round_ends(&comm->policy.tuner.model, ran, &args, elem, 1, predicted,
+                                                   nrounds) == 0;
         printf("%s of %zu bytes with %s on %d ranks, one slice, median of %d runs (rank 0's rounds)\n",
-               tt_coll_name(coll), bytes, comm->trace.algo->name, p, MEASURE_ITERS);
+               tt_coll_name(coll), bytes, ran->name, p, MEASURE_ITERS);
         printf("%6s %14s %14s %8s\n", "round", "measured_us", "predicted_us", "ratio");
         for (int k = 0; k < nrounds; k++) {
             double *s = samples + (size_t)k * MEASURE_ITERS;

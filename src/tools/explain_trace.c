@@ -144,8 +144,8 @@ static int sym_finish(void *arg, int r, int k)
         size_t n = sr->job->s[q].steps[qs].src.count;
         tt_cell_t *m = sr->msgs[q][qs];
         if (n != st->dst.count) {
-            snprintf(sr->t->error, sizeof sr->t->error, "rank %d round %d: %zu elements sent by %d, %zu expected",
-                     r, k, n, q, st->dst.count);
+            snprintf(sr->t->error, sizeof sr->t->error,
+                     "rank %d round %d: %zu elements sent by %d, %zu expected", r, k, n, q, st->dst.count);
             return -1;
         }
         tt_cell_t *dst = cells_of(&sr->bufs[r], st->dst), *src = cells_of(&sr->bufs[r], st->src);
@@ -181,7 +181,8 @@ static int sym_setup(sym_run_t *sr, const tt_coll_args_t *args)
         sr->bufs[r].buf[TT_BUF_INPUT] = calloc(nin + 1, sizeof(tt_cell_t));
         sr->bufs[r].buf[TT_BUF_OUTPUT] = calloc(nout + 1, sizeof(tt_cell_t));
         sr->bufs[r].buf[TT_BUF_SCRATCH] = calloc(s->scratch_count + 1, sizeof(tt_cell_t));
-        if (!t->labels[r] || !sr->msgs[r] || !sr->bufs[r].buf[0] || !sr->bufs[r].buf[1] || !sr->bufs[r].buf[2])
+        if (!t->labels[r] || !sr->msgs[r] || !sr->bufs[r].buf[0] || !sr->bufs[r].buf[1] ||
+            !sr->bufs[r].buf[2])
             return -1;
         for (int i = 0; i < s->nsteps; i++)
             if (!(t->labels[r][i] = calloc(LABEL_BYTES, 1)))

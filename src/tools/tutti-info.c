@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "tune/registry.h"
-#include "transports/cuda_ipc/cuda_ipc.h"
 #include "core/env_config.h"
 #include "reduce/reduce.h"
 #include "transports/transport.h"
@@ -58,11 +57,15 @@ static void print_build(void)
 
 static void print_transports(void)
 {
-    printf("transports (default priority order):\n");
-    for (int i = 0; tt_transports[i]; i++)
-        printf("  %-8s %s\n", tt_transports[i]->name, tt_transports[i]->summary);
-    printf("for device calls of ranks on one host:\n  %-8s %s (%s)\n", tt_cuda_ipc_ops.name,
-           tt_cuda_ipc_ops.summary, tt_ipc_backend() ? "built" : "not built: no CUDA");
+    printf("transports (default priority order; TUTTI_TRANSPORTS picks):\n");
+    for (int i = 0; tt_transports[i]; i++) {
+        const tt_transport_ops_t *t = tt_transports[i];
+        char why[128] = "";
+        int offered = !t->probe || t->probe(why, sizeof why);
+        printf("  %-8s %s buffers, %s links: %s\n  %-8s %s%s\n", t->name,
+               t->caps & TT_CAP_DEVICE_MEM ? "device" : "host", tt_link_name(t->link), t->summary, "",
+               offered ? "offered here" : "not offered here: ", why);
+    }
 }
 
 static void print_algorithms(void)

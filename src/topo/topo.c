@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Paths between devices, this machine's topology, and the one the library shares. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,9 +8,11 @@
 
 #include "topo/topo.h"
 
+#include "core/env_config.h"
+#include "core/log.h"
+
 #ifdef TT_HAVE_HWLOC
 #include <hwloc.h>
-#include <pthread.h>
 #endif
 
 tt_path_t tt_topo_path(const tt_topo_t *t, int a, int b, int *links)
@@ -146,4 +150,25 @@ tutti_status_t tt_topo_load_local(tt_topo_t *t, char *err, size_t errlen)
     }
 #endif
     return tt_topo_load_sysfs(t, "/", err, errlen);
+}
+
+static tt_topo_t shared_topo;
+static int shared_ok;
+
+static void shared_load(void)
+{
+    char err[256];
+    const char *file = tt_config_str(TT_CFG_TOPO_FILE);
+    tutti_status_t st = *file ? tt_topo_load_xml(&shared_topo, file, err, sizeof err)
+                              : tt_topo_load_local(&shared_topo, err, sizeof err);
+    shared_ok = st == TUTTI_SUCCESS;
+    if (!shared_ok)
+        TT_INFO(TT_SUB_INIT, "no topology (%s): GPU links are priced as PCIe", err);
+}
+
+const tt_topo_t *tt_topo_shared(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, shared_load);
+    return shared_ok ? &shared_topo : NULL;
 }

@@ -60,6 +60,9 @@ tutti_status_t tt_topo_load_local(tt_topo_t *t, char *err, size_t errlen);
 /* From a sysfs tree (root "/" for this machine). */
 tutti_status_t tt_topo_load_sysfs(tt_topo_t *t, const char *root, char *err, size_t errlen);
 
+/* The topology the library uses, read once per process: TUTTI_TOPO_FILE
+ * when set, else this machine's; NULL when neither can be read. */
+const tt_topo_t *tt_topo_shared(void);
 /* How devices a and b are connected; *links gets the NVLink count for NV. */
 tt_path_t tt_topo_path(const tt_topo_t *t, int a, int b, int *links);
 /* "X", "NV6", "PIX", ... */

@@ -7,13 +7,6 @@
 #include "sched/job.h"
 #include "tune/cost.h"
 
-static const char *const link_names[TT_LINK_COUNT] = {"shm", "tcp", "pcie", "nvlink", "ib"};
-
-const char *tt_link_name(tt_link_t link)
-{
-    return (unsigned)link < TT_LINK_COUNT ? link_names[link] : "unknown";
-}
-
 /* alpha in microseconds, bandwidths in GB/s (1e9 bytes). */
 static tt_link_cost_t link_cost(double alpha_us, double gb_per_s, double reduce_gb_per_s)
 {
@@ -22,6 +15,7 @@ static tt_link_cost_t link_cost(double alpha_us, double gb_per_s, double reduce_
 
 void tt_cost_defaults(tt_cost_model_t *m)
 {
+    *m = (tt_cost_model_t){0}; /* no pair table, no classes fixed */
     /* Host classes reduce on the CPU; GPU classes in device kernels. The
      * host figures are what tutti measures on a small x86 VM (perf/RESULTS.md);
      * the others are typical of PCIe 4 x16, NVLink 3 and HDR InfiniBand. */
@@ -35,16 +29,6 @@ void tt_cost_defaults(tt_cost_model_t *m)
     m->inter_links = 1;
     m->crowding = 1;
     m->wake_s = 1.5e-6; /* a Linux context switch on a VM, measured at 4 and 8 ranks on 2 CPUs */
-}
-
-static int link_named(const char *name, tt_link_t *out)
-{
-    for (int l = 0; l < TT_LINK_COUNT; l++)
-        if (strcmp(name, link_names[l]) == 0) {
-            *out = (tt_link_t)l;
-            return 0;
-        }
-    return -1;
 }
 
 tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, size_t errlen)
@@ -70,15 +54,16 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
         if (n != 1)
             continue; /* blank or comment */
         if ((strcmp(word, "intra") == 0 || strcmp(word, "inter") == 0) &&
-            sscanf(line, "%31s %31s %1s", word, name, extra) == 2 && link_named(name, &link) == 0) {
+            sscanf(line, "%31s %31s %1s", word, name, extra) == 2 && tt_link_named(name, &link) == 0) {
             *(strcmp(word, "intra") == 0 ? &m->intra : &m->inter) = link;
+            m->classes_fixed = 1;
         } else if (strcmp(word, "inter_links") == 0 &&
                    sscanf(line, "%31s %d %1s", word, &count, extra) == 2 && count >= 1) {
             m->inter_links = count;
         } else if (strcmp(word, "wake_us") == 0 && sscanf(line, "%31s %lf %1s", word, &alpha, extra) == 2 &&
                    alpha >= 0) {
             m->wake_s = alpha * 1e-6;
-        } else if (link_named(word, &link) == 0 &&
+        } else if (tt_link_named(word, &link) == 0 &&
                    sscanf(line, "%31s %lf %lf %lf %1s", name, &alpha, &bw, &rbw, extra) == 4 && alpha >= 0 &&
                    bw > 0 && rbw > 0) {
             m->link[link] = link_cost(alpha, bw, rbw);
@@ -95,8 +80,25 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
     return st;
 }
 
+void tt_cost_use_links(tt_cost_model_t *m, const tt_hosts_t *hosts, const tt_link_t *links, int p)
+{
+    int seen_intra = 0, seen_inter = 0;
+    for (int a = 0; a < p; a++)
+        for (int b = 0; b < p; b++) {
+            int same = hosts->host_of[a] == hosts->host_of[b];
+            if (a == b || (same ? seen_intra : seen_inter))
+                continue;
+            *(same ? &m->intra : &m->inter) = links[(size_t)a * (size_t)p + (size_t)b];
+            *(same ? &seen_intra : &seen_inter) = 1;
+        }
+    m->links = links;
+    m->nlinks = p;
+}
+
 tt_link_t tt_cost_link(const tt_cost_model_t *m, const tt_hosts_t *hosts, int a, int b)
 {
+    if (m->links && a < m->nlinks && b < m->nlinks)
+        return m->links[(size_t)a * (size_t)m->nlinks + (size_t)b];
     if (!hosts || hosts->host_of[a] == hosts->host_of[b])
         return m->intra;
     return m->inter;

@@ -11,16 +11,8 @@
 
 #include <stddef.h>
 
+#include "core/link.h"
 #include "sched/schedule.h"
-
-typedef enum {
-    TT_LINK_SHM = 0,
-    TT_LINK_TCP,
-    TT_LINK_PCIE,
-    TT_LINK_NVLINK,
-    TT_LINK_IB,
-    TT_LINK_COUNT
-} tt_link_t;
 
 typedef struct {
     double alpha; /* s per message */
@@ -31,7 +23,10 @@ typedef struct {
 typedef struct {
     tt_link_cost_t link[TT_LINK_COUNT];
     tt_link_t intra, inter; /* the class of a link inside a host, and between hosts */
-    int inter_links;        /* independent inter-host links per host (NICs); its ranks share them */
+    int classes_fixed;      /* the tuning file set intra or inter: they win over links */
+    const tt_link_t *links; /* [a * nlinks + b]: each pair's class (a communicator's); NULL: intra/inter */
+    int nlinks;
+    int inter_links; /* independent inter-host links per host (NICs); its ranks share them */
     /* Ranks per CPU on the most crowded host (1 when each rank has a CPU).
      * Crowded ranks share their CPUs' copying and reducing, and a rank that
      * waits for a peer gets its CPU back only after a switch (wake_s). */
@@ -39,7 +34,6 @@ typedef struct {
     double wake_s;
 } tt_cost_model_t;
 
-const char *tt_link_name(tt_link_t link);
 /* The documented defaults (host memory: shm inside a host, tcp across). */
 void tt_cost_defaults(tt_cost_model_t *m);
 /*
@@ -49,6 +43,10 @@ void tt_cost_defaults(tt_cost_model_t *m);
  * Returns TUTTI_ERR_CONFIG with err set on a bad line or unreadable file.
  */
 tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, size_t errlen);
+/* Prices pairs by the class of each pair's link (links[a * p + b], kept by
+ * the caller), and takes intra and inter from the first pair inside a
+ * host and between hosts of hosts. */
+void tt_cost_use_links(tt_cost_model_t *m, const tt_hosts_t *hosts, const tt_link_t *links, int p);
 /* The class of the link between ranks a and b. */
 tt_link_t tt_cost_link(const tt_cost_model_t *m, const tt_hosts_t *hosts, int a, int b);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cuda_ipc transport internals. It serves the direct runs of the device
- * layer (src/direct.h), not host calls, so the core reaches it through
- * that layer rather than tt_transports[].
+ * cuda_ipc transport internals. It moves device buffers only: the core
+ * connects it beside the host transports when every rank is on one host,
+ * and the device layer's direct runs (src/device/direct_run.h) use it
+ * through its device ops.
  *
  * Every rank of the (single-host) communicator owns:
  * - a host segment, like shm's: a header, the board where it announces,
@@ -33,6 +34,7 @@
 #define TT_IPC_HANDLE_BYTES 64   /* a cudaIpcMemHandle_t */
 #define TT_IPC_REACH_MAX 32      /* GPUs one rank can list as reachable */
 #define TT_IPC_BOARD 4096        /* announcements kept per rank */
+#define TT_IPC_BUS_ID_BYTES 32
 
 /*
  * Device memory as the transport needs it. Every op returns 0 or a
@@ -41,12 +43,16 @@
  */
 typedef struct {
     const char *name;
+    /* Whether a GPU can be used here, why not in why; NULL: always. */
+    int (*usable)(char *why, size_t len);
     /* Binds a communicator to GPU device (its stream, its scratch). */
     int (*attach)(int device, void **dev);
     void (*detach)(void *dev);
     /* This GPU, and every GPU whose memory its kernels can load from
      * (itself included), as keys equal in every process. */
     int (*identity)(void *dev, uint64_t *self, uint64_t *reach, int *nreach);
+    /* This GPU's PCI bus id, "0000:34:00.0". */
+    int (*bus_id)(void *dev, char *out, size_t len);
     int (*fifo_alloc)(void *dev, size_t bytes, void **ptr, unsigned char handle[TT_IPC_HANDLE_BYTES]);
     void (*fifo_free)(void *dev, void *ptr, size_t bytes);
     int (*fifo_open)(void *dev, const unsigned char handle[TT_IPC_HANDLE_BYTES], size_t bytes, void **ptr);
@@ -77,6 +83,7 @@ typedef struct {
     uint64_t device;                  /* the owner's GPU */
     uint64_t reach[TT_IPC_REACH_MAX]; /* GPUs it can load from */
     int32_t nreach;
+    char bus_id[TT_IPC_BUS_ID_BYTES]; /* the owner's GPU, for the topology */
     /* Flow control: how far the owner has announced (last seq + 1). */
     _Alignas(TT_LOCAL_LINE) _Atomic uint64_t announced;
     /* Entry seq % TT_IPC_BOARD: 2 (seq + 1) + whether it could go direct. */
@@ -119,6 +126,7 @@ struct tt_ipc_ctx {
     tt_ipc_seg_hdr_t **segs; /* every rank's segment (ours included), for the board */
     int reach_verdict;       /* 1 or 0 once every rank's FIFO is published; -1 before */
     int unlinked;
+    tt_mem_ops_t mem; /* the engine's access to this rank's GPU, once bound */
 };
 
 extern const tt_transport_ops_t tt_cuda_ipc_ops;
@@ -129,21 +137,17 @@ size_t tt_ipc_segment_bytes(int nranks, int nchannels, int nslots);
 /* Byte offset of the slot ring (receiver, channel) in a sender's FIFO. */
 size_t tt_ipc_fifo_offset(int nchannels, int nslots, size_t slot_bytes, int receiver, int channel);
 
-/* Binds ctx to GPU device and publishes this rank's FIFO (once). */
-tutti_status_t tt_ipc_prepare(void *ctx, int device);
-/* Whether this rank's FIFO is published. */
-int tt_ipc_ready(const void *ctx);
-/* The backend state prepare attached (for the engine's memory ops). */
-void *tt_ipc_device(const void *ctx);
-
-/* Announces whether this rank can run call seq directly. Waits (up to
- * timeout_ms) only when it is TT_IPC_BOARD calls ahead of some rank. */
+/* The device ops (transport.h): binding publishes this rank's FIFO (once);
+ * the board (cuda_ipc_board.c) waits in announce only when this rank is
+ * TT_IPC_BOARD calls ahead of some rank. */
+tutti_status_t tt_ipc_bind(void *ctx, int device);
 tutti_status_t tt_ipc_announce(void *ctx, uint64_t seq, int capable, int64_t timeout_ms);
-/* Rank's announcement for seq: 1 or 0, or -1 while it has not made it. */
 int tt_ipc_announcement(const void *ctx, int rank, uint64_t seq);
-/* Whether every rank's GPU can load from every other's; all FIFOs must
- * be published (every rank announced it can go direct). */
 int tt_ipc_reach_all(void *ctx);
+int tt_ipc_bus_id(const void *ctx, int rank, char *out, size_t len);
+const tt_mem_ops_t *tt_ipc_mem(void *ctx);
+/* Fills ctx->mem from the backend bound to (cuda_ipc_mem.c). */
+void tt_ipc_mem_init(tt_ipc_ctx_t *ctx);
 
 tutti_status_t tt_ipc_isend(void *conn, int channel, tt_req_t *req);
 tutti_status_t tt_ipc_irecv(void *conn, int channel, tt_req_t *req);

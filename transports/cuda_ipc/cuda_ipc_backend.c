@@ -102,6 +102,24 @@ static int cuda_identity(void *devp, uint64_t *self, uint64_t *reach, int *nreac
     return e;
 }
 
+static int cuda_usable(char *why, size_t len)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    cudaGetLastError();
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || (!e && n == 0))
+        snprintf(why, len, "no NVIDIA GPU or driver found");
+    else if (e)
+        snprintf(why, len, "the CUDA runtime says: %s", cudaGetErrorString(e));
+    return !e && n > 0;
+}
+
+static int cuda_bus_id(void *devp, char *out, size_t len)
+{
+    cuda_dev_t *d = devp;
+    return (int)cudaDeviceGetPCIBusId(out, (int)len, d->device);
+}
+
 static int cuda_fifo_alloc(void *devp, size_t bytes, void **ptr, unsigned char handle[TT_IPC_HANDLE_BYTES])
 {
     cuda_dev_t *d = devp;
@@ -191,9 +209,11 @@ static const char *cuda_error(int code)
 
 const tt_ipc_backend_t tt_ipc_cuda_backend = {
     .name = "cuda",
+    .usable = cuda_usable,
     .attach = cuda_attach,
     .detach = cuda_detach,
     .identity = cuda_identity,
+    .bus_id = cuda_bus_id,
     .fifo_alloc = cuda_fifo_alloc,
     .fifo_free = cuda_fifo_free,
     .fifo_open = cuda_fifo_open,

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cuda_ipc set-up: the host segments (created, keyed and unlinked as shm
- * does), the FIFO each rank publishes at its first device call, and the
- * board through which the ranks agree, call by call, to go direct.
+ * does) and the FIFO each rank publishes at its first device call.
  */
 #include <sched.h>
 #include <stdio.h>
@@ -60,10 +59,26 @@ static int ipc_reachable(const tt_tp_env_t *env, int peer)
     return env->endpoints[peer].host_id == env->endpoints[env->rank].host_id;
 }
 
+static int ipc_probe(char *why, size_t len)
+{
+    if (!current_backend) {
+        snprintf(why, len, "this tutti was built without CUDA");
+        return 0;
+    }
+    if (tt_config_int(TT_CFG_CUDA_IPC) == 0) {
+        snprintf(why, len, "TUTTI_CUDA_IPC=0");
+        return 0;
+    }
+    return !current_backend->usable || current_backend->usable(why, len);
+}
+
 static tutti_status_t ipc_listen(const tt_tp_env_t *env, void **ctxp, void *addr, size_t *addr_len)
 {
-    if (!current_backend)
+    char why[96];
+    if (!ipc_probe(why, sizeof why)) {
+        TT_INFO(TT_SUB_NET, "cuda_ipc not offered: %s", why);
         return TUTTI_ERR_UNSUPPORTED;
+    }
     tt_ipc_ctx_t *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return TUTTI_ERR_NO_MEMORY;
@@ -188,7 +203,7 @@ static tutti_status_t ipc_connect(void *ctxp, const int *peers, int npeers, cons
     return st;
 }
 
-tutti_status_t tt_ipc_prepare(void *ctxp, int device)
+tutti_status_t tt_ipc_bind(void *ctxp, int device)
 {
     tt_ipc_ctx_t *ctx = ctxp;
     if (ctx->fifo)
@@ -202,6 +217,8 @@ tutti_status_t tt_ipc_prepare(void *ctxp, int device)
         seg->nreach = n;
     }
     if (!e)
+        e = be->bus_id(ctx->dev, seg->bus_id, sizeof seg->bus_id);
+    if (!e)
         e = be->fifo_alloc(ctx->dev, ctx->fifo_bytes, (void **)&ctx->fifo, seg->handle);
     if (e) {
         ctx->fifo = NULL;
@@ -211,86 +228,9 @@ tutti_status_t tt_ipc_prepare(void *ctxp, int device)
                 ctx->fifo_bytes, be->error(e));
         return TUTTI_ERR_SYSTEM;
     }
+    tt_ipc_mem_init(ctx);
     atomic_store_explicit(&seg->fifo_ready, 1, memory_order_release);
     return TUTTI_SUCCESS;
-}
-
-int tt_ipc_ready(const void *ctxp)
-{
-    return ((const tt_ipc_ctx_t *)ctxp)->fifo != NULL;
-}
-
-void *tt_ipc_device(const void *ctxp)
-{
-    return ((const tt_ipc_ctx_t *)ctxp)->dev;
-}
-
-static uint64_t lowest_announced(const tt_ipc_ctx_t *ctx)
-{
-    uint64_t low = UINT64_MAX;
-    for (int r = 0; r < ctx->env->nranks; r++) {
-        uint64_t a = atomic_load_explicit(&ctx->segs[r]->announced, memory_order_acquire);
-        low = a < low ? a : low;
-    }
-    return low;
-}
-
-tutti_status_t tt_ipc_announce(void *ctxp, uint64_t seq, int capable, int64_t timeout_ms)
-{
-    tt_ipc_ctx_t *ctx = ctxp;
-    /* Entry seq % TT_IPC_BOARD last held seq - TT_IPC_BOARD: overwrite it
-     * only once every rank has announced the call after that one, so that
-     * none can still be reading it. */
-    for (int64_t deadline = 0; seq >= ctx->announce_room;) {
-        ctx->announce_room = lowest_announced(ctx) + TT_IPC_BOARD - 1;
-        if (seq < ctx->announce_room)
-            break;
-        int64_t now = tt_now_ns();
-        if (!deadline)
-            deadline = now + timeout_ms * 1000000;
-        else if (now > deadline)
-            return TUTTI_ERR_TIMEOUT;
-        sched_yield();
-    }
-    atomic_store_explicit(&ctx->seg->board[seq % TT_IPC_BOARD], 2 * (seq + 1) + (capable ? 1 : 0),
-                          memory_order_release);
-    atomic_store_explicit(&ctx->seg->announced, seq + 1, memory_order_release);
-    return TUTTI_SUCCESS;
-}
-
-int tt_ipc_announcement(const void *ctxp, int rank, uint64_t seq)
-{
-    const tt_ipc_ctx_t *ctx = ctxp;
-    uint64_t v = atomic_load_explicit(&ctx->segs[rank]->board[seq % TT_IPC_BOARD], memory_order_acquire);
-    return v / 2 == seq + 1 ? (int)(v & 1) : -1;
-}
-
-static int reaches(const tt_ipc_seg_hdr_t *from, uint64_t device)
-{
-    for (int i = 0; i < from->nreach && i < TT_IPC_REACH_MAX; i++)
-        if (from->reach[i] == device)
-            return 1;
-    return 0;
-}
-
-int tt_ipc_reach_all(void *ctxp)
-{
-    tt_ipc_ctx_t *ctx = ctxp;
-    if (ctx->reach_verdict >= 0)
-        return ctx->reach_verdict;
-    int all = 1, p = ctx->env->nranks;
-    for (int a = 0; a < p; a++) {
-        if (!atomic_load_explicit(&ctx->segs[a]->fifo_ready, memory_order_acquire))
-            return 0; /* cannot happen once every rank announced it can go direct */
-        for (int b = 0; b < p; b++)
-            all &= reaches(ctx->segs[a], ctx->segs[b]->device);
-    }
-    if (!all)
-        TT_INFO(TT_SUB_NET, "cuda_ipc: some ranks' GPUs cannot load from each other; device calls go through "
-                            "host staging");
-    /* Published FIFOs never change, so neither does the verdict. */
-    ctx->reach_verdict = all;
-    return all;
 }
 
 static void ipc_abort(void *connp)
@@ -318,11 +258,22 @@ static void ipc_finalize(void *ctxp)
     free(ctx);
 }
 
+static const tt_device_ops_t ipc_device_ops = {
+    .bind = tt_ipc_bind,
+    .announce = tt_ipc_announce,
+    .announcement = tt_ipc_announcement,
+    .reach_all = tt_ipc_reach_all,
+    .bus_id = tt_ipc_bus_id,
+    .mem = tt_ipc_mem,
+};
+
 const tt_transport_ops_t tt_cuda_ipc_ops = {
     .name = "cuda_ipc",
     .summary = "device buffers of ranks on one host through GPU FIFOs shared by CUDA IPC handles; kernels "
                "read peer memory",
-    .caps = TT_CAP_DEVICE_MEM | TT_CAP_ZERO_COPY,
+    .caps = TT_CAP_DEVICE_MEM,
+    .link = TT_LINK_PCIE,
+    .probe = ipc_probe,
     .reachable = ipc_reachable,
     .listen = ipc_listen,
     .connect = ipc_connect,
@@ -333,4 +284,5 @@ const tt_transport_ops_t tt_cuda_ipc_ops = {
     .abort = ipc_abort,
     .close = ipc_close,
     .finalize = ipc_finalize,
+    .device = &ipc_device_ops,
 };

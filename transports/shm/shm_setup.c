@@ -193,7 +193,8 @@ static void shm_finalize(void *ctxp)
 const tt_transport_ops_t tt_shm_ops = {
     .name = "shm",
     .summary = "shared-memory slot queues between ranks of one host; reduces straight from the sender's slot",
-    .caps = TT_CAP_HOST_MEM | TT_CAP_ZERO_COPY,
+    .caps = TT_CAP_HOST_MEM,
+    .link = TT_LINK_SHM,
     .reachable = shm_reachable,
     .listen = shm_listen,
     .connect = shm_connect,

@@ -182,6 +182,7 @@ const tt_transport_ops_t tt_tcp_ops = {
     .name = "tcp",
     .summary = "TCP sockets, one per peer and slice in flight, TCP_NODELAY, large buffers",
     .caps = TT_CAP_HOST_MEM,
+    .link = TT_LINK_TCP,
     .reachable = tcp_reachable,
     .listen = tcp_listen,
     .connect = tcp_connect,

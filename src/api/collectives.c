@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public collectives: each builds its call and sends it where its
+ * buffers say, to the device layer's queue or the host runner.
+ */
+#include "coll/coll.h"
+#include "device/device_coll.h"
+
+/* Device buffers go to the communicator's proxy thread in stream order;
+ * host buffers run here, after the queued device calls and the stream's
+ * earlier work. */
+static tutti_status_t run_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t stream)
+{
+    const char *name = tt_coll_name(c->coll);
+    TT_TRY(tt_coll_validate(comm, c, name));
+    TT_TRY(tt_device_classify(comm, c, name));
+    if (c->send_on_device || c->recv_on_device)
+        return tt_device_coll_enqueue(comm, c, stream);
+    TT_TRY(tt_device_wait_turn(comm, name, stream));
+    return tt_coll_run(comm, c);
+}
+
+TUTTI_API tutti_status_t tutti_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                         tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
+                                         tutti_stream_t stream)
+{
+    tt_call_t c = {.coll = TT_COLL_ALLREDUCE,
+                   .send = sendbuf,
+                   .recv = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = op};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                              tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
+                                              tutti_stream_t stream)
+{
+    tt_call_t c = {.coll = TT_COLL_REDUCE_SCATTER,
+                   .send = sendbuf,
+                   .recv = recvbuf,
+                   .count = recvcount,
+                   .dtype = dtype,
+                   .op = op};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                         tutti_dtype_t dtype, tutti_comm_t comm, tutti_stream_t stream)
+{
+    tt_call_t c = {
+        .coll = TT_COLL_ALLGATHER, .send = sendbuf, .recv = recvbuf, .count = sendcount, .dtype = dtype};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+                                         tutti_dtype_t dtype, int root, tutti_comm_t comm,
+                                         tutti_stream_t stream)
+{
+    tt_call_t c = {.coll = TT_COLL_BROADCAST,
+                   .send = sendbuf,
+                   .recv = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .root = root};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_reduce(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
+                                      tutti_op_t op, int root, tutti_comm_t comm, tutti_stream_t stream)
+{
+    tt_call_t c = {.coll = TT_COLL_REDUCE,
+                   .send = sendbuf,
+                   .recv = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = op,
+                   .root = root};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_alltoall(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
+                                        tutti_comm_t comm, tutti_stream_t stream)
+{
+    tt_call_t c = {
+        .coll = TT_COLL_ALLTOALL, .send = sendbuf, .recv = recvbuf, .count = count, .dtype = dtype};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_barrier(tutti_comm_t comm, tutti_stream_t stream)
+{
+    tt_call_t c = {.coll = TT_COLL_BARRIER, .dtype = TUTTI_UINT8};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_send(const void *sendbuf, size_t count, tutti_dtype_t dtype, int peer,
+                                    tutti_comm_t comm, tutti_stream_t stream)
+{
+    tt_call_t c = {.coll = TT_COLL_SEND, .send = sendbuf, .count = count, .dtype = dtype, .root = peer};
+    return run_call(comm, &c, stream);
+}
+
+TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t dtype, int peer,
+                                    tutti_comm_t comm, tutti_stream_t stream)
+{
+    tt_call_t c = {.coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .root = peer};
+    return run_call(comm, &c, stream);
+}

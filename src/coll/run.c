@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host runner: a validated call takes its place in the call sequence,
+ * gets its algorithm and slice size from the policy, its schedule from the
+ * cache, and runs on the engine; avg is finished afterwards.
+ */
+#include <stdlib.h>
+
+#include "coll/coll.h"
+#include "coll/engine.h"
+#include "coll/state.h"
+#include "core/dtype.h"
+#include "core/log.h"
+#include "reduce/reduce.h"
+
+static void state_destroy(tutti_comm_t comm, void *state)
+{
+    tt_coll_state_t *s = state;
+    (void)comm;
+    tt_sched_cache_free(&s->sched_cache);
+    free(s->scratch);
+    free(s->engine_ws);
+    free(s);
+}
+
+static const tt_layer_ops_t coll_layer_ops = {.destroy = state_destroy};
+
+tt_coll_state_t *tt_coll_state(tutti_comm_t comm)
+{
+    tt_coll_state_t *s = tt_comm_layer(comm, TT_LAYER_COLL);
+    if (!s && (s = calloc(1, sizeof *s)) != NULL)
+        tt_comm_layer_set(comm, TT_LAYER_COLL, s, &coll_layer_ops);
+    if (!s)
+        tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory for the collectives' state");
+    return s;
+}
+
+uint64_t tt_coll_bytes_sent(tutti_comm_t comm)
+{
+    tt_coll_state_t *s = tt_comm_layer(comm, TT_LAYER_COLL);
+    return s ? s->bytes_sent : 0;
+}
+
+void tt_coll_trace(tutti_comm_t comm, int64_t *round_end_ns, int cap)
+{
+    tt_coll_state_t *s = tt_coll_state(comm);
+    if (s) {
+        s->trace.round_end_ns = round_end_ns;
+        s->trace.cap = cap;
+    }
+}
+
+const tt_algorithm_t *tt_coll_traced(tutti_comm_t comm, int *nrounds, int *nslices)
+{
+    tt_coll_state_t *s = tt_comm_layer(comm, TT_LAYER_COLL);
+    if (!s || !s->trace.algo)
+        return NULL;
+    *nrounds = s->trace.nrounds;
+    *nslices = s->trace.nslices;
+    return s->trace.algo;
+}
+
+static int moves_nothing(const tt_call_t *c)
+{
+    return c->count == 0 && c->coll != TT_COLL_BARRIER; /* every rank agrees on that */
+}
+
+static int is_p2p(const tt_call_t *c)
+{
+    return c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
+}
+
+tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct)
+{
+    *seq = 0;
+    *direct = 0;
+    if (moves_nothing(c))
+        return TUTTI_SUCCESS;
+    if (is_p2p(c)) {
+        *seq = (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++;
+        return TUTTI_SUCCESS;
+    }
+    *seq = comm->coll_seq++;
+    return tt_comm_agree(comm, *seq, capable, direct);
+}
+
+tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c)
+{
+    uint64_t seq;
+    int direct;
+    TT_TRY(tt_coll_begin(comm, c, 0, &seq, &direct));
+    return tt_coll_run_at(comm, c, seq, NULL);
+}
+
+/* The schedule's scratch: on the device for a direct run, else the host's. */
+static tutti_status_t scratch_for(tutti_comm_t comm, tt_coll_state_t *cs, const tt_call_t *c,
+                                  const tt_mem_ops_t *mem, size_t need, void **out)
+{
+    if (mem) {
+        int e = mem->scratch(mem->arg, need, out);
+        return e ? tt_comm_error(comm, TUTTI_ERR_SYSTEM, "%s: %zu bytes of scratch on the device: %s",
+                                 tt_coll_name(c->coll), need, mem->error(e))
+                 : TUTTI_SUCCESS;
+    }
+    if (need > cs->scratch_bytes) {
+        void *p = malloc(need);
+        if (!p)
+            return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for %zu bytes of scratch",
+                                 tt_coll_name(c->coll), need);
+        free(cs->scratch);
+        cs->scratch = p;
+        cs->scratch_bytes = need;
+    }
+    *out = cs->scratch;
+    return TUTTI_SUCCESS;
+}
+
+/* avg: the sum divided by the ranks, where the call has an output. */
+static tutti_status_t finish_avg(tutti_comm_t comm, const tt_call_t *c, const tt_mem_ops_t *mem)
+{
+    if (c->op != TUTTI_AVG || !c->out_bytes || c->coll == TT_COLL_BROADCAST)
+        return TUTTI_SUCCESS;
+    if (!mem) {
+        tt_reduce_avg_finish(c->recv, c->count, c->dtype, comm->nranks);
+        return TUTTI_SUCCESS;
+    }
+    int e = mem->avg_finish(mem->arg, c->recv, c->count, c->dtype, comm->nranks);
+    return e ? tt_comm_error(comm, TUTTI_ERR_SYSTEM, "%s: dividing the average on the device: %s",
+                             tt_coll_name(c->coll), mem->error(e))
+             : TUTTI_SUCCESS;
+}
+
+static void trace_call(tt_coll_state_t *cs, const tt_algorithm_t *algo, const tt_sched_t *s, tt_exec_t *x)
+{
+    if (!cs->trace.round_end_ns || s->nrounds > cs->trace.cap)
+        return;
+    x->round_end_ns = cs->trace.round_end_ns;
+    cs->trace.nrounds = s->nrounds;
+    cs->trace.nslices = x->nslices;
+    cs->trace.algo = algo;
+}
+
+tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route)
+{
+    if (comm->failed) /* a queued device call, or a host call behind one, after a failure */
+        return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
+                             tt_coll_name(c->coll), tutti_strerror(comm->failed));
+    if (moves_nothing(c))
+        return TUTTI_SUCCESS;
+    tt_coll_state_t *cs = tt_coll_state(comm);
+    if (!cs)
+        return TUTTI_ERR_NO_MEMORY;
+    const tt_mem_ops_t *mem = route ? route->mem : NULL;
+    tt_algo_policy_t *policy = route && route->policy ? route->policy : &comm->policy;
+    tt_coll_args_t args = {.coll = c->coll,
+                           .nranks = comm->nranks,
+                           .rank = comm->rank,
+                           .root = c->root,
+                           .count = c->count,
+                           .in_place = c->in_place,
+                           .hosts = &comm->hosts};
+    size_t bytes = c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes;
+    tt_tuned_t choice = tt_algo_choose(policy, &args, bytes, tutti_dtype_size(c->dtype));
+    const tt_algorithm_t *algo = choice.algo;
+    tutti_status_t st;
+    const tt_sched_t *s = tt_sched_cache_get(&cs->sched_cache, algo, &args, &st);
+    if (!s)
+        return tt_comm_error(comm, st, "%s: building the %s schedule failed: %s", tt_coll_name(c->coll),
+                             algo ? algo->name : "(no algorithm)", tutti_strerror(st));
+    tt_exec_t x = {.coll = c->coll,
+                   .wire_coll = is_p2p(c) ? TT_COLL_SEND : c->coll,
+                   .dtype = c->dtype,
+                   .op = c->op,
+                   .root = is_p2p(c) ? 0 : c->root,
+                   .count = c->count,
+                   .seq = seq,
+                   .elem = tutti_dtype_size(c->dtype),
+                   .reduce = tt_reduce_get(c->dtype, c->op),
+                   .stage = c->stage,
+                   .peers = route ? route->peers : NULL,
+                   .mem = mem};
+    x.bufs[TT_BUF_INPUT] = (char *)c->send;
+    x.bufs[TT_BUF_OUTPUT] = c->recv;
+    if (s->scratch_count)
+        TT_TRY(scratch_for(comm, cs, c, mem, s->scratch_count * x.elem, (void **)&x.bufs[TT_BUF_SCRATCH]));
+    x.nslices = tt_tuner_slices(tt_tuner_chunk_bytes(&args, x.elem), choice.slice_bytes);
+    trace_call(cs, algo, s, &x);
+    TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s (%s %.1f us), %d rounds, %d slices%s",
+             tt_coll_name(c->coll), (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype),
+             tutti_op_name(c->op), algo->name, choice.predicted < 0 ? "forced" : "tuner predicts",
+             choice.predicted < 0 ? 0.0 : choice.predicted * 1e6, s->nrounds, x.nslices,
+             mem ? ", direct on device buffers" : "");
+    cs->bytes_sent += (uint64_t)s->sent_count * x.elem;
+    st = tt_engine_run(comm, s, &x);
+    if (!st)
+        st = finish_avg(comm, c, mem);
+    if (st)
+        tt_comm_fail(comm, st);
+    return st;
+}

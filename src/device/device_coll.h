@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Collectives as the device layer sees them: where a call's buffers live,
+ * queuing a call on device buffers (run directly on them when every rank
+ * can, else staged through pinned host memory), and ordering host calls
+ * after the device work queued before them.
+ */
+#ifndef TT_DEVICE_COLL_H
+#define TT_DEVICE_COLL_H
+
+#include "coll/coll.h"
+
+/* Sets where c's buffers live (validated c); device buffers without a
+ * usable GPU are an error. name is the API call, for errors. */
+tutti_status_t tt_device_classify(tutti_comm_t comm, tt_call_t *c, const char *name);
+/* Queues c (some buffer on the device) on stream; returns once queued. */
+tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream);
+/* Before a call on host buffers: waits for stream's earlier work (if
+ * given) and for the communicator's queued device work. */
+tutti_status_t tt_device_wait_turn(tutti_comm_t comm, const char *name, void *stream);
+
+#endif
