@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compress/compress.h"
+#include "codec/codec.h"
 #include "sched/schedule.h"
 #include "core/half.h"
 #include "harness.h"

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compress/compress.h"
+#include "codec/codec.h"
 #include "harness.h"
 
 #define P 8

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "compress/compress.h"
+#include "codec/codec.h"
 #include "cuda/kernels.h"
 #include "device/direct_run.h"
 #include "harness.h"

@@ -16,7 +16,7 @@
 
 #include "coll/coll.h"
 #include "comm/comm.h"
-#include "compress/compress.h"
+#include "codec/codec.h"
 #include "compress/allreduce.h"
 #include "device/device_coll.h"
 #include "device/queue.h"

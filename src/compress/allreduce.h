@@ -10,7 +10,7 @@
 
 #include "coll/coll.h"
 #include "comm/comm.h"
-#include "compress/compress.h"
+#include "codec/codec.h"
 
 struct tutti_ef_state {
     size_t count;

@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "compress/compress.h"
+#include "codec/codec.h"
 #include "cuda/grid.cuh"
 #include "cuda/kernels.h"
 

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "compress/compress.h"
+#include "codec/codec.h"
 #include "tutti.h"
 
 #ifdef __cplusplus

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "compress/compress.h"
+#include "codec/codec.h"
 
 static size_t nblocks(const tt_quant_t *q, size_t n)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compress/compress.h"
+#include "codec/codec.h"
 
 /* The value of rank kth (0-based, ascending) among a[0..n): quickselect
  * with three-way partitions (many equal magnitudes are common: zeros) and

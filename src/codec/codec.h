@@ -5,8 +5,8 @@
  * vectorises; the CUDA kernels follow the same arithmetic element by
  * element, and the same counter-based random numbers.
  */
-#ifndef TT_COMPRESS_H
-#define TT_COMPRESS_H
+#ifndef TT_CODEC_H
+#define TT_CODEC_H
 
 #include <stddef.h>
 #include <stdint.h>
