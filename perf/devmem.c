@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* GPU buffers for the benchmarks (tutti-perf -m device): allocation and copies, or a clear "no GPU". */
 #include <stdio.h>
 
 #include "devmem.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* What the transports of one host share: keyed shared segments, and telling a dead peer process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

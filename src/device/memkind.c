@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Where a buffer lives (host or CUDA device memory), and whether a GPU can be used at all. */
 #include <stdio.h>
 
 #include "device/memkind.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The host layout of a communicator: which host each rank is on and its index there. */
 #include <stdlib.h>
 
 #include "sched/hosts.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* tutti-explain --measure: each round's measured end on real ranks, beside the cost model's prediction. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Symbolic runs for tutti-explain: the terms every buffer element holds after each step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

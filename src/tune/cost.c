@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The cost model: link classes' alpha, beta and gamma, and the price of a schedule (see cost.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

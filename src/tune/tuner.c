@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The tuner: the cheapest algorithm and slice size per collective and size class (see tuner.h). */
 #include "tune/tuner.h"
 
 #include "tune/registry.h"
