@@ -42,9 +42,18 @@ breach() {
     bad=1
 }
 
-files=$(git ls-files 'src/*.c' 'src/*.h' 'src/*.cu' 'src/*.cuh' 'transports/*.c' 'transports/*.h' \
-    'algorithms/*.c' 2>/dev/null)
-[ -n "$files" ] || files=$(find src transports algorithms -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh')
+# The sources as git knows them, or as a release tarball holds them.
+sources() {
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        git ls-files "$@"
+    else
+        for pattern in "$@"; do
+            find ${pattern%%/*} -path "$pattern" -type f 2>/dev/null
+        done
+    fi
+}
+
+files=$(sources 'src/*.c' 'src/*.h' 'src/*.cu' 'src/*.cuh' 'transports/*.c' 'transports/*.h' 'algorithms/*.c')
 
 for f in $files; do
     from=$(folder "$f")
@@ -83,7 +92,7 @@ done > layers.out 2>&1
 rm -f layers.out
 
 # Length of files (outside tests) and of library functions.
-for f in $(git ls-files 'src/*' 'transports/*' 'algorithms/*' 'perf/*.c' 'perf/*.py' 'perf/*.sh' 2>/dev/null); do
+for f in $(sources 'src/*' 'transports/*' 'algorithms/*' 'perf/*.c' 'perf/*.py' 'perf/*.sh'); do
     n=$(wc -l < "$f")
     [ "$n" -le 600 ] || breach "$f: $n lines (at most 600 outside tests)"
 done
