@@ -45,7 +45,12 @@ typedef enum {
 #undef TUTTI_STATUS_ENUM
 } tutti_status_t;
 
-/** Element types (NCCL's set). fp16 is IEEE binary16, bf16 is bfloat16. */
+/**
+ * Element types (NCCL's set). fp16 is IEEE binary16, bf16 is bfloat16.
+ * TUTTI_FP8_E4M3 and TUTTI_FP8_E5M2 are the OCP 8-bit floats of CUDA's
+ * __nv_fp8_e4m3 (no infinities, 0x7f and 0xff are NaN, largest 448) and
+ * __nv_fp8_e5m2 (IEEE-like, with infinities, largest 57344).
+ */
 typedef enum {
     TUTTI_INT8 = 0,
     TUTTI_UINT8,
@@ -57,13 +62,19 @@ typedef enum {
     TUTTI_BF16,
     TUTTI_FP32,
     TUTTI_FP64,
+    TUTTI_FP8_E4M3,
+    TUTTI_FP8_E5M2,
     TUTTI_NUM_DTYPES
 } tutti_dtype_t;
 
 /**
- * Reduction operators. fp16/bf16 are reduced in fp32 and rounded to nearest
- * even when stored. min/max propagate NaN. avg is the sum divided by the
- * number of ranks (integer division, truncating, for integer types).
+ * Reduction operators. fp16/bf16/fp8 are reduced in fp32 and rounded to
+ * nearest even when stored; an fp8 result beyond the largest finite value
+ * (an infinity included) is stored as that value with its sign, as CUDA's
+ * __NV_SATFINITE conversion and NCCL do, and every fp8 NaN is stored as 0x7f.
+ * min/max propagate NaN. avg is the sum divided by the number of ranks
+ * (integer division, truncating, for integer types; in fp32 for the narrow
+ * floats). See tutti_collectives(3).
  */
 typedef enum { TUTTI_SUM = 0, TUTTI_PROD, TUTTI_MIN, TUTTI_MAX, TUTTI_AVG, TUTTI_NUM_OPS } tutti_op_t;
 

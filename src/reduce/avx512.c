@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* AVX-512 kernels: 16 fp32 lanes, masked tails, no scalar remainder loop. */
+/* AVX-512 kernels: 16 fp32 lanes, masked tails, no scalar remainder loop; fp16,
+ * bf16 and fp8 widened to fp32 in registers. */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,f16c,fma")
 #pragma GCC optimize("O3")
 #include <immintrin.h>
@@ -10,13 +11,18 @@
 #include "reduce/loops.h"
 #define TT_BF16_NARROW(v) avx512_bf16_round(v)
 #include "reduce/avx512_half.h"
+#include "reduce/avx512_fp8.h"
 
 TT_HALF_KERNELS(f16, avx512_fp16_body)
 TT_HALF_KERNELS(bf16, avx512_bf16_body)
+TT_HALF_KERNELS(e4m3, avx512_e4m3_body)
+TT_HALF_KERNELS(e5m2, avx512_e5m2_body)
 
 void tt_reduce_fill_avx512(tt_reduce_table_t table)
 {
     avx512_fill_plain_rows(table);
     TT_FILL_ROW(table, TUTTI_FP16, f16);
     TT_FILL_ROW(table, TUTTI_BF16, bf16);
+    TT_FILL_ROW(table, TUTTI_FP8_E4M3, e4m3);
+    TT_FILL_ROW(table, TUTTI_FP8_E5M2, e5m2);
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "core/fp8.h"
 #include "core/half.h"
 #include "reduce/reduce.h"
 
@@ -80,6 +81,20 @@ static inline void TT_KFN(bf16_tail)(int op, tt_u16u_t *d, const tt_u16u_t *a, c
         d[i] = tt_f32_to_bf16(TT_KFN(half_op)(op, tt_bf16_to_f32(a[i]), tt_bf16_to_f32(b[i])));
 }
 
+/* fp8 one element at a time: through fp32 like the half types; the
+ * conversions saturate and canonicalise NaN (core/fp8.h). */
+static inline void TT_KFN(e4m3_tail)(int op, uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = tt_f32_to_e4m3(TT_KFN(half_op)(op, tt_e4m3_to_f32(a[i]), tt_e4m3_to_f32(b[i])));
+}
+
+static inline void TT_KFN(e5m2_tail)(int op, uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = tt_f32_to_e5m2(TT_KFN(half_op)(op, tt_e5m2_to_f32(a[i]), tt_e5m2_to_f32(b[i])));
+}
+
 TT_INT_KERNELS(int8_t, uint8_t, i8, tt_i8u_t)
 TT_INT_KERNELS(uint8_t, uint8_t, u8, tt_u8u_t)
 TT_INT_KERNELS(int32_t, uint32_t, i32, tt_i32u_t)
@@ -98,7 +113,7 @@ TT_FLOAT_KERNELS(double, f64, tt_f64u_t)
         table[dtype][TUTTI_AVG] = TT_KFN(sum_##tag);                                                         \
     } while (0)
 
-/* Fills every row but fp16/bf16, which each file provides itself. */
+/* Fills every row but fp16/bf16/fp8, which each file provides itself. */
 static inline void TT_KFN(fill_plain_rows)(tt_reduce_table_t t)
 {
     TT_FILL_ROW(t, TUTTI_INT8, i8);
@@ -111,7 +126,7 @@ static inline void TT_KFN(fill_plain_rows)(tt_reduce_table_t t)
     TT_FILL_ROW(t, TUTTI_FP64, f64);
 }
 
-/* Defines the 4 fp16 or bf16 kernels of one file from a body macro
+/* Defines the 4 fp16, bf16 or fp8 kernels of one file from a body macro
  * BODY(op, d, a, b, n) that handles the whole array. */
 #define TT_HALF_KERNELS(tag, BODY)                                                                           \
     static void TT_KFN(sum_##tag)(void *d, const void *a, const void *b, size_t n)                           \

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/env_config.h"
+#include "core/fp8.h"
 #include "core/half.h"
 #include "core/log.h"
 #include "reduce/reduce.h"
@@ -111,6 +112,18 @@ void tt_reduce_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks)
         uint16_t __attribute__((aligned(1))) *p = buf;
         for (size_t i = 0; i < n; i++)
             p[i] = tt_f32_to_bf16(tt_bf16_to_f32(p[i]) / (float)nranks);
+        break;
+    }
+    case TUTTI_FP8_E4M3: {
+        uint8_t *p = buf;
+        for (size_t i = 0; i < n; i++)
+            p[i] = tt_f32_to_e4m3(tt_e4m3_to_f32(p[i]) / (float)nranks);
+        break;
+    }
+    case TUTTI_FP8_E5M2: {
+        uint8_t *p = buf;
+        for (size_t i = 0; i < n; i++)
+            p[i] = tt_f32_to_e5m2(tt_e5m2_to_f32(p[i]) / (float)nranks);
         break;
     }
     default: break;
