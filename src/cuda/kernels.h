@@ -14,9 +14,9 @@ extern "C" {
 
 /*
  * dst[i] = a[i] op b[i], i < n, on device buffers, enqueued on stream (a
- * cudaStream_t; NULL: the default stream). dst may alias a or b. fp16 and
- * bf16 are widened to fp32 and rounded back to nearest even by the same
- * code as the CPU kernels, so both give the same bits; avg is sum. Returns
+ * cudaStream_t; NULL: the default stream). dst may alias a or b. fp16,
+ * bf16 and fp8 are widened to fp32 and rounded back to nearest even by the
+ * same code as the CPU kernels, so both give the same bits; avg is sum. Returns
  * 0, or the cudaError_t of the launch.
  */
 int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n, tutti_dtype_t dtype, tutti_op_t op,

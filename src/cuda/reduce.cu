@@ -2,12 +2,14 @@
 /*
  * Elementwise reductions on the GPU, one kernel per dtype and op. Where the
  * three buffers are 16-byte aligned each thread loads and stores 16 bytes
- * at a time, with a scalar tail; otherwise element by element. fp16 and
- * bf16 go through the conversions of half.h, shared with the CPU.
+ * at a time, with a scalar tail; otherwise element by element. fp16, bf16
+ * and fp8 go through the conversions of half.h and fp8.h, shared with the
+ * CPU, so both give the same bits.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "core/fp8.h"
 #include "core/half.h"
 #include "cuda/kernels.h"
 
@@ -19,6 +21,12 @@ struct f16 {
 };
 struct b16 {
     uint16_t bits;
+};
+struct e4m3 {
+    uint8_t bits;
+};
+struct e5m2 {
+    uint8_t bits;
 };
 
 /* Load and store through fp32 for the narrow floats, as the CPU does. */
@@ -53,6 +61,29 @@ template <> struct wide<b16> {
     static __device__ b16 store(float v)
     {
         return b16{tt_f32_to_bf16(v)};
+    }
+};
+
+template <> struct wide<e4m3> {
+    typedef float type;
+    static __device__ float load(e4m3 v)
+    {
+        return tt_e4m3_to_f32(v.bits);
+    }
+    static __device__ e4m3 store(float v)
+    {
+        return e4m3{tt_f32_to_e4m3(v)};
+    }
+};
+template <> struct wide<e5m2> {
+    typedef float type;
+    static __device__ float load(e5m2 v)
+    {
+        return tt_e5m2_to_f32(v.bits);
+    }
+    static __device__ e5m2 store(float v)
+    {
+        return e5m2{tt_f32_to_e5m2(v)};
     }
 };
 
@@ -174,6 +205,8 @@ extern "C" int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n,
     case TUTTI_BF16: return launch<b16>(dst, a, b, n, op, s);
     case TUTTI_FP32: return launch<float>(dst, a, b, n, op, s);
     case TUTTI_FP64: return launch<double>(dst, a, b, n, op, s);
+    case TUTTI_FP8_E4M3: return launch<e4m3>(dst, a, b, n, op, s);
+    case TUTTI_FP8_E5M2: return launch<e5m2>(dst, a, b, n, op, s);
     default: return (int)cudaErrorInvalidValue;
     }
 }
@@ -194,6 +227,8 @@ extern "C" int tt_cuda_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int 
     case TUTTI_BF16: return launch_divide<b16>(buf, n, nranks, s);
     case TUTTI_FP32: return launch_divide<float>(buf, n, nranks, s);
     case TUTTI_FP64: return launch_divide<double>(buf, n, nranks, s);
+    case TUTTI_FP8_E4M3: return launch_divide<e4m3>(buf, n, nranks, s);
+    case TUTTI_FP8_E5M2: return launch_divide<e5m2>(buf, n, nranks, s);
     default: return (int)cudaErrorInvalidValue;
     }
 }
