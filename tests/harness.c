@@ -12,6 +12,7 @@
 
 #include "comm/bootstrap.h"
 #include "reduce/reduce.h"
+#include "core/fp8.h"
 #include "core/half.h"
 #include "harness.h"
 
@@ -136,7 +137,15 @@ void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank
 {
     int v = op == TUTTI_PROD ? ((rank + (int)index) % 5 == 0 ? 2 : 1)
                              : (int)(((size_t)rank * 7 + index * 13) % 9);
+    /* fp8 holds every integer only up to 8 (e5m2) or 16 (e4m3): a quarter
+     * of the ranks hold the same +-1 or +-2 at an index, the rest 0, so any
+     * partial sum of up to 32 ranks is exact and the order does not matter. */
+    int v8 = op == TUTTI_PROD          ? v
+             : (rank + (int)index) % 4 ? 0
+                                       : (int)(1 + index % 2) * (index % 3 == 2 ? -1 : 1);
     switch (t) {
+    case TUTTI_FP8_E4M3: ((uint8_t *)buf)[i] = tt_f32_to_e4m3((float)v8); break;
+    case TUTTI_FP8_E5M2: ((uint8_t *)buf)[i] = tt_f32_to_e5m2((float)v8); break;
     case TUTTI_FP16: ((uint16_t *)buf)[i] = tt_f32_to_fp16((float)v); break;
     case TUTTI_BF16: ((uint16_t *)buf)[i] = tt_f32_to_bf16((float)v); break;
     case TUTTI_FP32: ((float *)buf)[i] = (float)v; break;

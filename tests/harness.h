@@ -32,7 +32,7 @@ int tt_wait_ranks(int nranks, const pid_t *pids, int *codes, int timeout_s);
 /*
  * Writes element i of buf as the exact small number that rank holds at
  * global index: every dtype and op then has an exact, order-free result
- * (prod uses only 1 and 2).
+ * (prod uses only 1 and 2; for fp8, on up to 32 ranks).
  */
 void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank, size_t index);
 

@@ -400,6 +400,10 @@ static int bad_arguments(tutti_comm_t comm, int r, int p, void *arg)
     bad |= tutti_allreduce_compressed(ix, ix, 8, TUTTI_INT32, TUTTI_SUM, &sign, ef, comm, NULL) !=
            TUTTI_ERR_INVALID_ARG;
     bad |= !strstr(tutti_comm_last_error(comm), "only fp32, fp16 and bf16");
+    uint8_t x8[8] = {0}; /* fp8 is refused too: quantizing 1-byte values saves little */
+    bad |= tutti_allreduce_compressed(x8, x8, 8, TUTTI_FP8_E4M3, TUTTI_SUM, &sign, ef, comm, NULL) !=
+           TUTTI_ERR_INVALID_ARG;
+    bad |= !strstr(tutti_comm_last_error(comm), "dtype: fp8e4m3; only fp32, fp16 and bf16");
     bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_MAX, &sign, ef, comm, NULL) !=
            TUTTI_ERR_INVALID_ARG;
     bad |= tutti_allreduce_compressed(x, y, 8, TUTTI_FP32, TUTTI_SUM, &sign, NULL, comm, NULL) !=

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Deterministic mode: fp32 and bf16 all-reduces of order-sensitive inputs
+ * Deterministic mode: fp32, bf16 and fp8 all-reduces of order-sensitive inputs
  * (values whose magnitudes span a million-fold range), run with every
  * algorithm forced in turn, over shm and tcp, with two slice sizes, on 3,
  * 4 and 8 ranks, on one host and spread over simulated hosts. Every rank's
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tune/registry.h"
+#include "core/fp8.h"
 #include "core/half.h"
 #include "harness.h"
 #include "reduce/reduce.h"
@@ -37,8 +38,12 @@ static void fill(tutti_dtype_t t, void *buf, int rank, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (t == TUTTI_FP32)
             ((float *)buf)[i] = term(rank, i);
-        else
+        else if (t == TUTTI_BF16)
             ((uint16_t *)buf)[i] = tt_f32_to_bf16(term(rank, i));
+        else if (t == TUTTI_FP8_E4M3)
+            ((uint8_t *)buf)[i] = tt_f32_to_e4m3(term(rank, i));
+        else
+            ((uint8_t *)buf)[i] = tt_f32_to_e5m2(term(rank, i));
     }
 }
 
@@ -56,11 +61,11 @@ static void fold(tutti_dtype_t t, void *want, void *scratch, int p, size_t n, in
 static int same_bits_as_rank_order(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)arg;
-    static const tutti_dtype_t types[] = {TUTTI_FP32, TUTTI_BF16};
+    static const tutti_dtype_t types[] = {TUTTI_FP32, TUTTI_BF16, TUTTI_FP8_E4M3, TUTTI_FP8_E5M2};
     char *in = malloc(COUNT * 4), *out = malloc(COUNT * 4), *want = malloc(COUNT * 4),
          *scratch = malloc(COUNT * 4);
     int bad = 0;
-    for (int k = 0; k < 2 && !bad; k++) {
+    for (int k = 0; k < 4 && !bad; k++) {
         tutti_dtype_t t = types[k];
         size_t bytes = COUNT * tutti_dtype_size(t);
         fill(t, in, r, COUNT);
@@ -90,11 +95,14 @@ static int same_bits_as_rank_order(tutti_comm_t comm, int r, int p, void *arg)
 START_TEST(the_inputs_are_order_sensitive)
 {
     char *a = malloc(COUNT * 4), *b = malloc(COUNT * 4), *scratch = malloc(COUNT * 4);
-    for (int p = 3; p <= 8; p++) {
-        fold(TUTTI_FP32, a, scratch, p, COUNT, 0);
-        fold(TUTTI_FP32, b, scratch, p, COUNT, 1);
-        ck_assert_msg(memcmp(a, b, COUNT * 4) != 0, "p=%d: order makes no difference", p);
-    }
+    static const tutti_dtype_t types[] = {TUTTI_FP32, TUTTI_FP8_E4M3, TUTTI_FP8_E5M2};
+    for (int k = 0; k < 3; k++)
+        for (int p = 3; p <= 8; p++) {
+            fold(types[k], a, scratch, p, COUNT, 0);
+            fold(types[k], b, scratch, p, COUNT, 1);
+            ck_assert_msg(memcmp(a, b, COUNT * tutti_dtype_size(types[k])) != 0,
+                          "%s p=%d: order makes no difference", tutti_dtype_name(types[k]), p);
+        }
     free(a);
     free(b);
     free(scratch);

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * GPU suite (built with CUDA; skips with one line where no GPU is usable):
- * the CUDA reduction kernels against the CPU kernels, bit for bit, for
- * every dtype and op, several sizes and misalignments, with NaN, Inf and
- * subnormals in the inputs; the quantizers and the top-k selections (exact
- * and sampled) of the compressed all-reduce against their CPU code, bit for
- * bit; every collective on device buffers, with 1, 2 and 4 ranks sharing
- * the GPU, over shm and tcp, and with host and device ranks mixed; stream
- * semantics (calls return once queued, run in the order made, and later
- * work on the stream sees their results); the compressed all-reduce on
- * device buffers against host buffers.
+ * the CUDA reduction kernels (and fp8's avg division) against the CPU's, bit
+ * for bit, for every dtype and op, several sizes and misalignments, with
+ * NaN, Inf and subnormals in the inputs (every pair of fp8 patterns); the
+ * quantizers and the top-k selections (exact and sampled) of the
+ * compressed all-reduce against their CPU code, bit for bit; every
+ * collective on device buffers, with 1, 2 and 4 ranks sharing the GPU,
+ * over shm and tcp, and with host and device ranks mixed; stream semantics
+ * (calls return once queued, run in the order made, and later work on the
+ * stream sees their results); the compressed all-reduce on device buffers
+ * against host buffers.
  */
 #include <check.h>
 #include <cuda_runtime_api.h>
@@ -51,6 +52,11 @@ START_TEST(cuda_kernels_match_the_cpu_bit_for_bit)
                                   *got = malloc(bytes);
                     fill_bytes(a, bytes, (unsigned)(t * 31 + op * 7 + (int)ci));
                     fill_bytes(b, bytes, (unsigned)(t * 17 + op * 5 + (int)ci + 1000));
+                    if (t == TUTTI_FP8_E4M3 || t == TUTTI_FP8_E5M2) /* every pair of patterns */
+                        for (size_t i = 0; i < bytes; i++) {
+                            a[i] = (unsigned char)i;
+                            b[i] = (unsigned char)(i >> 8);
+                        }
                     tt_reduce_get((tutti_dtype_t)t, (tutti_op_t)op)(want, a + skew * elem, b + skew * elem,
                                                                     n);
                     void *da, *db;
@@ -70,6 +76,29 @@ START_TEST(cuda_kernels_match_the_cpu_bit_for_bit)
                     free(want);
                     free(got);
                 }
+        }
+}
+END_TEST
+
+/* fp8's avg division on the GPU against the CPU's, every pattern, for
+ * several rank counts. (NaN comes out as 0x7f on both, so the bits compare.) */
+START_TEST(cuda_fp8_avg_division_matches_the_cpu_bit_for_bit)
+{
+    static const tutti_dtype_t types[] = {TUTTI_FP8_E4M3, TUTTI_FP8_E5M2};
+    for (int t = 0; t < 2; t++)
+        for (int nranks = 1; nranks <= 10; nranks += 3) {
+            unsigned char want[256], got[256];
+            void *d;
+            for (int i = 0; i < 256; i++)
+                want[i] = (unsigned char)i;
+            ck_assert_int_eq(cudaMalloc(&d, 256), cudaSuccess);
+            cudaMemcpy(d, want, 256, cudaMemcpyHostToDevice);
+            tt_reduce_avg_finish(want, 256, types[t], nranks);
+            ck_assert_int_eq(tt_cuda_avg_finish(d, 256, types[t], nranks, NULL), 0);
+            ck_assert_int_eq(cudaMemcpy(got, d, 256, cudaMemcpyDeviceToHost), cudaSuccess);
+            ck_assert_msg(memcmp(want, got, 256) == 0, "%s avg over %d ranks differs",
+                          tutti_dtype_name(types[t]), nranks);
+            cudaFree(d);
         }
 }
 END_TEST
@@ -239,12 +268,13 @@ static int pull(const bufs_t *b)
            cudaStreamSynchronize(b->stream);
 }
 
-static const tutti_dtype_t device_types[] = {TUTTI_FP32, TUTTI_FP16, TUTTI_BF16, TUTTI_INT32};
+static const tutti_dtype_t device_types[] = {TUTTI_FP32,  TUTTI_FP16,     TUTTI_BF16,
+                                             TUTTI_INT32, TUTTI_FP8_E4M3, TUTTI_FP8_E5M2};
 
 /*
  * Every collective on device buffers (every rank, or with arg "mixed" only
  * the even ranks; odd ones use host memory), on a stream, in place and not,
- * fp32/fp16/bf16/int32, sum/max/avg, checked exactly after the stream is
+ * fp32/fp16/bf16/int32/fp8, sum/max/avg, checked exactly after the stream is
  * synchronised. Where every rank is on the GPU and TUTTI_CUDA_IPC is not 0,
  * the collectives must have run directly over cuda_ipc; else none may have.
  */
@@ -605,6 +635,7 @@ int main(void)
     TCase *tc = tcase_create("device");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, cuda_kernels_match_the_cpu_bit_for_bit);
+    tcase_add_test(tc, cuda_fp8_avg_division_matches_the_cpu_bit_for_bit);
     tcase_add_test(tc, cuda_quantizers_match_the_cpu_bit_for_bit);
     tcase_add_test(tc, cuda_topk_selects_what_the_cpu_selects);
     tcase_add_test(tc, cuda_sampled_topk_selects_what_the_cpu_selects);

@@ -3,6 +3,7 @@
  * Every reduction kernel of every usable instruction set, for every dtype
  * and op, against an element-at-a-time reference written here: odd lengths,
  * unaligned pointers, in-place use, and NaN/Inf/subnormal/-0 inputs.
+ * (Every pair of fp8 inputs is checked in test_fp8.c.)
  */
 #include <check.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fp8.h"
 #include "core/half.h"
 #include "harness.h"
 #include "reduce/reduce.h"
@@ -90,6 +92,16 @@ static void reference(tutti_dtype_t t, tutti_op_t op, const void *a, const void 
         memcpy(out, &h, 2);
         return;
     }
+    case TUTTI_FP8_E4M3: {
+        const uint8_t *x = a, *y = b;
+        *(uint8_t *)out = tt_f32_to_e4m3((float)fop(op, tt_e4m3_to_f32(x[i]), tt_e4m3_to_f32(y[i])));
+        return;
+    }
+    case TUTTI_FP8_E5M2: {
+        const uint8_t *x = a, *y = b;
+        *(uint8_t *)out = tt_f32_to_e5m2((float)fop(op, tt_e5m2_to_f32(x[i]), tt_e5m2_to_f32(y[i])));
+        return;
+    }
     default: return;
     }
 }
@@ -117,6 +129,8 @@ static int is_nan_elem(tutti_dtype_t t, const void *p)
         memcpy(&h, p, 2);
         return isnan(tt_bf16_to_f32(h));
     }
+    case TUTTI_FP8_E4M3: return isnan(tt_e4m3_to_f32(*(const uint8_t *)p));
+    case TUTTI_FP8_E5M2: return isnan(tt_e5m2_to_f32(*(const uint8_t *)p));
     default: return 0;
     }
 }
@@ -143,6 +157,11 @@ static void fill(tutti_dtype_t t, void *buf, size_t n, unsigned *seed)
             static const uint16_t h16[] = {0x7e00, 0x7c00, 0x0003, 0x8000, 0x7bff, 0x3c00};
             static const uint16_t b16[] = {0x7fc0, 0x7f80, 0x0005, 0x8000, 0x7f7f, 0x3f80};
             memcpy(p + i * 2, t == TUTTI_FP16 ? &h16[pick] : &b16[pick], 2);
+        } else if ((t == TUTTI_FP8_E4M3 || t == TUTTI_FP8_E5M2) && pick < 6) {
+            /* NaN, largest finite (e5m2: Inf), a subnormal, -0, -largest, 1 */
+            static const uint8_t e4[] = {0x7f, 0x7e, 0x03, 0x80, 0xfe, 0x38};
+            static const uint8_t e5[] = {0x7e, 0x7c, 0x02, 0x80, 0xfb, 0x3c};
+            p[i] = t == TUTTI_FP8_E4M3 ? e4[pick] : e5[pick];
         }
     }
 }

@@ -43,7 +43,7 @@ END_TEST
 
 START_TEST(dtype_sizes_and_names)
 {
-    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
     for (int t = 0; t < TUTTI_NUM_DTYPES; t++) {
         ck_assert_uint_eq(tutti_dtype_size((tutti_dtype_t)t), sizes[t]);
         ck_assert_str_ne(tutti_dtype_name((tutti_dtype_t)t), "unknown");
