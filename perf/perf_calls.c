@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "core/fp8.h"
 #include "core/half.h"
 #include "devmem.h"
 #include "perf.h"
@@ -14,21 +15,28 @@
 const char *const coll_names[C_COUNT] = {"allreduce", "reducescatter", "allgather", "broadcast",
                                          "reduce",    "alltoall",      "sendrecv"};
 
-/* Input element i of rank r as an exact small number. prod uses 1, 2 and -1
- * so products stay exact; unsigned types never see negatives. */
-static double input_value(int r, size_t i, tutti_op_t op, int is_signed)
-{
-    if (op == TUTTI_PROD) {
-        int k = (int)((r + i) % 5);
-        return k == 0 ? 2 : (k == 1 && is_signed) ? -1 : 1;
-    }
-    double v = (double)((r * 7 + i * 13) % 9);
-    return is_signed ? v - 4 : v;
-}
-
 static int is_signed(tutti_dtype_t t)
 {
     return t != TUTTI_UINT8 && t != TUTTI_UINT32 && t != TUTTI_UINT64;
+}
+
+/* Input element i of rank r of p as an exact small number. prod uses 1, 2
+ * and -1 so products stay exact; unsigned types never see negatives. fp8
+ * holds every integer only up to 8 (e5m2): at most 8 ranks hold the same
+ * +-1 or +-2 at an index, the others 0, so every partial sum is exact. */
+static double input_value(int r, size_t i, tutti_op_t op, tutti_dtype_t t, int p)
+{
+    int sg = is_signed(t);
+    if (op == TUTTI_PROD) {
+        int k = (int)((r + i) % 5);
+        return k == 0 ? 2 : (k == 1 && sg) ? -1 : 1;
+    }
+    if (t == TUTTI_FP8_E4M3 || t == TUTTI_FP8_E5M2) {
+        size_t stride = (size_t)p / 8 + 1;
+        return ((size_t)r + i) % stride ? 0.0 : (double)(1 + i % 2) * (i % 3 == 2 ? -1 : 1);
+    }
+    double v = (double)((r * 7 + i * 13) % 9);
+    return sg ? v - 4 : v;
 }
 
 /* Stores v in the dtype; integers wrap modulo 2^bits like the library's. */
@@ -46,6 +54,8 @@ static void store(void *buf, size_t i, tutti_dtype_t t, double v)
     case TUTTI_BF16: ((uint16_t *)buf)[i] = tt_f32_to_bf16((float)v); break;
     case TUTTI_FP32: ((float *)buf)[i] = (float)v; break;
     case TUTTI_FP64: ((double *)buf)[i] = v; break;
+    case TUTTI_FP8_E4M3: ((uint8_t *)buf)[i] = tt_f32_to_e4m3((float)v); break;
+    case TUTTI_FP8_E5M2: ((uint8_t *)buf)[i] = tt_f32_to_e5m2((float)v); break;
     default: break;
     }
 }
@@ -55,11 +65,10 @@ static void expected_reduced(void *out, size_t i, size_t elem_index, const ctx_t
 {
     tutti_dtype_t t = c->o->dtype;
     tutti_op_t op = c->o->op;
-    int sg = is_signed(t);
-    double acc = input_value(0, elem_index, op, sg);
+    double acc = input_value(0, elem_index, op, t, c->nranks);
     int64_t iacc = (int64_t)acc;
     for (int r = 1; r < c->nranks; r++) {
-        double v = input_value(r, elem_index, op, sg);
+        double v = input_value(r, elem_index, op, t, c->nranks);
         switch (op) {
         case TUTTI_PROD:
             acc *= v;
@@ -70,7 +79,8 @@ static void expected_reduced(void *out, size_t i, size_t elem_index, const ctx_t
         default: acc += v; break;
         }
     }
-    if (op == TUTTI_PROD && t != TUTTI_FP16 && t != TUTTI_BF16 && t != TUTTI_FP32 && t != TUTTI_FP64)
+    if (op == TUTTI_PROD && t != TUTTI_FP16 && t != TUTTI_BF16 && t != TUTTI_FP32 && t != TUTTI_FP64 &&
+        t != TUTTI_FP8_E4M3 && t != TUTTI_FP8_E5M2)
         acc = (double)iacc;
     if (op == TUTTI_AVG) {
         /* Integers: the wrapped sum divided, truncating; floats: one rounding. */
@@ -93,7 +103,7 @@ static void expected_reduced(void *out, size_t i, size_t elem_index, const ctx_t
 static void fill_input(const ctx_t *c, void *buf, size_t count, size_t first_index)
 {
     for (size_t i = 0; i < count; i++)
-        store(buf, i, c->o->dtype, input_value(c->rank, first_index + i, c->o->op, is_signed(c->o->dtype)));
+        store(buf, i, c->o->dtype, input_value(c->rank, first_index + i, c->o->op, c->o->dtype, c->nranks));
 }
 
 static long long count_wrong(const ctx_t *c, const void *got, size_t count, int source_rank,
@@ -106,7 +116,7 @@ static long long count_wrong(const ctx_t *c, const void *got, size_t count, int 
             expected_reduced(want, 0, first_index + i, c);
         else
             store(want, 0, c->o->dtype,
-                  input_value(source_rank, first_index + i, c->o->op, is_signed(c->o->dtype)));
+                  input_value(source_rank, first_index + i, c->o->op, c->o->dtype, c->nranks));
         wrong += memcmp(want, (const char *)got + i * c->elem, c->elem) != 0;
     }
     return wrong;

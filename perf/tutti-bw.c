@@ -126,8 +126,8 @@ int main(int argc, char **argv)
 
     double d2d = time_it(&b, COPY, d1, d0, cudaMemcpyDeviceToDevice, TUTTI_UINT8);
     line("device->device cudaMemcpy (r+w)", 2.0 * (double)b.bytes, d2d, 0);
-    static const tutti_dtype_t sums[] = {TUTTI_FP32, TUTTI_FP16, TUTTI_BF16};
-    for (int i = 0; i < 3; i++) {
+    static const tutti_dtype_t sums[] = {TUTTI_FP32, TUTTI_FP16, TUTTI_BF16, TUTTI_FP8_E4M3, TUTTI_FP8_E5M2};
+    for (int i = 0; i < 5; i++) {
         char what[64];
         snprintf(what, sizeof what, "tutti %s sum kernel (2r+w)", tutti_dtype_name(sums[i]));
         line(what, 3.0 * (double)b.bytes, time_it(&b, REDUCE, d1, d0, cudaMemcpyDeviceToDevice, sums[i]),
