@@ -2,7 +2,8 @@
 /*
  * Every reduction kernel of every usable instruction set, for every dtype
  * and op, against an element-at-a-time reference written here: odd lengths,
- * unaligned pointers, in-place use, and NaN/Inf/subnormal/-0 inputs.
+ * unaligned pointers, in-place use, nothing written past the end, and
+ * NaN/Inf/subnormal/-0 inputs.
  * (Every pair of fp8 inputs is checked in test_fp8.c.)
  */
 #include <check.h>
@@ -187,7 +188,12 @@ START_TEST(kernels_match_the_reference)
                         pd = pa;
                     char *copy_a = malloc(n * size + 1);
                     memcpy(copy_a, pa, n * size);
+                    memset(pd + n * size, 0x5a, 16); /* a kernel must not write past n elements */
                     fn(pd, pa, pb, n);
+                    for (size_t g = 0; g < 16; g++)
+                        ck_assert_msg((unsigned char)pd[n * size + g] == 0x5a,
+                                      "%s %s %s n=%zu wrote past the end", tt_isa_name(isa),
+                                      tutti_dtype_name((tutti_dtype_t)t), tutti_op_name((tutti_op_t)op), n);
                     for (size_t i = 0; i < n; i++) {
                         char want[8];
                         reference((tutti_dtype_t)t, (tutti_op_t)op, copy_a, pb, i, want);
