@@ -9,7 +9,7 @@
 /* Device buffers go to the communicator's proxy thread in stream order;
  * host buffers run here, after the queued device calls and the stream's
  * earlier work. */
-static tutti_status_t run_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t stream)
+static tutti_status_t route_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t stream)
 {
     const char *name = tt_coll_name(c->coll);
     TT_TRY(tt_coll_validate(comm, c, name));
@@ -18,6 +18,16 @@ static tutti_status_t run_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t s
         return tt_device_coll_enqueue(comm, c, stream);
     TT_TRY(tt_device_wait_turn(comm, name, stream));
     return tt_coll_run(comm, c);
+}
+
+/* Inside enter/leave: tutti_comm_abort from another thread interrupts the
+ * call and frees comm only after it returned. */
+static tutti_status_t run_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t stream)
+{
+    TT_TRY(tt_comm_enter(comm, tt_coll_name(c->coll)));
+    tutti_status_t st = route_call(comm, c, stream);
+    tt_comm_leave(comm);
+    return st;
 }
 
 TUTTI_API tutti_status_t tutti_allreduce(const void *sendbuf, void *recvbuf, size_t count,

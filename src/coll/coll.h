@@ -52,6 +52,18 @@ tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t se
  * all-reduce), which also run on the device proxy thread. */
 tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c);
 
+/*
+ * Runs validated sends and receives (TT_COLL_SEND / TT_COLL_RECV on host
+ * buffers) as one batch, blocking until all are done: every call makes
+ * progress together, so a rank may send to and receive from its peers in
+ * any order within the batch without deadlock. Each call is numbered,
+ * scheduled and sliced as a plain tutti_send/tutti_recv, and so matches
+ * one on its peer. Calls to one peer in one direction run in the order
+ * given (the peer must post them in that order too). A failure fails the
+ * communicator, as a collective's does.
+ */
+tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int n);
+
 /* Bytes this rank's collectives put on the wire so far. */
 uint64_t tt_coll_bytes_sent(tutti_comm_t comm);
 

@@ -40,6 +40,9 @@ typedef struct {
     const tt_step_t **req_step;
 } lane_t;
 
+typedef enum { RUN_WAITING = 0, RUN_ACTIVE, RUN_DONE } run_state_t;
+
+/* One schedule of a batch (a batch of one for a plain call). */
 typedef struct {
     tutti_comm_t comm;
     const tt_sched_t *s;
@@ -49,6 +52,8 @@ typedef struct {
     int nlanes, width;
     lane_t *lanes;
     tt_piece_t *pieces; /* staging: one slice's pieces at a time */
+    int after;          /* the run that must finish before this one starts; -1: none */
+    run_state_t state;
 } run_t;
 
 static int local_reduce(const tt_exec_t *x, char *dst, const char *a, const char *b, size_t bytes)
@@ -308,45 +313,142 @@ static void idle_wait(int *idle, int spin)
     nanosleep(&ts, NULL);
 }
 
-static tutti_status_t run_loop(run_t *run)
+/* Moves the lanes of an active run whose rounds completed; marks the run
+ * done once every lane finished. */
+static tutti_status_t run_poll(run_t *run, int *progressed)
 {
-    tutti_comm_t comm = run->comm;
+    int active = 0;
+    if (run->mem_failed)
+        return mem_fault(run, "a reduction", run->mem_failed);
+    for (int l = 0; l < run->nlanes; l++) {
+        lane_t *lane = &run->lanes[l];
+        if (lane->slice < 0)
+            continue;
+        active++;
+        if (lane->waiting) {
+            TT_TRY(lane_start_round(run, lane, l));
+            if (!lane->waiting) {
+                *progressed = 1;
+                if (lane->npending == 0) /* a round of local steps only */
+                    TT_TRY(lane_advance(run, lane, l));
+            }
+            continue;
+        }
+        int done = 1;
+        for (int i = 0; i < lane->npending; i++) {
+            if (lane->reqs[i].state == TT_REQ_FAILED)
+                return report_failure(run);
+            done &= lane->reqs[i].state == TT_REQ_DONE;
+        }
+        if (done) {
+            TT_TRY(lane_advance(run, lane, l));
+            *progressed = 1;
+        }
+    }
+    if (!active)
+        run->state = RUN_DONE;
+    return TUTTI_SUCCESS;
+}
+
+/* Starts a run's lanes (fetching its staged slices first). */
+static tutti_status_t run_start(run_t *run)
+{
+    const tt_sched_t *s = run->s;
+    const tt_exec_t *x = run->x;
+    run->state = RUN_ACTIVE;
+    if (x->stage) {
+        run->pieces = malloc(2 * (size_t)s->nsteps * sizeof *run->pieces);
+        if (!run->pieces)
+            return tt_comm_error(run->comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for the staging's pieces",
+                                 tt_coll_name(x->coll));
+        for (int k = 0; k < x->nslices; k++) /* in the order the lanes take them */
+            x->stage->fetch(x->stage->arg, k, run->pieces,
+                            tt_stage_pieces(s, x->elem, x->nslices, k, x->stage->fetch_bufs, 0, run->pieces));
+    }
+    for (int l = 0; l < run->nlanes; l++) {
+        lane_t *lane = &run->lanes[l];
+        lane->slice = l;
+        lane->round = 0;
+        TT_TRY(lane_start_round(run, lane, l));
+        if (lane->npending == 0 && !lane->waiting) /* a round of local steps only */
+            TT_TRY(lane_advance(run, lane, l));
+    }
+    if (run->nlanes == 0)
+        run->state = RUN_DONE;
+    return TUTTI_SUCCESS;
+}
+
+/* tutti_comm_abort was called from another thread while this rank waited. */
+static tutti_status_t interrupted(const run_t *run)
+{
+    const tt_exec_t *x = run->x;
+    char call[160];
+    describe_call(x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
+    return tt_comm_error(run->comm, TUTTI_ERR_ABORTED,
+                         "%s: interrupted on rank %d: the communicator is being aborted", call,
+                         run->comm->rank);
+}
+
+/* Starts the runs whose predecessor finished; moves the active ones. *left
+ * gets how many are not done. */
+static tutti_status_t poll_runs(run_t *runs, int n, int *progressed, int *left)
+{
+    *left = 0;
+    for (int i = 0; i < n; i++) {
+        run_t *run = &runs[i];
+        if (run->state == RUN_WAITING && (run->after < 0 || runs[run->after].state == RUN_DONE)) {
+            TT_TRY(run_start(run));
+            *progressed = 1;
+        }
+        if (run->state == RUN_ACTIVE)
+            TT_TRY(run_poll(run, progressed));
+        *left += run->state != RUN_DONE;
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* A dead peer, or no progress for TUTTI_TIMEOUT: reported for the first
+ * active run waiting on a request. */
+static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t last_progress,
+                                    int64_t *next_alive)
+{
+    tutti_comm_t comm = runs[0].comm;
+    if (now >= *next_alive) {
+        char gone[256];
+        *next_alive = now + ALIVE_CHECK_NS;
+        if (lost_peers(&runs[0], gone, sizeof gone, 1) > 0)
+            for (int r = 0; r < n; r++)
+                for (int l = 0; runs[r].state == RUN_ACTIVE && l < runs[r].nlanes; l++)
+                    if (runs[r].lanes[l].slice >= 0 && runs[r].lanes[l].npending > 0)
+                        return report(&runs[r], TUTTI_ERR_PEER_FAILED, &runs[r].lanes[l], 0);
+    }
+    if (now - last_progress > comm->timeout_ms * 1000000)
+        for (int r = 0; r < n; r++)
+            for (int l = 0; runs[r].state == RUN_ACTIVE && l < runs[r].nlanes; l++)
+                for (int i = 0; i < runs[r].lanes[l].npending; i++)
+                    if (runs[r].lanes[l].reqs[i].state == TT_REQ_PENDING)
+                        return report(&runs[r], TUTTI_ERR_TIMEOUT, &runs[r].lanes[l], i);
+    return TUTTI_SUCCESS;
+}
+
+static tutti_status_t run_loop(run_t *runs, int n)
+{
+    tutti_comm_t comm = runs[0].comm;
+    const tt_peer_t *peers = runs[0].peers;
     int64_t last_progress = tt_now_ns(), next_alive = last_progress + ALIVE_CHECK_NS;
     int idle = 0, spin = comm->oversubscribed ? SPIN_OVERSUBSCRIBED : SPIN_BEFORE_YIELD;
     for (;;) {
-        int progressed = 0, active = 0;
+        int progressed = 0, left;
         for (int r = 0; r < comm->nranks; r++)
-            if (run->peers[r].ops)
-                run->peers[r].ops->progress(run->peers[r].conn, &progressed);
-        if (run->mem_failed)
-            return mem_fault(run, "a reduction", run->mem_failed);
-        for (int l = 0; l < run->nlanes; l++) {
-            lane_t *lane = &run->lanes[l];
-            if (lane->slice < 0)
-                continue;
-            active++;
-            if (lane->waiting) {
-                TT_TRY(lane_start_round(run, lane, l));
-                if (!lane->waiting) {
-                    progressed = 1;
-                    if (lane->npending == 0) /* a round of local steps only */
-                        TT_TRY(lane_advance(run, lane, l));
-                }
-                continue;
-            }
-            int done = 1;
-            for (int i = 0; i < lane->npending; i++) {
-                if (lane->reqs[i].state == TT_REQ_FAILED)
-                    return report_failure(run);
-                done &= lane->reqs[i].state == TT_REQ_DONE;
-            }
-            if (done) {
-                TT_TRY(lane_advance(run, lane, l));
-                progressed = 1;
-            }
-        }
-        if (!active)
+            if (peers[r].ops)
+                peers[r].ops->progress(peers[r].conn, &progressed);
+        TT_TRY(poll_runs(runs, n, &progressed, &left));
+        if (!left)
             return TUTTI_SUCCESS;
+        if (__atomic_load_n(&comm->aborting, __ATOMIC_RELAXED))
+            for (int r = 0; r < n; r++)
+                if (runs[r].state == RUN_ACTIVE)
+                    return interrupted(&runs[r]);
         if (progressed) {
             idle = 0;
             continue;
@@ -357,36 +459,20 @@ static tutti_status_t run_loop(run_t *run)
         int64_t now = tt_now_ns();
         if (idle == spin)
             last_progress = now; /* the clock is read only once we start idling */
-        if (now >= next_alive) {
-            char gone[256];
-            next_alive = now + ALIVE_CHECK_NS;
-            if (lost_peers(run, gone, sizeof gone, 1) > 0)
-                for (int l = 0; l < run->nlanes; l++)
-                    if (run->lanes[l].slice >= 0 && run->lanes[l].npending > 0)
-                        return report(run, TUTTI_ERR_PEER_FAILED, &run->lanes[l], 0);
-        }
-        if (now - last_progress > comm->timeout_ms * 1000000)
-            for (int l = 0; l < run->nlanes; l++)
-                for (int i = 0; i < run->lanes[l].npending; i++)
-                    if (run->lanes[l].reqs[i].state == TT_REQ_PENDING)
-                        return report(run, TUTTI_ERR_TIMEOUT, &run->lanes[l], i);
+        TT_TRY(check_stalled(runs, n, now, last_progress, &next_alive));
     }
 }
 
-tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x)
+/* Lays the runs' lanes and requests out in the workspace the communicator
+ * keeps, so that a small call allocates nothing. */
+static tutti_status_t lay_out(tutti_comm_t comm, run_t *runs, int n)
 {
-    if (s->nrounds == 0)
-        return TUTTI_SUCCESS;
-    run_t run = {.comm = comm,
-                 .s = s,
-                 .x = x,
-                 .peers = x->peers ? x->peers : comm->peers,
-                 .width = s->max_round_steps};
-    run.nlanes = x->nslices < comm->nchannels ? x->nslices : comm->nchannels;
-    /* The per-lane arrays live in a workspace the communicator keeps, so a
-     * small call allocates nothing. */
-    size_t nreq = (size_t)(run.nlanes * run.width);
-    size_t need = (size_t)run.nlanes * sizeof(lane_t) + nreq * (sizeof(tt_req_t) + sizeof(combine_ctx_t)) +
+    size_t nreq = 0, nlanes = 0;
+    for (int i = 0; i < n; i++) {
+        nreq += (size_t)runs[i].nlanes * (size_t)runs[i].width;
+        nlanes += (size_t)runs[i].nlanes;
+    }
+    size_t need = nlanes * sizeof(lane_t) + nreq * (sizeof(tt_req_t) + sizeof(combine_ctx_t)) +
                   nreq * sizeof(tt_step_t *);
     tt_coll_state_t *cs = tt_coll_state(comm);
     if (!cs)
@@ -395,40 +481,59 @@ tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_ex
         void *ws = realloc(cs->engine_ws, need);
         if (!ws)
             return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY,
-                                 "%s: no memory for the engine's %zu-byte workspace", tt_coll_name(x->coll),
-                                 need);
+                                 "%s: no memory for the engine's %zu-byte workspace",
+                                 tt_coll_name(runs[0].x->coll), need);
         cs->engine_ws = ws;
         cs->engine_ws_bytes = need;
     }
     tt_req_t *reqs = cs->engine_ws; /* the most aligned type first */
     combine_ctx_t *ctxs = (combine_ctx_t *)(reqs + nreq);
     const tt_step_t **steps = (const tt_step_t **)(ctxs + nreq);
-    run.lanes = (lane_t *)(steps + nreq);
-    tutti_status_t st = TUTTI_SUCCESS;
-    if (x->stage) {
-        run.pieces = malloc(2 * (size_t)s->nsteps * sizeof *run.pieces);
-        if (!run.pieces)
-            return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for the staging's pieces",
-                                 tt_coll_name(x->coll));
-        for (int k = 0; k < x->nslices; k++) /* in the order the lanes take them */
-            x->stage->fetch(x->stage->arg, k, run.pieces,
-                            tt_stage_pieces(s, x->elem, x->nslices, k, x->stage->fetch_bufs, 0, run.pieces));
+    lane_t *lanes = (lane_t *)(steps + nreq);
+    for (int i = 0; i < n; i++)
+        for (int l = 0; l < runs[i].nlanes; l++) {
+            if (l == 0)
+                runs[i].lanes = lanes;
+            *lanes++ = (lane_t){.slice = -1, .reqs = reqs, .ctxs = ctxs, .req_step = steps};
+            reqs += runs[i].width;
+            ctxs += runs[i].width;
+            steps += runs[i].width;
+        }
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_engine_run_batch(tutti_comm_t comm, const tt_engine_item_t *items, int n)
+{
+    run_t one, *runs = n == 1 ? &one : calloc((size_t)n, sizeof *runs);
+    if (!runs)
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory to run a batch of %d calls", n);
+    for (int i = 0; i < n; i++) {
+        const tt_exec_t *x = items[i].x;
+        runs[i] = (run_t){.comm = comm,
+                          .s = items[i].s,
+                          .x = x,
+                          .peers = x->peers ? x->peers : comm->peers,
+                          .width = items[i].s->max_round_steps,
+                          .after = items[i].after,
+                          .state = items[i].s->nrounds ? RUN_WAITING : RUN_DONE};
+        if (runs[i].state == RUN_WAITING)
+            runs[i].nlanes = x->nslices < comm->nchannels ? x->nslices : comm->nchannels;
     }
-    for (int l = 0; l < run.nlanes; l++) {
-        lane_t *lane = &run.lanes[l];
-        *lane = (lane_t){.slice = l,
-                         .round = 0,
-                         .reqs = reqs + l * run.width,
-                         .ctxs = ctxs + l * run.width,
-                         .req_step = steps + l * run.width};
-        st = lane_start_round(&run, lane, l);
-        if (!st && lane->npending == 0 && !lane->waiting) /* a round of local steps only */
-            st = lane_advance(&run, lane, l);
-        if (st)
-            break;
-    }
-    if (!st)
-        st = run_loop(&run);
-    free(run.pieces);
+    int waiting = 0;
+    for (int i = 0; i < n; i++)
+        waiting += runs[i].state == RUN_WAITING;
+    tutti_status_t st = waiting ? lay_out(comm, runs, n) : TUTTI_SUCCESS;
+    if (!st && waiting)
+        st = run_loop(runs, n);
+    for (int i = 0; i < n; i++)
+        free(runs[i].pieces);
+    if (runs != &one)
+        free(runs);
     return st;
+}
+
+tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x)
+{
+    tt_engine_item_t item = {.s = s, .x = x, .after = -1};
+    return tt_engine_run_batch(comm, &item, 1);
 }

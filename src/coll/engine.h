@@ -40,4 +40,22 @@ typedef struct {
  */
 tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x);
 
+/* One schedule of a batch: it starts once item `after` (an index into the
+ * batch; -1: none) has finished. */
+typedef struct {
+    const tt_sched_t *s;
+    const tt_exec_t *x;
+    int after;
+} tt_engine_item_t;
+
+/*
+ * Runs n schedules together over the same connections: every item whose
+ * predecessor finished makes progress in one loop, so sends and receives
+ * that depend on each other across ranks (an all-to-all of point-to-point
+ * calls) cannot deadlock. Items that share a peer and a direction must be
+ * chained with `after`, in the order both sides post them, because each
+ * channel matches messages in order. Fails on the first failing item.
+ */
+tutti_status_t tt_engine_run_batch(tutti_comm_t comm, const tt_engine_item_t *items, int n);
+
 #endif

@@ -8,6 +8,7 @@
 
 #include "coll/coll.h"
 #include "coll/engine.h"
+#include "coll/exec.h"
 #include "coll/state.h"
 #include "core/dtype.h"
 #include "core/log.h"
@@ -140,6 +141,45 @@ static void trace_call(tt_coll_state_t *cs, const tt_algorithm_t *algo, const tt
     cs->trace.algo = algo;
 }
 
+tt_coll_args_t tt_coll_args(tutti_comm_t comm, const tt_call_t *c)
+{
+    return (tt_coll_args_t){.coll = c->coll,
+                            .nranks = comm->nranks,
+                            .rank = comm->rank,
+                            .root = c->root,
+                            .count = c->count,
+                            .in_place = c->in_place,
+                            .hosts = &comm->hosts};
+}
+
+tt_tuned_t tt_coll_choose(tutti_comm_t comm, const tt_call_t *c, const tt_route_t *route,
+                          const tt_coll_args_t *args)
+{
+    tt_algo_policy_t *policy = route && route->policy ? route->policy : &comm->policy;
+    size_t bytes = c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes;
+    return tt_algo_choose(policy, args, bytes, tutti_dtype_size(c->dtype));
+}
+
+void tt_coll_exec(const tt_call_t *c, uint64_t seq, const tt_route_t *route, const tt_coll_args_t *args,
+                  tt_tuned_t choice, tt_exec_t *x)
+{
+    *x = (tt_exec_t){.coll = c->coll,
+                     .wire_coll = is_p2p(c) ? TT_COLL_SEND : c->coll,
+                     .dtype = c->dtype,
+                     .op = c->op,
+                     .root = is_p2p(c) ? 0 : c->root,
+                     .count = c->count,
+                     .seq = seq,
+                     .elem = tutti_dtype_size(c->dtype),
+                     .reduce = tt_reduce_get(c->dtype, c->op),
+                     .stage = c->stage,
+                     .peers = route ? route->peers : NULL,
+                     .mem = route ? route->mem : NULL};
+    x->bufs[TT_BUF_INPUT] = (char *)c->send;
+    x->bufs[TT_BUF_OUTPUT] = c->recv;
+    x->nslices = tt_tuner_slices(tt_tuner_chunk_bytes(args, x->elem), choice.slice_bytes);
+}
+
 tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route)
 {
     if (comm->failed) /* a queued device call, or a host call behind one, after a failure */
@@ -151,39 +191,18 @@ tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t se
     if (!cs)
         return TUTTI_ERR_NO_MEMORY;
     const tt_mem_ops_t *mem = route ? route->mem : NULL;
-    tt_algo_policy_t *policy = route && route->policy ? route->policy : &comm->policy;
-    tt_coll_args_t args = {.coll = c->coll,
-                           .nranks = comm->nranks,
-                           .rank = comm->rank,
-                           .root = c->root,
-                           .count = c->count,
-                           .in_place = c->in_place,
-                           .hosts = &comm->hosts};
-    size_t bytes = c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes;
-    tt_tuned_t choice = tt_algo_choose(policy, &args, bytes, tutti_dtype_size(c->dtype));
+    tt_coll_args_t args = tt_coll_args(comm, c);
+    tt_tuned_t choice = tt_coll_choose(comm, c, route, &args);
     const tt_algorithm_t *algo = choice.algo;
     tutti_status_t st;
     const tt_sched_t *s = tt_sched_cache_get(&cs->sched_cache, algo, &args, &st);
     if (!s)
         return tt_comm_error(comm, st, "%s: building the %s schedule failed: %s", tt_coll_name(c->coll),
                              algo ? algo->name : "(no algorithm)", tutti_strerror(st));
-    tt_exec_t x = {.coll = c->coll,
-                   .wire_coll = is_p2p(c) ? TT_COLL_SEND : c->coll,
-                   .dtype = c->dtype,
-                   .op = c->op,
-                   .root = is_p2p(c) ? 0 : c->root,
-                   .count = c->count,
-                   .seq = seq,
-                   .elem = tutti_dtype_size(c->dtype),
-                   .reduce = tt_reduce_get(c->dtype, c->op),
-                   .stage = c->stage,
-                   .peers = route ? route->peers : NULL,
-                   .mem = mem};
-    x.bufs[TT_BUF_INPUT] = (char *)c->send;
-    x.bufs[TT_BUF_OUTPUT] = c->recv;
+    tt_exec_t x;
+    tt_coll_exec(c, seq, route, &args, choice, &x);
     if (s->scratch_count)
         TT_TRY(scratch_for(comm, cs, c, mem, s->scratch_count * x.elem, (void **)&x.bufs[TT_BUF_SCRATCH]));
-    x.nslices = tt_tuner_slices(tt_tuner_chunk_bytes(&args, x.elem), choice.slice_bytes);
     trace_call(cs, algo, s, &x);
     TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s (%s %.1f us), %d rounds, %d slices%s",
              tt_coll_name(c->coll), (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype),

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "comm/comm.h"
@@ -57,6 +58,58 @@ int tt_comm_valid(tutti_comm_t comm)
         found = registry[i] == comm;
     pthread_mutex_unlock(&registry_lock);
     return found;
+}
+
+tutti_status_t tt_comm_enter(tutti_comm_t comm, const char *name)
+{
+    int found = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; comm && i < registry_len && !found; i++)
+        found = registry[i] == comm;
+    if (found)
+        comm->busy++;
+    pthread_mutex_unlock(&registry_lock);
+    return found ? TUTTI_SUCCESS
+                 : tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL, destroyed or aborted", name);
+}
+
+void tt_comm_leave(tutti_comm_t comm)
+{
+    pthread_mutex_lock(&registry_lock);
+    comm->busy--;
+    pthread_mutex_unlock(&registry_lock);
+}
+
+/* Takes comm out of the registry and raises its abort flag; 0 when it was
+ * not there (destroyed, or another thread aborts it). */
+static int registry_take(tutti_comm_t comm)
+{
+    int found = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; comm && i < registry_len; i++)
+        if (registry[i] == comm) {
+            registry[i] = NULL;
+            found = 1;
+        }
+    if (found)
+        __atomic_store_n(&comm->aborting, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
+
+/* Until the calls that entered comm before the abort have left: the
+ * engine sees the flag within one poll, so this is short. */
+static void wait_idle(tutti_comm_t comm)
+{
+    for (;;) {
+        pthread_mutex_lock(&registry_lock);
+        int busy = comm->busy;
+        pthread_mutex_unlock(&registry_lock);
+        if (!busy)
+            return;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void record(tutti_comm_t comm, const char *text)
@@ -144,11 +197,18 @@ tt_link_t tt_comm_link(tutti_comm_t comm, int a, int b)
     return comm->links[(size_t)a * (size_t)comm->nranks + (size_t)b];
 }
 
-static void comm_free(tutti_comm_t comm)
+static void layers_free(tutti_comm_t comm)
 {
     for (int l = TT_LAYER_COUNT - 1; l >= 0; l--) /* the device proxy uses the connections */
-        if (comm->layers[l].state)
+        if (comm->layers[l].state) {
             comm->layers[l].ops->destroy(comm, comm->layers[l].state);
+            comm->layers[l].state = NULL;
+        }
+}
+
+static void comm_free(tutti_comm_t comm)
+{
+    layers_free(comm);
     tt_comm_teardown(comm);
     tt_bootstrap_close(&comm->bs);
     free(comm->endpoints);
@@ -250,9 +310,13 @@ TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t comm)
 
 TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t comm)
 {
-    if (!tt_comm_valid(comm))
+    if (!registry_take(comm))
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL or already destroyed communicator");
-    registry_remove(comm);
+    /* Another thread may be inside a collective on comm: the flag makes it
+     * return TUTTI_ERR_ABORTED; the connections are touched only once it
+     * left and the device proxy (which sees the flag too) stopped. */
+    wait_idle(comm);
+    layers_free(comm);
     tt_comm_fail(comm, TUTTI_ERR_ABORTED);
     comm_free(comm);
     return TUTTI_SUCCESS;

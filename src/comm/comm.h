@@ -54,6 +54,8 @@ struct tutti_comm {
     uint64_t coll_seq;               /* collectives started on this communicator */
     uint64_t *send_seq, *recv_seq;   /* point-to-point messages per peer */
     tutti_status_t failed;           /* set once a collective failed mid-flight */
+    int aborting;                    /* atomic: tutti_comm_abort began; waits stop */
+    int busy;                        /* calls inside the library (tt_comm_enter), under the registry lock */
     int oversubscribed;              /* more ranks on this host than CPUs they may use */
     tt_hosts_t hosts;                /* which ranks share a host */
     tt_algo_policy_t policy;
@@ -66,6 +68,14 @@ struct tutti_comm {
 
 /* Whether comm is a live handle (not NULL, not destroyed). */
 int tt_comm_valid(tutti_comm_t comm);
+/*
+ * A public call that uses comm enters before and leaves after, so that
+ * tutti_comm_abort from another thread interrupts its waits and frees comm
+ * only once it has left. Enter fails (INVALID_ARG, said why under name)
+ * when comm is not a live handle.
+ */
+tutti_status_t tt_comm_enter(tutti_comm_t comm, const char *name);
+void tt_comm_leave(tutti_comm_t comm);
 /* Records what went wrong for tutti_comm_last_error (comm may be NULL) and
  * logs it: for the place that finds the fault. Returns st so callers can
  * `return tt_comm_error(...)`. */
