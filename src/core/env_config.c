@@ -70,6 +70,11 @@ const char *tt_config_str(tt_config_id_t id)
     return v ? v : tt_config_entries[id].def;
 }
 
+int tt_config_is_set(tt_config_id_t id)
+{
+    return getenv(tt_config_entries[id].name) != NULL;
+}
+
 static int config_parse(tt_config_id_t id, const char *text, int64_t *out)
 {
     uint64_t size;

@@ -29,6 +29,8 @@ extern const tt_config_entry_t tt_config_entries[TT_CFG_COUNT];
 
 /* The variable's value from the environment, or its default. */
 const char *tt_config_str(tt_config_id_t id);
+/* Whether the variable is set in the environment. */
+int tt_config_is_set(tt_config_id_t id);
 /*
  * Parsed value. A malformed value is logged once and the default is used,
  * so a typo never aborts a job; tt_config_check() reports such typos.

@@ -12,33 +12,53 @@ static const char *const level_names[] = {"none", "error", "warn", "info", "debu
 static const char *const subsys_names[TT_SUB_COUNT] = {"init", "coll", "engine", "net", "config"};
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_level = TT_LOG_WARN;
 static unsigned log_subsys_mask = ~0u;
 static int log_rank = -1;
+static char fallback_level[16], fallback_subsys[128]; /* tt_log_set_fallback's, "" when none */
 
 static void log_read_config(void)
 {
+    pthread_mutex_lock(&log_lock);
     const char *level = tt_config_str(TT_CFG_LOG);
+    if (!tt_config_is_set(TT_CFG_LOG) && fallback_level[0])
+        level = fallback_level;
+    log_level = TT_LOG_WARN; /* where the name is unknown */
     for (int i = 0; i <= TT_LOG_TRACE; i++)
         if (strcmp(level, level_names[i]) == 0)
             log_level = i;
 
     const char *subsys = tt_config_str(TT_CFG_LOG_SUBSYS);
-    if (strcmp(subsys, "all") == 0 || subsys[0] == '\0')
-        return;
-    log_subsys_mask = 0;
-    char list[256];
-    snprintf(list, sizeof list, "%s", subsys);
-    char *save = NULL;
-    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        for (int i = 0; i < TT_SUB_COUNT; i++)
-            if (strcmp(tok, subsys_names[i]) == 0)
-                log_subsys_mask |= 1u << i;
+    if (!tt_config_is_set(TT_CFG_LOG_SUBSYS) && fallback_subsys[0])
+        subsys = fallback_subsys;
+    log_subsys_mask = ~0u;
+    if (strcmp(subsys, "all") != 0 && subsys[0] != '\0') {
+        log_subsys_mask = 0;
+        char list[256];
+        snprintf(list, sizeof list, "%s", subsys);
+        char *save = NULL;
+        for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+            for (int i = 0; i < TT_SUB_COUNT; i++)
+                if (strcmp(tok, subsys_names[i]) == 0)
+                    log_subsys_mask |= 1u << i;
+    }
+    pthread_mutex_unlock(&log_lock);
 }
 
 void tt_log_init(void)
 {
     pthread_once(&log_once, log_read_config);
+}
+
+void tt_log_set_fallback(const char *level, const char *subsys)
+{
+    tt_log_init();
+    pthread_mutex_lock(&log_lock);
+    snprintf(fallback_level, sizeof fallback_level, "%s", level ? level : "");
+    snprintf(fallback_subsys, sizeof fallback_subsys, "%s", subsys ? subsys : "");
+    pthread_mutex_unlock(&log_lock);
+    log_read_config();
 }
 
 void tt_log_set_rank(int rank)
