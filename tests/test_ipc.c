@@ -429,6 +429,20 @@ START_TEST(gpu_links_come_from_the_topology)
 }
 END_TEST
 
+/* Ranks of one process (ncclCommInitAll's threads) never pair over
+ * cuda_ipc: CUDA cannot open a handle in the process that made it. */
+START_TEST(ranks_of_one_process_do_not_pair)
+{
+    tt_endpoint_t ep[3] = {
+        {.host_id = 7, .pid = 100}, {.host_id = 7, .pid = 100}, {.host_id = 7, .pid = 101}};
+    tt_tp_env_t env = {.rank = 0, .nranks = 3, .endpoints = ep};
+    ck_assert_int_eq(tt_cuda_ipc_ops.reachable(&env, 1), 0);
+    ck_assert_int_eq(tt_cuda_ipc_ops.reachable(&env, 2), 1);
+    ep[2].host_id = 8; /* another host */
+    ck_assert_int_eq(tt_cuda_ipc_ops.reachable(&env, 2), 0);
+}
+END_TEST
+
 static Suite *ipc_suite(void)
 {
     Suite *s = suite_create("ipc");
@@ -443,6 +457,7 @@ static Suite *ipc_suite(void)
     tcase_add_test(tc, a_rank_that_died_is_named_while_agreeing);
     tcase_add_test(tc, cuda_ipc_0_turns_the_layer_off);
     tcase_add_test(tc, gpu_links_come_from_the_topology);
+    tcase_add_test(tc, ranks_of_one_process_do_not_pair);
     suite_add_tcase(s, tc);
     return s;
 }

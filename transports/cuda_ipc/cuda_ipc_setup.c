@@ -54,9 +54,13 @@ size_t tt_ipc_fifo_offset(int nchannels, int nslots, size_t slot_bytes, int rece
     return ((size_t)receiver * (size_t)nchannels + (size_t)channel) * (size_t)nslots * slot_bytes;
 }
 
+/* Ranks of one process (ncclCommInitAll, threads) cannot reach each other:
+ * CUDA refuses to open an IPC handle in the process that made it. Their
+ * device calls are then staged through host memory. */
 static int ipc_reachable(const tt_tp_env_t *env, int peer)
 {
-    return env->endpoints[peer].host_id == env->endpoints[env->rank].host_id;
+    const tt_endpoint_t *a = &env->endpoints[env->rank], *b = &env->endpoints[peer];
+    return b->host_id == a->host_id && b->pid != a->pid;
 }
 
 static int ipc_probe(char *why, size_t len)
