@@ -22,6 +22,15 @@ extern "C" {
 int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n, tutti_dtype_t dtype, tutti_op_t op,
                    void *stream);
 
+/*
+ * dst[i] = src[i] * scalar, i < n, enqueued on stream: the scalar is read
+ * from device memory scalar_dev when the kernel runs, or (scalar_dev NULL)
+ * is the value at scalar_host now. Products as tt_reduce_scale's on the
+ * CPU. Returns 0 or the launch's cudaError_t.
+ */
+int tt_cuda_scale(void *dst, const void *src, size_t n, tutti_dtype_t dtype, const void *scalar_dev,
+                  const void *scalar_host, void *stream);
+
 /* avg's last step on a device buffer: buf[i] /= nranks in the wide type,
  * the same bits as tt_reduce_avg_finish. Enqueued on stream. */
 int tt_cuda_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks, void *stream);

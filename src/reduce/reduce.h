@@ -36,6 +36,12 @@ tt_reduce_fn tt_reduce_get(tutti_dtype_t dtype, tutti_op_t op);
 /* buf[i] /= nranks, in the dtype's arithmetic (truncating for integers). */
 void tt_reduce_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks);
 
+/* dst[i] = src[i] * *scalar (one element of dtype), i < n: fp16, bf16 and
+ * fp8 multiplied in fp32 and rounded to nearest even on store (fp8
+ * saturating as tutti_collectives(3) says), integers wrapping around.
+ * dst may be src. */
+void tt_reduce_scale(void *dst, const void *src, size_t n, tutti_dtype_t dtype, const void *scalar);
+
 /* Per instruction set tables, filled by the reduce_<isa>.c files. */
 void tt_reduce_fill_portable(tt_reduce_table_t table);
 void tt_reduce_fill_avx2(tt_reduce_table_t table);

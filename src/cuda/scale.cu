@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dst[i] = src[i] * scalar on device buffers: the first half of a
+ * pre-multiplied sum (libnccl's ncclRedOpCreatePreMulSum). The product is
+ * taken as tt_reduce_scale takes it on the CPU: narrow floats through fp32,
+ * rounded to nearest even on store; integers wrap around.
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/fp8.h"
+#include "core/half.h"
+#include "cuda/grid.cuh"
+#include "cuda/kernels.h"
+
+namespace
+{
+
+/* The scalar: read from device memory when the kernel runs, else the
+ * bytes passed by value. */
+struct scalar_arg {
+    const void *dev;
+    uint64_t bytes;
+};
+
+template <typename T> __device__ T scalar_of(scalar_arg s)
+{
+    T v;
+    if (s.dev)
+        v = *static_cast<const T *>(s.dev);
+    else
+        memcpy(&v, &s.bytes, sizeof v);
+    return v;
+}
+
+template <typename T, typename U> __global__ void scale_int(T *dst, const T *src, size_t n, scalar_arg s)
+{
+    U k = (U)scalar_of<T>(s);
+    for (size_t i = first_index(); i < n; i += stride())
+        dst[i] = (T)(U)((U)src[i] * k);
+}
+
+template <typename T> __global__ void scale_float(T *dst, const T *src, size_t n, scalar_arg s)
+{
+    T k = scalar_of<T>(s);
+    for (size_t i = first_index(); i < n; i += stride())
+        dst[i] = src[i] * k;
+}
+
+/* Narrow floats as bits: to fp32, multiply, back. */
+template <float (*LOAD)(uint16_t), uint16_t (*STORE)(float), typename B>
+__global__ void scale_narrow(B *dst, const B *src, size_t n, scalar_arg s)
+{
+    float k = LOAD((uint16_t)scalar_of<B>(s));
+    for (size_t i = first_index(); i < n; i += stride())
+        dst[i] = (B)STORE(LOAD((uint16_t)src[i]) * k);
+}
+
+__device__ float fp16_load(uint16_t b)
+{
+    return tt_fp16_to_f32(b);
+}
+__device__ uint16_t fp16_store(float f)
+{
+    return tt_f32_to_fp16(f);
+}
+__device__ float bf16_load(uint16_t b)
+{
+    return tt_bf16_to_f32(b);
+}
+__device__ uint16_t bf16_store(float f)
+{
+    return tt_f32_to_bf16(f);
+}
+__device__ float e4m3_load(uint16_t b)
+{
+    return tt_e4m3_to_f32((uint8_t)b);
+}
+__device__ uint16_t e4m3_store(float f)
+{
+    return tt_f32_to_e4m3(f);
+}
+__device__ float e5m2_load(uint16_t b)
+{
+    return tt_e5m2_to_f32((uint8_t)b);
+}
+__device__ uint16_t e5m2_store(float f)
+{
+    return tt_f32_to_e5m2(f);
+}
+
+} // namespace
+
+extern "C" int tt_cuda_scale(void *dst, const void *src, size_t n, tutti_dtype_t dtype, const void *scalar_dev,
+                             const void *scalar_host, void *stream)
+{
+    if (n == 0)
+        return 0;
+    scalar_arg s = {scalar_dev, 0};
+    if (!scalar_dev)
+        memcpy(&s.bytes, scalar_host, tutti_dtype_size(dtype));
+    cudaStream_t st = static_cast<cudaStream_t>(stream);
+    unsigned g = grid_for(n);
+    switch (dtype) {
+    case TUTTI_INT8: scale_int<int8_t, uint8_t><<<g, THREADS, 0, st>>>((int8_t *)dst, (const int8_t *)src, n, s); break;
+    case TUTTI_UINT8: scale_int<uint8_t, uint8_t><<<g, THREADS, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, s); break;
+    case TUTTI_INT32: scale_int<int32_t, uint32_t><<<g, THREADS, 0, st>>>((int32_t *)dst, (const int32_t *)src, n, s); break;
+    case TUTTI_UINT32: scale_int<uint32_t, uint32_t><<<g, THREADS, 0, st>>>((uint32_t *)dst, (const uint32_t *)src, n, s); break;
+    case TUTTI_INT64: scale_int<int64_t, uint64_t><<<g, THREADS, 0, st>>>((int64_t *)dst, (const int64_t *)src, n, s); break;
+    case TUTTI_UINT64: scale_int<uint64_t, uint64_t><<<g, THREADS, 0, st>>>((uint64_t *)dst, (const uint64_t *)src, n, s); break;
+    case TUTTI_FP32: scale_float<float><<<g, THREADS, 0, st>>>((float *)dst, (const float *)src, n, s); break;
+    case TUTTI_FP64: scale_float<double><<<g, THREADS, 0, st>>>((double *)dst, (const double *)src, n, s); break;
+    case TUTTI_FP16: scale_narrow<fp16_load, fp16_store, uint16_t><<<g, THREADS, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n, s); break;
+    case TUTTI_BF16: scale_narrow<bf16_load, bf16_store, uint16_t><<<g, THREADS, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n, s); break;
+    case TUTTI_FP8_E4M3: scale_narrow<e4m3_load, e4m3_store, uint8_t><<<g, THREADS, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, s); break;
+    case TUTTI_FP8_E5M2: scale_narrow<e5m2_load, e5m2_store, uint8_t><<<g, THREADS, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, s); break;
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return (int)cudaGetLastError();
+}
