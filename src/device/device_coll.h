@@ -15,6 +15,12 @@
 tutti_status_t tt_device_classify(tutti_comm_t comm, tt_call_t *c, const char *name);
 /* Queues c (some buffer on the device) on stream; returns once queued. */
 tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream);
+/* Queues a batch of validated, classified sends and receives (some buffer
+ * on the device) on stream, run as tt_coll_run_batch runs it with the
+ * device buffers staged whole through pinned memory; returns once queued.
+ * name is the API call, for errors. */
+tutti_status_t tt_device_batch_enqueue(tutti_comm_t comm, const tt_call_t *calls, int n, void *stream,
+                                       const char *name);
 /* Before a call on host buffers: waits for stream's earlier work (if
  * given) and for the communicator's queued device work. */
 tutti_status_t tt_device_wait_turn(tutti_comm_t comm, const char *name, void *stream);
