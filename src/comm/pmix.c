@@ -4,8 +4,10 @@
  * its rank and the job size; rank 0 publishes a unique id with PMIx_Put and
  * every rank reads it after a fence. PMIx is needed for nothing else, so it
  * is finalized right after (launchers treat a process that initialized PMIx
- * and never finalized it as failed). Built only with --with-pmix.
+ * and never finalized it as failed). Built only with --with-pmix, and
+ * empty in libnccl.so.2, whose copy of the core needs no PMIx.
  */
+#ifdef TT_HAVE_PMIX
 #include <pmix.h>
 #include <string.h>
 
@@ -75,3 +77,4 @@ tutti_status_t tt_comm_init_pmix(tutti_comm_t *comm, const tutti_comm_params_t *
     TT_DEBUG(TT_SUB_INIT, "PMIx: rank %d of %d", rank, nranks);
     return tutti_comm_init(comm, nranks, rank, &id, params);
 }
+#endif

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the files of libnccl.so.2 share: the communicator behind an
+ * ncclComm_t, the way every call enters and leaves it, the translation of
+ * NCCL's enums and results to tutti's and back, and the group's queue.
+ */
+#ifndef TT_NCCL_INT_H
+#define TT_NCCL_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "nccl/nccl_abi.h"
+#include "tutti.h"
+
+#define TT_NCCL_MAX_REDOPS 64   /* live ncclRedOpCreatePreMulSum operators per communicator */
+#define TT_NCCL_MAX_PENDING 256 /* destroyed ranks of this process waiting for the rest of their job */
+
+/* A pre-multiplied sum: each rank multiplies its input by scalar, then the
+ * ranks sum. The scalar is read at creation (host immediate) or when each
+ * collective runs (device residence: its pointer is kept). */
+typedef struct {
+    int used;
+    ncclDataType_t ndtype;
+    tutti_dtype_t dtype;
+    int on_pointer; /* 1: read *scalar_ptr when the collective runs */
+    const void *scalar_ptr;
+    unsigned char value[8]; /* host immediate: the scalar's bytes */
+} tt_nccl_redop_t;
+
+struct ncclComm {
+    uint64_t magic;
+    tutti_comm_t tc; /* NULL until the init finished */
+    int rank, nranks, device;
+    int blocking; /* config.blocking: 0 makes init, split and finalize return ncclInProgress */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    ncclResult_t state; /* ncclInProgress while a worker runs, else the outcome of init/finalize */
+    int users;          /* calls inside (tt_nccl_enter), under lock */
+    int closing;        /* destroy or abort began: no new calls */
+    pthread_t worker;   /* the init or finalize running in the background */
+    int has_worker;
+    int finalized; /* tc was destroyed by ncclCommFinalize */
+    tt_nccl_redop_t redops[TT_NCCL_MAX_REDOPS];
+    char error[512]; /* what the background work or a queued call failed with */
+    /* A deferred or background init: what to join. */
+    struct {
+        int nranks, rank;
+        tutti_unique_id_t id;
+        tutti_comm_t parent; /* split: the parent's communicator, with color and key ... */
+        ncclComm_t split_of; /* ... and its handle, held (a call inside it) until the split is done */
+        int color, key;
+    } init;
+};
+
+/* One-time set-up of the library: NCCL_DEBUG, the version line. */
+void tt_nccl_once(void);
+
+/* Results and errors. Each failing call records its text (ncclGetLastError)
+ * and returns its result. */
+ncclResult_t tt_nccl_error(ncclComm_t comm, ncclResult_t res, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* After a tutti call failed with st: its text (already logged by tutti)
+ * becomes the last error; returns the matching ncclResult_t. */
+ncclResult_t tt_nccl_failed(ncclComm_t comm, tutti_status_t st);
+ncclResult_t tt_nccl_result(tutti_status_t st);
+
+/* Enum translation, one table each; a value without a counterpart is an
+ * error naming it (call is the API call). */
+ncclResult_t tt_nccl_dtype(ncclDataType_t in, tutti_dtype_t *out, const char *call);
+ncclResult_t tt_nccl_op(ncclComm_t comm, ncclRedOp_t in, ncclDataType_t dtype, tutti_op_t *out,
+                        const tt_nccl_redop_t **premul, const char *call);
+
+/* The registry of live handles. enter checks that comm is one (and waits
+ * for its background init), counts the call in, and gives tc; leave
+ * counts it out. */
+ncclResult_t tt_nccl_enter(ncclComm_t comm, const char *call);
+void tt_nccl_leave(ncclComm_t comm);
+ncclComm_t tt_nccl_new(int nranks, int rank, int blocking);
+void tt_nccl_register(ncclComm_t comm);
+/* Takes comm out of the registry (no call enters it after) and waits for
+ * the calls inside to leave; 0 when it was not a live handle. */
+int tt_nccl_retire(ncclComm_t comm, int aborting);
+void tt_nccl_free(ncclComm_t comm);
+/* Copies the text of comm's background failure; 0 when there is none or
+ * comm is not live. */
+int tt_nccl_copy_error(ncclComm_t comm, char *out, size_t len);
+/* comm's tutti communicator (NULL once aborted): read once per use, since
+ * an abort on another thread clears it. */
+static inline tutti_comm_t tt_nccl_tc(ncclComm_t comm)
+{
+    return __atomic_load_n(&comm->tc, __ATOMIC_ACQUIRE);
+}
+/* How many live communicators of this process belong to the job (the
+ * ranks of one tutti communicator) with this key tag. */
+int tt_nccl_live_in_job(uint64_t key_tag);
+/* Joins the background worker, if any. */
+void tt_nccl_join(ncclComm_t comm);
+
+/* Starts comm's init (from comm->init) on a worker thread. */
+ncclResult_t tt_nccl_start_init(ncclComm_t comm);
+/* Starts comm's finalize on a worker thread (life.c). */
+ncclResult_t tt_nccl_start_finalize(ncclComm_t comm);
+/* Splits parent (inside tt_nccl_enter) as ncclCommSplit does. */
+ncclResult_t tt_nccl_split(ncclComm_t parent, int color, int key, int blocking, ncclComm_t *out);
+/* Under the registry lock: whether comm is live, and its state (an
+ * asynchronous failure of its tutti communicator included), size, rank
+ * and device, without waiting. */
+int tt_nccl_snapshot(ncclComm_t comm, ncclResult_t *state, int *nranks, int *rank, int *device);
+/* What an init config says: blocking or not; an invalid config is an error. */
+ncclResult_t tt_nccl_config(const ncclConfig_t *config, int inherit, int *blocking, const char *call);
+
+/* A call of the NCCL API on a communicator, as the group keeps it. */
+typedef enum {
+    TT_NCCL_ALLREDUCE = 0,
+    TT_NCCL_BROADCAST,
+    TT_NCCL_REDUCE,
+    TT_NCCL_ALLGATHER,
+    TT_NCCL_REDUCE_SCATTER,
+    TT_NCCL_ALLTOALL,
+    TT_NCCL_GATHER,
+    TT_NCCL_SCATTER,
+    TT_NCCL_SEND,
+    TT_NCCL_RECV
+} tt_nccl_kind_t;
+
+typedef struct {
+    tt_nccl_kind_t kind;
+    const void *send;
+    void *recv;
+    size_t count;
+    tutti_dtype_t dtype;
+    tutti_op_t op;
+    int has_premul;         /* op is a pre-multiplied sum ... */
+    tt_nccl_redop_t premul; /* ... as the operator was at the call (it may be destroyed after) */
+    int root;               /* the peer for send and receive */
+    ncclComm_t comm;
+    void *stream;
+} tt_nccl_op_t;
+
+/* Runs op now, or queues it when a group is open on this thread. */
+ncclResult_t tt_nccl_submit(const tt_nccl_op_t *op, const char *call);
+/* Records the failure of a call made inside an open group: ncclGroupEnd
+ * returns it and runs nothing. */
+void tt_nccl_group_note(ncclResult_t res);
+/* Queues an init (or a finalize) for the group's end, where all start at
+ * once; 0 when no group is open. */
+int tt_nccl_group_defer_init(ncclComm_t comm);
+int tt_nccl_group_defer_finalize(ncclComm_t comm);
+/* Runs one communicator's calls: the collectives in order, then every
+ * send and receive as one batch (exec.c). Inside tt_nccl_enter. */
+ncclResult_t tt_nccl_run(ncclComm_t comm, const tt_nccl_op_t *ops, int n);
+/* A collective with a pre-multiplied sum: scales into a temporary and
+ * runs the sum from it (premul.c). */
+ncclResult_t tt_nccl_run_premul(tutti_comm_t tc, const tt_nccl_op_t *op);
+
+/* Until tutti_comm_split is in tutti.h (it is being added to the C API):
+ * a weak reference, NULL in a tutti without it. TODO: drop once it is. */
+#ifndef TUTTI_SPLIT_NOCOLOR
+#define TT_NCCL_SPLIT_WEAK 1
+tutti_status_t tutti_comm_split(tutti_comm_t comm, int color, int key, tutti_comm_t *newcomm)
+    __attribute__((weak));
+#endif
+
+#endif
