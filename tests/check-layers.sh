@@ -24,6 +24,7 @@ rank() {
     compress) echo 8 ;;
     api) echo 9 ;;
     tools) echo 10 ;;
+    nccl) echo 11 ;;
     esac
 }
 
@@ -33,6 +34,7 @@ folder() {
     src/*/*) f=${1#src/}; echo "${f%%/*}" ;;
     transports/*) echo transports ;;
     algorithms/*) echo algorithms ;;
+    nccl/*) echo nccl ;;
     esac
 }
 
