@@ -175,7 +175,9 @@ TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t comm);
 
 /**
  * Frees a communicator without talking to the peers, for use after an error.
- * Local: peers see this rank as failed.
+ * Local: peers see this rank as failed. May be called from another thread
+ * while a collective on comm waits: that call returns TUTTI_ERR_ABORTED at
+ * once, and comm is freed after it returned.
  */
 TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t comm);
 
