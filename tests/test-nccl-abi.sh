@@ -5,8 +5,8 @@
 # versions, ncclX a weak alias of a defined pncclX for every call of NCCL
 # 2.28 (and those 2.29/2.30 added) and every one PyTorch 2.x calls, every
 # call NVIDIA's library exports (where the toolkit has it), loading with
-# RTLD_NOW, and a program linked with NVIDIA's library running on tutti's
-# when it is preloaded.
+# RTLD_NOW, tutti's header against nccl.h value by value, and a program
+# linked with NVIDIA's library running on tutti's when it is preloaded.
 lib=${TT_BUILDDIR:-.}/.libs/libnccl.so.2
 [ -f "$lib" ] || { echo "no $lib: libnccl.so.2 was not built"; exit 1; }
 fail=0
@@ -79,12 +79,34 @@ l.ncclGetVersion(ctypes.byref(v)); sys.exit(0 if v.value == 22809 else 1)" "$lib
         bad "loading with RTLD_NOW from Python, or ncclGetVersion, failed"
 fi
 
+# Values and layouts: the same program built with NVIDIA's nccl.h and with
+# tutti's header prints the same.
+src=${TT_SRCDIR:-.}
+if [ -n "$CC" ] && echo "$TT_NCCL_TEST_CFLAGS" | grep -q isystem; then
+    tmp=${TT_BUILDDIR:-.}/tests/nccl-layout
+    # shellcheck disable=SC2086
+    if $CC $TT_NCCL_TEST_CFLAGS -o "$tmp-nvidia" "$src/tests/nccl_layout.c" &&
+        $CC -I"$src" -I"$src/nccl/compat" -o "$tmp-tutti" "$src/tests/nccl_layout.c"; then
+        "$tmp-nvidia" > "$tmp-nvidia.out"
+        "$tmp-tutti" > "$tmp-tutti.out"
+        if diff "$tmp-nvidia.out" "$tmp-tutti.out"; then
+            echo "$(wc -l < "$tmp-tutti.out") values and offsets of nccl.h and tutti's header agree"
+        else
+            bad "tutti's header differs from nccl.h (above: < nccl.h, > tutti's)"
+        fi
+    else
+        bad "could not build tests/nccl_layout.c"
+    fi
+    rm -f "$tmp-nvidia" "$tmp-tutti" "$tmp-nvidia.out" "$tmp-tutti.out"
+else
+    echo "skipped: no nccl.h to compare tutti's header with"
+fi
+
 # Drop-in: a program linked with NVIDIA's library, run on tutti's.
 if [ -n "$TT_REAL_NCCL" ] && [ -f "$TT_REAL_NCCL" ] && [ -n "$CC" ]; then
-    src=${TT_SRCDIR:-.}/tests/nccl_dropin.c
     exe=${TT_BUILDDIR:-.}/tests/nccl-dropin
     # shellcheck disable=SC2086
-    if $CC $TT_NCCL_TEST_CFLAGS -o "$exe" "$src" "$TT_REAL_NCCL" -ldl; then
+    if $CC $TT_NCCL_TEST_CFLAGS -o "$exe" "$src/tests/nccl_dropin.c" "$TT_REAL_NCCL" -ldl; then
         real=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
         out=$(LD_LIBRARY_PATH="$(dirname "$TT_REAL_NCCL")" LD_PRELOAD="$real" "$exe" 2>&1)
         echo "$out"
