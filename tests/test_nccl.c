@@ -370,6 +370,38 @@ static int premul(int rank, int nranks, const ncclUniqueId *id, void *arg)
     NCCL_OK(ncclReduceScatter(rs, y, 2, ncclFloat32, op_half, comm, NULL));
     for (int i = 0; i < 2; i++)
         NCCL_FAIL_IF(y[i] != (float)(2 * nranks * (2 * rank + i + 1)), "premul reduce-scatter: %g", y[i]);
+    /* Narrow floats: 4 * 0.5 summed over the ranks, exact; with one rank
+     * (1 + 2^-10) * 1.5 lies half-way between two fp16 values and rounds
+     * to the even one, 0x3e02. */
+    static const struct {
+        ncclDataType_t t;
+        size_t size;
+        uint16_t four, half, two, six;
+    } narrow[] = {{ncclFloat16, 2, 0x4400, 0x3800, 0x4000, 0x4600},
+                  {ncclBfloat16, 2, 0x4080, 0x3f00, 0x4000, 0x40c0},
+                  {ncclFloat8e4m3, 1, 0x48, 0x30, 0x40, 0x4c}};
+    for (size_t k = 0; k < sizeof narrow / sizeof narrow[0]; k++) {
+        uint16_t in16[3], out16[3];
+        uint16_t scalar = narrow[k].half;
+        ncclRedOp_t op;
+        NCCL_OK(ncclRedOpCreatePreMulSum(&op, &scalar, narrow[k].t, ncclScalarHostImmediate, comm));
+        for (int i = 0; i < 3; i++)
+            memcpy((char *)in16 + (size_t)i * narrow[k].size, &narrow[k].four, narrow[k].size);
+        NCCL_OK(ncclAllReduce(in16, out16, 3, narrow[k].t, op, comm, NULL));
+        uint16_t want = nranks == 1 ? narrow[k].two : narrow[k].six;
+        for (int i = 0; i < 3; i++) /* ranks: 1 or 3 */
+            NCCL_FAIL_IF(memcmp((char *)out16 + (size_t)i * narrow[k].size, &want, narrow[k].size),
+                         "premul datatype %d: element %d wrong", (int)narrow[k].t, i);
+        NCCL_OK(ncclRedOpDestroy(op, comm));
+    }
+    if (nranks == 1) {
+        uint16_t x16 = 0x3c01, k15 = 0x3e00, y16; /* 1 + 2^-10, 1.5 */
+        ncclRedOp_t op;
+        NCCL_OK(ncclRedOpCreatePreMulSum(&op, &k15, ncclFloat16, ncclScalarHostImmediate, comm));
+        NCCL_OK(ncclAllReduce(&x16, &y16, 1, ncclFloat16, op, comm, NULL));
+        NCCL_FAIL_IF(y16 != 0x3e02, "premul fp16 rounding: %#x, not 0x3e02", y16);
+        NCCL_OK(ncclRedOpDestroy(op, comm));
+    }
     /* An operator made for fp32 refuses other datatypes; a destroyed one is gone. */
     NCCL_FAIL_IF(ncclAllReduce(xi, yi, 4, ncclInt32, op_half, comm, NULL) != ncclInvalidArgument,
                  "fp32 operator on int32 data accepted");
