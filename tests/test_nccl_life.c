@@ -112,6 +112,32 @@ static int unsupported(int rank, int nranks, const ncclUniqueId *id, void *arg)
         NCCL_FAIL_IF(!f, "%s is missing", by_two[i]);
         NCCL_FAILS(f(comm, &out), ncclInvalidUsage, by_two[i]);
     }
+    ncclResult_t (*grow)(ncclComm_t, int, const ncclUniqueId *, int, ncclComm_t *, ncclConfig_t *) =
+        (ncclResult_t(*)(ncclComm_t, int, const ncclUniqueId *, int, ncclComm_t *, ncclConfig_t *))dlsym(
+            RTLD_DEFAULT, "ncclCommGrow");
+    ncclResult_t (*stats)(ncclComm_t, int, uint64_t *) =
+        (ncclResult_t(*)(ncclComm_t, int, uint64_t *))dlsym(RTLD_DEFAULT, "ncclCommMemStats");
+    ncclResult_t (*signal)(int, int, int, unsigned, ncclComm_t, cudaStream_t) =
+        (ncclResult_t(*)(int, int, int, unsigned, ncclComm_t, cudaStream_t))dlsym(RTLD_DEFAULT, "ncclSignal");
+    ncclResult_t (*wait)(int, void *, ncclComm_t, cudaStream_t) =
+        (ncclResult_t(*)(int, void *, ncclComm_t, cudaStream_t))dlsym(RTLD_DEFAULT, "ncclWaitSignal");
+    ncclResult_t (*put)(const void *, size_t, ncclDataType_t, int, ncclWindow_t, size_t, int, int, unsigned,
+                        ncclComm_t, cudaStream_t) =
+        (ncclResult_t(*)(const void *, size_t, ncclDataType_t, int, ncclWindow_t, size_t, int, int, unsigned,
+                         ncclComm_t, cudaStream_t))dlsym(RTLD_DEFAULT, "ncclPutSignal");
+    int (*slots)(int, int) = (int (*)(int, int))dlsym(RTLD_DEFAULT, "ncclLLA2ACalcSlots");
+    NCCL_FAIL_IF(!grow || !stats || !signal || !wait || !put || !slots,
+                 "a 2.29/2.30 or device call is missing");
+    NCCL_FAILS(grow(comm, 3, NULL, -1, &out, NULL), ncclInvalidUsage, "ncclCommGrow");
+    NCCL_FAILS(stats(comm, 3, &(uint64_t){0}), ncclInvalidUsage, "ncclCommMemStats");
+    NCCL_FAILS(signal(0, 0, 0, 0, comm, NULL), ncclInvalidUsage, "ncclSignal");
+    NCCL_FAILS(wait(0, NULL, comm, NULL), ncclInvalidUsage, "ncclWaitSignal");
+    NCCL_FAILS(put(&out, 1, ncclInt8, 0, NULL, 0, 0, 0, 0, comm, NULL), ncclInvalidUsage, "ncclPutSignal");
+    NCCL_FAIL_IF(slots(64, 8) != 0, "ncclLLA2ACalcSlots gave slots for a device all-to-all tutti lacks");
+    static const char *const requirements[] = {
+        "ncclGinBarrierCreateRequirement", "ncclLsaBarrierCreateRequirement", "ncclLLA2ACreateRequirement"};
+    for (size_t i = 0; i < sizeof requirements / sizeof requirements[0]; i++)
+        NCCL_FAIL_IF(!dlsym(RTLD_DEFAULT, requirements[i]), "%s is missing", requirements[i]);
     ptr_int_t suspend = (ptr_int_t)dlsym(RTLD_DEFAULT, "ncclCommSuspend");
     ptr_t resume = (ptr_t)dlsym(RTLD_DEFAULT, "ncclCommResume");
     NCCL_FAIL_IF(!suspend || !resume, "suspend/resume missing");
