@@ -101,9 +101,13 @@ ncclResult_t tt_nccl_enter(ncclComm_t comm, const char *call)
     if (res == ncclSuccess && comm->finalized)
         res = tt_nccl_error(comm, ncclInvalidUsage,
                             "%s: the communicator was finalized; only ncclCommDestroy is left", call);
-    else if (res != ncclSuccess)
-        res = tt_nccl_error(comm, res == ncclInProgress ? ncclInvalidUsage : res,
-                            "%s: the communicator's initialization failed: %s", call, comm->error);
+    else if (res == ncclInProgress) /* no worker yet: its init waits for the end of the open group */
+        res = tt_nccl_error(comm, ncclInvalidUsage,
+                            "%s: the communicator is still being created by the open group; call it after "
+                            "ncclGroupEnd",
+                            call);
+    else if (res != ncclSuccess) /* the init logged why */
+        res = tt_nccl_context(res, "%s: the communicator's initialization failed: %s", call, comm->error);
     if (res)
         tt_nccl_leave(comm);
     return res;

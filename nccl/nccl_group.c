@@ -109,8 +109,8 @@ static ncclResult_t run_jobs(struct job *jobs, int n, int *in_progress)
         }
         tt_nccl_join(c);
         if (!res && c->state)
-            res = tt_nccl_error(c, c->state, "ncclGroupEnd: rank %d's %s: %s", c->rank,
-                                jobs[i].finalize ? "finalize" : "init", c->error);
+            res = tt_nccl_context(c->state, "ncclGroupEnd: rank %d's %s: %s", c->rank,
+                                  jobs[i].finalize ? "finalize" : "init", c->error);
     }
     return res;
 }
@@ -178,7 +178,7 @@ static ncclResult_t run_ops(tt_nccl_op_t *ops, int n)
         if (i > 0 && parts[i].threaded)
             pthread_join(parts[i].thread, NULL);
         if (!res && parts[i].res)
-            res = tt_nccl_error(NULL, parts[i].res, "%s", parts[i].error);
+            res = tt_nccl_context(parts[i].res, "%s", parts[i].error);
     }
     free(sorted);
     free(parts);

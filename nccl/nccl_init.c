@@ -132,7 +132,7 @@ static ncclResult_t wait_init(ncclComm_t comm, ncclComm_t *out)
     tt_nccl_join(comm);
     if (comm->state == ncclSuccess)
         return ncclSuccess;
-    ncclResult_t res = tt_nccl_error(NULL, comm->state, "%s", comm->error);
+    ncclResult_t res = tt_nccl_context(comm->state, "%s", comm->error);
     tt_nccl_retire(comm, 1);
     tt_nccl_free(comm);
     *out = NULL;
@@ -267,7 +267,7 @@ TT_NCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const 
     for (int i = 0; i < ndev && comms[i]; i++) {
         tt_nccl_join(comms[i]);
         if (!res && comms[i]->state)
-            res = tt_nccl_error(NULL, comms[i]->state, "ncclCommInitAll: rank %d: %s", i, comms[i]->error);
+            res = tt_nccl_context(comms[i]->state, "ncclCommInitAll: rank %d: %s", i, comms[i]->error);
     }
     for (int i = 0; res && i < ndev && comms[i]; i++) { /* all or none */
         tt_nccl_retire(comms[i], 1);

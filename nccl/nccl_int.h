@@ -60,6 +60,9 @@ void tt_nccl_once(void);
  * and returns its result. */
 ncclResult_t tt_nccl_error(ncclComm_t comm, ncclResult_t res, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same for a fault already logged where it was found (on a worker
+ * thread, in tutti): records the text, logs nothing. */
+ncclResult_t tt_nccl_context(ncclResult_t res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* After a tutti call failed with st: its text (already logged by tutti)
  * becomes the last error; returns the matching ncclResult_t. */
 ncclResult_t tt_nccl_failed(ncclComm_t comm, tutti_status_t st);

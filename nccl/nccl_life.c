@@ -211,7 +211,7 @@ TT_NCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm)
         return ncclInProgress;
     }
     finalize_main(comm);
-    return comm->state ? tt_nccl_error(NULL, comm->state, "ncclCommFinalize: %s", comm->error) : ncclSuccess;
+    return comm->state ? tt_nccl_context(comm->state, "ncclCommFinalize: %s", comm->error) : ncclSuccess;
 }
 TT_NCCL_ALIAS(ncclCommFinalize)
 

@@ -114,6 +114,15 @@ ncclResult_t tt_nccl_error(ncclComm_t comm, ncclResult_t res, const char *fmt, .
     return res;
 }
 
+ncclResult_t tt_nccl_context(ncclResult_t res, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return res;
+}
+
 ncclResult_t tt_nccl_failed(ncclComm_t comm, tutti_status_t st)
 {
     record(comm, tutti_comm_last_error(NULL));
