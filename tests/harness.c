@@ -184,3 +184,30 @@ void tt_expect_reduced(char *want, char *term, size_t n, size_t base, int p, tut
     if (op == TUTTI_AVG)
         tt_reduce_avg_finish(want, n, t, p);
 }
+
+static char fabric_name[64];
+
+void tt_fabric_begin(const char *tag)
+{
+    static int serial;
+    snprintf(fabric_name, sizeof fabric_name, "ttfake-%s-%d-%d", tag, (int)getpid(), serial++);
+    setenv("TTFAKE_FABRIC", fabric_name, 1);
+    const char *lib = getenv("TT_FAKEVERBS");
+    if (lib)
+        setenv("TUTTI_IBVERBS_LIB", lib, 1);
+}
+
+void tt_fabric_end(void)
+{
+    DIR *d = opendir("/dev/shm");
+    if (!d || !fabric_name[0])
+        return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strncmp(e->d_name, fabric_name, strlen(fabric_name)) == 0 &&
+            (e->d_name[strlen(fabric_name)] == '\0' || e->d_name[strlen(fabric_name)] == '-')) {
+            char path[300];
+            snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+}

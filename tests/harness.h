@@ -62,4 +62,12 @@ uint64_t tt_last_job_tag(void);
 /* Number of /dev/shm segments still named for the job with this key tag. */
 int tt_count_job_segments(uint64_t tag);
 
+/*
+ * Verbs tests: a fabric of the libibverbs stand-in (tests/fakeverbs) of its
+ * own for this process and its children (TTFAKE_FABRIC), loaded by tutti
+ * through TUTTI_IBVERBS_LIB; tt_fabric_end removes its shared segments.
+ */
+void tt_fabric_begin(const char *tag);
+void tt_fabric_end(void);
+
 #endif
