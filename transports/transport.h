@@ -177,6 +177,7 @@ typedef struct {
 extern const tt_transport_ops_t tt_tcp_ops;
 extern const tt_transport_ops_t tt_shm_ops;
 extern const tt_transport_ops_t tt_cuda_ipc_ops;
+extern const tt_transport_ops_t tt_verbs_ops;
 
 /* Every built transport, in default priority order, NULL-terminated. */
 extern const tt_transport_ops_t *const tt_transports[];

