@@ -25,10 +25,12 @@ static const struct {
              {TUTTI_INT32, TUTTI_MAX}, {TUTTI_FP64, TUTTI_PROD}};
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
+/* Whether every peer on another host is reached through verbs. */
 static int on_verbs(tutti_comm_t comm)
 {
     for (int q = 0; q < comm->nranks; q++)
-        if (q != comm->rank && comm->peers[q].ops != &tt_verbs_ops)
+        if (q != comm->rank && comm->endpoints[q].host_id != comm->endpoints[comm->rank].host_id &&
+            comm->peers[q].ops != &tt_verbs_ops)
             return 0;
     return 1;
 }
@@ -104,18 +106,20 @@ static int round_of_collectives(tutti_comm_t comm, int r, int p, size_t n, tutti
     return 0;
 }
 
-/* arg: how many dtype/op kinds per count (all of them, or the first 3). */
+/* Three dtype/op kinds per count, cycling, so every kind runs (fp32, fp16
+ * and bf16 at every count); arg, when set, is the number per count. */
 static int collectives(tutti_comm_t comm, int r, int p, void *arg)
 {
-    size_t nkinds = arg ? *(const size_t *)arg : NKINDS;
+    size_t nkinds = arg ? *(const size_t *)arg : 3;
     TT_FAIL_IF(!on_verbs(comm), "rank %d: a peer is not on verbs", r);
     size_t maxn = 65537 * (size_t)p + 8;
     char *in = malloc(maxn * 8), *out = malloc(maxn * 8), *want = malloc(maxn * 8), *term = malloc(maxn * 8);
     int rc = 0;
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0] && !rc; ci++)
         for (size_t k = 0; k < nkinds && !rc; k++)
-            rc = round_of_collectives(comm, r, p, counts[ci], kinds[(ci + k) % NKINDS].t,
-                                      kinds[(ci + k) % NKINDS].op, (int)(k % 2), in, out, want, term);
+            rc =
+                round_of_collectives(comm, r, p, counts[ci], kinds[(ci * nkinds + k) % NKINDS].t,
+                                     kinds[(ci * nkinds + k) % NKINDS].op, (int)(k % 2), in, out, want, term);
     free(in);
     free(out);
     free(want);
@@ -144,12 +148,91 @@ START_TEST(every_collective_on_separate_hosts)
 }
 END_TEST
 
+/* Every algorithm, forced: each on two rank counts of 2..8, one dtype and
+ * op per count (fp32, fp16 and bf16 among them). */
+START_TEST(every_algorithm_forced)
+{
+    static const size_t one = 1;
+    verbs_env();
+    setenv("TUTTI_ALGO", tt_algorithms[_i]->name, 1);
+    if (strcmp(tt_algorithms[_i]->name, "hierarchical") == 0) {
+        /* Two levels for real: shm inside a host, verbs across. */
+        setenv("TUTTI_TRANSPORTS", "shm,verbs,tcp", 1);
+        tt_set_ranks_per_node(2);
+        tt_run_ranks(4, collectives, (void *)&one, 120);
+        tt_set_ranks_per_node(3);
+        tt_run_ranks(6, collectives, (void *)&one, 120);
+    } else {
+        tt_run_ranks(sizes[_i % 5], collectives, (void *)&one, 120);
+        tt_run_ranks(sizes[(_i + 2) % 5], collectives, (void *)&one, 120);
+    }
+    unsetenv("TUTTI_ALGO");
+    tt_fabric_end();
+}
+END_TEST
+
+/* One slot of 128 bytes per channel: a sender has one piece in flight and
+ * waits for every credit; large messages through slots and directly. */
+START_TEST(tiny_rings_exhaust_credits)
+{
+    static const size_t one = 1;
+    verbs_env();
+    setenv("TUTTI_IB_SLOTS", "1", 1);
+    setenv("TUTTI_IB_SLOT_BYTES", "128", 1);
+    setenv("TUTTI_IB_ZCOPY_BYTES", "0", 1);
+    setenv("TUTTI_IB_QPS_PER_PEER", "1", 1);
+    tt_run_ranks(3, collectives, (void *)&one, 120);
+    setenv("TUTTI_IB_ZCOPY_BYTES", "512", 1);
+    setenv("TUTTI_IB_SLOTS", "2", 1);
+    setenv("TUTTI_PIPELINE", "2", 1);
+    tt_run_ranks(2, collectives, (void *)&one, 120);
+    unsetenv("TUTTI_PIPELINE");
+    unsetenv("TUTTI_IB_QPS_PER_PEER");
+    tt_fabric_end();
+}
+END_TEST
+
+/* Slices in flight spread over several queue pairs per peer, more channels
+ * than queue pairs and fewer. */
+START_TEST(several_queue_pairs_per_peer)
+{
+    static const size_t one = 1;
+    verbs_env();
+    setenv("TUTTI_PIPELINE", "8", 1);
+    setenv("TUTTI_IB_QPS_PER_PEER", "3", 1);
+    tt_run_ranks(3, collectives, (void *)&one, 120);
+    setenv("TUTTI_PIPELINE", "2", 1);
+    setenv("TUTTI_IB_QPS_PER_PEER", "8", 1);
+    tt_run_ranks(2, collectives, (void *)&one, 120);
+    unsetenv("TUTTI_PIPELINE");
+    unsetenv("TUTTI_IB_QPS_PER_PEER");
+    tt_fabric_end();
+}
+END_TEST
+
+/* RoCE: no LIDs, so the GID (a RoCE v2 IPv4-mapped one, found by itself)
+ * carries the connection. */
+START_TEST(roce_port_with_automatic_gid)
+{
+    static const size_t one = 1;
+    verbs_env();
+    setenv("TUTTI_IB_HCA", "fakeroce", 1);
+    tt_run_ranks(3, collectives, (void *)&one, 120);
+    unsetenv("TUTTI_IB_HCA");
+    tt_fabric_end();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("verbs");
     TCase *tc = tcase_create("verbs");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, every_collective_on_separate_hosts, 0, 5);
+    tcase_add_loop_test(tc, every_algorithm_forced, 0, tt_num_algorithms);
+    tcase_add_test(tc, tiny_rings_exhaust_credits);
+    tcase_add_test(tc, several_queue_pairs_per_peer);
+    tcase_add_test(tc, roce_port_with_automatic_gid);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

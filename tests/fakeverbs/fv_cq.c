@@ -132,3 +132,19 @@ void fv_set_ops(struct ibv_context *c)
     x->vctx.query_port = fv_query_port_ex;
     c->abi_compat = __VERBS_ABI_IS_EXTENDED;
 }
+
+const char *ibv_wc_status_str(enum ibv_wc_status status)
+{
+    static const char *const names[] = {
+        [IBV_WC_SUCCESS] = "success",
+        [IBV_WC_LOC_LEN_ERR] = "local length error",
+        [IBV_WC_LOC_PROT_ERR] = "local protection error",
+        [IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+        [IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+        [IBV_WC_REM_ACCESS_ERR] = "remote access error",
+        [IBV_WC_REM_OP_ERR] = "remote operation error",
+        [IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+        [IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+    };
+    return (unsigned)status < sizeof names / sizeof names[0] && names[status] ? names[status] : "unknown";
+}

@@ -84,6 +84,9 @@ const char *fv_fabric_name(void)
 /* Maps the fabric directory, creating it if this is the first process. */
 fv_dir_t *fv_dir(void)
 {
+    fv_dir_t *known = __atomic_load_n(&dir, __ATOMIC_ACQUIRE);
+    if (known)
+        return known; /* the NIC asks on every packet: no lock once mapped */
     pthread_mutex_lock(&init_lock);
     if (!dir) {
         const char *env = getenv("TTFAKE_FABRIC");
@@ -94,6 +97,7 @@ fv_dir_t *fv_dir(void)
         char name[80];
         snprintf(name, sizeof name, "/%s", fabric);
         int created = 1;
+        void *map = NULL;
         int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
         if (fd < 0 && errno == EEXIST) {
             created = 0;
@@ -106,19 +110,20 @@ fv_dir_t *fv_dir(void)
             usleep(500);
         if (fd >= 0 && (!created || ftruncate(fd, sizeof(fv_dir_t)) == 0)) {
             void *p = mmap(NULL, sizeof(fv_dir_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-            dir = p == MAP_FAILED ? NULL : p;
+            map = p == MAP_FAILED ? NULL : p;
         }
         if (fd >= 0)
             close(fd);
-        if (dir && created) {
-            dir->magic = FV_MAGIC;
-            atomic_store(&dir->ready, 1);
+        fv_dir_t *d = map;
+        if (d && created) {
+            d->magic = FV_MAGIC;
+            atomic_store(&d->ready, 1);
         }
         /* Another process may still be sizing it: wait for its mark. */
-        for (int i = 0; dir && !atomic_load(&dir->ready) && i < 1000; i++)
+        for (int i = 0; d && !atomic_load(&d->ready) && i < 1000; i++)
             usleep(1000);
-        if (dir && !atomic_load(&dir->ready))
-            dir = NULL;
+        if (d && atomic_load(&d->ready))
+            __atomic_store_n(&dir, d, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&init_lock);
     return dir;
@@ -307,13 +312,14 @@ int ibv_close_device(struct ibv_context *context)
 /*
  * The segment of directory context index whose generation ends in the
  * byte gen (what a QP number carries), mapped once;
- * *alive says whether its process still runs (a dead host's NIC answers
- * nothing). NULL when that context is gone or never existed.
+ * *alive (when asked: it costs a system call) says whether its process
+ * still runs (a dead host's NIC answers nothing). NULL when that context is gone or never existed.
  */
 fv_seg_t *fv_peer_seg(fv_ctx_t *ctx, int index, uint32_t gen, int *alive)
 {
     fv_dir_t *d = fv_dir();
-    *alive = 0;
+    if (alive)
+        *alive = 0;
     if (index < 0 || index >= FV_MAX_CTX)
         return NULL;
     fv_peer_t *p = &ctx->peers[index];
@@ -341,6 +347,8 @@ fv_seg_t *fv_peer_seg(fv_ctx_t *ctx, int index, uint32_t gen, int *alive)
         p->gen = full;
         p->pidfd = (int)syscall(SYS_pidfd_open, atomic_load(&p->seg->pid), 0);
     }
+    if (!alive)
+        return p->seg;
     int32_t pid = atomic_load(&p->seg->pid);
     struct pollfd pf = {.fd = p->pidfd, .events = POLLIN};
     /* A pidfd turns readable once the process exits, zombie or not. */

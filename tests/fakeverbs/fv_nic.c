@@ -23,7 +23,7 @@ static const uint32_t rnr_delay_10us[32] = {
 typedef struct {
     fv_seg_t *seg;      /* the remote queue pair's context */
     fv_qp_shared_t *sh; /* the remote queue pair */
-    int reachable;      /* alive, connected to us, and routable */
+    int reachable;      /* connected to us and routable (alive or not) */
 } peer_t;
 
 static void cq_dead(fv_ctx_t *ctx, struct ibv_cq *cq)
@@ -109,16 +109,15 @@ static int route_ok(fv_ctx_t *ctx, const fv_qp_t *q, int pidx, int pport, uint32
 
 static void resolve(fv_ctx_t *ctx, fv_qp_t *q, peer_t *p)
 {
-    int idx, slot, alive;
+    int idx, slot;
     uint32_t gen;
     fv_qpn_split(q->dest_qpn, &idx, &gen, &slot);
-    p->seg = fv_peer_seg(ctx, idx, gen, &alive);
+    p->seg = fv_peer_seg(ctx, idx, gen, NULL);
     p->sh = p->seg ? &p->seg->qp[slot] : NULL;
     uint32_t st = p->sh ? atomic_load(&p->sh->state) : 0;
-    p->reachable = p->sh && alive && atomic_load(&p->sh->qpn) == q->dest_qpn &&
-                   atomic_load(&p->sh->remote_qpn) == q->qp.qp_num &&
-                   (st == IBV_QPS_RTR || st == IBV_QPS_RTS) &&
-                   route_ok(ctx, q, idx, (int)p->sh->port, p->sh->gid_type);
+    p->reachable =
+        p->sh && atomic_load(&p->sh->qpn) == q->dest_qpn && atomic_load(&p->sh->remote_qpn) == q->qp.qp_num &&
+        (st == IBV_QPS_RTR || st == IBV_QPS_RTS) && route_ok(ctx, q, idx, (int)p->sh->port, p->sh->gid_type);
 }
 
 /* Copies n bytes at offset off of w's data to dst; -1 on a bad local key. */
@@ -374,7 +373,12 @@ static void complete(fv_qp_t *q, const peer_t *p, long long now)
     q->last_ack_ns = now;
     /* A live, connected responder acknowledges (its NIC would, however busy
      * its host); a dead or disconnected one never does. */
-    if ((p->reachable && !nakked) || ++q->retries <= q->retry_cnt)
+    int idx, slot, alive = 0;
+    uint32_t gen;
+    fv_qpn_split(q->dest_qpn, &idx, &gen, &slot);
+    if (p->reachable && !nakked)
+        fv_peer_seg(q->ctx, idx, gen, &alive);
+    if (alive || ++q->retries <= q->retry_cnt)
         return;
     fail_head(q, IBV_WC_RETRY_EXC_ERR);
 }

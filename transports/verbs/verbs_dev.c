@@ -113,8 +113,8 @@ int tt_verbs_pick_nearest(const tt_topo_t *t, const char *const *names, int n, i
     for (int i = 0; i < n && i < MAX_CANDS; i++)
         nbest += score[i] == best;
     /* Ranks with the same nearest set take turns, so several ranks of a host
-     * (or of one GPU) spread over equally near ports. */
-    int want = lrank % (nbest ? nbest : 1);
+     * spread over equally near ports, and so do several ranks of one GPU. */
+    int want = (lrank + (gpu >= 0 ? lrank / t->ngpus : 0)) % (nbest ? nbest : 1);
     for (int i = 0; i < n && i < MAX_CANDS; i++)
         if (score[i] == best && want-- == 0)
             return i;

@@ -66,29 +66,36 @@ static void on_receive(tt_verbs_conn_t *c, const struct ibv_wc *wc)
     }
 }
 
-static void on_completion(tt_verbs_conn_t *c, const struct ibv_wc *wc)
+/* Handles one completion; 1 when it moved a message along (arrivals,
+ * credits, RTRs, direct writes done). Probes and queue bookkeeping do not
+ * count: a silent peer must still reach TUTTI_TIMEOUT. */
+static int on_completion(tt_verbs_conn_t *c, const struct ibv_wc *wc)
 {
     int qi = qp_index(c, wc->qp_num);
     if (qi < 0)
-        return;
+        return 0;
     if (wc->status != IBV_WC_SUCCESS) {
         on_failure(c, wc);
-        return;
+        return 1;
     }
     int kind = (int)(wc->wr_id >> 56), ch = (int)(wc->wr_id >> 48 & 0xff);
     if (kind == TT_WR_RECV) {
         c->qp[qi].recv_owed++;
         on_receive(c, wc);
-        return;
+        return 1;
     }
     c->qp[qi].freed = wc->wr_id & 0xffffffffffffull; /* this WR and every earlier one */
-    if (kind == TT_WR_ZCOPY)
+    if (kind == TT_WR_ZCOPY) {
         tt_verbs_tx_zcopy_done(c, ch);
-    else if (kind == TT_WR_PROBE)
+        return 1;
+    }
+    if (kind == TT_WR_PROBE)
         c->probe_at_ms = tt_now_ms() + PROBE_EVERY_MS;
+    return 0;
 }
 
-static int poll(tt_verbs_conn_t *c)
+/* Polls once; returns the number of completions, *moved when any counted. */
+static int poll(tt_verbs_conn_t *c, int *moved)
 {
     struct ibv_wc wc[16];
     int n = ibv_poll_cq(c->cq, 16, wc);
@@ -97,7 +104,7 @@ static int poll(tt_verbs_conn_t *c)
         return 0;
     }
     for (int i = 0; i < n; i++)
-        on_completion(c, &wc[i]);
+        *moved |= on_completion(c, &wc[i]);
     return n;
 }
 
@@ -106,8 +113,8 @@ tutti_status_t tt_verbs_progress(void *connp, int *progressed)
     tt_verbs_conn_t *c = connp;
     if (c->failed)
         return c->failed;
-    while (poll(c) > 0)
-        *progressed = 1;
+    while (poll(c, progressed) > 0)
+        ;
     for (int ch = 0; ch < c->nch && !c->failed; ch++) {
         tt_verbs_rx_drive(c, ch, progressed);
         tt_verbs_rx_offer(c, ch);

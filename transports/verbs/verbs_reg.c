@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -58,6 +59,11 @@ static struct {
 } watch = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, -1, 0, 0, {-1, -1}, 0, NULL};
 
 static _Atomic uint64_t n_hits, n_misses, n_invalidated;
+/* Set by the watcher from the moment it sees events waiting until it has
+ * retired what they touch. An unmapping thread is released when its event
+ * is read, before the retiring: a lookup waits for this to clear, so a
+ * buffer freed, mapped again and handed to tutti never meets its old entry. */
+static _Atomic int watch_busy;
 
 static void release(const tt_ibv_t *ibv, tt_verbs_reg_t *r)
 {
@@ -102,6 +108,7 @@ static void *watch_thread(void *arg)
             break;
         if (p[1].revents)
             break;
+        watch_busy = 1;
         struct uffd_msg m[16];
         ssize_t got = read(watch.fd, m, sizeof m);
         /* Reading the event is what lets the unmapping thread go on; the
@@ -112,6 +119,7 @@ static void *watch_thread(void *arg)
             else if (m[i].event == UFFD_EVENT_REMAP)
                 invalidate(m[i].arg.remap.from, m[i].arg.remap.from + m[i].arg.remap.len);
         }
+        watch_busy = 0;
     }
     return NULL;
 }
@@ -260,6 +268,8 @@ tt_verbs_reg_t *tt_verbs_cache_get(tt_verbs_cache_t *c, void *addr, size_t len, 
     uintptr_t lo = (uintptr_t)addr & ~(uintptr_t)(page - 1);
     uintptr_t hi = ((uintptr_t)addr + len + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
     int device = c->gdr != TT_GDR_NONE && tt_verbs_gdr_is_device(addr);
+    while (c->enabled && watch_busy)
+        sched_yield();
     pthread_mutex_lock(&c->lock);
     tt_verbs_reg_t *r = c->enabled && !device ? lookup(c, lo, hi, write) : NULL;
     pthread_mutex_unlock(&c->lock);
@@ -320,6 +330,8 @@ struct ibv_mr *tt_verbs_reg_mr(const tt_verbs_reg_t *r)
 
 void tt_verbs_cache_stats(tt_verbs_cache_stats_t *out)
 {
+    while (watch.fd >= 0 && watch_busy) /* events already delivered count */
+        sched_yield();
     out->hits = n_hits;
     out->misses = n_misses;
     out->invalidated = n_invalidated;
