@@ -190,6 +190,14 @@ static char fabric_name[64];
 void tt_fabric_begin(const char *tag)
 {
     static int serial;
+    static pid_t registered;
+    /* A failed check ends the test's process: clean up at its exit too
+     * (ranks are separate processes and leave before, by _exit). */
+    if (registered != getpid()) {
+        registered = getpid();
+        atexit(tt_fabric_end);
+    }
+    tt_fabric_end();
     snprintf(fabric_name, sizeof fabric_name, "ttfake-%s-%d-%d", tag, (int)getpid(), serial++);
     setenv("TTFAKE_FABRIC", fabric_name, 1);
     const char *lib = getenv("TT_FAKEVERBS");

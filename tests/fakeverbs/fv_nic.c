@@ -438,7 +438,7 @@ void *fv_nic_thread(void *arg)
         pthread_mutex_unlock(&ctx->lock);
         /* Sleep until poked; while requests are outstanding wake often
          * enough to run their retry timers. */
-        struct timespec ts = {0, busy ? 500000 : 50000000};
+        struct timespec ts = {0, busy ? 2000000 : 50000000};
         atomic_store(&ctx->seg->sleeping, 1);
         if (atomic_load(&ctx->seg->doorbell) == bell && !atomic_load(&ctx->stop))
             syscall(SYS_futex, &ctx->seg->doorbell, FUTEX_WAIT, bell, &ts, NULL, 0);

@@ -292,6 +292,8 @@ tt_verbs_reg_t *tt_verbs_cache_get(tt_verbs_cache_t *c, void *addr, size_t len, 
         free(r);
         return NULL;
     }
+    TT_DEBUG(TT_SUB_NET, "verbs: registered %zu bytes at %p (%s)", (size_t)(hi - lo), (void *)lo,
+             watched ? "cached" : "for one message");
     if (watched) {
         r->cached = 1;
         pthread_mutex_lock(&c->lock);
