@@ -370,6 +370,56 @@ START_TEST(no_device_means_tcp_and_one_line_why)
 }
 END_TEST
 
+/* tutti-bw-verbs over the stand-in: perftest's columns, one row a size. */
+START_TEST(bandwidth_tool_prints_perftest_columns)
+{
+    char out[16384], args[1024];
+    const char *builddir = getenv("TT_BUILDDIR") ? getenv("TT_BUILDDIR") : ".";
+    tt_fabric_begin("bwtool");
+    unsetenv("TUTTI_TRANSPORTS");
+    snprintf(args, sizeof args, "-n 2 --nodes 2 '%s/tutti-bw-verbs' -b 4K -e 64K -f 16 -n 50 -w 5 -B 2",
+             builddir);
+    ck_assert_int_eq(tt_run_tool("tutti-run", args, out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "over tutti's verbs transport"));
+    ck_assert_ptr_nonnull(strstr(out, "#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]"));
+    ck_assert_ptr_nonnull(strstr(out, "\n 4096       100 "));
+    ck_assert_ptr_nonnull(strstr(out, "\n 65536      100 "));
+    snprintf(args, sizeof args, "-n 2 --nodes 2 '%s/tutti-bw-verbs' -b 8 -e 8 -n 20 -w 2 --lat", builddir);
+    ck_assert_int_eq(tt_run_tool("tutti-run", args, out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "t_typical[usec]"));
+    ck_assert_ptr_nonnull(strstr(out, "\n 8       20 "));
+    /* A transport that cannot work here is refused with its reason. */
+    setenv("TTFAKE_DEVICES", "", 1);
+    ck_assert_int_eq(tt_run_tool("tutti-bw-verbs", "-b 8 -e 8", out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "verbs is not usable here: no RDMA device"));
+    unsetenv("TTFAKE_DEVICES");
+    tt_fabric_end();
+}
+END_TEST
+
+/* libtutti.so must load where rdma-core is absent: no libibverbs among its
+ * dependencies and no ibv_ symbol left for the loader to find. */
+START_TEST(library_does_not_link_libibverbs)
+{
+    char cmd[1024], line[512];
+    const char *builddir = getenv("TT_BUILDDIR") ? getenv("TT_BUILDDIR") : ".";
+    snprintf(cmd, sizeof cmd,
+             "readelf -dW '%s/.libs/libtutti.so' && nm -D --undefined-only '%s/.libs/libtutti.so'", builddir,
+             builddir);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    int needed = 0, ibv = 0;
+    while (fgets(line, sizeof line, f)) {
+        needed += strstr(line, "(NEEDED)") != NULL;
+        ck_assert_msg(!strstr(line, "ibverbs"), "libtutti.so depends on libibverbs: %s", line);
+        ibv += strstr(line, " ibv_") != NULL;
+    }
+    ck_assert_int_eq(pclose(f), 0);
+    ck_assert_int_gt(needed, 0); /* the listing was read */
+    ck_assert_int_eq(ibv, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("verbs-fault");
@@ -382,6 +432,8 @@ int main(void)
     tcase_add_test(tc, mismatched_calls_are_reported_not_hung);
     tcase_add_test(tc, silent_peer_times_out_naming_it);
     tcase_add_test(tc, no_device_means_tcp_and_one_line_why);
+    tcase_add_test(tc, bandwidth_tool_prints_perftest_columns);
+    tcase_add_test(tc, library_does_not_link_libibverbs);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }
