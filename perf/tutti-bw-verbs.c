@@ -94,8 +94,8 @@ static int check_transport(const char *name)
     for (int i = 0; tt_transports[i]; i++)
         if (strcmp(tt_transports[i]->name, name) == 0) {
             char why[256];
-            if (tt_transports[i]->usable && !tt_transports[i]->usable(why, sizeof why)) {
-                fprintf(stderr, "tutti-bw-verbs: %s is not usable here: %s\n", name, why);
+            if (tt_transports[i]->probe && !tt_transports[i]->probe(why, sizeof why)) {
+                fprintf(stderr, "tutti-bw-verbs: %s is not offered here: %s\n", name, why);
                 return -1;
             }
             return 0;

@@ -349,7 +349,7 @@ START_TEST(no_device_means_tcp_and_one_line_why)
     ck_assert_int_eq(count_lines(out, "verbs: not used: no RDMA device (libibverbs lists none)"), 2);
     ck_assert_int_eq(count_lines(out, "verbs: not used"), 2); /* once per rank */
     ck_assert_int_eq(tt_run_tool("tutti-info", "-l", out, sizeof out), 0);
-    ck_assert_ptr_nonnull(strstr(out, "not usable here: no RDMA device"));
+    ck_assert_ptr_nonnull(strstr(out, "not offered here: no RDMA device"));
     /* The real rdma-core, on a machine with no RDMA driver loaded. */
     struct stat st;
     if (stat("/sys/class/infiniband", &st) == 0) {
@@ -391,7 +391,7 @@ START_TEST(bandwidth_tool_prints_perftest_columns)
     /* A transport that cannot work here is refused with its reason. */
     setenv("TTFAKE_DEVICES", "", 1);
     ck_assert_int_eq(tt_run_tool("tutti-bw-verbs", "-b 8 -e 8", out, sizeof out), 2);
-    ck_assert_ptr_nonnull(strstr(out, "verbs is not usable here: no RDMA device"));
+    ck_assert_ptr_nonnull(strstr(out, "verbs is not offered here: no RDMA device"));
     unsetenv("TTFAKE_DEVICES");
     tt_fabric_end();
 }

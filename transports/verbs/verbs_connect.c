@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * verbs connect: which peers verbs serves (both ranks have a usable port of
- * the same link layer, judged from both blobs, so both sides agree; the
- * others are left to the next transport), and the exchange of queue pair
- * numbers over a keyed set-up socket (higher rank dials lower rank).
+ * verbs connect: a connection to every peer the core gives (every rank
+ * offers verbs then; two ports of different link layers are a configuration
+ * error, named), queue pair numbers exchanged over a keyed set-up socket
+ * (the higher rank dials the lower).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +99,7 @@ static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npee
     return TUTTI_SUCCESS;
 }
 
-/* Makes connections to the peers verbs serves; how many dial in to us. */
+/* Makes a connection to each peer; how many of them dial in to us. */
 static tutti_status_t create_conns(tt_verbs_ctx_t *ctx, const int *peers, int npeers,
                                    const tt_verbs_addr_t *addrs, void **conns, tt_verbs_wire_t *wires,
                                    int *expected)
@@ -108,10 +108,13 @@ static tutti_status_t create_conns(tt_verbs_ctx_t *ctx, const int *peers, int np
     *expected = 0;
     for (int i = 0; i < npeers; i++) {
         if (!reaches(&ctx->addr, &addrs[i])) {
-            TT_DEBUG(TT_SUB_NET, "verbs: rank %d does not reach rank %d (%s)", env->rank, peers[i],
-                     !ctx->addr.usable || !addrs[i].usable ? "no usable port on one side"
-                                                           : "different link layers");
-            continue;
+            /* Both offer verbs, so the core counts on it: say what is off. */
+            TT_ERROR(TT_SUB_CONFIG,
+                     "verbs: rank %d (%s) and rank %d (%s) cannot connect; set TUTTI_IB_HCA (and "
+                     "TUTTI_IB_GID_INDEX) so that every rank uses ports of one kind",
+                     env->rank, ctx->addr.roce ? "RoCE" : "InfiniBand", peers[i],
+                     addrs[i].roce ? "RoCE" : "InfiniBand");
+            return TUTTI_ERR_CONFIG;
         }
         if (!same_config(&ctx->addr, &addrs[i])) {
             TT_ERROR(TT_SUB_CONFIG,
@@ -147,13 +150,13 @@ tutti_status_t tt_verbs_connect(void *ctxp, const int *peers, int npeers, const 
         if (peer)
             memcpy(&peer[i], addrs + (size_t)peers[i] * TT_ADDR_MAX, sizeof peer[i]);
     }
-    if (!st && ctx->usable)
+    if (!st)
         st = create_conns(ctx, peers, npeers, peer, conns, wires, &expected);
     /* Dial lower ranks first: their listeners queue us without an accept. */
     for (int i = 0; i < npeers && !st; i++)
         if (conns[i] && peers[i] < ctx->env->rank)
             st = dial(ctx, conns[i], &peer[i], &wires[i], deadline);
-    if (!st && ctx->usable)
+    if (!st)
         st = accept_all(ctx, peers, npeers, peer, conns, wires, expected, deadline);
     if (ctx->listen_fd >= 0) { /* nothing more will dial in */
         close(ctx->listen_fd);

@@ -332,8 +332,10 @@ int tt_verbs_probe(const tt_ibv_t *ibv, char *why, size_t len)
     size_t used = 0;
     why[0] = '\0';
     for (int i = 0; i < n; i++) {
-        used += (size_t)snprintf(why + used, used < len ? len - used : 0, "%s%s port %d (%s)", i ? ", " : "",
-                                 cands[i].name, cands[i].port, cands[i].roce ? "RoCE" : "InfiniBand");
+        /* Appended to "offered here" by tutti-info -l. */
+        used += (size_t)snprintf(why + used, used < len ? len - used : 0, "%s%s port %d %s%s",
+                                 i ? ", " : " (", cands[i].name, cands[i].port,
+                                 cands[i].roce ? "RoCE" : "InfiniBand", i + 1 == n ? ")" : "");
         int shared = 0;
         for (int j = 0; j < i; j++)
             shared |= cands[j].ctx == cands[i].ctx;

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * verbs set-up. listen opens libibverbs, picks the port and publishes its
- * LID/GID, MTU and a set-up socket; where nothing is usable it publishes
- * that instead (one info line says why) and the peers use the next
- * transport. connect decides from both ranks' blobs, the same way on both
- * sides, which peers it serves; for those, the higher rank dials the lower
- * one, both present the job key, exchange queue pair numbers, PSNs and the
- * registered region, and bring their queue pairs up.
+ * LID/GID, MTU and a set-up socket; where nothing is usable it says why in
+ * one info line and is not offered (the core then leaves verbs out for every
+ * rank). connect brings up a connection to every peer: the higher rank dials
+ * the lower one, both present the job key, exchange queue pair numbers, PSNs
+ * and the registered region, and bring their queue pairs up.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +22,7 @@ static int verbs_reachable(const tt_tp_env_t *env, int peer)
 {
     (void)env;
     (void)peer;
-    return 1; /* decided in connect, where both ranks' addresses are known */
+    return 1; /* offered by every rank: any two ranks meet through the fabric (or one NIC) */
 }
 
 static tutti_status_t read_config(tt_verbs_ctx_t *ctx)
@@ -55,15 +54,14 @@ static tutti_status_t read_config(tt_verbs_ctx_t *ctx)
     return TUTTI_SUCCESS;
 }
 
-/* Marks ctx as not usable here and says why, once per process. */
+/* Says once per process why verbs is not offered here. */
 static void not_usable(tt_verbs_ctx_t *ctx, const char *why)
 {
     static int said;
     snprintf(ctx->why, sizeof ctx->why, "%s", why);
-    ctx->usable = 0;
     if (!said++)
-        TT_INFO(TT_SUB_NET,
-                "verbs: not used: %s; peers on other hosts use the next transport in TUTTI_TRANSPORTS", why);
+        TT_INFO(TT_SUB_NET, "verbs: not used: %s; the next transport in TUTTI_TRANSPORTS carries its peers",
+                why);
 }
 
 /* TUTTI_IB_GDR: asked for (1) it must work; auto looks only where the
@@ -129,34 +127,33 @@ static tutti_status_t verbs_listen(const tt_tp_env_t *env, void **ctxp, void *ad
     a->magic = TT_VERBS_MAGIC;
     tutti_status_t st = read_config(ctx);
     char why[TT_VERBS_WHY];
-    if (!st && !(ctx->ibv = tt_verbs_lib(why, sizeof why)))
+    if (!st && !(ctx->ibv = tt_verbs_lib(why, sizeof why))) {
         not_usable(ctx, why);
-    else if (!st && (st = open_resources(ctx, why, sizeof why)) != TUTTI_SUCCESS) {
+        st = TUTTI_ERR_UNSUPPORTED;
+    } else if (!st && (st = open_resources(ctx, why, sizeof why)) != TUTTI_SUCCESS) {
         if (st == TUTTI_ERR_UNSUPPORTED || st == TUTTI_ERR_SYSTEM) {
             not_usable(ctx, why);
-            st = TUTTI_SUCCESS;
+            st = TUTTI_ERR_UNSUPPORTED;
         } else if (*why) {
             TT_ERROR(TT_SUB_CONFIG, "verbs: %s", why);
         }
     } else if (!st) {
-        ctx->usable = 1;
         st = tt_sock_pick_addr(tt_config_str(TT_CFG_SOCKET_IFNAME), &a->oob);
         if (!st)
             st = tt_sock_listen(&a->oob, &ctx->listen_fd);
     }
-    if (st) {
+    if (st) { /* UNSUPPORTED: not offered on this rank, so the core uses it on none */
         verbs_finalize(ctx);
         return st;
     }
-    a->usable = (uint8_t)ctx->usable;
-    if (ctx->usable) {
-        a->roce = (uint8_t)ctx->port.roce;
-        a->port = (uint8_t)ctx->port.port;
-        a->mtu = (uint8_t)ctx->port.mtu;
-        a->lid = ctx->port.lid;
-        a->gid_index = (int16_t)ctx->port.gid_index;
-        a->gid = ctx->port.gid;
-    }
+    ctx->usable = 1;
+    a->usable = 1;
+    a->roce = (uint8_t)ctx->port.roce;
+    a->port = (uint8_t)ctx->port.port;
+    a->mtu = (uint8_t)ctx->port.mtu;
+    a->lid = ctx->port.lid;
+    a->gid_index = (int16_t)ctx->port.gid_index;
+    a->gid = ctx->port.gid;
     a->nqps = (uint32_t)ctx->nqps;
     a->nslots = (uint32_t)ctx->nslots;
     a->slot_bytes = (uint32_t)ctx->slot_bytes;
@@ -173,7 +170,7 @@ static void verbs_close(void *conn)
     tt_verbs_conn_destroy(conn);
 }
 
-static int verbs_usable(char *why, size_t len)
+static int verbs_probe(char *why, size_t len)
 {
     const tt_ibv_t *ibv = tt_verbs_lib(why, len);
     return ibv && tt_verbs_probe(ibv, why, len);
@@ -185,7 +182,7 @@ const tt_transport_ops_t tt_verbs_ops = {
         "RDMA verbs (InfiniBand, RoCE): RC queue pairs, writes with immediate, zero copy for large messages",
     .caps = TT_CAP_HOST_MEM,
     .link = TT_LINK_IB,
-    .probe = verbs_usable,
+    .probe = verbs_probe,
     .reachable = verbs_reachable,
     .listen = verbs_listen,
     .connect = tt_verbs_connect,
