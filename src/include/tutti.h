@@ -181,6 +181,30 @@ TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t comm);
  */
 TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t comm);
 
+/** Color of a rank that joins no communicator in tutti_comm_split (MPI_UNDEFINED). */
+#define TUTTI_SPLIT_NOCOLOR (-1)
+
+/**
+ * Splits comm into disjoint communicators, one per color, as MPI_Comm_split
+ * does. Collective: every rank of comm calls it, in the same order relative
+ * to comm's collectives. Ranks passing the same color join one new
+ * communicator, ranked by key (ties by their rank in comm). The new
+ * communicators keep comm's timeout and host assignment (TUTTI_PARAM_*);
+ * the rest of their configuration comes from TUTTI_* as for
+ * tutti_comm_init. comm stays valid and independent of them.
+ * @param comm     the parent communicator.
+ * @param color    >= 0: the group to join; TUTTI_SPLIT_NOCOLOR (any
+ *                 negative value): none, *newcomm is set to NULL.
+ * @param key      orders the ranks of a color (any int; equal keys keep
+ *                 comm's order).
+ * @param newcomm  output: the new communicator, or NULL with no color.
+ * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG (comm invalid, newcomm NULL),
+ *         TUTTI_ERR_NO_MEMORY, or the status of a failed all-gather on comm
+ *         or of joining the new communicator (as tutti_comm_init), with
+ *         tutti_comm_last_error(comm) saying which.
+ */
+TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t comm, int color, int key, tutti_comm_t *newcomm);
+
 /** Outputs this rank's index / the number of ranks. */
 TUTTI_API tutti_status_t tutti_comm_rank(tutti_comm_t comm, int *rank);
 TUTTI_API tutti_status_t tutti_comm_size(tutti_comm_t comm, int *size);

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tutti_comm_split: MPI_Comm_split over the public calls. The parent
+ * all-gathers every rank's (color, key); the first rank of each color makes a
+ * unique id, a second all-gather hands it to the rest of the color, and each
+ * color joins its own communicator with the parent's timeout and host.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "core/log.h"
+
+typedef struct {
+    int32_t color, key;
+} split_entry_t;
+
+/* What a color's leader hands its members: whether it made an id, and the id. */
+typedef struct {
+    int32_t made;
+    int32_t pad;
+    tutti_unique_id_t id;
+} split_id_t;
+
+/* Places the ranks of one color in key order, ties by parent rank: members
+ * gets their parent ranks; returns how many there are. */
+static int color_members(const split_entry_t *all, int nranks, int color, int *members)
+{
+    int n = 0;
+    for (int r = 0; r < nranks; r++) {
+        if (all[r].color != color)
+            continue;
+        int at = n++;
+        /* Insertion keeps ties in rank order since r grows. */
+        while (at > 0 && all[members[at - 1]].key > all[r].key) {
+            members[at] = members[at - 1];
+            at--;
+        }
+        members[at] = r;
+    }
+    return n;
+}
+
+/* All-gathers this rank's leader record and joins the color's communicator. */
+static tutti_status_t join_color(tutti_comm_t comm, int color, const int *members, int n, int newrank,
+                                 split_id_t *ids, tutti_comm_t *newcomm)
+{
+    split_id_t mine;
+    memset(&mine, 0, sizeof mine);
+    tutti_status_t made = TUTTI_SUCCESS;
+    if (color >= 0 && newrank == 0) {
+        made = tutti_get_unique_id(&mine.id);
+        mine.made = made == TUTTI_SUCCESS;
+    }
+    tutti_status_t st = tutti_allgather(&mine, ids, sizeof mine, TUTTI_UINT8, comm, NULL);
+    if (st)
+        return st; /* the all-gather recorded its error on comm */
+    if (made)
+        return tt_comm_error(comm, made, "tutti_comm_split: rank %d could not make the id of color %d: %s",
+                             comm->rank, color, tutti_comm_last_error(NULL));
+    if (color < 0)
+        return TUTTI_SUCCESS;
+    if (!ids[members[0]].made)
+        return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED,
+                             "tutti_comm_split: rank %d, first of color %d, could not make its id",
+                             members[0], color);
+    tutti_comm_params_t params = {.field_mask = TUTTI_PARAM_TIMEOUT_MS | TUTTI_PARAM_NODE_ID,
+                                  .timeout_ms = comm->timeout_ms,
+                                  .node_id = comm->endpoints[comm->rank].node_id};
+    st = tutti_comm_init(newcomm, n, newrank, &ids[members[0]].id, &params);
+    if (st)
+        return tt_comm_error(comm, st,
+                             "tutti_comm_split: rank %d joining color %d as rank %d of %d failed: %s",
+                             comm->rank, color, newrank, n, tutti_comm_last_error(NULL));
+    TT_INFO(TT_SUB_INIT, "split: rank %d is rank %d of %d in color %d", comm->rank, newrank, n, color);
+    return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t comm, int color, int key, tutti_comm_t *newcomm)
+{
+    if (!tt_comm_valid(comm))
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL or destroyed communicator");
+    if (!newcomm)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "newcomm: NULL output pointer");
+    *newcomm = NULL;
+    if (color < 0)
+        color = TUTTI_SPLIT_NOCOLOR;
+    int p = comm->nranks;
+    split_entry_t *all = malloc(sizeof *all * (size_t)p);
+    int *members = malloc(sizeof *members * (size_t)p);
+    split_id_t *ids = malloc(sizeof *ids * (size_t)p);
+    if (!all || !members || !ids) {
+        free(all);
+        free(members);
+        free(ids);
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "tutti_comm_split: no memory for %d ranks' records",
+                             p);
+    }
+    split_entry_t me = {color, key};
+    tutti_status_t st = tutti_allgather(&me, all, 2, TUTTI_INT32, comm, NULL);
+    int n = 0, newrank = -1;
+    if (!st && color >= 0) {
+        n = color_members(all, p, color, members);
+        for (int i = 0; i < n; i++)
+            if (members[i] == comm->rank)
+                newrank = i;
+    }
+    if (!st)
+        st = join_color(comm, color, members, n, newrank, ids, newcomm);
+    free(all);
+    free(members);
+    free(ids);
+    return st;
+}
