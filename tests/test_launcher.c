@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "comm/bootstrap.h"
+#include "core/sock.h"
 #include "harness.h"
 
 static char builddir[512], workdir[512];
@@ -107,6 +108,36 @@ START_TEST(sets_the_environment_and_tags_output)
     ck_assert_ptr_nonnull(strstr(out, "[1] hello from rank 1 of 4 node 0"));
     ck_assert_ptr_nonnull(strstr(out, "[2] hello from rank 2 of 4 node 1"));
     ck_assert_ptr_nonnull(strstr(out, "[3] hello from rank 3 of 4 node 1"));
+}
+END_TEST
+
+/* torch's env:// rendezvous reads these; the port must be free to bind. */
+START_TEST(exports_what_torch_env_rendezvous_reads)
+{
+    char out[8192], args[2048], addr[64] = "", want[128];
+    snprintf(args, sizeof args,
+             "-n 5 --nodes 2 --tag-output sh -c 'echo env $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE "
+             "$MASTER_ADDR $MASTER_PORT'");
+    ck_assert_int_eq(launch(args, out, sizeof out), 0);
+    /* 5 ranks on 2 simulated hosts: 3 on the first, 2 on the second */
+    static const int local[5][2] = {{0, 3}, {1, 3}, {2, 3}, {0, 2}, {1, 2}};
+    const char *line = strstr(out, "[0] env ");
+    ck_assert_ptr_nonnull(line);
+    int port = 0;
+    ck_assert_int_eq(sscanf(line, "[0] env %*d %*d %*d %*d %63s %d", addr, &port), 2);
+    ck_assert_int_gt(port, 0);
+    for (int r = 0; r < 5; r++) {
+        snprintf(want, sizeof want, "[%d] env %d 5 %d %d %s %d\n", r, r, local[r][0], local[r][1], addr,
+                 port);
+        ck_assert_msg(strstr(out, want), "no line '%s' in:\n%s", want, out);
+    }
+    tt_sockaddr_t sa;
+    char text[96];
+    snprintf(text, sizeof text, "%s:%d", addr, port);
+    ck_assert_int_eq(tt_sock_parse_addr(text, &sa), TUTTI_SUCCESS);
+    int fd;
+    ck_assert_msg(tt_sock_listen(&sa, &fd) == TUTTI_SUCCESS, "MASTER_PORT %d is not free", port);
+    close(fd);
 }
 END_TEST
 
@@ -208,6 +239,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, sets_the_environment_and_tags_output);
+    tcase_add_test(tc, exports_what_torch_env_rendezvous_reads);
     tcase_add_test(tc, propagates_the_first_failing_exit_code);
     tcase_add_test(tc, ranks_must_agree_on_what_steers_the_algorithm_choice);
     tcase_add_test(tc, a_killed_rank_stops_the_job);

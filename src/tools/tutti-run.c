@@ -8,6 +8,7 @@
  * rank runs in its own process group, killed as a whole, and asks the kernel
  * to kill it should tutti-run itself die.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -84,6 +85,26 @@ static void setenv_int(const char *name, long v)
     char buf[32];
     snprintf(buf, sizeof buf, "%ld", v);
     setenv(name, buf, 1);
+}
+
+/* MASTER_ADDR (the root's host) and a port free now for torch's store. */
+static int export_master(const tt_sockaddr_t *root)
+{
+    tt_sockaddr_t probe = *root;
+    int v6 = probe.u.sa.sa_family == AF_INET6, fd;
+    char host[INET6_ADDRSTRLEN];
+    if (v6)
+        probe.u.in6.sin6_port = 0;
+    else
+        probe.u.in4.sin_port = 0;
+    if (tt_sock_listen(&probe, &fd))
+        return -1;
+    close(fd);
+    inet_ntop(probe.u.sa.sa_family, v6 ? (void *)&probe.u.in6.sin6_addr : (void *)&probe.u.in4.sin_addr, host,
+              sizeof host);
+    setenv("MASTER_ADDR", host, 1);
+    setenv_int("MASTER_PORT", ntohs(v6 ? probe.u.in6.sin6_port : probe.u.in4.sin_port));
+    return 0;
 }
 
 /* Flushes complete lines (or everything, at EOF) of one stream with a prefix. */
@@ -174,6 +195,12 @@ static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, 
         setenv_int("TUTTI_RANK", rank);
         setenv_int("TUTTI_NRANKS", n);
         setenv_int("TUTTI_LOCAL_RANK", rank % per_node);
+        /* torch's env:// rendezvous (MASTER_* are set once, in main). */
+        setenv_int("RANK", rank);
+        setenv_int("WORLD_SIZE", n);
+        setenv_int("LOCAL_RANK", rank % per_node);
+        int on_node = n - rank / per_node * per_node; /* the last simulated host may hold fewer */
+        setenv_int("LOCAL_WORLD_SIZE", on_node < per_node ? on_node : per_node);
         /* A rank that stays on its own core waits for peers without being
          * descheduled and keeps its caches (as mpirun binds by default). */
         if (bind)
@@ -274,6 +301,10 @@ int main(int argc, char **argv)
     tt_sock_addr_str(&root, addrtext, sizeof addrtext);
     setenv("TUTTI_KEY", keyhex, 1);
     setenv("TUTTI_ROOT_ADDR", addrtext, 1);
+    if (export_master(&root)) {
+        fprintf(stderr, "tutti-run: cannot find a free port for MASTER_PORT\n");
+        return 1;
+    }
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
