@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: MIT
+"""PyTorch integration: ``import tutti.torch`` registers the backend "tutti".
+
+    import torch.distributed as dist
+    import tutti.torch
+    dist.init_process_group("tutti")        # env:// : tutti-run, torchrun, or RANK/WORLD_SIZE/MASTER_*
+
+Every collective of torch.distributed runs on tutti for CPU tensors (and CUDA
+tensors, through tutti's device path): all_reduce with every ReduceOp except
+PREMUL_SUM, broadcast, reduce, all_gather, all_gather_into_tensor,
+reduce_scatter(_tensor), all_to_all(_single), gather, scatter, send/recv,
+batch_isend_irecv, barrier, and new_group. Calls return async Work objects;
+they run on one thread per group, in the order they were issued. The group's
+timeout (init_process_group's ``timeout``) is tutti's: a dead or stuck peer
+fails the call with an error naming it instead of hanging.
+
+``compression_hook`` with a ``CompressionState`` is a DDP communication hook
+that all-reduces gradients compressed (top-k, int8, sign) with error
+feedback per bucket, on any process group.
+"""
+import torch.distributed as dist
+
+from ._hook import CompressionState, compression_hook
+from ._pg import ProcessGroupTutti
+
+BACKEND = "tutti"
+
+
+def _create(store, rank, size, timeout):
+    return ProcessGroupTutti(store, rank, size, timeout)
+
+
+def _register():
+    if BACKEND.upper() in getattr(dist.Backend, "_plugins", {}):
+        return  # already registered (a reload)
+    kwargs = {}
+    try:  # torch 2.x asks which devices a backend serves
+        import inspect
+
+        if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
+            kwargs["devices"] = ["cpu", "cuda"]
+    except (TypeError, ValueError):
+        pass
+    dist.Backend.register_backend(BACKEND, _create, **kwargs)
+
+
+_register()
+
+__all__ = ["BACKEND", "ProcessGroupTutti", "CompressionState", "compression_hook"]

@@ -1,0 +1,377 @@
+# SPDX-License-Identifier: MIT
+"""ProcessGroupTutti: torch.distributed's collectives on a tutti communicator.
+
+A Python subclass of torch's ProcessGroup (torch's pybind trampolines route
+C++ callers such as DDP to these methods too). Each call is checked and
+planned on the caller's thread, then queued on the group's worker thread,
+which runs the tutti calls in issue order; the caller gets a Work at once.
+CUDA tensors are handled as torch's NCCL backend does: the worker waits for
+an event recorded on the caller's current stream, runs tutti on a side
+stream of the group, and the Work finishes when that stream has.
+"""
+import datetime
+import threading
+
+import torch
+import torch.distributed as dist
+
+import tutti
+
+from . import _ops
+from ._work import Work, Worker, completed, cuda_fence
+
+_UID_KEY = "tutti/unique_id"
+_count = 0
+_count_lock = threading.Lock()
+
+
+def _one(tensors, call):
+    if len(tensors) != 1:
+        raise ValueError(f"tutti: {call} takes one tensor per process, got {len(tensors)}")
+    return tensors[0]
+
+
+def _rendezvous(store, rank, size, timeout):
+    """Builds the group's communicator: rank 0 makes the id, the store hands it on."""
+    if rank == 0:
+        uid = tutti.get_unique_id()
+        store.set(_UID_KEY, bytes(uid))
+    else:
+        uid = tutti.UniqueId(store.get(_UID_KEY))
+    return tutti.Communicator(size, rank, uid, timeout=timeout)
+
+
+class ProcessGroupTutti(dist.ProcessGroup):
+    """The "tutti" backend's process group. Made by torch through
+    ``dist.init_process_group("tutti")`` and ``dist.new_group(..., backend="tutti")``
+    once ``tutti.torch`` is imported; ``.comm`` is its tutti.Communicator."""
+
+    def __init__(self, store, rank, size, timeout=datetime.timedelta(minutes=30)):
+        super().__init__(rank, size)
+        global _count
+        self.comm = _rendezvous(store, rank, size, timeout)
+        with _count_lock:
+            _count += 1
+            name = f"tutti-pg{_count}-r{rank}"
+        self._worker = Worker(name)
+        self._streams = {}
+        self._batch = None  # point-to-point calls held between _start/_end_coalescing
+
+    # identity
+    def getBackendName(self):
+        return "tutti"
+
+    def name(self):
+        return "tutti"
+
+    def __repr__(self):
+        return f"<ProcessGroupTutti rank {self.rank()} of {self.size()}>"
+
+    # queueing
+    def _side_stream(self, dev):
+        if dev not in self._streams:
+            self._streams[dev] = torch.cuda.Stream(dev)
+        return self._streams[dev]
+
+    def _submit(self, tensors, outputs, body, single=False):
+        """Queues body(stream) on the worker; stream is None for CPU tensors."""
+        fence = cuda_fence(tensors)
+        side = None
+        if fence is not None:
+            side = self._side_stream(fence[0])
+            for t in tensors:
+                if t.is_cuda:
+                    t.record_stream(side)
+
+        def run():
+            if fence is None:
+                body(None)
+                return
+            dev, ev = fence
+            with torch.cuda.device(dev):
+                side.wait_event(ev)
+                body(side)
+                done = torch.cuda.Event()
+                done.record(side)
+                done.synchronize()
+
+        return self._worker.submit(run, Work(outputs, single))
+
+    def _reduce_into(self, plan, stream, root=None):
+        """Runs one planned reduction: all-reduce, or reduce to root."""
+        c = self.comm
+        if plan.bitwise is not None:
+            gathered = c.allgather(plan.arg, stream=stream)
+            if root is None or root == c.rank:
+                plan.arg.copy_(_ops.fold(plan.bitwise, gathered))
+        elif root is None:
+            c.allreduce(plan.arg, plan.op, stream=stream)
+        else:
+            c.reduce(plan.arg, root, plan.op, stream=stream)
+        plan.finish()
+
+    # collectives
+    def allreduce(self, tensors, opts=None):
+        op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        plans = [_ops.plan(t, op) for t in tensors]
+        return self._submit(tensors, tensors, lambda s: [self._reduce_into(p, s) for p in plans])
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        return self.allreduce(tensors, opts)
+
+    def broadcast(self, tensors, opts=None):
+        root = opts.rootRank if opts is not None else 0
+        t = _one(tensors, "broadcast")
+        v = _ops.data_view(t)
+
+        def body(s):
+            self.comm.broadcast(v, root, stream=s)
+            if v.data_ptr() != t.data_ptr():
+                t.copy_(v.view(t.dtype) if not t.is_complex() else torch.view_as_complex(v))
+
+        return self._submit(tensors, tensors, body)
+
+    def reduce(self, tensors, opts=None):
+        t = _one(tensors, "reduce")
+        p = _ops.plan(t, opts.reduceOp)
+        return self._submit(tensors, tensors, lambda s: self._reduce_into(p, s, opts.rootRank))
+
+    def _allgather_base(self, output, input, opts=None):
+        if output.numel() != input.numel() * self.size():
+            raise ValueError(f"tutti: all_gather_into_tensor output has {output.numel()} elements, want "
+                             f"{input.numel() * self.size()}")
+        if not output.is_contiguous():
+            raise ValueError("tutti: all_gather_into_tensor needs a contiguous output")
+        i, o = _ops.data_view(input), _ops.data_view(output)
+        return self._submit([input, output], [output], lambda s: self.comm.allgather(i, out=o, stream=s))
+
+    all_gather_single = allgather_into_tensor = _allgather_base
+
+    def allgather(self, output_lists, inputs, opts=None):
+        t = _one(inputs, "all_gather")
+        outs = _one(output_lists, "all_gather")
+        if len(outs) != self.size() or any(o.numel() != t.numel() for o in outs):
+            raise ValueError(f"tutti: all_gather needs {self.size()} outputs of {t.numel()} elements each")
+        i = _ops.data_view(t)
+
+        def body(s):
+            gathered = self.comm.allgather(i, stream=s)
+            for r, o in enumerate(outs):
+                o.copy_(gathered[r].view(o.shape) if not o.is_complex() else torch.view_as_complex(gathered[r]))
+
+        return self._submit([t, *outs], output_lists, body)
+
+    def allgather_coalesced(self, output_lists, inputs, opts=None):
+        works = [self.allgather([o], [i], opts) for o, i in zip(output_lists, inputs)]
+        return works[-1] if works else completed(output_lists)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        if input.numel() != output.numel() * self.size():
+            raise ValueError(f"tutti: reduce_scatter_tensor input has {input.numel()} elements, want "
+                             f"{output.numel() * self.size()}")
+        op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        pin, pout = _ops.plan(input, op), _ops.plan(output, op)
+        n = output.numel()
+
+        def body(s):
+            if pin.bitwise is not None:
+                gathered = self.comm.allgather(pin.arg, stream=s)
+                mine = _ops.fold(pin.bitwise, gathered).reshape(-1)[self.rank() * n:(self.rank() + 1) * n]
+                pout.arg.copy_(mine.view(pout.arg.shape))
+            else:
+                self.comm.reduce_scatter(pin.arg, pin.op, out=pout.arg, stream=s)
+            pout.finish()
+
+        return self._submit([input, output], [output], body)
+
+    reduce_scatter_single = reduce_scatter_tensor = _reduce_scatter_base
+
+    def reduce_scatter(self, outputs, input_lists, opts=None):
+        out = _one(outputs, "reduce_scatter")
+        ins = _one(input_lists, "reduce_scatter")
+        if len(ins) != self.size():
+            raise ValueError(f"tutti: reduce_scatter needs {self.size()} inputs, got {len(ins)}")
+        flat = torch.cat([i.reshape(-1) for i in ins])
+        return self._reduce_scatter_base(out, flat, opts)
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        p = self.size()
+        if not output_split_sizes and not input_split_sizes:
+            if input.numel() % p or output.numel() != input.numel():
+                raise ValueError(f"tutti: all_to_all_single needs equal input and output sizes divisible by {p}")
+            i, o = _ops.data_view(input), _ops.data_view(output)
+            return self._submit([input, output], [output], lambda s: self._alltoall_even(i, o, output, s))
+        row = input[0].numel() if input.dim() > 0 and input.shape[0] else 1
+        ins = [n * row for n in (input_split_sizes or [input.shape[0] // p] * p)]
+        outs = [n * row for n in (output_split_sizes or [output.shape[0] // p] * p)]
+        if len(ins) != p or len(outs) != p or sum(ins) != input.numel() or sum(outs) != output.numel():
+            raise ValueError(f"tutti: all_to_all_single split sizes must have {p} entries that add up to the "
+                             "first dimension of input and output")
+        i, o = _ops.data_view(input).reshape(-1), _ops.data_view(output).reshape(-1)
+        return self._submit([input, output], [output], lambda s: self._alltoall_uneven(i, o, output, ins, outs, s))
+
+    all_to_all_single = alltoall_base
+
+    def _alltoall_even(self, i, o, output, stream):
+        self.comm.alltoall(i, out=o, stream=stream)
+        if o.data_ptr() != output.data_ptr():
+            output.copy_(o.view(output.shape))
+
+    def _alltoall_uneven(self, i, o, output, ins, outs, stream):
+        """Uneven blocks (element counts ins, outs): each padded to the largest any rank has."""
+        p = self.size()
+        biggest = torch.tensor([max(ins + outs)], dtype=torch.int64)
+        self.comm.allreduce(biggest, tutti.MAX)  # every rank must pad alike
+        block = int(biggest)
+        send = torch.zeros(p * block, dtype=i.dtype, device=i.device)
+        at = 0
+        for r, n in enumerate(ins):
+            send[r * block:r * block + n] = i[at:at + n]
+            at += n
+        recv = self.comm.alltoall(send, out=torch.empty_like(send), stream=stream)
+        at = 0
+        for r, n in enumerate(outs):
+            o[at:at + n] = recv[r * block:r * block + n]
+            at += n
+        if o.data_ptr() != output.data_ptr():
+            output.copy_(o.view(output.shape))
+
+    def alltoall(self, outputs, inputs, opts=None):
+        p = self.size()
+        if len(outputs) != p or len(inputs) != p:
+            raise ValueError(f"tutti: all_to_all takes {p} inputs and {p} outputs")
+        ins, outs = [t.numel() for t in inputs], [t.numel() for t in outputs]
+        i = _ops.data_view(torch.cat([t.reshape(-1) for t in inputs]))
+        flat = torch.empty(sum(outs), dtype=outputs[0].dtype, device=outputs[0].device)
+        o = _ops.data_view(flat)
+
+        def body(s):
+            # Always padded: one rank's blocks may all be equal while a peer's are not.
+            self._alltoall_uneven(i, o, flat, ins, outs, s)
+            at = 0
+            for t, n in zip(outputs, outs):
+                t.copy_(flat[at:at + n].view(t.shape))
+                at += n
+
+        return self._submit([*inputs, *outputs], outputs, body)
+
+    def barrier(self, opts=None):
+        return self._submit([], [], lambda s: self.comm.barrier())
+
+    def monitored_barrier(self, timeout=None, wait_all_ranks=False):
+        self.barrier().wait()
+
+    def gather(self, output_lists, inputs, opts):
+        t = _one(inputs, "gather")
+        root, me = opts.rootRank, self.rank()
+        outs = output_lists[0] if me == root else []
+        if me == root and (len(outs) != self.size() or any(o.numel() != t.numel() for o in outs)):
+            raise ValueError(f"tutti: gather needs {self.size()} outputs of {t.numel()} elements on the root")
+        v = _ops.data_view(t)
+
+        def body(s):
+            if me != root:
+                self.comm.send(v, root, stream=s)
+                return
+            for r, o in enumerate(outs):
+                dst = _ops.data_view(o)
+                if r == me:
+                    dst.copy_(v.view(dst.shape))
+                else:
+                    self.comm.recv(dst, r, stream=s)
+                if dst.data_ptr() != o.data_ptr():
+                    o.copy_(dst.view(o.dtype) if not o.is_complex() else torch.view_as_complex(dst))
+
+        return self._submit([t, *outs], output_lists, body)
+
+    def scatter(self, outputs, input_lists, opts):
+        t = _one(outputs, "scatter")
+        root, me = opts.rootRank, self.rank()
+        ins = input_lists[0] if me == root else []
+        if me == root and (len(ins) != self.size() or any(i.numel() != t.numel() for i in ins)):
+            raise ValueError(f"tutti: scatter needs {self.size()} inputs of {t.numel()} elements on the root")
+        dst = _ops.data_view(t)
+
+        def body(s):
+            if me == root:
+                for r, i in enumerate(ins):
+                    src = _ops.data_view(i)
+                    if r == me:
+                        dst.copy_(src.view(dst.shape))
+                    else:
+                        self.comm.send(src, r, stream=s)
+            else:
+                self.comm.recv(dst, root, stream=s)
+            if dst.data_ptr() != t.data_ptr():
+                t.copy_(dst.view(t.dtype) if not t.is_complex() else torch.view_as_complex(dst))
+
+        return self._submit([t, *ins], outputs, body)
+
+    # point to point
+    def send(self, tensors, dst, tag=0):
+        v = _ops.data_view(_one(tensors, "send"))
+        if self._batch is not None:
+            return self._hold(("send", dst, v, tensors))
+        return self._submit(tensors, tensors, lambda s: self.comm.send(v, dst, stream=s))
+
+    def recv(self, tensors, src, tag=0):
+        t = _one(tensors, "recv")
+        if not t.is_contiguous():
+            raise ValueError("tutti: recv needs a contiguous tensor")
+        v = _ops.data_view(t)
+        if self._batch is not None:
+            return self._hold(("recv", src, v, tensors))
+        return self._submit(tensors, tensors, lambda s: self.comm.recv(v, src, stream=s))
+
+    def recv_anysource(self, tensors, tag=0):
+        raise RuntimeError("tutti: recv from any source is not supported; name the source rank")
+
+    # batch_isend_irecv (torch 1.13 brackets it with these)
+    def _start_coalescing(self, device=None):
+        self._batch = []
+
+    def _hold(self, op):
+        w = Work(op[3])
+        self._batch.append((op, w))
+        return w
+
+    def _end_coalescing(self, reqs=None):
+        batch, self._batch = self._batch or [], None
+        if not batch:
+            return completed([])
+        me = self.rank()
+        # Blocking sends cannot all go first: every rank takes its peers in one
+        # global order of pairs (lower rank first), the lower rank of a pair
+        # sending before it receives. The smallest pair not yet done can then
+        # always proceed, so the batch cannot deadlock; messages between two
+        # ranks keep their order.
+        order = sorted(range(len(batch)), key=lambda k: (
+            min(me, batch[k][0][1]), max(me, batch[k][0][1]),
+            (batch[k][0][0] == "recv") == (me < batch[k][0][1]), k))
+        tensors = [t for (op, _) in batch for t in op[3]]
+
+        def body(s):
+            for k in order:
+                kind, peer, v, _ = batch[k][0]
+                if kind == "send":
+                    self.comm.send(v, peer, stream=s)
+                else:
+                    self.comm.recv(v, peer, stream=s)
+
+        def run(s):
+            try:
+                body(s)
+            except BaseException as e:
+                for _, w in batch:
+                    w._finish(e)
+                raise
+            for _, w in batch:
+                w._finish(None)
+
+        return self._submit(tensors, [], run)
+
+    def _destroy(self):
+        self._worker.shutdown()
+        if self.comm is not None:
+            self.comm.destroy()
+            self.comm = None
