@@ -93,3 +93,9 @@ def data_view(tensor):
 def fold(bitwise, gathered):
     """Reduces the leading dimension of gathered with a bitwise torch function."""
     return functools.reduce(bitwise, gathered.unbind(0))
+
+
+def gather_all(comm, tensor, stream):
+    """Every rank's tensor, stacked on a new first dimension, in tensor's dtype."""
+    v = data_view(tensor)
+    return comm.allgather(v, stream=stream).view(tensor.dtype)

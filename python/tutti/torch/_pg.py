@@ -101,7 +101,7 @@ class ProcessGroupTutti(dist.ProcessGroup):
         """Runs one planned reduction: all-reduce, or reduce to root."""
         c = self.comm
         if plan.bitwise is not None:
-            gathered = c.allgather(plan.arg, stream=stream)
+            gathered = _ops.gather_all(c, plan.arg, stream)
             if root is None or root == c.rank:
                 plan.arg.copy_(_ops.fold(plan.bitwise, gathered))
         elif root is None:
@@ -175,7 +175,7 @@ class ProcessGroupTutti(dist.ProcessGroup):
 
         def body(s):
             if pin.bitwise is not None:
-                gathered = self.comm.allgather(pin.arg, stream=s)
+                gathered = _ops.gather_all(self.comm, pin.arg, s)
                 mine = _ops.fold(pin.bitwise, gathered).reshape(-1)[self.rank() * n:(self.rank() + 1) * n]
                 pout.arg.copy_(mine.view(pout.arg.shape))
             else:

@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: MIT
+"""Packaging for the tutti Python package (setuptools only, so it builds offline).
+
+`pip install ./python` after `make` in the repository also installs a copy of
+the freshly built libtutti.so.0 inside the package; without one, the package
+loads libtutti.so.0 from the dynamic loader's path (make install) or from
+TUTTI_LIBRARY.
+"""
+import os
+import shutil
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILT = os.path.join(HERE, os.pardir, ".libs", "libtutti.so.0")
+
+
+class BuildWithLibrary(build_py):
+    def run(self):
+        super().run()
+        built = os.environ.get("TUTTI_LIBRARY") or BUILT
+        if os.path.exists(built):
+            dest = os.path.join(self.build_lib, "tutti", "_libs")
+            os.makedirs(dest, exist_ok=True)
+            shutil.copy2(os.path.realpath(built), os.path.join(dest, "libtutti.so.0"))
+
+
+setup(
+    name="tutti",
+    version="0.1.0",
+    description="Collective communication for host and CUDA buffers, and a PyTorch backend",
+    license="MIT",
+    packages=["tutti", "tutti.torch"],
+    python_requires=">=3.8",
+    extras_require={"torch": ["torch>=1.13"]},
+    cmdclass={"build_py": BuildWithLibrary},
+)

@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: MIT
+# Sourced by the Python test drivers: which interpreter (Debian's, which sees
+# python3-torch and python3-numpy), and the package and library of this build.
+TT_BUILDDIR=${TT_BUILDDIR:-.}
+TT_SRCDIR=${TT_SRCDIR:-.}
+if [ -z "$PYTHON" ]; then
+    PYTHON=/usr/bin/python3
+    [ -x "$PYTHON" ] || PYTHON=$(command -v python3)
+fi
+PYTHONPATH="$TT_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}"
+TUTTI_LIBRARY="$TT_BUILDDIR/.libs/libtutti.so.0"
+export PYTHON PYTHONPATH TUTTI_LIBRARY
+
+# tt_python_need MODULE: true when $PYTHON imports it, else says why.
+tt_python_need() {
+    if [ -z "$PYTHON" ] || ! "$PYTHON" -c "import $1" 2>/dev/null; then
+        echo "SKIP: ${PYTHON:-python3} cannot import $1"
+        return 1
+    fi
+}
