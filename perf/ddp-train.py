@@ -7,19 +7,22 @@
     torchrun --nproc-per-node 4 perf/ddp-train.py             # torch 2.x launcher
 
 Every configuration trains the same model from the same seed on the same
-data: a 4-layer MLP (27.1M parameters at the default width) learning
-the classes a fixed random teacher gives to Gaussian inputs. Gradients are
+data: a 4-layer MLP (26.0M parameters at the default width) learning
+which of 16 Gaussian clusters an input comes from. Gradients are
 averaged by a DDP communication hook that runs each bucket's all-reduce and
 waits for it, timing it after a barrier of the same group (not timed): the
 step then does no computation while communicating and no rank waits for a
 peer still computing, so "comm" is the time the all-reduces took and nothing
 else.
 The compression configurations run tutti.torch.compression_hook the same way
-and count the bytes it sent. Rank 0 prints a table and writes JSON (--json)
+and count the bytes it sent. The configurations take turns step by step
+(each its own model, optimizer and data stream, all from the same seeds), so
+load from other work on the machine falls on all of them alike. Rank 0 prints a table and writes JSON (--json)
 for perf/ddp-plot.py.
 """
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import sys
@@ -43,12 +46,15 @@ def parse():
     ap.add_argument("--density", type=float, default=0.01)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--batch", type=int, default=8, help="samples per rank per step")
-    ap.add_argument("--width", type=int, default=4608, help="hidden width (4608: 27.1M parameters)")
-    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--width", type=int, default=4608, help="hidden width (4608: 26.0M parameters)")
+    ap.add_argument("--lr", type=float, default=0.02)
     ap.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="write every curve and timing here (rank 0)")
     return ap.parse_args()
+
+
+CLASSES = 16
 
 
 def model_for(width, seed):
@@ -57,21 +63,21 @@ def model_for(width, seed):
         torch.nn.Linear(1024, width), torch.nn.ReLU(),
         torch.nn.Linear(width, width // 2), torch.nn.ReLU(),
         torch.nn.Linear(width // 2, width), torch.nn.ReLU(),
-        torch.nn.Linear(width, 256))
+        torch.nn.Linear(width, CLASSES))
 
 
 class Data:
-    """Gaussian inputs labelled by a fixed random teacher; each rank its own stream."""
+    """Gaussian clusters: class c's inputs scatter around a fixed random centre; each rank its own stream."""
 
     def __init__(self, rank, batch, seed):
         g = torch.Generator().manual_seed(seed)
-        self.teacher = torch.randn(1024, 256, generator=g)
+        self.centres = 0.25 * torch.randn(CLASSES, 1024, generator=g)
         self.gen = torch.Generator().manual_seed(seed * 1000 + rank)
         self.batch = batch
 
     def next(self):
-        x = torch.randn(self.batch, 1024, generator=self.gen)
-        return x, (x @ self.teacher).argmax(1)
+        y = torch.randint(0, CLASSES, (self.batch,), generator=self.gen)
+        return self.centres[y] + torch.randn(self.batch, 1024, generator=self.gen), y
 
 
 class Timer:
@@ -112,37 +118,46 @@ def compressed_hook(state, timer):
     return hook
 
 
-def train(name, group, hook_of, args, rank):
-    model = model_for(args.width, args.seed)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group, bucket_cap_mb=args.bucket_mb)
-    timer = Timer()
-    state = hook_of(ddp, timer)
-    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
-    data = Data(rank, args.batch, args.seed)
-    lossf = torch.nn.CrossEntropyLoss()
-    rec = {"name": name, "loss": [], "comm_s": [], "step_s": [], "bytes": []}
-    for _ in range(args.steps):
-        x, y = data.next()
+class Run:
+    """One configuration: its own model (same seed as the others), optimizer, data stream and records."""
+
+    def __init__(self, name, group, hook_of, args, rank):
+        self.model = model_for(args.width, args.seed)
+        self.group = group
+        self.ddp = torch.nn.parallel.DistributedDataParallel(self.model, process_group=group,
+                                                             bucket_cap_mb=args.bucket_mb)
+        self.timer = Timer()
+        self.state = hook_of(self.ddp, self.timer)
+        self.opt = torch.optim.SGD(self.ddp.parameters(), lr=args.lr, momentum=0.9)
+        self.data = Data(rank, args.batch, args.seed)
+        self.rec = {"name": name, "loss": [], "comm_s": [], "step_s": [], "bytes": []}
+
+    def step(self, lossf):
+        x, y = self.data.next()
         t0 = time.perf_counter()
-        timer.comm = 0.0
-        loss = lossf(ddp(x), y)
-        opt.zero_grad(set_to_none=True)
+        self.timer.comm = 0.0
+        loss = lossf(self.ddp(x), y)
+        self.opt.zero_grad(set_to_none=True)
         loss.backward()
-        opt.step()
+        self.opt.step()
+        rec = self.rec
         rec["step_s"].append(time.perf_counter() - t0)
-        rec["comm_s"].append(timer.comm)
+        rec["comm_s"].append(self.timer.comm)
         rec["loss"].append(loss.item())
-        rec["bytes"].append(state.bytes_sent if state is not None else None)
-    if state is not None:
-        rec["dense_bytes"] = state.dense_bytes
-    # Losses of every rank: the curve is their mean; the parameters' hash shows bitwise equality.
-    losses = torch.tensor(rec["loss"], dtype=torch.float64)
-    dist.all_reduce(losses, group=group)
-    rec["mean_loss"] = (losses / dist.get_world_size(group)).tolist()
-    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    rec["params_hash"] = hash(flat.numpy().tobytes())
-    rec["params"] = sum(p.numel() for p in model.parameters())
-    return rec
+        rec["bytes"].append(self.state.bytes_sent if self.state is not None else None)
+
+    def finish(self):
+        rec = self.rec
+        if self.state is not None:
+            rec["dense_bytes"] = self.state.dense_bytes
+        # The curve is the mean over ranks; the parameters' hash shows bitwise equality.
+        losses = torch.tensor(rec["loss"], dtype=torch.float64)
+        dist.all_reduce(losses, group=self.group)
+        rec["mean_loss"] = (losses / dist.get_world_size(self.group)).tolist()
+        flat = torch.cat([p.detach().reshape(-1) for p in self.model.parameters()])
+        rec["params_hash"] = hashlib.sha256(flat.numpy().tobytes()).hexdigest()[:16]
+        rec["params"] = sum(p.numel() for p in self.model.parameters())
+        return rec
 
 
 def median(xs):
@@ -169,10 +184,14 @@ def main():
                 ddp.register_comm_hook(None, compressed_hook(state, t))
                 return state
             runs.append((f"tutti+{kind}" + (f"({args.density:g})" if kind == "topk" else ""), None, hook_of))
-    results = []
-    for name, group, hook_of in runs:
-        results.append(train(name, group, hook_of, args, rank))
-        dist.barrier()
+    # The configurations take turns step by step, so a machine busy with
+    # other work slows them alike and their ratios stay comparable.
+    runs = [Run(name, group, hook_of, args, rank) for name, group, hook_of in runs]
+    lossf = torch.nn.CrossEntropyLoss()
+    for _ in range(args.steps):
+        for run in runs:
+            run.step(lossf)
+    results = [run.finish() for run in runs]
     if rank != 0:
         dist.destroy_process_group()
         return
@@ -180,14 +199,14 @@ def main():
     print(f"# {size} ranks, {results[0]['params'] / 1e6:.1f}M parameters, {args.steps} steps, batch {args.batch} "
           f"per rank, TUTTI_DETERMINISTIC={os.environ.get('TUTTI_DETERMINISTIC', '0')}")
     print(f"{'run':<18} {'comm ms/step':>12} {'step ms':>9} {'first loss':>10} {'final loss':>10} "
-          f"{'MB sent/step':>12} {'params hash':>20}")
+          f"{'MB sent/step':>12} {'params sha256':>16}")
     for rec in results:
         comm, step = median(rec["comm_s"][skip:]) * 1e3, median(rec["step_s"][skip:]) * 1e3
         sent = rec["bytes"][-1]
         mb = f"{sent / 1e6:.2f}" if sent is not None else \
             f"{2 * (size - 1) / size * rec['params'] * 4 / 1e6:.2f}*"
         print(f"{rec['name']:<18} {comm:>12.1f} {step:>9.1f} {rec['mean_loss'][0]:>10.4f} "
-              f"{rec['mean_loss'][-1]:>10.4f} {mb:>12} {rec['params_hash']:>20}")
+              f"{rec['mean_loss'][-1]:>10.4f} {mb:>12} {rec['params_hash']:>16}")
     names = [r["name"] for r in results]
     if "tutti" in names and "gloo" in names:
         a, b = results[names.index("tutti")], results[names.index("gloo")]
