@@ -13,6 +13,7 @@ import sys
 DTYPES = {
     "int8": 0, "uint8": 1, "int32": 2, "uint32": 3, "int64": 4, "uint64": 5,
     "float16": 6, "bfloat16": 7, "float32": 8, "float64": 9,
+    "float8_e4m3fn": 10, "float8_e5m2": 11,  # torch's names (ml_dtypes: the same)
 }
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 _TYPESTR = {"i1": "int8", "u1": "uint8", "i4": "int32", "u4": "uint32", "i8": "int64", "u8": "uint64",

@@ -2,7 +2,7 @@
 """torch reduce ops and dtypes in tutti's terms.
 
 tutti reduces sum, prod, min, max and avg on int8, uint8, int32, uint32,
-int64, uint64, fp16, bf16, fp32 and fp64. The rest of what torch has is
+int64, uint64, fp16, bf16, fp32, fp64 and fp8 (e4m3, e5m2). The rest of what torch has is
 brought to that: bool as uint8 (sum and bor are max, prod and band are min,
 as in torch's NCCL backend), int16/uint16 widened to int32 and narrowed back,
 complex viewed as pairs of reals (sum and avg), bitwise and/or/xor on
