@@ -156,11 +156,6 @@ static ncclResult_t launch(ncclComm_t comm, ncclComm_t *out)
 ncclResult_t tt_nccl_split(ncclComm_t parent, int color, int key, int blocking, ncclComm_t *out)
 {
     *out = NULL;
-#ifdef TT_NCCL_SPLIT_WEAK
-    if (!tutti_comm_split)
-        return tt_nccl_error(parent, ncclInvalidUsage,
-                             "ncclCommSplit: this tutti has no tutti_comm_split yet");
-#endif
     tutti_comm_t ptc = tt_nccl_tc(parent);
     if (color < 0) { /* NCCL_SPLIT_NOCOLOR: this rank takes part, and joins nothing */
         tutti_comm_t none = NULL;

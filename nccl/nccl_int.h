@@ -157,12 +157,4 @@ ncclResult_t tt_nccl_run(ncclComm_t comm, const tt_nccl_op_t *ops, int n);
  * runs the sum from it (premul.c). */
 ncclResult_t tt_nccl_run_premul(tutti_comm_t tc, const tt_nccl_op_t *op);
 
-/* Until tutti_comm_split is in tutti.h (it is being added to the C API):
- * a weak reference, NULL in a tutti without it. TODO: drop once it is. */
-#ifndef TUTTI_SPLIT_NOCOLOR
-#define TT_NCCL_SPLIT_WEAK 1
-tutti_status_t tutti_comm_split(tutti_comm_t comm, int color, int key, tutti_comm_t *newcomm)
-    __attribute__((weak));
-#endif
-
 #endif

@@ -450,25 +450,6 @@ START_TEST(nccl_debug_sets_tuttis_log)
 }
 END_TEST
 
-/* Whether ncclCommSplit works in this build (tutti_comm_split is being
- * added to tutti's C API): asked of a one-rank communicator in a child, so
- * that this process stays fresh for the NCCL_DEBUG test. */
-static int split_available(void)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        ncclUniqueId id;
-        ncclComm_t comm, child = NULL;
-        if (ncclGetUniqueId(&id) || ncclCommInitRank(&comm, 1, id, 0))
-            _exit(1);
-        ncclResult_t res = ncclCommSplit(comm, 0, 0, &child, NULL);
-        _exit(res == ncclInvalidUsage && strstr(ncclGetLastError(NULL), "no tutti_comm_split") ? 77 : 0);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    return !(WIFEXITED(status) && WEXITSTATUS(status) == 77);
-}
-
 int main(void)
 {
     Suite *s = suite_create("nccl-life");
@@ -481,10 +462,7 @@ int main(void)
     tcase_add_test(tc, a_failed_non_blocking_init_is_reported);
     tcase_add_test(tc, abort_from_another_thread_ends_a_waiting_collective);
     tcase_add_test(tc, a_dead_peer_is_a_remote_error);
-    if (split_available())
-        tcase_add_test(tc, split_by_color_and_key);
-    else /* not counted as passing: the plan has one test fewer */
-        printf("# split_by_color_and_key skipped: this tutti has no tutti_comm_split yet\n");
+    tcase_add_test(tc, split_by_color_and_key);
     tcase_add_test(tc, memory_and_registration);
     tcase_add_test(tc, nccl_debug_sets_tuttis_log);
     suite_add_tcase(s, tc);
