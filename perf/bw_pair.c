@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Streams, two-way streams and ping-pongs between two ranks over a transport
+ * connection, in batches: the timing rank sends a control message before each
+ * batch (or the word to stop), so both ends agree on how many there are.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bw_pair.h"
+#include "core/clock.h"
+
+#define BW_COLL_TAG 0xb0 /* the "collective" tutti-bw's messages claim to be */
+#define BATCH_BYTES ((size_t)32 << 20)
+#define MAX_BATCH 1024
+#define LAT_BATCH 200
+#define BW_TRY(call)                                                                                         \
+    do {                                                                                                     \
+        tutti_status_t st_ = (call);                                                                         \
+        if (st_)                                                                                             \
+            return st_;                                                                                      \
+    } while (0)
+
+int tt_bw_batch_count(tt_bw_kind_t kind, size_t bytes)
+{
+    if (kind == TT_BW_LAT)
+        return bytes > (1 << 20) ? 8 : LAT_BATCH;
+    size_t n = BATCH_BYTES / (bytes ? bytes : 1);
+    return n < 4 ? 4 : n > MAX_BATCH ? MAX_BATCH : (int)n;
+}
+
+static tt_msg_hdr_t header(uint64_t seq, size_t bytes)
+{
+    return (tt_msg_hdr_t){.magic = TT_MSG_MAGIC, .coll = BW_COLL_TAG, .root = -1, .seq = seq, .bytes = bytes};
+}
+
+static tutti_status_t post(tt_bw_link_t *l, int send, int channel, char *buf, size_t bytes, tt_req_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->hdr = header(send ? l->seq_out++ : l->seq_in++, bytes);
+    r->buf = buf;
+    r->len = bytes;
+    r->unit = 1;
+    tutti_status_t st = send ? l->ops->isend(l->conn, channel, r) : l->ops->irecv(l->conn, channel, r);
+    if (st)
+        fprintf(stderr, "tutti-bw: %s: posting a %s failed: %s\n", l->ops->name, send ? "send" : "receive",
+                tutti_strerror(st));
+    return st;
+}
+
+/* Progresses the connection until the n requests are done. */
+static tutti_status_t wait_all(tt_bw_link_t *l, tt_req_t *reqs, int n)
+{
+    int64_t last = tt_now_ns();
+    int first_pending = 0;
+    for (;;) {
+        int progressed = 0;
+        tutti_status_t st = l->ops->progress(l->conn, &progressed);
+        while (first_pending < n && reqs[first_pending].state == TT_REQ_DONE)
+            first_pending++;
+        for (int i = first_pending; i < n && !st; i++)
+            if (reqs[i].state == TT_REQ_FAILED)
+                st = reqs[i].status;
+        if (st) {
+            fprintf(stderr, "tutti-bw: %s transfer failed: %s\n", l->ops->name, tutti_strerror(st));
+            return st;
+        }
+        int pending = 0;
+        for (int i = first_pending; i < n && !pending; i++)
+            pending = reqs[i].state == TT_REQ_PENDING;
+        if (!pending)
+            return TUTTI_SUCCESS;
+        if (progressed) {
+            last = tt_now_ns();
+            continue;
+        }
+        if (tt_now_ns() - last > l->timeout_ms * 1000000) {
+            fprintf(stderr, "tutti-bw: %s: the peer sent nothing for %lld ms\n", l->ops->name,
+                    (long long)l->timeout_ms);
+            return TUTTI_ERR_TIMEOUT;
+        }
+        if (l->yield)
+            sched_yield();
+    }
+}
+
+/* One message of a few bytes each way: a control word or an acknowledgement. */
+static tutti_status_t small_send(tt_bw_link_t *l, int64_t word)
+{
+    tt_req_t r;
+    BW_TRY(post(l, 1, 0, (char *)&word, sizeof word, &r));
+    return wait_all(l, &r, 1);
+}
+
+static tutti_status_t small_recv(tt_bw_link_t *l, int64_t *word)
+{
+    tt_req_t r;
+    BW_TRY(post(l, 0, 0, (char *)word, sizeof *word, &r));
+    return wait_all(l, &r, 1);
+}
+
+/* count messages out, count in, or both; the timer waits for the other end's word that it is done. */
+static tutti_status_t stream(tt_bw_link_t *l, int timer, int out, int in, size_t bytes, int count,
+                             tt_req_t *reqs)
+{
+    int n = 0;
+    for (int i = 0; i < count && in; i++)
+        BW_TRY(post(l, 0, i % l->nchannels, l->recvbuf, bytes, &reqs[n++]));
+    for (int i = 0; i < count && out; i++)
+        BW_TRY(post(l, 1, i % l->nchannels, l->sendbuf, bytes, &reqs[n++]));
+    BW_TRY(wait_all(l, reqs, n));
+    int64_t word = 0;
+    return timer ? small_recv(l, &word) : small_send(l, 1);
+}
+
+static tutti_status_t ping_pong(tt_bw_link_t *l, int timer, size_t bytes, int count, double *one_way_us)
+{
+    tt_req_t r[2];
+    for (int i = 0; i < count; i++) {
+        int64_t t0 = tt_now_ns();
+        if (timer) {
+            BW_TRY(post(l, 0, 0, l->recvbuf, bytes, &r[0]));
+            BW_TRY(post(l, 1, 0, l->sendbuf, bytes, &r[1]));
+            BW_TRY(wait_all(l, r, 2));
+            one_way_us[i] = (double)(tt_now_ns() - t0) / 2e3;
+        } else {
+            BW_TRY(post(l, 0, 0, l->recvbuf, bytes, &r[0]));
+            BW_TRY(wait_all(l, r, 1));
+            BW_TRY(post(l, 1, 0, l->sendbuf, bytes, &r[1]));
+            BW_TRY(wait_all(l, &r[1], 1));
+        }
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* One batch; on the timer, its sample (GB/s, or the batch's one-way us in lat). */
+static tutti_status_t batch(tt_bw_link_t *l, int timer, tt_bw_kind_t kind, size_t bytes, int count,
+                            tt_req_t *reqs, double *lat, double *seconds)
+{
+    int64_t t0 = tt_now_ns();
+    tutti_status_t st;
+    if (kind == TT_BW_LAT)
+        st = ping_pong(l, timer, bytes, count, lat);
+    else
+        st = stream(l, timer, kind == TT_BW_BI || timer, kind == TT_BW_BI || !timer, bytes, count, reqs);
+    *seconds = (double)(tt_now_ns() - t0) * 1e-9;
+    return st;
+}
+
+tutti_status_t tt_bw_pair_measure(tt_bw_link_t *l, int timer, tt_bw_kind_t kind, size_t bytes,
+                                  const tt_repeat_rule_t *rule, tt_bw_result_t *res)
+{
+    memset(res, 0, sizeof *res);
+    int count = tt_bw_batch_count(kind, bytes);
+    int max_batches = rule->max_n;
+    tt_req_t *reqs = malloc(2 * (size_t)count * sizeof *reqs);
+    double *samples = malloc((size_t)max_batches * sizeof *samples);
+    double *rates = malloc((size_t)max_batches * sizeof *rates);
+    double *lat = malloc(((size_t)max_batches + 1) * (size_t)count * sizeof *lat);
+    tutti_status_t st = reqs && samples && rates && lat ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
+    int n = 0, stable = 0;
+    double elapsed = 0;
+    /* One untimed batch first: connections and caches warm up. */
+    for (int warm = 1; !st; warm = 0) {
+        int64_t go = 1;
+        if (timer)
+            go = warm || !tt_stats_enough(rule, samples, n, elapsed, &stable);
+        st = timer ? small_send(l, go) : small_recv(l, &go);
+        if (st || !go)
+            break;
+        double s = 0;
+        st = batch(l, timer, kind, bytes, count, reqs, lat + (size_t)n * count, &s);
+        if (st || !timer || warm)
+            continue;
+        elapsed += s;
+        res->messages += count;
+        if (kind == TT_BW_LAT) { /* the batch's median message, for the stopping rule */
+            tt_stats_t b;
+            double *copy = lat + (size_t)max_batches * count; /* the extra batch: scratch */
+            memcpy(copy, lat + (size_t)n * count, (size_t)count * sizeof *copy);
+            tt_stats_compute(copy, count, &b);
+            samples[n] = b.median;
+        } else {
+            samples[n] = (double)bytes * count / s / 1e9;
+        }
+        rates[n] = count / s;
+        n++;
+    }
+    if (!st && timer) {
+        if (kind == TT_BW_LAT)
+            tt_stats_compute(lat, n * count, &res->stats);
+        else
+            tt_stats_compute(samples, n, &res->stats);
+        res->stats.stable = stable;
+        tt_stats_t r;
+        tt_stats_compute(rates, n, &r);
+        res->msg_rate = r.median;
+        res->seconds = elapsed;
+    }
+    free(reqs);
+    free(samples);
+    free(rates);
+    free(lat);
+    return st;
+}
