@@ -30,6 +30,7 @@ void tt_cost_defaults(tt_cost_model_t *m)
     m->inter_links = 1;
     m->crowding = 1;
     m->wake_s = 1.5e-6; /* a Linux context switch on a VM, measured at 4 and 8 ranks on 2 CPUs */
+    m->fix.n = 0;
 }
 
 tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, size_t errlen)
@@ -64,6 +65,8 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
         } else if (strcmp(word, "wake_us") == 0 && sscanf(line, "%31s %lf %1s", word, &alpha, extra) == 2 &&
                    alpha >= 0) {
             m->wake_s = alpha * 1e-6;
+        } else if (strcmp(word, "fix") == 0 && tt_cost_fix_parse(&m->fix, line) == 0) {
+            /* a measured correction */
         } else if (tt_link_named(word, &link) == 0 &&
                    sscanf(line, "%31s %lf %lf %lf %1s", name, &alpha, &bw, &rbw, extra) == 4 && alpha >= 0 &&
                    bw > 0 && rbw > 0) {
@@ -71,8 +74,8 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
         } else {
             snprintf(err, errlen,
                      "TUTTI_TUNING_FILE %s:%d: expected \"CLASS ALPHA_US GB_PER_S REDUCE_GB_PER_S\", "
-                     "\"intra|inter CLASS\" (classes: shm tcp pcie nvlink ib), \"inter_links N\" or "
-                     "\"wake_us US\"",
+                     "\"intra|inter CLASS\" (classes: shm tcp pcie nvlink ib), \"inter_links N\", "
+                     "\"wake_us US\" or \"fix COLL ALGO NRANKS NHOSTS SIZE_CLASS FACTOR\"",
                      path, lineno);
             st = TUTTI_ERR_CONFIG;
         }

@@ -13,6 +13,7 @@
 
 #include "core/link.h"
 #include "sched/schedule.h"
+#include "tune/cost_fix.h"
 
 typedef struct {
     double alpha; /* s per message */
@@ -32,14 +33,15 @@ typedef struct {
      * waits for a peer gets its CPU back only after a switch (wake_s). */
     double crowding;
     double wake_s;
+    tt_cost_fix_t fix; /* measured corrections (tune/cost_fix.h); the model alone prices the rest */
 } tt_cost_model_t;
 
 /* The documented defaults (host memory: shm inside a host, tcp across). */
 void tt_cost_defaults(tt_cost_model_t *m);
 /*
  * Overrides from a tuning file: lines "CLASS ALPHA_US GB_PER_S REDUCE_GB_PER_S"
- * ("shm 1.0 8 10"), "intra CLASS", "inter CLASS", "inter_links N"; # starts
- * a comment.
+ * ("shm 1.0 8 10"), "intra CLASS", "inter CLASS", "inter_links N", "wake_us US",
+ * "fix ..." (tune/cost_fix.h); # starts a comment.
  * Returns TUTTI_ERR_CONFIG with err set on a bad line or unreadable file.
  */
 tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, size_t errlen);

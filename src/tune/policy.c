@@ -72,6 +72,13 @@ uint64_t tt_algo_policy_hash(const tt_algo_policy_t *policy)
     int ints[] = {m->intra, m->inter, m->inter_links, t->deterministic};
     h = tt_hash(ints, sizeof ints, h);
     h = tt_hash(&m->wake_s, sizeof m->wake_s, h);
+    for (int i = 0; i < m->fix.n; i++) { /* field by field: the entries have padding */
+        const tt_cost_fix_entry_t *e = &m->fix.e[i];
+        int key[] = {e->coll, e->nranks, e->nhosts, e->size_class};
+        h = tt_hash(e->algo, strlen(e->algo) + 1, h);
+        h = tt_hash(key, sizeof key, h);
+        h = tt_hash(&e->factor, sizeof e->factor, h);
+    }
     return tt_hash(&t->slice_bytes, sizeof t->slice_bytes, h);
 }
 

@@ -72,6 +72,9 @@ tt_tuned_t tt_tuner_pick(tt_tuner_t *t, const tt_coll_args_t *call, size_t bytes
         if (tt_cost_predict_each(&t->model, algo, args, elem, nslices, nchoices, predicted))
             for (int c = 0; c < nchoices; c++)
                 predicted[c] = -1;
+        double measured_fix = tt_cost_fix_factor(&t->model.fix, algo->name, args, bytes);
+        for (int c = 0; c < nchoices; c++)
+            predicted[c] *= predicted[c] >= 0 ? measured_fix : 1;
         if (!ref.algo)
             ref = (tt_tuned_t){algo, slices[0], predicted[0]};
         for (int c = 0; c < nchoices; c++)
@@ -80,6 +83,7 @@ tt_tuned_t tt_tuner_pick(tt_tuner_t *t, const tt_coll_args_t *call, size_t bytes
     }
     /* The model misjudges real machines by tens of percent (caches, CPU
      * sharing), so anything else must beat the reference by a clear margin. */
-    *slot = best.algo && best.predicted < ref.predicted * (1.0 - TT_TUNER_MARGIN) ? best : ref;
+    double margin = tt_cost_fix_covers(&t->model.fix, args) ? TT_TUNER_MARGIN_MEASURED : TT_TUNER_MARGIN;
+    *slot = best.algo && best.predicted < ref.predicted * (1.0 - margin) ? best : ref;
     return *slot;
 }

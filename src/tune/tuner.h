@@ -9,8 +9,12 @@
 
 #include "tune/cost.h"
 
-/* Another choice must be predicted this much faster than the reference. */
+/* Another choice must be predicted this much faster than the reference; */
 #define TT_TUNER_MARGIN 0.2
+/* ... or this much, where tutti-bw --fit measured the algorithms on this
+ * job's shape (the model's corrections, tune/cost_fix.h): what remains is
+ * the machine's noise. */
+#define TT_TUNER_MARGIN_MEASURED 0.05
 /* The reference slice size, and forced algorithms' when TUTTI_SLICE_BYTES is 0. */
 #define TT_TUNER_DEFAULT_SLICE ((size_t)256 << 10)
 
