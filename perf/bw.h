@@ -46,6 +46,7 @@ typedef struct {
     char (*cls)[8]; /* [a * n + b]: X, NODE, SYS (other NUMA node) or NET (other host) */
     char *sendbuf, *recvbuf;
     size_t buf_bytes;
+    int force_yield; /* wait by giving the CPU away even when ranks have CPUs of their own */
 } tt_bw_tp_t;
 
 /* Connects every rank over the transport called name (rank pairs it
@@ -54,6 +55,11 @@ typedef struct {
  * some rank; every rank returns the same status. */
 tutti_status_t tt_bw_tp_open(tt_bw_job_t *job, const char *name, tt_bw_tp_t *tp, char *why, size_t len);
 void tt_bw_tp_close(tt_bw_tp_t *tp);
+/* A communicator over the job's ranks made while the environment variable
+ * var is value (var NULL: the job's environment as it is); made on every
+ * rank or on none (then TUTTI_ERR_UNSUPPORTED with why filled). */
+tutti_status_t tt_bw_comm_with(tt_bw_job_t *job, const char *var, const char *value, int64_t timeout_ms,
+                               tutti_comm_t *out, char *why, size_t len);
 
 /* Every rank measures a over b with kind and bytes (or waits while a pair it
  * is not in does); rank 0's *res gets the timer's result and *valid says

@@ -29,7 +29,7 @@ tutti_status_t tt_bw_cell(tt_bw_job_t *job, tt_bw_tp_t *tp, int a, int b, tt_bw_
                              .conn = c->peers[peer].conn,
                              .nchannels = c->nchannels,
                              .timeout_ms = c->timeout_ms,
-                             .yield = c->oversubscribed,
+                             .yield = tp->force_yield,
                              .sendbuf = tp->sendbuf,
                              .recvbuf = tp->recvbuf};
         st = tt_bw_pair_measure(&link, me == a, kind, bytes, &job->o->rule, &mine.res);

@@ -16,6 +16,7 @@
 #define BATCH_BYTES ((size_t)32 << 20)
 #define MAX_BATCH 1024
 #define LAT_BATCH 200
+#define SPIN_BEFORE_YIELD 256
 #define BW_TRY(call)                                                                                         \
     do {                                                                                                     \
         tutti_status_t st_ = (call);                                                                         \
@@ -25,7 +26,7 @@
 
 int tt_bw_batch_count(tt_bw_kind_t kind, size_t bytes)
 {
-    if (kind == TT_BW_LAT)
+    if (kind == TT_BW_LAT || kind == TT_BW_XCH)
         return bytes > (1 << 20) ? 8 : LAT_BATCH;
     size_t n = BATCH_BYTES / (bytes ? bytes : 1);
     return n < 4 ? 4 : n > MAX_BATCH ? MAX_BATCH : (int)n;
@@ -54,7 +55,7 @@ static tutti_status_t post(tt_bw_link_t *l, int send, int channel, char *buf, si
 static tutti_status_t wait_all(tt_bw_link_t *l, tt_req_t *reqs, int n)
 {
     int64_t last = tt_now_ns();
-    int first_pending = 0;
+    int first_pending = 0, idle = 0;
     for (;;) {
         int progressed = 0;
         tutti_status_t st = l->ops->progress(l->conn, &progressed);
@@ -74,6 +75,7 @@ static tutti_status_t wait_all(tt_bw_link_t *l, tt_req_t *reqs, int n)
             return TUTTI_SUCCESS;
         if (progressed) {
             last = tt_now_ns();
+            idle = 0;
             continue;
         }
         if (tt_now_ns() - last > l->timeout_ms * 1000000) {
@@ -81,7 +83,9 @@ static tutti_status_t wait_all(tt_bw_link_t *l, tt_req_t *reqs, int n)
                     (long long)l->timeout_ms);
             return TUTTI_ERR_TIMEOUT;
         }
-        if (l->yield)
+        /* The other ranks sleep while a pair measures, so the pair spins; but
+         * a peer on our own CPU runs only once we give the CPU away. */
+        if (l->yield || ++idle % SPIN_BEFORE_YIELD == 0)
             sched_yield();
     }
 }
@@ -115,12 +119,18 @@ static tutti_status_t stream(tt_bw_link_t *l, int timer, int out, int in, size_t
     return timer ? small_recv(l, &word) : small_send(l, 1);
 }
 
-static tutti_status_t ping_pong(tt_bw_link_t *l, int timer, size_t bytes, int count, double *one_way_us)
+static tutti_status_t ping_pong(tt_bw_link_t *l, int timer, int exchange, size_t bytes, int count,
+                                double *one_way_us)
 {
     tt_req_t r[2];
     for (int i = 0; i < count; i++) {
         int64_t t0 = tt_now_ns();
-        if (timer) {
+        if (exchange) {
+            BW_TRY(post(l, 0, 0, l->recvbuf, bytes, &r[0]));
+            BW_TRY(post(l, 1, 0, l->sendbuf, bytes, &r[1]));
+            BW_TRY(wait_all(l, r, 2));
+            one_way_us[i] = (double)(tt_now_ns() - t0) / 1e3;
+        } else if (timer) {
             BW_TRY(post(l, 0, 0, l->recvbuf, bytes, &r[0]));
             BW_TRY(post(l, 1, 0, l->sendbuf, bytes, &r[1]));
             BW_TRY(wait_all(l, r, 2));
@@ -141,8 +151,8 @@ static tutti_status_t batch(tt_bw_link_t *l, int timer, tt_bw_kind_t kind, size_
 {
     int64_t t0 = tt_now_ns();
     tutti_status_t st;
-    if (kind == TT_BW_LAT)
-        st = ping_pong(l, timer, bytes, count, lat);
+    if (kind == TT_BW_LAT || kind == TT_BW_XCH)
+        st = ping_pong(l, timer, kind == TT_BW_XCH, bytes, count, lat);
     else
         st = stream(l, timer, kind == TT_BW_BI || timer, kind == TT_BW_BI || !timer, bytes, count, reqs);
     *seconds = (double)(tt_now_ns() - t0) * 1e-9;
@@ -176,7 +186,7 @@ tutti_status_t tt_bw_pair_measure(tt_bw_link_t *l, int timer, tt_bw_kind_t kind,
             continue;
         elapsed += s;
         res->messages += count;
-        if (kind == TT_BW_LAT) { /* the batch's median message, for the stopping rule */
+        if (kind == TT_BW_LAT || kind == TT_BW_XCH) { /* the batch's median message, for the stopping rule */
             tt_stats_t b;
             double *copy = lat + (size_t)max_batches * count; /* the extra batch: scratch */
             memcpy(copy, lat + (size_t)n * count, (size_t)count * sizeof *copy);
@@ -189,7 +199,7 @@ tutti_status_t tt_bw_pair_measure(tt_bw_link_t *l, int timer, tt_bw_kind_t kind,
         n++;
     }
     if (!st && timer) {
-        if (kind == TT_BW_LAT)
+        if (kind == TT_BW_LAT || kind == TT_BW_XCH)
             tt_stats_compute(lat, n * count, &res->stats);
         else
             tt_stats_compute(samples, n, &res->stats);

@@ -13,7 +13,9 @@
 #include "bw_stats.h"
 #include "transports/transport.h"
 
-typedef enum { TT_BW_UNI = 0, TT_BW_BI, TT_BW_LAT, TT_BW_KINDS } tt_bw_kind_t;
+/* The matrices' kinds, then XCH: both send and receive one message at once,
+ * over and over (a round of a collective); timed per exchange. */
+typedef enum { TT_BW_UNI = 0, TT_BW_BI, TT_BW_LAT, TT_BW_KINDS, TT_BW_XCH = TT_BW_KINDS } tt_bw_kind_t;
 
 /* This rank's end of the connection to one peer. */
 typedef struct {
@@ -21,7 +23,7 @@ typedef struct {
     void *conn;
     int nchannels;
     int64_t timeout_ms;
-    int yield; /* more ranks than CPUs here: give the CPU away while waiting */
+    int yield; /* give the CPU away at every idle poll (ranks pinned to one CPU) */
     uint64_t seq_out, seq_in;
     char *sendbuf, *recvbuf; /* at least the largest message */
 } tt_bw_link_t;

@@ -34,8 +34,10 @@ static void pair_class(const tt_endpoint_t *ea, const tt_endpoint_t *eb, int sel
         strcpy(out, "NODE");
 }
 
-/* The transport's communicator on every rank, or none anywhere. */
-static tutti_status_t make_comm(tt_bw_job_t *job, const char *name, tutti_comm_t *out, char *why, size_t len)
+/* A communicator over the job's ranks made while var is value (NULL: as the
+ * job's environment is), on every rank or none. */
+tutti_status_t tt_bw_comm_with(tt_bw_job_t *job, const char *var, const char *value, int64_t timeout_ms,
+                               tutti_comm_t *out, char *why, size_t len)
 {
     tutti_unique_id_t id;
     tutti_status_t st = job->rank == 0 ? tutti_get_unique_id(&id) : TUTTI_SUCCESS;
@@ -45,21 +47,19 @@ static tutti_status_t make_comm(tt_bw_job_t *job, const char *name, tutti_comm_t
         snprintf(why, len, "sharing the job id failed: %s", tutti_comm_last_error(job->ctl));
         return st;
     }
-    char list[64], *saved = getenv("TUTTI_TRANSPORTS") ? strdup(getenv("TUTTI_TRANSPORTS")) : NULL;
-    snprintf(list, sizeof list, strcmp(name, "tcp") == 0 ? "%s" : "%s,tcp", name);
-    setenv("TUTTI_TRANSPORTS", list, 1);
-    tutti_comm_params_t params = {.field_mask = TUTTI_PARAM_TIMEOUT_MS,
-                                  .timeout_ms = job->ctl->timeout_ms < TP_SETUP_TIMEOUT_MS
-                                                    ? job->ctl->timeout_ms
-                                                    : TP_SETUP_TIMEOUT_MS};
+    char *saved = var && getenv(var) ? strdup(getenv(var)) : NULL;
+    if (var)
+        setenv(var, value, 1);
+    tutti_comm_params_t params = {.field_mask = TUTTI_PARAM_TIMEOUT_MS, .timeout_ms = timeout_ms};
     tutti_status_t mine = tutti_comm_init(out, job->nranks, job->rank, &id, &params);
     if (saved)
-        setenv("TUTTI_TRANSPORTS", saved, 1);
-    else
-        unsetenv("TUTTI_TRANSPORTS");
+        setenv(var, saved, 1);
+    else if (var)
+        unsetenv(var);
     free(saved);
     if (mine) {
-        fprintf(stderr, "tutti-bw: rank %d: %s: %s\n", job->rank, name, tutti_comm_last_error(NULL));
+        fprintf(stderr, "tutti-bw: rank %d: %s%s%s: %s\n", job->rank, var ? var : "", var ? "=" : "",
+                var ? value : "", tutti_comm_last_error(NULL));
         *out = NULL;
     }
     int ok = mine == TUTTI_SUCCESS, all = 0;
@@ -91,7 +91,10 @@ tutti_status_t tt_bw_tp_open(tt_bw_job_t *job, const char *name, tt_bw_tp_t *tp,
         snprintf(why, len, "one rank, no pair (start several: tutti-run -n 2 tutti-bw)");
         return TUTTI_ERR_UNSUPPORTED;
     }
-    TT_TRY(make_comm(job, name, &tp->comm, why, len));
+    char list[64];
+    snprintf(list, sizeof list, strcmp(name, "tcp") == 0 ? "%s" : "%s,tcp", name);
+    int64_t timeout = job->ctl->timeout_ms < TP_SETUP_TIMEOUT_MS ? job->ctl->timeout_ms : TP_SETUP_TIMEOUT_MS;
+    TT_TRY(tt_bw_comm_with(job, "TUTTI_TRANSPORTS", list, timeout, &tp->comm, why, len));
     int n = tp->n = job->nranks;
     tp->uses = calloc((size_t)n * n, sizeof *tp->uses);
     tp->cls = calloc((size_t)n * n, sizeof *tp->cls);

@@ -72,7 +72,7 @@ static int parse_args(int argc, char **argv, tt_bw_opts_t *o)
                         .factor = 4,
                         .rule = {.min_n = 5, .max_n = 100, .tol = 0.02, .budget_s = 0.3},
                         .fit_max = 16 << 20,
-                        .fit_reps = 5};
+                        .fit_reps = 7};
     snprintf(o->transports, sizeof o->transports, "all");
     snprintf(o->fit_file, sizeof o->fit_file, "tutti-tuning.txt");
     int only_matrix = 0, only_sweep = 0, opt, bad = 0;
@@ -96,6 +96,8 @@ static int parse_args(int argc, char **argv, tt_bw_opts_t *o)
         case OPT_SWEEP: only_sweep = 1; break;
         case OPT_FIT:
             o->fit = 1;
+            if (!optarg && optind < argc && argv[optind][0] != '-')
+                optarg = argv[optind++]; /* "--fit FILE" as well as "--fit=FILE" */
             if (optarg)
                 snprintf(o->fit_file, sizeof o->fit_file, "%s", optarg);
             break;
