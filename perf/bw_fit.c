@@ -4,7 +4,8 @@
  * link class the job's ranks use (one pair inside a host, one across hosts),
  * it times exchanges of 8 B to 16 MiB, both ends sending and receiving at
  * once as in a round of a collective, and fits the cost model's
- * t(n) = alpha + beta n by least squares on relative error. gamma comes
+ * t(n) = alpha + beta n (beta from the large sizes, alpha from the small
+ * ones). gamma comes
  * from tutti's CPU reduction kernel: on shm the receiver reduces straight
  * out of the sender's slot instead of copying, so shm pays only what
  * reducing costs beyond a copy; tcp copies into a bounce buffer first and
@@ -29,33 +30,52 @@
 static const size_t fit_sizes[] = {8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20, 16 << 20};
 #define NPTS ((int)(sizeof fit_sizes / sizeof fit_sizes[0]))
 #define REDUCE_BYTES ((size_t)256 << 10)
+#define LONGEST_EXCHANGE_US 20000 /* no larger sizes once one exchange takes this long */
 
 typedef struct {
     tt_link_t cls;
     int a, b;
     char transport[16];
-    double xch_us[NPTS], lat_us[NPTS];
+    int npts; /* sizes measured: the largest take long on slow links */
+    double xch_us[NPTS], lat_us;
     double alpha, beta; /* s, s per byte */
     double worst;       /* largest relative residual of the fit */
 } link_fit_t;
 
-/* Least squares of t = alpha + beta n weighted by 1/t^2 (relative error). */
+/*
+ * t(n) = alpha + beta n in two regimes, as Hockney's r_inf and t_0 are
+ * read: beta is the least-squares slope through the sizes of 256 KiB and
+ * up (or the three largest measured), where the bytes dominate; alpha is
+ * the median of t - beta n over the three smallest sizes, where the
+ * per-message cost does. A fit weighted over all sizes would let a link's
+ * erratic small-message times pull the slope.
+ */
 static void hockney(link_fit_t *f)
 {
-    double sw = 0, sx = 0, sxx = 0, st = 0, sxt = 0;
-    for (int i = 0; i < NPTS; i++) {
-        double t = f->xch_us[i] * 1e-6, x = (double)fit_sizes[i], w = 1 / (t * t);
-        sw += w, sx += w * x, sxx += w * x * x, st += w * t, sxt += w * x * t;
+    int first = f->npts - 3 < 0 ? 0 : f->npts - 3;
+    while (first > 0 && fit_sizes[first - 1] >= ((size_t)256 << 10))
+        first--;
+    double sx = 0, st = 0, sxx = 0, sxt = 0, m = f->npts - first;
+    for (int i = first; i < f->npts; i++) {
+        double x = (double)fit_sizes[i], t = f->xch_us[i] * 1e-6;
+        sx += x, st += t, sxx += x * x, sxt += x * t;
     }
-    double det = sw * sxx - sx * sx;
-    f->alpha = (st * sxx - sx * sxt) / det;
-    f->beta = (sw * sxt - sx * st) / det;
-    if (f->alpha < 0) { /* refit through the origin */
-        f->alpha = 0;
-        f->beta = sxt / sxx;
-    }
+    double var = sxx - sx * sx / m;
+    f->beta = m >= 2 && var > 0 ? (sxt - sx * st / m) / var : st / sx;
+    double rest[3];
+    int k = 0;
+    for (int i = 0; i < 3 && i < f->npts; i++)
+        rest[k++] = f->xch_us[i] * 1e-6 - f->beta * (double)fit_sizes[i];
+    for (int i = 1; i < k; i++) /* sort the (at most three) values */
+        for (int j = i; j > 0 && rest[j] < rest[j - 1]; j--) {
+            double x = rest[j];
+            rest[j] = rest[j - 1];
+            rest[j - 1] = x;
+        }
+    f->alpha = k ? rest[k / 2] : 0;
+    f->alpha = f->alpha > 0 ? f->alpha : 0;
     f->worst = 0;
-    for (int i = 0; i < NPTS; i++) {
+    for (int i = 0; i < f->npts; i++) {
         double t = f->xch_us[i] * 1e-6, r = (f->alpha + f->beta * (double)fit_sizes[i]) / t - 1;
         f->worst = r * r > f->worst * f->worst ? r : f->worst;
     }
@@ -203,8 +223,11 @@ static void print_fits(const tt_bw_job_t *job, const link_fit_t *fits, int count
     for (int i = 0; i < NPTS; i++) {
         printf("%-9zu", fit_sizes[i]);
         for (int k = 0; k < count; k++)
-            printf(" %13.2f %13.2f", fits[k].xch_us[i],
-                   (fits[k].alpha + fits[k].beta * (double)fit_sizes[i]) * 1e6);
+            if (i < fits[k].npts)
+                printf(" %13.2f %13.2f", fits[k].xch_us[i],
+                       (fits[k].alpha + fits[k].beta * (double)fit_sizes[i]) * 1e6);
+            else
+                printf(" %13s %13s", "-", "-");
         printf("\n");
     }
 }
@@ -225,12 +248,12 @@ static void json_fits(tt_bw_job_t *job, const link_fit_t *fits, int count, const
         tt_json_num(j, "gbps", 1 / (f->beta * 1e9));
         tt_json_num(j, "reduce_gbps", 1 / (after->link[f->cls].gamma * 1e9));
         tt_json_num(j, "worst_residual", f->worst);
+        tt_json_num(j, "latency_us", f->lat_us);
         tt_json_arr(j, "points");
-        for (int i = 0; i < NPTS; i++) {
+        for (int i = 0; i < f->npts; i++) {
             tt_json_obj(j, NULL);
             tt_json_int(j, "bytes", (long long)fit_sizes[i]);
             tt_json_num(j, "exchange_us", f->xch_us[i]);
-            tt_json_num(j, "latency_us", f->lat_us[i]);
             tt_json_num(j, "fitted_us", (f->alpha + f->beta * (double)fit_sizes[i]) * 1e6);
             tt_json_end(j);
         }
@@ -279,16 +302,18 @@ static tutti_status_t measure_links(tt_bw_job_t *job, link_fit_t *fits, int coun
 {
     tt_bw_tp_t tp;
     tutti_status_t st = wrap_ctl(job, &tp);
-    for (int k = 0; k < count && !st; k++)
-        for (int i = 0; i < NPTS && !st; i++) {
-            tt_bw_result_t r;
-            int valid = 0;
+    for (int k = 0; k < count && !st; k++) {
+        tt_bw_result_t r;
+        int valid = 0;
+        st = tt_bw_cell(job, &tp, fits[k].a, fits[k].b, TT_BW_LAT, fit_sizes[0], &r, &valid);
+        fits[k].lat_us = r.stats.median;
+        /* Every rank has the result, so every rank stops at the same size. */
+        for (int i = 0; i < NPTS && !st && (i == 0 || fits[k].xch_us[i - 1] < LONGEST_EXCHANGE_US); i++) {
             st = tt_bw_cell(job, &tp, fits[k].a, fits[k].b, TT_BW_XCH, fit_sizes[i], &r, &valid);
             fits[k].xch_us[i] = r.stats.median;
-            if (!st)
-                st = tt_bw_cell(job, &tp, fits[k].a, fits[k].b, TT_BW_LAT, fit_sizes[i], &r, &valid);
-            fits[k].lat_us[i] = r.stats.median;
+            fits[k].npts = i + 1;
         }
+    }
     *wake_us = 0;
     for (int k = 0; k < count && !st; k++) {
         int across = job->ctl->hosts.host_of[fits[k].a] != job->ctl->hosts.host_of[fits[k].b];
@@ -296,7 +321,7 @@ static tutti_status_t measure_links(tt_bw_job_t *job, link_fit_t *fits, int coun
             continue;
         double us = 0;
         st = pinned_latency(job, &tp, fits[k].a, fits[k].b, &us);
-        *wake_us = us - fits[k].lat_us[0] > 0 ? us - fits[k].lat_us[0] : 0;
+        *wake_us = us - fits[k].lat_us > 0 ? us - fits[k].lat_us : 0;
     }
     tp.comm = NULL; /* the job's: not ours to close */
     tt_bw_tp_close(&tp);

@@ -26,8 +26,10 @@
 
 int tt_bw_batch_count(tt_bw_kind_t kind, size_t bytes)
 {
-    if (kind == TT_BW_LAT || kind == TT_BW_XCH)
-        return bytes > (1 << 20) ? 8 : LAT_BATCH;
+    if (kind == TT_BW_LAT || kind == TT_BW_XCH) { /* some 8 MiB per batch, 8 to 200 messages */
+        size_t n = ((size_t)8 << 20) / (bytes ? bytes : 1);
+        return n < 8 ? 8 : n > LAT_BATCH ? LAT_BATCH : (int)n;
+    }
     size_t n = BATCH_BYTES / (bytes ? bytes : 1);
     return n < 4 ? 4 : n > MAX_BATCH ? MAX_BATCH : (int)n;
 }
