@@ -42,38 +42,40 @@ typedef struct {
     double worst;       /* largest relative residual of the fit */
 } link_fit_t;
 
+static double median_of(double *v, int n)
+{
+    for (int i = 1; i < n; i++) /* insertion sort: a handful of values */
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double x = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = x;
+        }
+    return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+}
+
 /*
- * t(n) = alpha + beta n in two regimes, as Hockney's r_inf and t_0 are
- * read: beta is the least-squares slope through the sizes of 256 KiB and
- * up (or the three largest measured), where the bytes dominate; alpha is
- * the median of t - beta n over the three smallest sizes, where the
- * per-message cost does. A fit weighted over all sizes would let a link's
- * erratic small-message times pull the slope.
+ * t(n) = alpha + beta n in two regimes, as Hockney's t_0 and r_inf are
+ * read: alpha is the median of the three smallest sizes' times, where the
+ * per-message cost dominates; beta is the median of (t - alpha) / n over
+ * the sizes of 256 KiB and up (at least the three largest measured), where
+ * the bytes do. Medians, because one size measured in a busy moment must
+ * not tilt the line (a least-squares slope follows its largest point).
  */
 static void hockney(link_fit_t *f)
 {
+    double v[NPTS];
+    int k = 0;
+    for (int i = 0; i < 3 && i < f->npts; i++)
+        v[k++] = f->xch_us[i] * 1e-6;
+    f->alpha = median_of(v, k);
     int first = f->npts - 3 < 0 ? 0 : f->npts - 3;
     while (first > 0 && fit_sizes[first - 1] >= ((size_t)256 << 10))
         first--;
-    double sx = 0, st = 0, sxx = 0, sxt = 0, m = f->npts - first;
-    for (int i = first; i < f->npts; i++) {
-        double x = (double)fit_sizes[i], t = f->xch_us[i] * 1e-6;
-        sx += x, st += t, sxx += x * x, sxt += x * t;
-    }
-    double var = sxx - sx * sx / m;
-    f->beta = m >= 2 && var > 0 ? (sxt - sx * st / m) / var : st / sx;
-    double rest[3];
-    int k = 0;
-    for (int i = 0; i < 3 && i < f->npts; i++)
-        rest[k++] = f->xch_us[i] * 1e-6 - f->beta * (double)fit_sizes[i];
-    for (int i = 1; i < k; i++) /* sort the (at most three) values */
-        for (int j = i; j > 0 && rest[j] < rest[j - 1]; j--) {
-            double x = rest[j];
-            rest[j] = rest[j - 1];
-            rest[j - 1] = x;
-        }
-    f->alpha = k ? rest[k / 2] : 0;
-    f->alpha = f->alpha > 0 ? f->alpha : 0;
+    k = 0;
+    for (int i = first; i < f->npts; i++)
+        if (f->xch_us[i] * 1e-6 > f->alpha)
+            v[k++] = (f->xch_us[i] * 1e-6 - f->alpha) / (double)fit_sizes[i];
+    f->beta = median_of(v, k);
     f->worst = 0;
     for (int i = 0; i < f->npts; i++) {
         double t = f->xch_us[i] * 1e-6, r = (f->alpha + f->beta * (double)fit_sizes[i]) / t - 1;

@@ -1,0 +1,48 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# perf/report in a real browser: two short tutti-bw runs (and whatever other
+# results the tools give: tutti-perf -J, tutti-explain --json) become one
+# page, which headless Chromium must render: its DOM must hold the heat
+# maps, the topology, the sweeps and the diff of the two runs, and its
+# screenshot must not be blank. Skips (exit 77) where Chromium is absent.
+set -u
+B=${TT_BUILDDIR:-.}
+S=${TT_SRCDIR:-.}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+BROWSER=$(command -v chromium || command -v chromium-browser) || { echo "SKIP: chromium is not installed"; exit 77; }
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+
+for run in a b; do
+    "$B/tutti-run" -n 2 "$B/tutti-bw" -t shm,tcp -s 256K -e 64K -f 16 --budget 0.05 --json >"$WORK/$run.json" ||
+        fail "tutti-bw run $run"
+done
+inputs="$WORK/a.json $WORK/b.json"
+if "$B/tutti-run" -n 2 "$B/tutti-perf" -b 8 -e 64K -f 32 -n 5 -w 1 -J "$WORK/perf.json" >/dev/null 2>&1; then
+    inputs="$inputs $WORK/perf.json"
+fi
+if "$B/tutti-explain" -C allreduce -a rabenseifner -n 6 -s 6K --json >"$WORK/explain.json" 2>/dev/null; then
+    inputs="$inputs $WORK/explain.json"
+fi
+$PY "$S/perf/report" $inputs -o "$WORK/report.html" || fail "perf/report"
+grep -q 'src="http\|href="http\|<script src' "$WORK/report.html" && fail "the page loads something from elsewhere"
+
+chrome() {
+    "$BROWSER" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+        --disable-component-update --disable-sync --user-data-dir="$(mktemp -d -p "$WORK")" "$@" 2>/dev/null
+}
+chrome --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" || fail "chromium could not load the page"
+for id in runs heatmap-shm-uni heatmap-tcp-lat topology-shm sweep-bw-shm sweep-lat-tcp diff-table; do
+    grep -q "id=\"$id\"" "$WORK/dom.html" || fail "the rendered page has no element $id"
+done
+svgs=$(grep -o '<svg' "$WORK/dom.html" | wc -l)
+[ "$svgs" -ge 10 ] || fail "only $svgs SVG figures in the rendered page"
+chrome --window-size=1400,2400 --screenshot="$WORK/shot.png" "file://$WORK/report.html" >/dev/null
+[ -s "$WORK/shot.png" ] || fail "no screenshot"
+set -- $($PY "$S/tests/png_stats.py" "$WORK/shot.png") || fail "the screenshot is not a PNG"
+echo "screenshot: ${1}x$2, ink $3 of the pixels, $4 colours; $svgs figures; inputs:$(echo " $inputs" | sed "s| $WORK/| |g")"
+awk -v ink="$3" -v colours="$4" 'BEGIN { exit !(ink > 0.02 && colours > 100) }' || fail "the screenshot is (nearly) blank"
+[ -n "${TT_REPORT_KEEP:-}" ] && cp "$WORK/report.html" "$WORK/shot.png" "$TT_REPORT_KEEP"
+exit 0
