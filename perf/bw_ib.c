@@ -8,7 +8,6 @@
 #include <stdio.h>
 
 #include "bw_ib.h"
-#include "config.h"
 
 #ifdef TT_HAVE_VERBS
 #include <infiniband/verbs.h>

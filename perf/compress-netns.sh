@@ -17,7 +17,7 @@ SIZE=64M
 run() {
     name=$1
     shift
-    netns_run "$name" 2 "$B/tutti-perf" -C allreduce -b $SIZE -e $SIZE -n 3 -w 1 -c 0 --csv "$@"
+    netns_run "$name" 2 "$B/tutti-perf" --collective allreduce -a 3 -b $SIZE -e $SIZE -n 3 -w 1 -c 0 --csv "$@"
     awk -F, 'NR == 2 { print $7, ($15 == "" ? 1 : $15) }' "$WORK/$name.out.0"
 }
 

@@ -52,7 +52,21 @@ int devmem_sync(void *stream)
 
 void devmem_close(void *stream)
 {
-    cudaStreamDestroy((cudaStream_t)stream);
+    if (stream)
+        cudaStreamDestroy((cudaStream_t)stream);
+}
+
+void devmem_describe(char *out, size_t len)
+{
+    int dev = 0;
+    char bus[32] = "?";
+    struct cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) || cudaGetDeviceProperties(&prop, dev)) {
+        snprintf(out, len, "a GPU CUDA cannot describe");
+        return;
+    }
+    cudaDeviceGetPCIBusId(bus, sizeof bus, dev);
+    snprintf(out, len, "device %2d [%s] %s", dev, bus, prop.name);
 }
 #else
 int devmem_open(int rank, void **stream, char *why, size_t whylen)
@@ -95,5 +109,10 @@ int devmem_sync(void *stream)
 void devmem_close(void *stream)
 {
     (void)stream;
+}
+
+void devmem_describe(char *out, size_t len)
+{
+    snprintf(out, len, "no GPU (built without CUDA)");
 }
 #endif

@@ -15,5 +15,7 @@ int devmem_to_device(void *dst, const void *src, size_t bytes, void *stream);
 int devmem_to_host(void *dst, const void *src, size_t bytes, void *stream);
 int devmem_sync(void *stream);
 void devmem_close(void *stream);
+/* "device  0 [0000:17:00.0] NVIDIA H100" for the GPU devmem_open picked. */
+void devmem_describe(char *out, size_t len);
 
 #endif

@@ -203,13 +203,13 @@ def perf_run(run, tag):
         oop = [r.get("out_of_place") or {} for r in rows]
         bus.add(coll, xs, [o.get("busbw") for o in oop])
         pi = [o.get("per_iter") or {} for o in oop]
-        band = ([p.get("p5_us") for p in pi], [p.get("p95_us") for p in pi]) if any(pi) else None
+        band = ([p.get("min_us") for p in pi], [p.get("p95_us") for p in pi]) if any(pi) else None
         tim.add(coll, xs, [o.get("time_us") for o in oop], band=band)
     out.append(bus.svg() + tim.svg())
     for coll, rows in sorted(by.items()):
         if not any(r.get("predicted_us") for r in rows):
             continue
-        p = svg.Plot("%s: the tuner's prediction against the measurement" % coll, "bytes", "us", width=480,
+        p = svg.Plot("%s: predicted and measured" % coll, "bytes", "us", width=480,
                      height=300, ident="perf-predict-%s" % coll)
         xs = [r["size"] for r in rows]
         p.add("measured", xs, [(r.get("out_of_place") or {}).get("time_us") for r in rows], points=True)

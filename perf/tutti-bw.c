@@ -14,7 +14,6 @@
 #include <time.h>
 
 #include "bw.h"
-#include "config.h"
 #include "comm/comm.h"
 #include "opt_parse.h"
 

@@ -44,8 +44,8 @@ step() {
 # element checked, run directly over cuda_ipc and then staged through host
 # memory; then the 1-bit compressed all-reduce on them.
 perf='for n in 2 4; do for ipc in 1 0; do echo "## $n ranks, TUTTI_CUDA_IPC=$ipc";
-  TUTTI_CUDA_IPC=$ipc ./tutti-run -n $n ./tutti-perf -m device -c 1 -b 8 -e 64M -f 8 -n 10 -w 2 || exit 1; done;
-  ./tutti-run -n $n ./tutti-perf -m device --compress sign -b 1M -e 64M -f 8 -n 5 -w 1 || exit 1; done'
+  TUTTI_CUDA_IPC=$ipc ./tutti-run -n $n ./tutti-perf --memory device -c 1 -b 8 -e 64M -f 8 -n 10 -w 2 || exit 1; done;
+  ./tutti-run -n $n ./tutti-perf --memory device --compress sign -b 1M -e 64M -f 8 -n 5 -w 1 || exit 1; done'
 sanitize='compute-sanitizer --target-processes all --error-exitcode 3 --tool'
 
 [ $# -gt 0 ] || set -- info suite memcheck racecheck bw perf

@@ -18,7 +18,7 @@ export TUTTI_SLICE_BYTES=256K
 
 # One job of 4 ranks (0-1 on host A, 2-3 on host B); prints rank 0's time in us.
 run_job() {
-    netns_run "$1" 4 env TUTTI_ALGO="$1" "$B/tutti-perf" -C allreduce -b $SIZE -e $SIZE -n 4 -w 1 --csv
+    netns_run "$1" 4 env TUTTI_ALGO="$1" "$B/tutti-perf" --collective allreduce -a 3 -b $SIZE -e $SIZE -n 4 -w 1 --csv
     awk -F, 'NR == 2 { if ($10 != 0) exit 1; print $7 }' "$WORK/$1.out.0" || {
         echo "$1: wrong results" >&2
         return 1
