@@ -14,7 +14,10 @@
 
 #include "tune/registry.h"
 #include "tune/cost.h"
+#include "tools/explain_formula.h"
+#include "tools/explain_steps.h"
 #include "tools/explain_trace.h"
+#include "sched/job.h"
 #include "harness.h"
 #include "sched/hosts.h"
 
@@ -154,14 +157,130 @@ START_TEST(tuning_files_override_the_defaults_and_bad_lines_are_named)
 }
 END_TEST
 
+/* _i is nranks: for every all-reduce algorithm, each message's two ends sit
+ * in the same global step, no idle round is shown, and the steps follow
+ * the model's clock. */
+START_TEST(global_steps_put_both_ends_of_every_message_together)
+{
+    int p = _i;
+    tt_cost_model_t m;
+    tt_cost_defaults(&m);
+    for (int i = 0; i < tt_num_algorithms; i++) {
+        const tt_algorithm_t *algo = tt_algorithms[i];
+        tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .count = 1024};
+        tt_job_t job;
+        if (!algo->build[TT_COLL_ALLREDUCE] || tt_job_build(&job, algo, &a) != TUTTI_SUCCESS)
+            continue;
+        tt_steps_t st;
+        ck_assert_int_eq(tt_explain_steps(&st, &m, algo, &a, 4, 1), 0);
+        ck_assert(st.timed);
+        int *step_of = calloc((size_t)p * 64, sizeof *step_of);
+        for (int k = 0; k < st.nslots; k++) {
+            const tt_step_slot_t *sl = &st.slots[k];
+            ck_assert_msg(job.s[sl->rank].round_first[sl->round + 1] > job.s[sl->rank].round_first[sl->round],
+                          "%s p=%d: an idle round is shown", algo->name, p);
+            ck_assert(sl->round < 64);
+            step_of[sl->rank * 64 + sl->round] = sl->step + 1;
+            ck_assert(k == 0 || st.step_time[sl->step] >= st.step_time[st.slots[k - 1].step]);
+        }
+        for (int r = 0; r < p; r++)
+            for (int s = 0; s < job.s[r].nsteps; s++) {
+                int q = job.s[r].steps[s].peer, qs = job.match[r][s];
+                if (q < 0 || job.s[r].steps[s].kind != TT_STEP_SEND)
+                    continue;
+                int mine = step_of[r * 64 + job.round[r][s]], theirs = step_of[q * 64 + job.round[q][qs]];
+                ck_assert_msg(mine && mine == theirs,
+                              "%s p=%d: rank %d sends to rank %d in step %d, received in %d", algo->name, p,
+                              r, q, mine, theirs);
+            }
+        /* lg p exchanges (beyond powers of two the pairs drift apart on the clock) */
+        if (algo == &tt_algo_recursive_doubling && (p & (p - 1)) == 0)
+            ck_assert_int_eq(st.comm_steps, __builtin_ctz((unsigned)p));
+        if (algo == &tt_algo_ring)
+            ck_assert_int_eq(st.comm_steps, 2 * (p - 1));
+        free(step_of);
+        tt_explain_steps_free(&st);
+        tt_job_free(&job);
+    }
+}
+END_TEST
+
+START_TEST(textbook_formulas_match_the_model_where_both_are_exact)
+{
+    tt_cost_model_t m;
+    tt_cost_defaults(&m);
+    const tt_link_cost_t *c = &m.link[TT_LINK_SHM];
+    char text[300];
+    double book;
+    for (int p = 2; p <= 16; p *= 2) {
+        size_t count = 1 << 20;
+        ck_assert_int_eq(
+            tt_explain_formula(&tt_algo_ring, TT_COLL_ALLREDUCE, p, count * 4.0, c, text, sizeof text, &book),
+            0);
+        double model = predict(&m, &tt_algo_ring, TT_COLL_ALLREDUCE, p, count, 1, NULL);
+        ck_assert_msg(book > model * 0.999 && book < model * 1.001, "ring p=%d: textbook %g, model %g", p,
+                      book, model);
+        ck_assert_int_eq(tt_explain_formula(&tt_algo_recursive_doubling, TT_COLL_ALLREDUCE, p, count * 4.0, c,
+                                            text, sizeof text, &book),
+                         0);
+        /* the schedule also copies the input to the output first, which the textbook leaves out */
+        model = predict(&m, &tt_algo_recursive_doubling, TT_COLL_ALLREDUCE, p, count, 1, NULL) -
+                (double)count * 4 * c->beta;
+        ck_assert_msg(book > model * 0.999 && book < model * 1.001,
+                      "recursive doubling p=%d: textbook %g, model less the copy %g", p, book, model);
+    }
+    ck_assert_int_eq(
+        tt_explain_formula(&tt_algo_rabenseifner, TT_COLL_ALLREDUCE, 6, 6144, c, text, sizeof text, &book),
+        0);
+    ck_assert_msg(strstr(text, "fold"), "%s", text);
+    ck_assert_int_eq(
+        tt_explain_formula(&tt_algo_ordered, TT_COLL_ALLREDUCE, 6, 6144, c, text, sizeof text, &book), -1);
+}
+END_TEST
+
 START_TEST(tutti_explain_shows_rounds_compares_and_draws)
 {
-    static char out[1 << 16];
+    static char out[1 << 18];
     ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a ring -n 4 -s 64M", out, sizeof out), 0);
-    ck_assert_msg(strstr(out, "round 6"), "%s", out);
-    ck_assert_msg(strstr(out, "adds chunk 1 [b1+c1+d1] from rank 3: chunk 1 [a1+b1+c1+d1]"), "%s", out);
-    ck_assert_msg(strstr(out, "16 MiB out, 16 MiB in over shm"), "%s", out);
+    ck_assert_msg(strstr(out, "step 6 at") && strstr(out, "(round 6)") && !strstr(out, "step 7 at"), "%s",
+                  out);
+    ck_assert_msg(strstr(out, "adds chunk 1 [b1+c1+d1] from rank 3: chunk 1 [a1+b1+c1+d1]"), "%.3000s", out);
+    ck_assert_msg(strstr(out, "out 1 alpha + 256 KiB beta") && strstr(out, "256 KiB gamma"), "%.3000s", out);
+    ck_assert_msg(strstr(out, "textbook: 2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma"), "%.3000s", out);
+    /* every rank ends with every chunk whole */
+    char *last = strstr(out, "after step 6");
+    for (int r = 0; last && r < 4; r++) {
+        char name[16];
+        snprintf(name, sizeof name, "  rank %-4d", r);
+        char *line = strstr(last, name), *end = line ? strchr(line, '\n') : NULL;
+        ck_assert_msg(line && end, "%.3000s", last);
+        int whole = 0;
+        for (char *c = line + strlen(name); c < end; c++)
+            whole += *c == 'S';
+        ck_assert_msg(whole == 4 && !memchr(line, '.', (size_t)(end - line)), "%.*s", (int)(end - line),
+                      line);
+    }
+    ck_assert_msg(last, "%.3000s", out);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a rabenseifner -n 6 -s 6K", out, sizeof out),
+                     0);
+    ck_assert_msg(strstr(out, "6 ranks is not a power of two") &&
+                      strstr(out, "ranks 4-5 hand all their data"),
+                  "%.3000s", out);
+    /* the unfold: rank 4 gets the result in the step where rank 0 sends it, the last one */
+    char *unfold = strstr(out, "to rank 4\n");
+    ck_assert_msg(unfold && strstr(unfold, "rank 4  (round 2)  gets") && !strstr(unfold, "\nstep "), "%s",
+                  out);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a double_tree -n 8 -s 8K", out, sizeof out),
+                     0);
+    ck_assert_msg(!strstr(out, "idle"), "%.3000s", out);
+    ck_assert_int_eq(
+        tt_run_tool("tutti-explain", "-C allreduce -a rabenseifner -n 6 -s 6K --json", out, sizeof out), 0);
+    ck_assert_msg(strncmp(out, "{\"tool\":\"tutti-explain\",", 24) == 0 && strstr(out, "\"grid\":[[") &&
+                      strstr(out, "\"messages\":[{\"from\":4,\"to\":0"),
+                  "%.3000s", out);
     ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -n 8 -s 8 --compare", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "recursive_doubling        3 "), "%.3000s",
+                  out); /* lg 8 steps, not its 5 rounds */
     int picks = 0;
     for (char *s = out; (s = strstr(s, "  *\n")); s++)
         picks++;
@@ -173,7 +292,7 @@ START_TEST(tutti_explain_shows_rounds_compares_and_draws)
                   out);
     ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allgather -a bruck -n 5", out, sizeof out), 0);
     ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a bruck -n 4", out, sizeof out), 2);
-    ck_assert_msg(strstr(out, "bruck does not serve allreduce"), "%s", out);
+    ck_assert_msg(strstr(out, "bruck does not serve allreduce"), "%.3000s", out);
     ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -a rign -n 4", out, sizeof out), 2);
     ck_assert_int_eq(tt_run_tool("tutti-explain", "-C allreduce -n 0", out, sizeof out), 2);
 }
@@ -189,6 +308,8 @@ int main(void)
     tcase_add_test(tc, a_slow_network_favours_the_hierarchical_algorithm);
     tcase_add_test(tc, tuning_files_override_the_defaults_and_bad_lines_are_named);
     tcase_add_test(tc, tutti_explain_shows_rounds_compares_and_draws);
+    tcase_add_loop_test(tc, global_steps_put_both_ends_of_every_message_together, 2, 13);
+    tcase_add_test(tc, textbook_formulas_match_the_model_where_both_are_exact);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

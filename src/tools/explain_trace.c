@@ -165,6 +165,11 @@ static int sym_finish(void *arg, int r, int k)
         else
             snprintf(sr->t->labels[r][i], LABEL_BYTES, "adds %s from rank %d: %s", a, q, b);
     }
+    tt_cell_t *snap = malloc((sr->t->nout + 1) * sizeof *snap);
+    if (!snap)
+        return -1;
+    memcpy(snap, sr->bufs[r].buf[TT_BUF_OUTPUT], sr->t->nout * sizeof *snap);
+    sr->t->snap[r][k] = snap;
     return 0;
 }
 
@@ -179,10 +184,11 @@ static int sym_setup(sym_run_t *sr, const tt_coll_args_t *args)
         const tt_sched_t *s = &sr->job->s[r];
         t->labels[r] = calloc((size_t)s->nsteps + 1, sizeof(char *));
         sr->msgs[r] = calloc((size_t)s->nsteps + 1, sizeof(tt_cell_t *));
+        t->snap[r] = calloc((size_t)s->nrounds + 1, sizeof(tt_cell_t *));
         sr->bufs[r].buf[TT_BUF_INPUT] = calloc(nin + 1, sizeof(tt_cell_t));
         sr->bufs[r].buf[TT_BUF_OUTPUT] = calloc(nout + 1, sizeof(tt_cell_t));
         sr->bufs[r].buf[TT_BUF_SCRATCH] = calloc(s->scratch_count + 1, sizeof(tt_cell_t));
-        if (!t->labels[r] || !sr->msgs[r] || !sr->bufs[r].buf[0] || !sr->bufs[r].buf[1] ||
+        if (!t->labels[r] || !sr->msgs[r] || !t->snap[r] || !sr->bufs[r].buf[0] || !sr->bufs[r].buf[1] ||
             !sr->bufs[r].buf[2])
             return -1;
         for (int i = 0; i < s->nsteps; i++)
@@ -208,10 +214,11 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
     t->s = job.s; /* the trace keeps the schedules; the job frees the rest */
     t->labels = calloc((size_t)p, sizeof *t->labels);
     t->out = calloc((size_t)p, sizeof *t->out);
+    t->snap = calloc((size_t)p, sizeof *t->snap);
     sym_run_t sr = {t, &job, calloc((size_t)p, sizeof(rank_bufs_t)), calloc((size_t)p, sizeof(tt_cell_t **))};
     tt_job_visit_t v = {.start = sym_start, .finish = sym_finish, .arg = &sr};
     tt_job_walk_t w = {0};
-    if (!t->labels || !t->out || !sr.bufs || !sr.msgs || sym_setup(&sr, args)) {
+    if (!t->labels || !t->out || !t->snap || !sr.bufs || !sr.msgs || sym_setup(&sr, args)) {
         snprintf(t->error, sizeof t->error, "out of memory");
     } else {
         int walked = tt_job_walk(&job, &v, &w);
@@ -247,12 +254,17 @@ void tt_trace_free(tt_trace_t *t)
             free(t->labels[r][i]);
         if (t->labels)
             free(t->labels[r]);
+        for (int k = 0; t->snap && t->snap[r] && t->s && k < t->s[r].nrounds; k++)
+            free(t->snap[r][k]);
+        if (t->snap)
+            free(t->snap[r]);
         if (t->s)
             tt_sched_free(&t->s[r]);
         if (t->out)
             free(t->out[r]);
     }
     free(t->out);
+    free(t->snap);
     free(t->labels);
     free(t->s);
     memset(t, 0, sizeof *t);

@@ -19,10 +19,11 @@ typedef struct {
 
 typedef struct {
     int nranks;
-    tt_sched_t *s;   /* [rank], built with a count of one element per chunk */
-    char ***labels;  /* [rank][step]: what the step moved or left behind */
-    tt_cell_t **out; /* [rank]: the output buffer at the end */
-    size_t nout;     /* its elements */
+    tt_sched_t *s;     /* [rank], built with a count of one element per chunk */
+    char ***labels;    /* [rank][step]: what the step moved or left behind */
+    tt_cell_t **out;   /* [rank]: the output buffer at the end */
+    tt_cell_t ***snap; /* [rank][round]: the output buffer when that round finished */
+    size_t nout;       /* its elements */
     char error[160];
 } tt_trace_t;
 

@@ -17,7 +17,10 @@
 #include "core/dtype.h"
 #include "core/env_config.h"
 #include "tools/explain_measure.h"
+#include "tools/explain_formula.h"
+#include "tools/explain_steps.h"
 #include "tools/explain_trace.h"
+#include "tools/explain_view.h"
 #include "sched/hosts.h"
 
 typedef struct {
@@ -27,7 +30,7 @@ typedef struct {
     double ranks_per_cpu; /* the cost model's crowding */
     uint64_t bytes;
     tutti_dtype_t dtype;
-    int compare, mermaid, measure;
+    int compare, mermaid, measure, json;
 } opts_t;
 
 static void usage(FILE *f)
@@ -45,6 +48,7 @@ static void usage(FILE *f)
                "      --compare        predicted time of every algorithm; * marks the tuner's pick\n"
                "      --mermaid        a Mermaid sequence diagram of the schedule\n"
                "      --measure        under tutti-run: run it and print measured next to predicted time\n"
+               "      --json           the steps as JSON, for perf/report's animation\n"
                "Predictions use the cost model (TUTTI_TUNING_FILE overrides its parameters).\n");
 }
 
@@ -79,33 +83,19 @@ static size_t symbolic_count(const opts_t *o)
                : (size_t)o->nranks;
 }
 
-static void format_time(double s, char *out, size_t len)
-{
-    if (s < 1e-3)
-        snprintf(out, len, "%.1f us", s * 1e6);
-    else
-        snprintf(out, len, "%.2f ms", s * 1e3);
-}
-
-static void format_bytes(size_t b, char *out, size_t len)
-{
-    if (b >= (1u << 20) && b % (1u << 20) == 0)
-        snprintf(out, len, "%zu MiB", b >> 20);
-    else if (b >= (1u << 10) && b % (1u << 10) == 0)
-        snprintf(out, len, "%zu KiB", b >> 10);
-    else
-        snprintf(out, len, "%zu B", b);
-}
-
 static int compare_table(const opts_t *o, tt_algo_policy_t *policy, const tt_coll_args_t *args)
 {
     size_t elem = tutti_dtype_size(o->dtype), chunk = tt_tuner_chunk_bytes(args, elem);
+    const tt_cost_model_t *m = &policy->tuner.model;
     tt_tuned_t pick = tt_tuner_pick(&policy->tuner, args, (size_t)o->bytes, elem);
-    char size[32];
-    format_bytes((size_t)o->bytes, size, sizeof size);
+    int fitted = tt_cost_fix_covers(&m->fix, args);
+    char size[32], legend[16][340];
+    int nlegend = 0;
+    tt_explain_format_bytes((size_t)o->bytes, size, sizeof size);
     printf("%s of %s on %d ranks (%d host%s): predicted time per algorithm\n", tt_coll_name(o->coll), size,
            o->nranks, o->nodes, o->nodes == 1 ? "" : "s");
-    printf("%-20s %7s %12s %12s %10s\n", "algorithm", "rounds", "sent/rank", "slice", "predicted");
+    printf("%-20s %6s %12s %10s %10s %10s%s\n", "algorithm", "steps", "sent/rank", "slice", "predicted",
+           "textbook", fitted ? "  measured/model" : "");
     for (int i = 0; i < tt_num_algorithms; i++) {
         const tt_algorithm_t *algo = tt_algorithms[i];
         if (!algo->build[o->coll] || algo == &tt_algo_p2p)
@@ -118,20 +108,42 @@ static int compare_table(const opts_t *o, tt_algo_policy_t *policy, const tt_col
         for (int k = 0; k < s.nsteps; k++)
             if (s.steps[k].kind == TT_STEP_SEND)
                 sent += s.steps[k].src.count * elem;
+        tt_sched_free(&s);
         size_t slice = pick.algo == algo           ? pick.slice_bytes
                        : policy->tuner.slice_bytes ? policy->tuner.slice_bytes
                                                    : TT_TUNER_DEFAULT_SLICE;
-        double t = tt_cost_predict(&policy->tuner.model, algo, args, elem, tt_tuner_slices(chunk, slice));
-        char when[32], sb[32], sl[32];
-        format_time(t, when, sizeof when);
-        format_bytes(sent, sb, sizeof sb);
-        format_bytes(slice, sl, sizeof sl);
-        printf("%-20s %7d %12s %12s %10s%s%s\n", algo->name, s.nrounds, sb, sl, t < 0 ? "-" : when,
-               pick.algo == algo ? "  *" : "",
+        int nslices = tt_tuner_slices(chunk, slice);
+        double t = tt_cost_predict(m, algo, args, elem, nslices), book = -1;
+        tt_steps_t steps;
+        int nsteps = tt_explain_steps(&steps, m, algo, args, elem, nslices) ? -1 : steps.comm_steps;
+        if (nsteps >= 0)
+            tt_explain_steps_free(&steps);
+        char when[32], sb[32], sl[32], bk[32], text[300];
+        tt_link_t l = o->nodes > 1 ? m->inter : m->intra;
+        if (tt_explain_formula(algo, o->coll, o->nranks, (double)o->bytes, &m->link[l], text, sizeof text,
+                               &book) == 0 &&
+            nlegend < 16)
+            snprintf(legend[nlegend++], sizeof legend[0], "  %-20s %s", algo->name, text);
+        tt_explain_format_time(t, when, sizeof when);
+        tt_explain_format_time(book, bk, sizeof bk);
+        tt_explain_format_bytes(sent, sb, sizeof sb);
+        tt_explain_format_bytes(slice, sl, sizeof sl);
+        printf("%-20s %6d %12s %10s %10s %10s", algo->name, nsteps, sb, sl, t < 0 ? "-" : when, bk);
+        if (fitted)
+            printf("  %14.2f", tt_cost_fix_factor(&m->fix, algo->name, args, (size_t)o->bytes));
+        printf("%s%s\n", pick.algo == algo ? "  *" : "",
                tt_tuner_considers(&policy->tuner, algo, args) ? "" : "  (not tuned)");
-        tt_sched_free(&s);
     }
-    printf("* the tuner's pick: the first algorithm it considers, unless another is predicted 20%% faster\n");
+    printf(
+        "* the tuner's pick: the first algorithm it considers, unless another is predicted %d%% faster%s\n",
+        (int)(100 * (fitted ? TT_TUNER_MARGIN_MEASURED : TT_TUNER_MARGIN)),
+        fitted ? " (a fitted tuning file measured this shape; its corrections multiply the model)" : "");
+    printf("steps: moments on the cost model's clock at which messages move (tutti-explain -a ALGO shows "
+           "them);\n"
+           "textbook: the closed form, one slice, no crowding, with the model's %s alpha, beta and gamma:\n",
+           tt_link_name(o->nodes > 1 ? m->inter : m->intra));
+    for (int i = 0; i < nlegend; i++)
+        printf("%s\n", legend[i]);
     return 0;
 }
 
@@ -165,79 +177,9 @@ static void print_mermaid(const tt_trace_t *t)
     }
 }
 
-static int explain_rounds(const opts_t *o, tt_algo_policy_t *policy, const tt_algorithm_t *algo,
-                          const tt_coll_args_t *args, const tt_trace_t *t)
-{
-    size_t elem = tutti_dtype_size(o->dtype);
-    size_t chunk = tt_tuner_chunk_bytes(args, elem);
-    size_t slice = policy->tuner.slice_bytes ? policy->tuner.slice_bytes : TT_TUNER_DEFAULT_SLICE;
-    int nslices = tt_tuner_slices(chunk, slice);
-    char size[32];
-    format_bytes((size_t)o->bytes, size, sizeof size);
-    printf("%s of %s with %s on %d ranks (%d host%s)\n%s\n", tt_coll_name(o->coll), size, algo->name,
-           o->nranks, o->nodes, o->nodes == 1 ? "" : "s", algo->summary);
-    printf("Rank r's data is letter r (a = rank 0); %s. Times: the cost model, for\n"
-           "the first of %d slices, from the start of the call.\n\n",
-           o->coll == TT_COLL_ALLGATHER ? "rank r's block is chunk r" : "chunk i of rank 0's data is ai",
-           nslices);
-    int rounds = 0;
-    for (int r = 0; r < t->nranks; r++)
-        rounds = t->s[r].nrounds > rounds ? t->s[r].nrounds : rounds;
-    double **ends = calloc((size_t)t->nranks, sizeof *ends);
-    tt_sched_t *real = calloc((size_t)t->nranks, sizeof *real);
-    for (int r = 0; r < t->nranks; r++) {
-        tt_coll_args_t a = *args;
-        a.rank = r;
-        if (tt_sched_build(algo, &a, &real[r]) != TUTTI_SUCCESS || real[r].nrounds != t->s[r].nrounds)
-            return fprintf(stderr, "tutti-explain: %s builds different schedules at this size\n", algo->name),
-                   1;
-        ends[r] = calloc((size_t)real[r].nrounds + 1, sizeof(double));
-        if (tt_cost_round_ends(&policy->tuner.model, algo, &a, elem, nslices, ends[r], real[r].nrounds))
-            for (int k = 0; k < real[r].nrounds; k++)
-                ends[r][k] = -1;
-    }
-    for (int k = 0; k < rounds; k++) {
-        printf("round %d\n", k + 1);
-        for (int r = 0; r < t->nranks; r++) {
-            if (k >= t->s[r].nrounds)
-                continue;
-            int n, first = t->s[r].round_first[k];
-            tt_sched_round_steps(&t->s[r], k, &n);
-            tt_round_cost_t rc =
-                tt_cost_round(&policy->tuner.model, &(tt_coll_args_t){.hosts = args->hosts, .rank = r},
-                              &real[r], k, elem, nslices);
-            char out[32], in[32], when[32];
-            format_bytes(rc.sent, out, sizeof out);
-            format_bytes(rc.received, in, sizeof in);
-            format_time(ends[r][k], when, sizeof when);
-            if (n == 0) {
-                printf("  rank %-2d  idle\n", r);
-                continue;
-            }
-            printf("  rank %-2d  ", r);
-            for (int i = 0; i < n; i++)
-                printf("%s%s\n", i ? "           " : "", t->labels[r][first + i]);
-            if (rc.messages)
-                printf("           = %s out, %s in over %s; done at %s\n", out, in, tt_link_name(rc.busiest),
-                       ends[r][k] < 0 ? "-" : when);
-        }
-    }
-    double total = tt_cost_predict(&policy->tuner.model, algo, args, elem, nslices);
-    char when[32];
-    format_time(total, when, sizeof when);
-    printf("\npredicted for the whole call (%d slices pipelined): %s\n", nslices, when);
-    for (int r = 0; r < t->nranks; r++) {
-        tt_sched_free(&real[r]);
-        free(ends[r]);
-    }
-    free(real);
-    free(ends);
-    return 0;
-}
-
 static int parse_args(int argc, char **argv, opts_t *o)
 {
-    enum { OPT_NODES = 256, OPT_CROWDING, OPT_COMPARE, OPT_MERMAID, OPT_MEASURE };
+    enum { OPT_NODES = 256, OPT_CROWDING, OPT_COMPARE, OPT_MERMAID, OPT_MEASURE, OPT_JSON };
     static const struct option longs[] = {{"collective", required_argument, 0, 'C'},
                                           {"algo", required_argument, 0, 'a'},
                                           {"nranks", required_argument, 0, 'n'},
@@ -249,6 +191,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
                                           {"compare", no_argument, 0, OPT_COMPARE},
                                           {"mermaid", no_argument, 0, OPT_MERMAID},
                                           {"measure", no_argument, 0, OPT_MEASURE},
+                                          {"json", no_argument, 0, OPT_JSON},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     *o = (opts_t){.coll = TT_COLL_ALLREDUCE,
@@ -305,6 +248,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
         case OPT_COMPARE: o->compare = 1; break;
         case OPT_MERMAID: o->mermaid = 1; break;
         case OPT_MEASURE: o->measure = 1; break;
+        case OPT_JSON: o->json = 1; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 2;
         }
@@ -361,7 +305,13 @@ int main(int argc, char **argv)
         } else if (o.mermaid) {
             print_mermaid(&t);
         } else {
-            rc = explain_rounds(&o, &policy, algo, &args, &t);
+            tt_view_opts_t vo = {.algo = algo,
+                                 .args = &args,
+                                 .bytes = (size_t)o.bytes,
+                                 .elem = tutti_dtype_size(o.dtype),
+                                 .nodes = o.nodes,
+                                 .json = o.json};
+            rc = tt_explain_view(&vo, &policy, &t);
         }
         tt_trace_free(&t);
     }

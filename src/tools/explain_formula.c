@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Textbook costs. Ranks beyond the largest power of two q below p fold into
+ * ranks 0..p-q-1 first and get the result back last, which adds one
+ * full-size exchange each way to the recursive algorithms.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/explain_formula.h"
+
+typedef struct {
+    const char *algo;
+    tt_coll_t coll;
+    const char *text;
+    /* messages (alpha), bytes sent along the critical path (beta), bytes reduced (gamma), per n */
+    double (*a)(double p, double q), (*b)(double p, double q), (*g)(double p, double q);
+    int fold; /* adds the fold's terms when p is not a power of two */
+} formula_t;
+
+static double lg(double x)
+{
+    return ceil(log2(x) - 1e-9);
+}
+static double zero(double p, double q)
+{
+    (void)p, (void)q;
+    return 0;
+}
+static double one(double p, double q)
+{
+    (void)p, (void)q;
+    return 1;
+}
+static double two_pm1(double p, double q)
+{
+    (void)q;
+    return 2 * (p - 1);
+}
+static double pm1(double p, double q)
+{
+    (void)q;
+    return p - 1;
+}
+static double two_pm1_over_p(double p, double q)
+{
+    (void)q;
+    return 2 * (p - 1) / p;
+}
+static double pm1_over_p(double p, double q)
+{
+    (void)q;
+    return (p - 1) / p;
+}
+static double lg_p(double p, double q)
+{
+    (void)q;
+    return lg(p);
+}
+static double two_lg_p(double p, double q)
+{
+    (void)q;
+    return 2 * lg(p);
+}
+static double lg_q(double p, double q)
+{
+    (void)p;
+    return lg(q);
+}
+static double two_lg_q(double p, double q)
+{
+    (void)p;
+    return 2 * lg(q);
+}
+static double two_qm1_over_q(double p, double q)
+{
+    (void)p;
+    return 2 * (q - 1) / q;
+}
+static double qm1_over_q(double p, double q)
+{
+    (void)p;
+    return (q - 1) / q;
+}
+static double half(double p, double q)
+{
+    (void)p, (void)q;
+    return 0.5;
+}
+static double lg_p_plus_pm1(double p, double q)
+{
+    (void)q;
+    return lg(p) + p - 1;
+}
+
+static const formula_t formulas[] = {
+    {"ring", TT_COLL_ALLREDUCE, "2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma", two_pm1, two_pm1_over_p,
+     pm1_over_p, 0},
+    {"recursive_doubling", TT_COLL_ALLREDUCE, "lg p (alpha + n beta + n gamma)", lg_q, lg_q, lg_q, 1},
+    {"rabenseifner", TT_COLL_ALLREDUCE, "2 lg p alpha + 2(p-1)/p n beta + (p-1)/p n gamma", two_lg_q,
+     two_qm1_over_q, qm1_over_q, 1},
+    {"double_tree", TT_COLL_ALLREDUCE, "2 lg p alpha + n beta + n/2 gamma (two trees, pipelined)", two_lg_p,
+     one, half, 0},
+    {"direct", TT_COLL_ALLREDUCE, "(p-1) alpha + (p-1) n beta + (p-1) n gamma", pm1, pm1, pm1, 0},
+    {"ring", TT_COLL_REDUCE_SCATTER, "(p-1) alpha + (p-1)/p n beta + (p-1)/p n gamma", pm1, pm1_over_p,
+     pm1_over_p, 0},
+    {"rabenseifner", TT_COLL_REDUCE_SCATTER, "lg p alpha + (p-1)/p n beta + (p-1)/p n gamma", lg_q,
+     qm1_over_q, qm1_over_q, 1},
+    {"ring", TT_COLL_ALLGATHER, "(p-1) alpha + (p-1)/p n beta", pm1, pm1_over_p, zero, 0},
+    {"rabenseifner", TT_COLL_ALLGATHER, "lg p alpha + (p-1)/p n beta", lg_q, qm1_over_q, zero, 1},
+    {"bruck", TT_COLL_ALLGATHER, "ceil(lg p) alpha + (p-1)/p n beta", lg_p, pm1_over_p, zero, 0},
+    {"binomial", TT_COLL_BROADCAST, "ceil(lg p) (alpha + n beta)", lg_p, lg_p, zero, 0},
+    {"chain", TT_COLL_BROADCAST, "(p-1) (alpha + n beta), one slice", pm1, pm1, zero, 0},
+    {"scatter_allgather", TT_COLL_BROADCAST, "(ceil(lg p) + p-1) alpha + 2(p-1)/p n beta", lg_p_plus_pm1,
+     two_pm1_over_p, zero, 0},
+    {"binomial", TT_COLL_REDUCE, "ceil(lg p) (alpha + n beta + n gamma)", lg_p, lg_p, lg_p, 0},
+    {"chain", TT_COLL_REDUCE, "(p-1) (alpha + n beta + n gamma), one slice", pm1, pm1, pm1, 0},
+    {"pairwise", TT_COLL_ALLTOALL, "(p-1) alpha + (p-1)/p n beta", pm1, pm1_over_p, zero, 0},
+    {"dissemination", TT_COLL_BARRIER, "ceil(lg p) alpha", lg_p, zero, zero, 0},
+};
+
+int tt_explain_formula(const tt_algorithm_t *algo, tt_coll_t coll, int p, double n, const tt_link_cost_t *c,
+                       char *text, size_t len, double *seconds)
+{
+    double q = 1;
+    while (q * 2 <= p)
+        q *= 2;
+    for (size_t i = 0; i < sizeof formulas / sizeof formulas[0]; i++) {
+        const formula_t *f = &formulas[i];
+        if (f->coll != coll || strcmp(f->algo, algo->name) != 0)
+            continue;
+        double a = f->a(p, q), b = f->b(p, q), g = f->g(p, q);
+        int folds = f->fold && q != p;
+        /* the fold and the unfold: the extras' data in, added; the result out */
+        if (folds) {
+            a += 2;
+            b += coll == TT_COLL_ALLREDUCE ? 2 : 1;
+            g += coll == TT_COLL_ALLGATHER ? 0 : 1;
+        }
+        snprintf(text, len, "%s%s", f->text,
+                 folds ? coll == TT_COLL_ALLREDUCE ? " + 2 (alpha + n beta) + n gamma (fold, unfold)"
+                                                   : " + the fold's 2 alpha + n beta (+ n gamma)"
+                       : "");
+        *seconds = a * c->alpha + b * n * c->beta + g * n * c->gamma;
+        return 0;
+    }
+    snprintf(text, len, "no textbook form for %s's %s", algo->name, tt_coll_name(coll));
+    *seconds = -1;
+    return -1;
+}

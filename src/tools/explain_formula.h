@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The textbook alpha-beta-gamma cost of each algorithm (as Thakur,
+ * Rabenseifner and Gropp, and Chan et al. write them), for tutti-explain to
+ * print beside the cost model's prediction: alpha per message, beta per
+ * byte sent, gamma per byte reduced, n the bytes of the whole vector, one
+ * slice, no crowding.
+ */
+#ifndef TT_EXPLAIN_FORMULA_H
+#define TT_EXPLAIN_FORMULA_H
+
+#include <stddef.h>
+
+#include "tune/cost.h"
+
+/* The formula of algo for coll on p ranks ("2(p-1) a + 2(p-1)/p n b + ...")
+ * and its value in seconds for n bytes on link c. 0, or -1 when there is
+ * no textbook form (then text says so). */
+int tt_explain_formula(const tt_algorithm_t *algo, tt_coll_t coll, int p, double n, const tt_link_cost_t *c,
+                       char *text, size_t len, double *seconds);
+
+#endif
