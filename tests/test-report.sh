@@ -1,10 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# perf/report in a real browser: two short tutti-bw runs (and whatever other
-# results the tools give: tutti-perf -J, tutti-explain --json) become one
-# page, which headless Chromium must render: its DOM must hold the heat
-# maps, the topology, the sweeps and the diff of the two runs, and its
-# screenshot must not be blank. Skips (exit 77) where Chromium is absent.
+# perf/report in a real browser: two short tutti-bw runs, a tutti-perf -J
+# sweep and a tutti-explain --json schedule become one page, which headless
+# Chromium must render: its DOM must hold the heat maps, the topology, the
+# sweeps, the diff of the two runs, the collective's plot and the schedule's
+# animation, and its screenshot must not be blank. Skips (exit 77) where
+# Chromium is absent.
 set -u
 B=${TT_BUILDDIR:-.}
 S=${TT_SRCDIR:-.}
@@ -19,13 +20,9 @@ for run in a b; do
     "$B/tutti-run" -n 2 "$B/tutti-bw" -t shm,tcp -s 256K -e 64K -f 16 --budget 0.05 --json >"$WORK/$run.json" ||
         fail "tutti-bw run $run"
 done
-inputs="$WORK/a.json $WORK/b.json"
-if "$B/tutti-run" -n 2 "$B/tutti-perf" -b 8 -e 64K -f 32 -n 5 -w 1 -J "$WORK/perf.json" >/dev/null 2>&1; then
-    inputs="$inputs $WORK/perf.json"
-fi
-if "$B/tutti-explain" -C allreduce -a rabenseifner -n 6 -s 6K --json >"$WORK/explain.json" 2>/dev/null; then
-    inputs="$inputs $WORK/explain.json"
-fi
+"$B/tutti-run" -n 2 "$B/tutti-perf" -b 8 -e 64K -f 32 -n 5 -w 1 -J "$WORK/perf.json" >/dev/null || fail "tutti-perf -J"
+"$B/tutti-explain" -C allreduce -a rabenseifner -n 6 -s 6K --json >"$WORK/explain.json" || fail "tutti-explain --json"
+inputs="$WORK/a.json $WORK/b.json $WORK/perf.json $WORK/explain.json"
 $PY "$S/perf/report" $inputs -o "$WORK/report.html" || fail "perf/report"
 grep -q 'src="http\|href="http\|<script src' "$WORK/report.html" && fail "the page loads something from elsewhere"
 
@@ -34,7 +31,8 @@ chrome() {
         --disable-component-update --disable-sync --user-data-dir="$(mktemp -d -p "$WORK")" "$@" 2>/dev/null
 }
 chrome --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" || fail "chromium could not load the page"
-for id in runs heatmap-shm-uni heatmap-tcp-lat topology-shm sweep-bw-shm sweep-lat-tcp diff-table; do
+for id in runs heatmap-shm-uni heatmap-tcp-lat topology-shm sweep-bw-shm sweep-lat-tcp diff-table perf-busbw \
+    anim-D anim-D-play0 anim-D-step7; do
     grep -q "id=\"$id\"" "$WORK/dom.html" || fail "the rendered page has no element $id"
 done
 svgs=$(grep -o '<svg' "$WORK/dom.html" | wc -l)
