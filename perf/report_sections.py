@@ -226,6 +226,17 @@ def perf_run(run, tag):
 
 
 def explain_run(run, tag):
+    if "sweep" in run:  # tutti-explain --measure -b -e --json
+        pts = run["sweep"]
+        p = svg.Plot("%s: predicted and measured" % run.get("title", ""), "bytes", "us", ident="explain-sweep-%s" % tag)
+        xs = [s["bytes"] for s in pts]
+        p.add("measured", xs, [s["measured_us"] for s in pts], points=True)
+        p.add("predicted", xs, [s["predicted_us"] for s in pts], dashed=True)
+        ratio = svg.Plot("measured / predicted", "bytes", "ratio", logy=False, width=460, height=300,
+                         ident="explain-ratio-%s" % tag)
+        ratio.add("measured / predicted", xs, [s["measured_us"] / s["predicted_us"] if s["predicted_us"] > 0 else None
+                                               for s in pts])
+        return "<h2>%s: %s</h2><div class=figs>%s%s</div>" % (tag, esc(run.get("title", "")), p.svg(), ratio.svg())
     import report_anim
     return "<h2>%s: %s</h2>%s" % (tag, esc(run.get("title", "a schedule")), report_anim.animation(run, tag))
 

@@ -22,7 +22,9 @@ for run in a b; do
 done
 "$B/tutti-run" -n 2 "$B/tutti-perf" -b 8 -e 64K -f 32 -n 5 -w 1 -J "$WORK/perf.json" >/dev/null || fail "tutti-perf -J"
 "$B/tutti-explain" -C allreduce -a rabenseifner -n 6 -s 6K --json >"$WORK/explain.json" || fail "tutti-explain --json"
-inputs="$WORK/a.json $WORK/b.json $WORK/perf.json $WORK/explain.json"
+"$B/tutti-run" -n 2 "$B/tutti-explain" -C allreduce --measure -b 8 -e 16K --json >"$WORK/measure.json" ||
+    fail "tutti-explain --measure --json"
+inputs="$WORK/a.json $WORK/b.json $WORK/perf.json $WORK/explain.json $WORK/measure.json"
 $PY "$S/perf/report" $inputs -o "$WORK/report.html" || fail "perf/report"
 grep -q 'src="http\|href="http\|<script src' "$WORK/report.html" && fail "the page loads something from elsewhere"
 
@@ -32,7 +34,7 @@ chrome() {
 }
 chrome --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" || fail "chromium could not load the page"
 for id in runs heatmap-shm-uni heatmap-tcp-lat topology-shm sweep-bw-shm sweep-lat-tcp diff-table perf-busbw \
-    anim-D anim-D-play0 anim-D-step7; do
+    anim-D anim-D-play0 anim-D-step7 explain-sweep-E; do
     grep -q "id=\"$id\"" "$WORK/dom.html" || fail "the rendered page has no element $id"
 done
 svgs=$(grep -o '<svg' "$WORK/dom.html" | wc -l)

@@ -298,6 +298,24 @@ START_TEST(tutti_explain_shows_rounds_compares_and_draws)
 }
 END_TEST
 
+/* --measure -b -e: under tutti-run, a table and a plot of measured against predicted. */
+START_TEST(tutti_explain_measures_the_whole_call_across_sizes)
+{
+    static char out[1 << 16];
+    char args[600];
+    snprintf(args, sizeof args, "-n 2 %s/tutti-explain -C allreduce --measure -b 8 -e 1K",
+             getenv("TT_BUILDDIR") ? getenv("TT_BUILDDIR") : ".");
+    ck_assert_int_eq(tt_run_tool("tutti-run", args, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "measured_us predicted_us") && strstr(out, "\n        1024  ") &&
+                      !strstr(out, "\n        2048  ") && strstr(out, "m measured, p predicted"),
+                  "%.3000s", out);
+    int rows = 0;
+    for (char *s = out; (s = strstr(s, "\n   ")) && rows < 100; s++)
+        rows += s[4] == ' ' && s[12] >= '0' && s[12] <= '9';
+    ck_assert_msg(rows == 8, "%d rows in %.3000s", rows, out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("explain");
@@ -310,6 +328,7 @@ int main(void)
     tcase_add_test(tc, tutti_explain_shows_rounds_compares_and_draws);
     tcase_add_loop_test(tc, global_steps_put_both_ends_of_every_message_together, 2, 13);
     tcase_add_test(tc, textbook_formulas_match_the_model_where_both_are_exact);
+    tcase_add_test(tc, tutti_explain_measures_the_whole_call_across_sizes);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

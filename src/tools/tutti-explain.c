@@ -19,6 +19,7 @@
 #include "tools/explain_measure.h"
 #include "tools/explain_formula.h"
 #include "tools/explain_steps.h"
+#include "tools/explain_sweep.h"
 #include "tools/explain_trace.h"
 #include "tools/explain_view.h"
 #include "sched/hosts.h"
@@ -31,25 +32,29 @@ typedef struct {
     uint64_t bytes;
     tutti_dtype_t dtype;
     int compare, mermaid, measure, json;
+    uint64_t minb, maxb; /* --measure across sizes when set */
 } opts_t;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tutti-explain -C COLL [-a ALGO] -n P [-s SIZE] [options]\n"
-               "  -C, --collective C   allreduce reduce_scatter allgather broadcast reduce alltoall barrier\n"
-               "  -a, --algo NAME      the algorithm (default: the tuner's pick); tutti-info -A lists them\n"
-               "  -n, --nranks P       ranks (default 4; the round-by-round view reads best up to 16)\n"
-               "  -s, --size SIZE      bytes of the whole buffer, K/M/G suffixes (default 1M)\n"
-               "  -d, --datatype T     element type for the sizes (default float)\n"
-               "  -r, --root R         root of broadcast and reduce (default 0)\n"
-               "      --nodes K        the ranks as K hosts of consecutive ranks (hierarchical, tcp links)\n"
-               "      --ranks-per-cpu X  price ranks sharing CPUs, as tutti does when a host has\n"
-               "                       more ranks than CPUs (default 1)\n"
-               "      --compare        predicted time of every algorithm; * marks the tuner's pick\n"
-               "      --mermaid        a Mermaid sequence diagram of the schedule\n"
-               "      --measure        under tutti-run: run it and print measured next to predicted time\n"
-               "      --json           the steps as JSON, for perf/report's animation\n"
-               "Predictions use the cost model (TUTTI_TUNING_FILE overrides its parameters).\n");
+    fprintf(f,
+            "usage: tutti-explain -C COLL [-a ALGO] -n P [-s SIZE] [options]\n"
+            "  -C, --collective C   allreduce reduce_scatter allgather broadcast reduce alltoall barrier\n"
+            "  -a, --algo NAME      the algorithm (default: the tuner's pick); tutti-info -A lists them\n"
+            "  -n, --nranks P       ranks (default 4; the round-by-round view reads best up to 16)\n"
+            "  -s, --size SIZE      bytes of the whole buffer, K/M/G suffixes (default 1M)\n"
+            "  -d, --datatype T     element type for the sizes (default float)\n"
+            "  -r, --root R         root of broadcast and reduce (default 0)\n"
+            "      --nodes K        the ranks as K hosts of consecutive ranks (hierarchical, tcp links)\n"
+            "      --ranks-per-cpu X  price ranks sharing CPUs, as tutti does when a host has\n"
+            "                       more ranks than CPUs (default 1)\n"
+            "      --compare        predicted time of every algorithm; * marks the tuner's pick\n"
+            "      --mermaid        a Mermaid sequence diagram of the schedule\n"
+            "      --measure        under tutti-run: run it and print measured next to predicted time\n"
+            "      --json           the steps as JSON, for perf/report's animation\n"
+            "  -b, -e SIZE          with --measure: time the whole call at sizes from -b to -e (doubling)\n"
+            "                       beside the tuner's prediction (a plot; --json for perf/report)\n"
+            "Predictions use the cost model (TUTTI_TUNING_FILE overrides its parameters).\n");
 }
 
 static int parse_coll(const char *s, tt_coll_t *out)
@@ -202,7 +207,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
                   .dtype = TUTTI_FP32};
     int c, have_coll = 0;
     int64_t v;
-    while ((c = getopt_long(argc, argv, "C:a:n:s:d:r:h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "C:a:n:s:d:r:b:e:h", longs, NULL)) != -1) {
         switch (c) {
         case 'C':
             if (parse_coll(optarg, &o->coll))
@@ -248,6 +253,11 @@ static int parse_args(int argc, char **argv, opts_t *o)
         case OPT_COMPARE: o->compare = 1; break;
         case OPT_MERMAID: o->mermaid = 1; break;
         case OPT_MEASURE: o->measure = 1; break;
+        case 'b':
+        case 'e':
+            if (tt_parse_size(optarg, c == 'b' ? &o->minb : &o->maxb) || (c == 'b' ? o->minb : o->maxb) == 0)
+                return fprintf(stderr, "tutti-explain: -%c: bad size '%s'\n", c, optarg), 2;
+            break;
         case OPT_JSON: o->json = 1; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 2;
@@ -266,6 +276,19 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
+    if (o.measure && (o.minb || o.maxb)) {
+        if (o.algo) /* as TUTTI_ALGO_<COLL> would */
+            setenv(o.coll == TT_COLL_ALLREDUCE ? "TUTTI_ALGO_ALLREDUCE" : "TUTTI_ALGO", o.algo->name, 1);
+        tt_sweep_opts_t so = {.coll = o.coll,
+                              .minb = o.minb ? (size_t)o.minb : 8,
+                              .maxb = o.maxb ? (size_t)o.maxb : (size_t)o.bytes,
+                              .dtype = o.dtype,
+                              .root = o.root,
+                              .json = o.json};
+        if (so.minb > so.maxb)
+            return fprintf(stderr, "tutti-explain: -b is larger than -e\n"), 2;
+        return tt_explain_sweep(&so);
+    }
     if (o.measure)
         return tt_explain_measure(o.coll, o.algo, (size_t)o.bytes, o.dtype, o.root);
     char err[256];
