@@ -396,6 +396,16 @@ static void header_text(const tt_bw_job_t *job, const link_fit_t *fits, int coun
     }
 }
 
+/* Rank 0's model to every rank; each keeps its own pointer to the pairs' link classes. */
+static tutti_status_t broadcast_model(tt_bw_job_t *job, tt_cost_model_t *m)
+{
+    const tt_cost_model_t *mine = &job->ctl->policy.tuner.model;
+    tutti_status_t st = tutti_broadcast(m, m, sizeof *m, TUTTI_UINT8, 0, job->ctl, NULL);
+    m->links = mine->links;
+    m->nlinks = mine->nlinks;
+    return st;
+}
+
 tutti_status_t tt_bw_fit(tt_bw_job_t *job)
 {
     int n = job->nranks, count = 0;
@@ -419,7 +429,7 @@ tutti_status_t tt_bw_fit(tt_bw_job_t *job)
         fitted_model(job, fits, count, wake_us, reduce_s, copy_s, link);
     }
     if (!st) /* every rank prices with rank 0's model */
-        st = tutti_broadcast(link, link, sizeof *link, TUTTI_UINT8, 0, job->ctl, NULL);
+        st = broadcast_model(job, link);
     if (!st && job->text)
         print_fits(job, fits, count, before);
     if (!st && job->text)
@@ -434,7 +444,7 @@ tutti_status_t tt_bw_fit(tt_bw_job_t *job)
         tt_bw_fit_corrections(job, &pass[0], after);
     }
     if (!st)
-        st = tutti_broadcast(after, after, sizeof *after, TUTTI_UINT8, 0, job->ctl, NULL);
+        st = broadcast_model(job, after);
     char header[512], mine[64] = "";
     unsigned measured = 0;
     const char *path = NULL;

@@ -19,8 +19,9 @@ int tt_cost_save(const tt_cost_model_t *m, unsigned measured, const char *header
         fprintf(f, "%-6s %.17g %.17g %.17g  # %s\n", tt_link_name((tt_link_t)l), c->alpha * 1e6,
                 1.0 / (c->beta * 1e9), 1.0 / (c->gamma * 1e9), measured & (1u << l) ? "measured" : "default");
     }
-    fprintf(f, "intra %s\ninter %s\ninter_links %d\nwake_us %.17g\n", tt_link_name(m->intra),
-            tt_link_name(m->inter), m->inter_links, m->wake_s * 1e6);
+    if (m->classes_fixed) /* else each pair's class comes from the transport that joins it */
+        fprintf(f, "intra %s\ninter %s\n", tt_link_name(m->intra), tt_link_name(m->inter));
+    fprintf(f, "inter_links %d\nwake_us %.17g\n", m->inter_links, m->wake_s * 1e6);
     tt_cost_fix_save(&m->fix, f);
     return fflush(f) == 0 && !ferror(f) ? 0 : -1;
 }

@@ -8,8 +8,8 @@
 #include "tune/cost.h"
 
 /*
- * Writes every link class of m, the intra/inter classes, inter_links and
- * wake_us to f, after the comment lines of header (each line prefixed with
+ * Writes every link class of m, the intra/inter classes where a tuning file
+ * fixed them, inter_links, wake_us and the corrections to f, after the comment lines of header (each line prefixed with
  * "# "); classes whose bit is set in measured are marked as measured, the
  * others as defaults. Returns 0, or -1 if writing failed.
  */
