@@ -128,7 +128,7 @@ static int compare_table(const opts_t *o, tt_algo_policy_t *policy, const tt_col
         if (tt_explain_formula(algo, o->coll, o->nranks, (double)o->bytes, &m->link[l], text, sizeof text,
                                &book) == 0 &&
             nlegend < 16)
-            snprintf(legend[nlegend++], sizeof legend[0], "  %-20s %s", algo->name, text);
+            snprintf(legend[nlegend++], sizeof legend[0], "  %s: %s", algo->name, text);
         tt_explain_format_time(t, when, sizeof when);
         tt_explain_format_time(book, bk, sizeof bk);
         tt_explain_format_bytes(sent, sb, sizeof sb);
