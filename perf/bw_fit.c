@@ -330,19 +330,22 @@ static tutti_status_t measure_links(tt_bw_job_t *job, link_fit_t *fits, int coun
     return st;
 }
 
-/* Keeps the corrections of other job shapes from the file that is there, if any. */
-static void keep_other_shapes(const tt_bw_job_t *job, const char *path, tt_cost_model_t *m)
+/* Keeps the corrections of other job shapes from the file that is there, if
+ * any and as many as there is room for; returns how many did not fit. */
+static int keep_other_shapes(const tt_bw_job_t *job, const char *path, tt_cost_model_t *m)
 {
     tt_cost_model_t *old = calloc(1, sizeof *old);
     char err[256];
+    int dropped = 0;
     if (!old)
-        return;
+        return 0;
     tt_cost_defaults(old);
     if (access(path, R_OK) == 0 && tt_cost_load(old, path, err, sizeof err) == TUTTI_SUCCESS)
         for (int i = 0; i < old->fix.n; i++)
             if (old->fix.e[i].nranks != job->nranks || old->fix.e[i].nhosts != job->ctl->hosts.nhosts)
-                tt_cost_fix_set(&m->fix, &old->fix.e[i]);
+                dropped += tt_cost_fix_set(&m->fix, &old->fix.e[i]) != 0;
     free(old);
+    return dropped;
 }
 
 /* Drops the corrections for this job's shape: the fit replaces them. */
@@ -440,8 +443,11 @@ tutti_status_t tt_bw_fit(tt_bw_job_t *job)
         st = tt_bw_fit_pass(job, NULL, &pass[0]);
     if (!st && job->rank == 0) {
         *after = *link;
-        keep_other_shapes(job, job->o->fit_file, after);
-        tt_bw_fit_corrections(job, &pass[0], after);
+        int lost = tt_bw_fit_corrections(job, &pass[0], after); /* this shape first: it must fit */
+        lost += keep_other_shapes(job, job->o->fit_file, after);
+        if (lost)
+            fprintf(stderr, "tutti-bw --fit: %d corrections did not fit in the tuning file (at most %d)\n",
+                    lost, TT_COST_FIX_MAX);
     }
     if (!st)
         st = broadcast_model(job, after);

@@ -23,8 +23,8 @@ typedef struct {
 tutti_status_t tt_bw_fit_pass(tt_bw_job_t *job, const char *path, tt_fit_pass_t *pass);
 /* Adds to m's corrections, for this job's shape, what pass measured over
  * what m predicts (per algorithm and size class, the median of each class
- * and its neighbours, against noise). */
-void tt_bw_fit_corrections(const tt_bw_job_t *job, const tt_fit_pass_t *pass, tt_cost_model_t *m);
+ * and its neighbours, against noise). Returns how many did not fit. */
+int tt_bw_fit_corrections(const tt_bw_job_t *job, const tt_fit_pass_t *pass, tt_cost_model_t *m);
 /* Rank 0: the prediction errors of the default (before), link-fitted and
  * corrected (after) models, and the tuner's picks against the fastest
  * algorithm in the second pass; returns how many sizes are within 10%. */

@@ -132,8 +132,9 @@ static double predict(const tt_cost_model_t *m, const tt_algorithm_t *a, const t
            tt_cost_fix_factor(&m->fix, a->name, args, args->count * 4) * 1e6;
 }
 
-void tt_bw_fit_corrections(const tt_bw_job_t *job, const tt_fit_pass_t *p, tt_cost_model_t *m)
+int tt_bw_fit_corrections(const tt_bw_job_t *job, const tt_fit_pass_t *p, tt_cost_model_t *m)
 {
+    int lost = 0;
     tt_cost_model_t plain = *m;
     plain.fix.n = 0;
     for (int k = 0; k < p->nalgo; k++) {
@@ -155,9 +156,10 @@ void tt_bw_fit_corrections(const tt_bw_job_t *job, const tt_fit_pass_t *p, tt_co
                                      .size_class = tt_cost_size_class(p->bytes[i]),
                                      .factor = median(near, n)};
             snprintf(e.algo, sizeof e.algo, "%s", p->algo[k]->name);
-            tt_cost_fix_set(&m->fix, &e);
+            lost += tt_cost_fix_set(&m->fix, &e) != 0;
         }
     }
+    return lost;
 }
 
 /* Median over sizes of predicted/measured and |predicted/measured - 1|, us per size into pred. */

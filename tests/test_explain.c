@@ -14,6 +14,7 @@
 
 #include "tune/registry.h"
 #include "tune/cost.h"
+#include "tune/tuner.h"
 #include "tools/explain_formula.h"
 #include "tools/explain_steps.h"
 #include "tools/explain_trace.h"
@@ -238,6 +239,43 @@ START_TEST(textbook_formulas_match_the_model_where_both_are_exact)
 }
 END_TEST
 
+/* The corrections tutti-bw --fit writes steer the tuner on their job shape only. */
+START_TEST(measured_corrections_steer_the_tuner_on_their_shape)
+{
+    tt_tuner_t *t = calloc(1, sizeof *t);
+    char err[256];
+    tt_cost_defaults(&t->model);
+    tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = 8, .count = 4 << 20};
+    size_t bytes = a.count * 4;
+    ck_assert_ptr_eq(tt_tuner_pick(t, &a, bytes, 4).algo, &tt_algo_ring);
+    /* the ring measured 10 times slower than predicted at 16 MiB on 8 ranks, 4 ranks left alone */
+    char *path = write_file("fix allreduce ring 8 1 24 10\nfix allreduce ring 4 1 24 10\n");
+    ck_assert_int_eq(tt_cost_load(&t->model, path, err, sizeof err), TUTTI_SUCCESS);
+    unlink(path);
+    ck_assert_int_eq(t->model.fix.n, 2);
+    memset(t->cache, 0, sizeof t->cache);
+    const tt_algorithm_t *pick = tt_tuner_pick(t, &a, bytes, 4).algo;
+    ck_assert_msg(pick && pick != &tt_algo_ring, "the tuner kept the ring");
+    ck_assert(tt_cost_fix_factor(&t->model.fix, "ring", &a, bytes) == 10);
+    ck_assert(tt_cost_fix_factor(&t->model.fix, "ring", &a, bytes * 2) == 1); /* another size class */
+    a.nranks = 16;                                                            /* another shape */
+    memset(t->cache, 0, sizeof t->cache);
+    ck_assert_ptr_eq(tt_tuner_pick(t, &a, bytes, 4).algo, &tt_algo_ring);
+    path = write_file("fix allreduce ring 8 1 24 -1\n");
+    ck_assert_int_eq(tt_cost_load(&t->model, path, err, sizeof err), TUTTI_ERR_CONFIG);
+    unlink(path);
+    FILE *f = fopen(path = write_file(""), "w");
+    for (int i = 0; i <= TT_COST_FIX_MAX; i++)
+        fprintf(f, "fix allreduce ring %d 1 %d 2\n", 2 + i / 60, i % 60);
+    fclose(f);
+    tt_cost_defaults(&t->model);
+    ck_assert_int_eq(tt_cost_load(&t->model, path, err, sizeof err), TUTTI_ERR_CONFIG);
+    ck_assert_msg(strstr(err, "more than 1024 fix lines"), "%s", err);
+    unlink(path);
+    free(t);
+}
+END_TEST
+
 START_TEST(tutti_explain_shows_rounds_compares_and_draws)
 {
     static char out[1 << 18];
@@ -328,6 +366,7 @@ int main(void)
     tcase_add_test(tc, tutti_explain_shows_rounds_compares_and_draws);
     tcase_add_loop_test(tc, global_steps_put_both_ends_of_every_message_together, 2, 13);
     tcase_add_test(tc, textbook_formulas_match_the_model_where_both_are_exact);
+    tcase_add_test(tc, measured_corrections_steer_the_tuner_on_their_shape);
     tcase_add_test(tc, tutti_explain_measures_the_whole_call_across_sizes);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

@@ -65,6 +65,10 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
         } else if (strcmp(word, "wake_us") == 0 && sscanf(line, "%31s %lf %1s", word, &alpha, extra) == 2 &&
                    alpha >= 0) {
             m->wake_s = alpha * 1e-6;
+        } else if (strcmp(word, "fix") == 0 && m->fix.n == TT_COST_FIX_MAX) {
+            snprintf(err, errlen, "TUTTI_TUNING_FILE %s:%d: more than %d fix lines", path, lineno,
+                     TT_COST_FIX_MAX);
+            st = TUTTI_ERR_CONFIG;
         } else if (strcmp(word, "fix") == 0 && tt_cost_fix_parse(&m->fix, line) == 0) {
             /* a measured correction */
         } else if (tt_link_named(word, &link) == 0 &&

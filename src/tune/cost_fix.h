@@ -16,7 +16,7 @@
 
 #include "sched/schedule.h"
 
-#define TT_COST_FIX_MAX 320
+#define TT_COST_FIX_MAX 1024 /* about 9 job shapes of 5 algorithms over 22 sizes */
 #define TT_COST_FIX_NAME 24
 
 typedef struct {
