@@ -26,8 +26,9 @@ tutti_status_t tt_bw_fit_pass(tt_bw_job_t *job, const char *path, tt_fit_pass_t 
  * and its neighbours, against noise). Returns how many did not fit. */
 int tt_bw_fit_corrections(const tt_bw_job_t *job, const tt_fit_pass_t *pass, tt_cost_model_t *m);
 /* Rank 0: the prediction errors of the default (before), link-fitted and
- * corrected (after) models, and the tuner's picks against the fastest
- * algorithm in the second pass; returns how many sizes are within 10%. */
+ * corrected (after) models, and the tuner's picks before and after against
+ * the fastest algorithm in the second pass; returns at how many sizes the
+ * fitted tuner's pick is within 10% of the fastest. */
 int tt_bw_fit_report(tt_bw_job_t *job, const tt_fit_pass_t *first, const tt_fit_pass_t *second,
                      const tt_cost_model_t *before, const tt_cost_model_t *link,
                      const tt_cost_model_t *after);
