@@ -39,10 +39,22 @@ static void usage(FILE *f)
             "                        write FILE for TUTTI_TUNING_FILE (default tutti-tuning.txt) and\n"
             "                        report every algorithm's prediction error before and after\n"
             "      --fit-max SIZE    largest all-reduce --fit times (default 16M)\n"
+            "      --fit-reps N      repeats of each algorithm and size under --fit (default 7)\n"
             "      --json, --csv     machine-readable output (tutti-bw(1) documents the JSON schema)\n");
 }
 
-enum { OPT_MATRIX = 256, OPT_SWEEP, OPT_MAXREP, OPT_TOL, OPT_BUDGET, OPT_FIT, OPT_FITMAX, OPT_JSON, OPT_CSV };
+enum {
+    OPT_MATRIX = 256,
+    OPT_SWEEP,
+    OPT_MAXREP,
+    OPT_TOL,
+    OPT_BUDGET,
+    OPT_FIT,
+    OPT_FITMAX,
+    OPT_FITREPS,
+    OPT_JSON,
+    OPT_CSV
+};
 
 static int parse_args(int argc, char **argv, tt_bw_opts_t *o)
 {
@@ -60,6 +72,7 @@ static int parse_args(int argc, char **argv, tt_bw_opts_t *o)
                                           {"budget", required_argument, 0, OPT_BUDGET},
                                           {"fit", optional_argument, 0, OPT_FIT},
                                           {"fit-max", required_argument, 0, OPT_FITMAX},
+                                          {"fit-reps", required_argument, 0, OPT_FITREPS},
                                           {"json", no_argument, 0, OPT_JSON},
                                           {"csv", no_argument, 0, OPT_CSV},
                                           {"help", no_argument, 0, 'h'},
@@ -101,6 +114,7 @@ static int parse_args(int argc, char **argv, tt_bw_opts_t *o)
                 snprintf(o->fit_file, sizeof o->fit_file, "%s", optarg);
             break;
         case OPT_FITMAX: bad = tt_opt_size(me, "--fit-max", optarg, 4, &o->fit_max); break;
+        case OPT_FITREPS: bad = tt_opt_int(me, "--fit-reps", optarg, 1, 101, &o->fit_reps); break;
         case OPT_JSON: o->json = 1; break;
         case OPT_CSV: o->csv = 1; break;
         case 'h': usage(stdout); exit(0);
