@@ -299,6 +299,26 @@ static int write_file(const char *path, const tt_cost_model_t *m, unsigned measu
     return fclose(f) || rc ? -1 : 0;
 }
 
+/* Pins the pair of one host to two different CPUs while it measures its
+ * link, so that the fit sees the link and not the scheduler putting both
+ * on one CPU (the wake-up is measured on its own); 1 when this rank is pinned. */
+static int pin_apart(const tt_bw_job_t *job, int a, int b, cpu_set_t *saved)
+{
+    const tt_endpoint_t *ea = &job->ctl->endpoints[a], *eb = &job->ctl->endpoints[b];
+    if ((job->rank != a && job->rank != b) || ea->host_id != eb->host_id ||
+        sched_getaffinity(0, sizeof *saved, saved))
+        return 0;
+    int first = (int)(ea->place & 0xffffffffu), cpu = first;
+    if (job->rank == b) /* another CPU this rank may use */
+        for (int c = 0; c < CPU_SETSIZE && cpu == first; c++)
+            if (CPU_ISSET(c, saved) && c != first)
+                cpu = c;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return (job->rank == a || cpu != first) && sched_setaffinity(0, sizeof one, &one) == 0;
+}
+
 /* Measures the pairs; fills fits (rank 0) and the pinned latency. */
 static tutti_status_t measure_links(tt_bw_job_t *job, link_fit_t *fits, int count, double *wake_us)
 {
@@ -307,6 +327,8 @@ static tutti_status_t measure_links(tt_bw_job_t *job, link_fit_t *fits, int coun
     for (int k = 0; k < count && !st; k++) {
         tt_bw_result_t r;
         int valid = 0;
+        cpu_set_t saved;
+        int pinned = pin_apart(job, fits[k].a, fits[k].b, &saved);
         st = tt_bw_cell(job, &tp, fits[k].a, fits[k].b, TT_BW_LAT, fit_sizes[0], &r, &valid);
         fits[k].lat_us = r.stats.median;
         /* Every rank has the result, so every rank stops at the same size. */
@@ -315,6 +337,8 @@ static tutti_status_t measure_links(tt_bw_job_t *job, link_fit_t *fits, int coun
             fits[k].xch_us[i] = r.stats.median;
             fits[k].npts = i + 1;
         }
+        if (pinned)
+            sched_setaffinity(0, sizeof saved, &saved);
     }
     *wake_us = 0;
     for (int k = 0; k < count && !st; k++) {
@@ -328,24 +352,6 @@ static tutti_status_t measure_links(tt_bw_job_t *job, link_fit_t *fits, int coun
     tp.comm = NULL; /* the job's: not ours to close */
     tt_bw_tp_close(&tp);
     return st;
-}
-
-/* Keeps the corrections of other job shapes from the file that is there, if
- * any and as many as there is room for; returns how many did not fit. */
-static int keep_other_shapes(const tt_bw_job_t *job, const char *path, tt_cost_model_t *m)
-{
-    tt_cost_model_t *old = calloc(1, sizeof *old);
-    char err[256];
-    int dropped = 0;
-    if (!old)
-        return 0;
-    tt_cost_defaults(old);
-    if (access(path, R_OK) == 0 && tt_cost_load(old, path, err, sizeof err) == TUTTI_SUCCESS)
-        for (int i = 0; i < old->fix.n; i++)
-            if (old->fix.e[i].nranks != job->nranks || old->fix.e[i].nhosts != job->ctl->hosts.nhosts)
-                dropped += tt_cost_fix_set(&m->fix, &old->fix.e[i]) != 0;
-    free(old);
-    return dropped;
 }
 
 /* Drops the corrections for this job's shape: the fit replaces them. */
@@ -444,7 +450,7 @@ tutti_status_t tt_bw_fit(tt_bw_job_t *job)
     if (!st && job->rank == 0) {
         *after = *link;
         int lost = tt_bw_fit_corrections(job, &pass[0], after); /* this shape first: it must fit */
-        lost += keep_other_shapes(job, job->o->fit_file, after);
+        lost += tt_bw_fit_keep_shapes(job, job->o->fit_file, after);
         if (lost)
             fprintf(stderr, "tutti-bw --fit: %d corrections did not fit in the tuning file (at most %d)\n",
                     lost, TT_COST_FIX_MAX);

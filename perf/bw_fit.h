@@ -25,6 +25,9 @@ tutti_status_t tt_bw_fit_pass(tt_bw_job_t *job, const char *path, tt_fit_pass_t 
  * what m predicts (per algorithm and size class, the median of each class
  * and its neighbours, against noise). Returns how many did not fit. */
 int tt_bw_fit_corrections(const tt_bw_job_t *job, const tt_fit_pass_t *pass, tt_cost_model_t *m);
+/* Adds to m the corrections of other job shapes from the tuning file at
+ * path, moved onto m's link parameters; returns how many did not fit. */
+int tt_bw_fit_keep_shapes(const tt_bw_job_t *job, const char *path, tt_cost_model_t *m);
 /* Rank 0: the prediction errors of the default (before), link-fitted and
  * corrected (after) models, and the tuner's picks before and after against
  * the fastest algorithm in the second pass; returns at how many sizes the
