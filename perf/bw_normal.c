@@ -130,7 +130,7 @@ static double expected_peak(const tt_bw_tp_t *tp, int a, int b, size_t at_bytes,
     int other_host = strcmp(cls, "NET") == 0;
     if (strcmp(tp->name, "shm") == 0) {
         /* At the same size: small messages copy within the caches, as memcpy does. */
-        snprintf(basis, len, "one CPU's memcpy of that size, measured (each side copies once, both at once)");
+        snprintf(basis, len, "one CPU's memcpy of that size, measured; each side copies once, both at once");
         return tt_bw_memcpy_gbps(at_bytes);
     }
     if (strcmp(tp->name, "tcp") == 0 && !other_host) {
