@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "bw_ib.h"
+#include "core/env_config.h"
 
 #ifdef TT_HAVE_VERBS
 #include <infiniband/verbs.h>
@@ -50,7 +51,10 @@ typedef const char *(*dev_name_fn)(struct ibv_device *);
 
 double tt_bw_ib_rate_gbps(char *what, size_t len)
 {
-    void *lib = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
+    /* The library the verbs transport opens (TUTTI_IBVERBS_LIB), so the peak is the same NIC's. */
+    const char *name =
+        *tt_config_str(TT_CFG_IBVERBS_LIB) ? tt_config_str(TT_CFG_IBVERBS_LIB) : "libibverbs.so.1";
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(what, len, "libibverbs is not installed");
         return 0;

@@ -91,6 +91,14 @@ tutti_status_t tt_bw_tp_open(tt_bw_job_t *job, const char *name, tt_bw_tp_t *tp,
         snprintf(why, len, "one rank, no pair (start several: tutti-run -n 2 tutti-bw)");
         return TUTTI_ERR_UNSUPPORTED;
     }
+    /* Every rank asks, so that all skip alike when one cannot offer it. */
+    char mine[160] = "";
+    int offered = !ops->probe || ops->probe(mine, sizeof mine), all = 0;
+    TT_TRY(tutti_allreduce(&offered, &all, 1, TUTTI_INT32, TUTTI_MIN, job->ctl, NULL));
+    if (!all) {
+        snprintf(why, len, "not offered %s%s", offered ? "on every rank" : "here: ", offered ? "" : mine);
+        return TUTTI_ERR_UNSUPPORTED;
+    }
     char list[64];
     snprintf(list, sizeof list, strcmp(name, "tcp") == 0 ? "%s" : "%s,tcp", name);
     int64_t timeout = job->ctl->timeout_ms < TP_SETUP_TIMEOUT_MS ? job->ctl->timeout_ms : TP_SETUP_TIMEOUT_MS;
@@ -116,9 +124,18 @@ tutti_status_t tt_bw_tp_open(tt_bw_job_t *job, const char *name, tt_bw_tp_t *tp,
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++)
             pair_class(&tp->comm->endpoints[a], &tp->comm->endpoints[b], a == b, tp->cls[a * n + b]);
-    if (st)
+    if (st) {
         snprintf(why, len, "exchanging which pairs it serves failed");
-    return st;
+        return st;
+    }
+    int any = 0;
+    for (int i = 0; i < n * n; i++)
+        any |= tp->uses[i];
+    if (!any) {
+        snprintf(why, len, "joins no pair of these ranks (shm: ranks of one host)");
+        return TUTTI_ERR_UNSUPPORTED;
+    }
+    return TUTTI_SUCCESS;
 }
 
 void tt_bw_tp_close(tt_bw_tp_t *tp)

@@ -232,20 +232,16 @@ static tutti_status_t one_transport(tt_bw_job_t *job, const char *name)
     return st;
 }
 
-/* Every transport the list names; "all": the build's, verbs (which says
- * when it is absent) and gpu. */
+/* Every transport the list names; "all": the build's and gpu. */
 static tutti_status_t run_all(tt_bw_job_t *job)
 {
     char list[512];
     if (strcmp(job->o->transports, "all") == 0) {
         size_t len = 0;
         list[0] = '\0';
-        int verbs = 0;
-        for (int i = 0; tt_transports[i]; i++) {
+        for (int i = 0; tt_transports[i]; i++)
             len += (size_t)snprintf(list + len, sizeof list - len, "%s,", tt_transports[i]->name);
-            verbs |= strcmp(tt_transports[i]->name, "verbs") == 0;
-        }
-        snprintf(list + len, sizeof list - len, "%sgpu", verbs ? "" : "verbs,");
+        snprintf(list + len, sizeof list - len, "gpu");
     } else {
         snprintf(list, sizeof list, "%s", job->o->transports);
     }
