@@ -9,17 +9,19 @@
 #define TT_KERNEL_PREFIX avx2_
 #include "reduce/loops.h"
 
+/* x op y in 8 lanes with the NaN rule of float_ops.h: min/max_ps would drop a
+ * NaN in the first operand, so unordered lanes take the canonical NaN. */
 static inline __m256 avx2_op(int op, __m256 x, __m256 y)
 {
     __m256 r;
     switch (op) {
-    case TUTTI_PROD: return _mm256_mul_ps(x, y);
+    case TUTTI_PROD: r = _mm256_mul_ps(x, y); break;
     case TUTTI_MIN: r = _mm256_min_ps(x, y); break;
     case TUTTI_MAX: r = _mm256_max_ps(x, y); break;
-    default: return _mm256_add_ps(x, y);
+    default: r = _mm256_add_ps(x, y); break;
     }
-    /* min/max_ps drop a NaN in the first operand; make it win instead. */
-    return _mm256_blendv_ps(r, _mm256_add_ps(x, y), _mm256_cmp_ps(x, y, _CMP_UNORD_Q));
+    __m256 nan = _mm256_or_ps(_mm256_cmp_ps(x, y, _CMP_UNORD_Q), _mm256_cmp_ps(r, r, _CMP_UNORD_Q));
+    return _mm256_blendv_ps(r, _mm256_castsi256_ps(_mm256_set1_epi32((int)TT_NAN_F32_BITS)), nan);
 }
 
 static inline __m256 avx2_load_bf16(const tt_u16u_t *p)

@@ -4,17 +4,19 @@
  * reduce_avx512bf16.c; TT_BF16_NARROW (defined by the includer) turns 16
  * fp32 lanes into 16 bf16 values.
  */
+/* x op y in 16 lanes with the NaN rule of float_ops.h: min/max_ps would
+ * drop a NaN in the first operand, so unordered lanes take the canonical NaN. */
 static inline __m512 avx512_op(int op, __m512 x, __m512 y)
 {
     __m512 r;
     switch (op) {
-    case TUTTI_PROD: return _mm512_mul_ps(x, y);
+    case TUTTI_PROD: r = _mm512_mul_ps(x, y); break;
     case TUTTI_MIN: r = _mm512_min_ps(x, y); break;
     case TUTTI_MAX: r = _mm512_max_ps(x, y); break;
-    default: return _mm512_add_ps(x, y);
+    default: r = _mm512_add_ps(x, y); break;
     }
-    __mmask16 nan = _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q);
-    return _mm512_mask_add_ps(r, nan, x, y);
+    __mmask16 nan = _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q);
+    return _mm512_mask_mov_ps(r, nan, _mm512_castsi512_ps(_mm512_set1_epi32((int)TT_NAN_F32_BITS)));
 }
 
 /* Round to nearest even with integer arithmetic, NaNs made quiet; exact for

@@ -9,6 +9,7 @@
 
 #include "core/fp8.h"
 #include "core/half.h"
+#include "reduce/float_ops.h"
 #include "reduce/reduce.h"
 
 /* User buffers need not be aligned to their element size: every access
@@ -50,35 +51,26 @@ typedef double __attribute__((aligned(1))) tt_f64u_t;
     TT_ELEMENTWISE(min_##tag, T, U, x < y ? x : y)                                                           \
     TT_ELEMENTWISE(max_##tag, T, U, x > y ? x : y)
 
-/* Floats: min/max return NaN when either input is NaN (a + b makes it). */
-#define TT_FLOAT_KERNELS(T, tag, U)                                                                          \
-    TT_ELEMENTWISE(sum_##tag, T, U, x + y)                                                                   \
-    TT_ELEMENTWISE(prod_##tag, T, U, x *y)                                                                   \
-    TT_ELEMENTWISE(min_##tag, T, U, (x != x || y != y) ? x + y : (x < y ? x : y))                            \
-    TT_ELEMENTWISE(max_##tag, T, U, (x != x || y != y) ? x + y : (x > y ? x : y))
+/* Floats: a NaN result is the canonical NaN (float_ops.h); min/max are NaN
+ * when either input is. */
+#define TT_FLOAT_KERNELS(T, tag, U, NAN_OF)                                                                  \
+    TT_ELEMENTWISE(sum_##tag, T, U, tt_canon_##tag(x + y))                                                   \
+    TT_ELEMENTWISE(prod_##tag, T, U, tt_canon_##tag(x *y))                                                   \
+    TT_ELEMENTWISE(min_##tag, T, U, (x != x) | (y != y) ? NAN_OF() : (x < y ? x : y))                        \
+    TT_ELEMENTWISE(max_##tag, T, U, (x != x) | (y != y) ? NAN_OF() : (x > y ? x : y))
 
 /* Half types one element at a time: the tails of the vector kernels and
  * the whole portable kernels. */
-static inline float TT_KFN(half_op)(int op, float x, float y)
-{
-    switch (op) {
-    case TUTTI_PROD: return x * y;
-    case TUTTI_MIN: return (x != x || y != y) ? x + y : (x < y ? x : y);
-    case TUTTI_MAX: return (x != x || y != y) ? x + y : (x > y ? x : y);
-    default: return x + y;
-    }
-}
-
 static inline void TT_KFN(fp16_tail)(int op, tt_u16u_t *d, const tt_u16u_t *a, const tt_u16u_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        d[i] = tt_f32_to_fp16(TT_KFN(half_op)(op, tt_fp16_to_f32(a[i]), tt_fp16_to_f32(b[i])));
+        d[i] = tt_f32_to_fp16(tt_float_op(op, tt_fp16_to_f32(a[i]), tt_fp16_to_f32(b[i])));
 }
 
 static inline void TT_KFN(bf16_tail)(int op, tt_u16u_t *d, const tt_u16u_t *a, const tt_u16u_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        d[i] = tt_f32_to_bf16(TT_KFN(half_op)(op, tt_bf16_to_f32(a[i]), tt_bf16_to_f32(b[i])));
+        d[i] = tt_f32_to_bf16(tt_float_op(op, tt_bf16_to_f32(a[i]), tt_bf16_to_f32(b[i])));
 }
 
 /* fp8 one element at a time: through fp32 like the half types; the
@@ -86,13 +78,13 @@ static inline void TT_KFN(bf16_tail)(int op, tt_u16u_t *d, const tt_u16u_t *a, c
 static inline void TT_KFN(e4m3_tail)(int op, uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        d[i] = tt_f32_to_e4m3(TT_KFN(half_op)(op, tt_e4m3_to_f32(a[i]), tt_e4m3_to_f32(b[i])));
+        d[i] = tt_f32_to_e4m3(tt_float_op(op, tt_e4m3_to_f32(a[i]), tt_e4m3_to_f32(b[i])));
 }
 
 static inline void TT_KFN(e5m2_tail)(int op, uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        d[i] = tt_f32_to_e5m2(TT_KFN(half_op)(op, tt_e5m2_to_f32(a[i]), tt_e5m2_to_f32(b[i])));
+        d[i] = tt_f32_to_e5m2(tt_float_op(op, tt_e5m2_to_f32(a[i]), tt_e5m2_to_f32(b[i])));
 }
 
 TT_INT_KERNELS(int8_t, uint8_t, i8, tt_i8u_t)
@@ -101,8 +93,8 @@ TT_INT_KERNELS(int32_t, uint32_t, i32, tt_i32u_t)
 TT_INT_KERNELS(uint32_t, uint32_t, u32, tt_u32u_t)
 TT_INT_KERNELS(int64_t, uint64_t, i64, tt_i64u_t)
 TT_INT_KERNELS(uint64_t, uint64_t, u64, tt_u64u_t)
-TT_FLOAT_KERNELS(float, f32, tt_f32u_t)
-TT_FLOAT_KERNELS(double, f64, tt_f64u_t)
+TT_FLOAT_KERNELS(float, f32, tt_f32u_t, tt_nan_f32)
+TT_FLOAT_KERNELS(double, f64, tt_f64u_t, tt_nan_f64)
 
 #define TT_FILL_ROW(table, dtype, tag)                                                                       \
     do {                                                                                                     \

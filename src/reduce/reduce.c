@@ -7,6 +7,7 @@
 #include "core/fp8.h"
 #include "core/half.h"
 #include "core/log.h"
+#include "reduce/float_ops.h"
 #include "reduce/reduce.h"
 
 static const char *const isa_names[TT_ISA_COUNT] = {"portable", "avx2", "avx512", "avx512bf16"};
@@ -91,6 +92,14 @@ tt_reduce_fn tt_reduce_get(tutti_dtype_t dtype, tutti_op_t op)
             p[i] = (T)(p[i] / (T)nranks);                                                                    \
     } while (0)
 
+/* Floats keep the NaN rule of float_ops.h through the division too. */
+#define AVG_FLOAT(T, CANON)                                                                                  \
+    do {                                                                                                     \
+        T __attribute__((aligned(1))) *p = buf;                                                              \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            p[i] = CANON(p[i] / (T)nranks);                                                                  \
+    } while (0)
+
 void tt_reduce_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks)
 {
     switch (dtype) {
@@ -100,18 +109,18 @@ void tt_reduce_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks)
     case TUTTI_UINT32: AVG_INT(uint32_t); break;
     case TUTTI_INT64: AVG_INT(int64_t); break;
     case TUTTI_UINT64: AVG_INT(uint64_t); break;
-    case TUTTI_FP32: AVG_INT(float); break;
-    case TUTTI_FP64: AVG_INT(double); break;
+    case TUTTI_FP32: AVG_FLOAT(float, tt_canon_f32); break;
+    case TUTTI_FP64: AVG_FLOAT(double, tt_canon_f64); break;
     case TUTTI_FP16: {
         uint16_t __attribute__((aligned(1))) *p = buf;
         for (size_t i = 0; i < n; i++)
-            p[i] = tt_f32_to_fp16(tt_fp16_to_f32(p[i]) / (float)nranks);
+            p[i] = tt_f32_to_fp16(tt_canon_f32(tt_fp16_to_f32(p[i]) / (float)nranks));
         break;
     }
     case TUTTI_BF16: {
         uint16_t __attribute__((aligned(1))) *p = buf;
         for (size_t i = 0; i < n; i++)
-            p[i] = tt_f32_to_bf16(tt_bf16_to_f32(p[i]) / (float)nranks);
+            p[i] = tt_f32_to_bf16(tt_canon_f32(tt_bf16_to_f32(p[i]) / (float)nranks));
         break;
     }
     case TUTTI_FP8_E4M3: {
