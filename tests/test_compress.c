@@ -428,6 +428,22 @@ static int bad_arguments(tutti_comm_t comm, int r, int p, void *arg)
     return bad;
 }
 
+/* The GPU sign quantizer's tiles per block (codec.h, which its kernels and
+ * scratch size use): never zero, which its threads divide by (a block of
+ * fewer than eight elements, as n < 8 with the whole vector as one block,
+ * had none), and just enough 512-group tiles to cover a block's groups. */
+START_TEST(gpu_sign_tiles_cover_every_block)
+{
+    for (size_t bsize = 1; bsize < 40000; bsize++) {
+        size_t tiles = tt_sign_tiles_per_block(bsize), groups = bsize / 8;
+        ck_assert_uint_ge(tiles, 1);
+        ck_assert_uint_ge(tiles * 512, groups);
+        if (groups)
+            ck_assert_uint_lt((tiles - 1) * 512, groups);
+    }
+}
+END_TEST
+
 START_TEST(bad_arguments_are_named)
 {
     tt_run_ranks(2, bad_arguments, NULL, 60);
@@ -447,6 +463,7 @@ int main(void)
     tcase_add_test(tc, bytes_on_the_wire_equal_the_formulas);
     tcase_add_test(tc, sign_error_stays_bounded_where_gradients_are_zero);
     tcase_add_test(tc, half_types_avg_in_place_and_the_dense_fallback);
+    tcase_add_test(tc, gpu_sign_tiles_cover_every_block);
     tcase_add_test(tc, bad_arguments_are_named);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

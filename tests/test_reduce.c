@@ -18,6 +18,7 @@
 #include "core/fp8.h"
 #include "core/half.h"
 #include "harness.h"
+#include "cuda/vec_split.h"
 #include "reduce/float_ops.h"
 #include "reduce/reduce.h"
 
@@ -269,6 +270,41 @@ START_TEST(shared_scalar_ops_give_the_cpu_kernels_bits)
 }
 END_TEST
 
+/* The GPU kernels' split of a reduction (cuda/vec_split.h, compiled here
+ * for the host): every element exactly once; 16-byte vectors for all
+ * three pointers whenever they share their offset from a 16-byte boundary
+ * (a skewed buffer vectorises after a short head, not element by element);
+ * element by element when they do not. */
+START_TEST(gpu_split_vectorises_after_a_head)
+{
+    static const size_t elems[] = {1, 2, 4, 8};
+    for (size_t ei = 0; ei < 4; ei++)
+        for (uintptr_t off = 0; off < 32; off++)
+            for (size_t n = 0; n < 100; n++)
+                for (int same = 0; same < 2; same++) {
+                    size_t elem = elems[ei], per = 16 / elem;
+                    uintptr_t d = 0x10000 + off, a = 0x20000 + off, b = 0x30000 + (same ? off : off + elem);
+                    tt_vec_split_t sp = tt_vec_split(d, a, b, n, elem);
+                    ck_assert_uint_eq(sp.head + sp.nvec * per + sp.tail, n);
+                    ck_assert_int_eq(sp.aligned, off % elem == 0);
+                    if (sp.nvec) {
+                        ck_assert_uint_eq((d + sp.head * elem) % 16, 0);
+                        ck_assert_uint_eq((a + sp.head * elem) % 16, 0);
+                        ck_assert_uint_eq((b + sp.head * elem) % 16, 0);
+                        ck_assert_uint_lt(sp.head, per);
+                        ck_assert_uint_lt(sp.tail, per);
+                    }
+                    int can = same && off % elem == 0;
+                    size_t head = (16 - off % 16) % 16 / elem;
+                    if (can && n >= head + per)
+                        ck_assert_msg(sp.nvec == (n - head) / per, "elem %zu off %zu n %zu: %zu vectors",
+                                      elem, (size_t)off, n, sp.nvec);
+                    if (!can && elem < 16)
+                        ck_assert_uint_eq(sp.nvec, 0);
+                }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reduce");
@@ -284,6 +320,7 @@ int main(void)
     tcase_add_test(tc, portable_kernels_always_exist_and_avg_divides);
     tcase_add_test(tc, avg_and_scale_of_a_nan_give_the_canonical_nan);
     tcase_add_test(tc, shared_scalar_ops_give_the_cpu_kernels_bits);
+    tcase_add_test(tc, gpu_split_vectorises_after_a_head);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -66,6 +66,16 @@ static inline TT_HD float tt_round_even(float t)
     return (t + magic) - magic;
 }
 
+/* The sign scale's partial sums on the GPU: tiles of 4096 elements (512
+ * groups of eight lanes) per block of bsize, and at least one, so that a
+ * block shorter than one group (n < 8 with the whole vector as its block)
+ * still owns a tile: its threads divide by this. */
+static inline TT_HD size_t tt_sign_tiles_per_block(size_t bsize)
+{
+    size_t tiles = (bsize / 8 + 511) / 512;
+    return tiles ? tiles : 1;
+}
+
 /* One element a top-k call sends: its index and its value (g + e). */
 typedef struct {
     uint32_t index;

@@ -51,7 +51,7 @@ __global__ void tile_sums(const float *g, const float *e, size_t n, size_t bsize
                           float *part)
 {
     size_t t = blockIdx.x * (size_t)(blockDim.x / LANES) + threadIdx.x / LANES, k = threadIdx.x % LANES;
-    size_t b = t / tiles_per_block, tile = t % tiles_per_block;
+    size_t b = t / tiles_per_block, tile = t % tiles_per_block; /* tiles_per_block >= 1 */
     size_t lo = b * bsize, hi = lo + bsize < n ? lo + bsize : n;
     if (lo >= n)
         return;
@@ -147,31 +147,32 @@ extern "C" int tt_cuda_quant_encode(const tt_quant_t *q, const float *g, float *
     size_t bsize = q->block ? q->block : n, nblocks = (n + bsize - 1) / bsize;
     float *scales = reinterpret_cast<float *>(out); /* out is at least 4-byte aligned (cudaMalloc) */
     unsigned char *codes = out + nblocks * sizeof(float);
+    cudaError_t err;
     if (q->kind == TUTTI_COMPRESS_SIGN) {
-        size_t tiles_per_block = (bsize / LANES + TILE / LANES - 1) / (TILE / LANES);
-        size_t tiles = nblocks * (tiles_per_block ? tiles_per_block : 1), per_cta = THREADS / LANES;
-        tile_sums<<<(unsigned)((tiles + per_cta - 1) / per_cta), THREADS, 0, s>>>(g, e, n, bsize,
-                                                                                  tiles_per_block, scratch);
-        fold_sums<<<grid_for(nblocks), THREADS, 0, s>>>(g, e, n, bsize, tiles_per_block, scratch, scales,
-                                                        nblocks);
+        size_t tiles_per_block = tt_sign_tiles_per_block(bsize);
+        size_t tiles = nblocks * tiles_per_block, per_cta = THREADS / LANES;
+        err = launch_on(s, (unsigned)((tiles + per_cta - 1) / per_cta), THREADS, tile_sums, g, e, n, bsize,
+                        tiles_per_block, scratch);
+        if (!err)
+            err = launch_on(s, grid_for(nblocks), THREADS, fold_sums, g, e, n, bsize, tiles_per_block,
+                            (const float *)scratch, scales, nblocks);
     } else {
-        block_max<<<(unsigned)nblocks, THREADS, 0, s>>>(g, e, n, bsize, scales,
-                                                        (float)tt_quant_levels(q->kind));
+        err = launch_on(s, (unsigned)nblocks, THREADS, block_max, g, (const float *)e, n, bsize, scales,
+                        (float)tt_quant_levels(q->kind));
     }
     size_t per = q->kind == TUTTI_COMPRESS_INT8 ? 1 : q->kind == TUTTI_COMPRESS_INT4 ? 2 : 8;
     size_t nbytes = (n + per - 1) / per;
-    encode_bytes<<<grid_for(nbytes), THREADS, 0, s>>>(q->kind, g, e, n, bsize, scales,
-                                                      q->rounding == TUTTI_ROUND_STOCHASTIC &&
-                                                          q->kind != TUTTI_COMPRESS_SIGN,
-                                                      q->seed, stream, codes, nbytes);
-    return (int)cudaGetLastError();
+    int stochastic = q->rounding == TUTTI_ROUND_STOCHASTIC && q->kind != TUTTI_COMPRESS_SIGN;
+    if (!err)
+        err = launch_on(s, grid_for(nbytes), THREADS, encode_bytes, q->kind, g, e, n, bsize,
+                        (const float *)scales, stochastic, q->seed, stream, codes, nbytes);
+    return (int)err;
 }
 
 extern "C" size_t tt_cuda_quant_scratch(const tt_quant_t *q, size_t n)
 {
     size_t bsize = q->block ? q->block : (n ? n : 1), nblocks = n ? (n + bsize - 1) / bsize : 0;
-    size_t tiles_per_block = (bsize / LANES + TILE / LANES - 1) / (TILE / LANES);
-    return nblocks * (tiles_per_block ? tiles_per_block : 1) * LANES * sizeof(float);
+    return nblocks * tt_sign_tiles_per_block(bsize) * LANES * sizeof(float);
 }
 
 extern "C" int tt_cuda_quant_decode(const tt_quant_t *q, const unsigned char *in, size_t n, float *out,
@@ -180,9 +181,8 @@ extern "C" int tt_cuda_quant_decode(const tt_quant_t *q, const unsigned char *in
     if (n == 0)
         return 0;
     size_t bsize = q->block ? q->block : n, nblocks = (n + bsize - 1) / bsize;
-    decode_elems<<<grid_for(n), THREADS, 0, static_cast<cudaStream_t>(cuda_stream)>>>(
-        q->kind, in + nblocks * sizeof(float), n, bsize, reinterpret_cast<const float *>(in), out, add);
-    return (int)cudaGetLastError();
+    return (int)launch_on(static_cast<cudaStream_t>(cuda_stream), grid_for(n), THREADS, decode_elems, q->kind,
+                          in + nblocks * sizeof(float), n, bsize, reinterpret_cast<const float *>(in), out, add);
 }
 
 /* ---- top-k by threshold: the CPU's radix select, then an ordered compaction ---- */
@@ -347,23 +347,33 @@ select_mem select_carve(void *scratch)
 }
 
 /* st->thr = the magnitude bits of the k-th largest |v[i]|, 0 < k <= n. */
-void kth_largest(const float *v, size_t n, size_t k, const select_mem &m, cudaStream_t s)
+cudaError_t kth_largest(const float *v, size_t n, size_t k, const select_mem &m, cudaStream_t s)
 {
-    cudaMemsetAsync(m.hist, 0, (1u << 16) * sizeof(unsigned), s);
-    hist_high<<<grid_for(n), THREADS, 0, s>>>(v, n, m.hist);
-    pick_high<<<1, 1, 0, s>>>(m.hist, k, m.st);
-    hist_low<<<grid_for(n), THREADS, 0, s>>>(v, n, m.hist, m.st);
-    pick_low<<<1, 1, 0, s>>>(m.hist, k, m.st);
+    cudaError_t e = cudaMemsetAsync(m.hist, 0, (1u << 16) * sizeof(unsigned), s);
+    if (!e)
+        e = launch_on(s, grid_for(n), THREADS, hist_high, v, n, m.hist);
+    if (!e)
+        e = launch_on(s, 1, 1, pick_high, m.hist, k, m.st);
+    if (!e)
+        e = launch_on(s, grid_for(n), THREADS, hist_low, v, n, m.hist, (const select_state *)m.st);
+    if (!e)
+        e = launch_on(s, 1, 1, pick_low, (const unsigned *)m.hist, k, m.st);
+    return e;
 }
 
 /* The ascending indices of the |x[i]| beating st->thr, then those equal to
  * it, up to limit in all; how many in st->got. */
-void collect(const float *x, size_t n, size_t limit, uint32_t *idx, const select_mem &m, cudaStream_t s)
+cudaError_t collect(const float *x, size_t n, size_t limit, uint32_t *idx, const select_mem &m, cudaStream_t s)
 {
     size_t nchunks = (n + CHUNK - 1) / CHUNK;
-    count_chunks<<<grid_for(nchunks), THREADS, 0, s>>>(x, n, m.st, m.counts, nchunks);
-    scan_chunks<<<1, 1, 0, s>>>(m.counts, nchunks, limit, m.st);
-    write_chunks<<<grid_for(nchunks), THREADS, 0, s>>>(x, n, m.st, m.counts, nchunks, idx);
+    cudaError_t e =
+        launch_on(s, grid_for(nchunks), THREADS, count_chunks, x, n, (const select_state *)m.st, m.counts, nchunks);
+    if (!e)
+        e = launch_on(s, 1, 1, scan_chunks, m.counts, nchunks, limit, m.st);
+    if (!e)
+        e = launch_on(s, grid_for(nchunks), THREADS, write_chunks, x, n, (const select_state *)m.st,
+                      (const unsigned long long *)m.counts, nchunks, idx);
+    return e;
 }
 
 size_t sample_size(size_t n)
@@ -390,9 +400,8 @@ extern "C" int tt_cuda_topk_exact(const float *x, size_t n, size_t k, uint32_t *
         return k >= n && n ? (int)cudaErrorInvalidValue : 0; /* the caller sends everything itself */
     cudaStream_t s = static_cast<cudaStream_t>(cuda_stream);
     select_mem m = select_carve(scratch);
-    kth_largest(x, n, k, m, s);
-    collect(x, n, k, idx, m, s);
-    return (int)cudaGetLastError();
+    cudaError_t e = kth_largest(x, n, k, m, s);
+    return (int)(e ? e : collect(x, n, k, idx, m, s));
 }
 
 extern "C" size_t tt_cuda_topk_sampled_scratch(size_t n, size_t k)
@@ -422,11 +431,14 @@ extern "C" int tt_cuda_topk_sampled(const float *x, size_t n, size_t k, uint64_t
     uint32_t *picked = reinterpret_cast<uint32_t *>(at += align_up(2 * k * sizeof(float)));
     /* The threshold that about k of n pass: the ks-th largest sampled magnitude. */
     size_t ks = (size_t)((double)k * (double)ns / (double)n);
-    sample_mags<<<grid_for(ns), THREADS, 0, s>>>(x, n, ns, seed, stream, mag);
-    kth_largest(mag, ns, ks < 1 ? 1 : ks, m, s);
-    collect(x, n, 2 * k, idx, m, s);
+    cudaError_t e = launch_on(s, grid_for(ns), THREADS, sample_mags, x, n, ns, seed, stream, mag);
+    if (!e)
+        e = kth_largest(mag, ns, ks < 1 ? 1 : ks, m, s);
+    if (!e)
+        e = collect(x, n, 2 * k, idx, m, s);
     unsigned long long got = 0;
-    cudaError_t e = cudaMemcpyAsync(&got, &m.st->got, sizeof got, cudaMemcpyDeviceToHost, s);
+    if (!e)
+        e = cudaMemcpyAsync(&got, &m.st->got, sizeof got, cudaMemcpyDeviceToHost, s);
     if (!e)
         e = cudaStreamSynchronize(s);
     if (e)
@@ -435,12 +447,30 @@ extern "C" int tt_cuda_topk_sampled(const float *x, size_t n, size_t k, uint64_t
     if (got < 2 * k)
         return 0;
     /* Too many passed (a flat distribution): the exact top-k among them. */
-    gather<<<grid_for(got), THREADS, 0, s>>>(x, idx, got, vals);
-    kth_largest(vals, got, k, m, s);
-    collect(vals, got, k, picked, m, s);
+    e = launch_on(s, grid_for(got), THREADS, gather, x, (const uint32_t *)idx, (size_t)got, vals);
+    if (!e)
+        e = kth_largest(vals, got, k, m, s);
+    if (!e)
+        e = collect(vals, got, k, picked, m, s);
     uint32_t *chosen = reinterpret_cast<uint32_t *>(vals); /* free again, in stream order */
-    remap<<<grid_for(k), THREADS, 0, s>>>(idx, picked, k, chosen);
-    e = cudaMemcpyAsync(idx, chosen, k * sizeof *idx, cudaMemcpyDeviceToDevice, s);
+    if (!e)
+        e = launch_on(s, grid_for(k), THREADS, remap, (const uint32_t *)idx, (const uint32_t *)picked, k, chosen);
+    if (!e)
+        e = cudaMemcpyAsync(idx, chosen, k * sizeof *idx, cudaMemcpyDeviceToDevice, s);
     *kept = k;
-    return e ? (int)e : (int)cudaGetLastError();
+    return (int)e;
+}
+
+extern "C" int tt_cuda_compress_preload(void)
+{
+    const void *k[] = {
+        reinterpret_cast<const void *>(block_max),    reinterpret_cast<const void *>(tile_sums),
+        reinterpret_cast<const void *>(fold_sums),    reinterpret_cast<const void *>(encode_bytes),
+        reinterpret_cast<const void *>(decode_elems), reinterpret_cast<const void *>(hist_high),
+        reinterpret_cast<const void *>(pick_high),    reinterpret_cast<const void *>(hist_low),
+        reinterpret_cast<const void *>(pick_low),     reinterpret_cast<const void *>(count_chunks),
+        reinterpret_cast<const void *>(scan_chunks),  reinterpret_cast<const void *>(write_chunks),
+        reinterpret_cast<const void *>(sample_mags),  reinterpret_cast<const void *>(gather),
+        reinterpret_cast<const void *>(remap)};
+    return (int)preload(k, sizeof k / sizeof *k);
 }

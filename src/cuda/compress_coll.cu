@@ -66,41 +66,51 @@ extern "C" int tt_cuda_to_f32(const void *in, tutti_dtype_t dtype, size_t n, flo
 {
     if (dtype != TUTTI_FP16 && dtype != TUTTI_BF16)
         return (int)cudaErrorInvalidValue;
-    if (n)
-        widen<<<grid_for(n), THREADS, 0, static_cast<cudaStream_t>(stream)>>>(
-            static_cast<const uint16_t *>(in), dtype == TUTTI_BF16, n, out);
-    return (int)cudaGetLastError();
+    if (!n)
+        return 0;
+    return (int)launch_on(static_cast<cudaStream_t>(stream), grid_for(n), THREADS, widen,
+                          static_cast<const uint16_t *>(in), (int)(dtype == TUTTI_BF16), n, out);
 }
 
 extern "C" int tt_cuda_from_f32(const float *in, tutti_dtype_t dtype, size_t n, void *out, void *stream)
 {
     if (dtype != TUTTI_FP16 && dtype != TUTTI_BF16)
         return (int)cudaErrorInvalidValue;
-    if (n)
-        narrow<<<grid_for(n), THREADS, 0, static_cast<cudaStream_t>(stream)>>>(in, dtype == TUTTI_BF16, n,
-                                                                               static_cast<uint16_t *>(out));
-    return (int)cudaGetLastError();
+    if (!n)
+        return 0;
+    return (int)launch_on(static_cast<cudaStream_t>(stream), grid_for(n), THREADS, narrow, in,
+                          (int)(dtype == TUTTI_BF16), n, static_cast<uint16_t *>(out));
 }
 
 extern "C" int tt_cuda_pairs_pack(const float *x, const uint32_t *idx, size_t kept, size_t most,
                                   tt_pair_t *pairs, float *e, void *stream)
 {
-    if (most)
-        pack<<<grid_for(most), THREADS, 0, static_cast<cudaStream_t>(stream)>>>(x, idx, kept, most, pairs, e);
-    return (int)cudaGetLastError();
+    if (!most)
+        return 0;
+    return (int)launch_on(static_cast<cudaStream_t>(stream), grid_for(most), THREADS, pack, x, idx, kept, most,
+                          pairs, e);
 }
 
 extern "C" int tt_cuda_pairs_add(const tt_pair_t *pairs, size_t m, size_t n, float *out, int first,
                                  void *stream)
 {
-    if (m)
-        add_pairs<<<grid_for(m), THREADS, 0, static_cast<cudaStream_t>(stream)>>>(pairs, m, n, out, first);
-    return (int)cudaGetLastError();
+    if (!m)
+        return 0;
+    return (int)launch_on(static_cast<cudaStream_t>(stream), grid_for(m), THREADS, add_pairs, pairs, m, n, out,
+                          first);
 }
 
 extern "C" int tt_cuda_divide(float *x, size_t n, float d, void *stream)
 {
-    if (n)
-        divide<<<grid_for(n), THREADS, 0, static_cast<cudaStream_t>(stream)>>>(x, n, d);
-    return (int)cudaGetLastError();
+    if (!n)
+        return 0;
+    return (int)launch_on(static_cast<cudaStream_t>(stream), grid_for(n), THREADS, divide, x, n, d);
+}
+
+extern "C" int tt_cuda_compress_coll_preload(void)
+{
+    const void *k[] = {reinterpret_cast<const void *>(widen), reinterpret_cast<const void *>(narrow),
+                       reinterpret_cast<const void *>(pack), reinterpret_cast<const void *>(add_pairs),
+                       reinterpret_cast<const void *>(divide)};
+    return (int)preload(k, sizeof k / sizeof *k);
 }

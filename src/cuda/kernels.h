@@ -88,6 +88,21 @@ int tt_cuda_divide(float *x, size_t n, float d, void *stream);
  * cudaError_t.
  */
 int tt_cuda_wait_ticket(const unsigned int *done, unsigned int ticket, void *stream);
+/* Stores ticket into *word (device-mapped host memory) once the work
+ * enqueued on stream before it is done. */
+int tt_cuda_signal_ticket(unsigned int *word, unsigned int ticket, void *stream);
+
+/*
+ * Loads every kernel above on the current device (the module of each .cu
+ * file, and each kernel in it), so that nothing is loaded lazily while a
+ * gate holds a stream. 0 or a cudaError_t. One per file, and all of them.
+ */
+int tt_cuda_preload(void);
+int tt_cuda_wait_preload(void);
+int tt_cuda_reduce_preload(void);
+int tt_cuda_compress_preload(void);
+int tt_cuda_compress_coll_preload(void);
+int tt_cuda_scale_preload(void);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,22 @@
-/* SPDX-License-Identifier: MIT */
 /*
- * Elementwise reductions on the GPU, one kernel per dtype and op. Where the
- * three buffers are 16-byte aligned each thread loads and stores 16 bytes
- * at a time, with a scalar tail; otherwise element by element. fp16, bf16
- * and fp8 go through the conversions of half.h and fp8.h, shared with the
- * CPU, so both give the same bits.
+ * Elementwise reductions on the GPU, one kernel per dtype and op. Each
+ * thread loads and stores 16 bytes at a time where the three buffers share
+ * their offset from a 16-byte boundary, after a scalar head up to it
+ * (vec_split.h); otherwise element by element, byte-wise where a pointer is
+ * not even aligned to its element. Floats follow the CPU's NaN rule, and
+ * fp16, bf16 and fp8 go through the conversions of half.h and fp8.h: these
+ * and the scalar ops of reduce/float_ops.h, shared with the CPU kernels,
+ * give both the same bits.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 #include "core/fp8.h"
 #include "core/half.h"
+#include "cuda/grid.cuh"
 #include "cuda/kernels.h"
+#include "cuda/vec_split.h"
+#include "reduce/float_ops.h"
 
 namespace
 {
@@ -87,33 +92,52 @@ template <> struct wide<e5m2> {
     }
 };
 
-/* The ops, as the CPU kernels (reduce_loops.h) define them: for floats,
- * min and max return NaN when either input is NaN. */
+/* Integer ops wrap: computed on the unsigned type (no signed overflow). */
+template <typename T> struct bits_of {
+    typedef T type;
+};
+template <> struct bits_of<int8_t> {
+    typedef uint8_t type;
+};
+template <> struct bits_of<int32_t> {
+    typedef uint32_t type;
+};
+template <> struct bits_of<int64_t> {
+    typedef uint64_t type;
+};
+
+/* The ops, as the CPU kernels (reduce/loops.h) define them: integers wrap,
+ * floats take float_ops.h's rule. */
 template <typename W> __device__ W apply(W x, W y, tutti_op_t op)
 {
+    typedef typename bits_of<W>::type U;
     switch (op) {
-    case TUTTI_PROD: return x * y;
+    case TUTTI_PROD: return (W)((U)x * (U)y);
     case TUTTI_MIN: return x < y ? x : y;
     case TUTTI_MAX: return x > y ? x : y;
-    default: return x + y; /* sum, and avg until it is divided */
-    }
-}
-template <typename F> __device__ F apply_float(F x, F y, tutti_op_t op)
-{
-    switch (op) {
-    case TUTTI_PROD: return x * y;
-    case TUTTI_MIN: return (x != x || y != y) ? x + y : (x < y ? x : y);
-    case TUTTI_MAX: return (x != x || y != y) ? x + y : (x > y ? x : y);
-    default: return x + y;
+    default: return (W)((U)x + (U)y); /* sum, and avg until it is divided */
     }
 }
 template <> __device__ float apply<float>(float x, float y, tutti_op_t op)
 {
-    return apply_float(x, y, op);
+    return tt_float_op(op, x, y);
 }
 template <> __device__ double apply<double>(double x, double y, tutti_op_t op)
 {
-    return apply_float(x, y, op);
+    return tt_double_op(op, x, y);
+}
+
+template <typename W> __device__ W canon(W v)
+{
+    return v;
+}
+template <> __device__ float canon<float>(float v)
+{
+    return tt_canon_f32(v);
+}
+template <> __device__ double canon<double>(double v)
+{
+    return tt_canon_f64(v);
 }
 
 template <typename T> __device__ T one(T x, T y, tutti_op_t op)
@@ -121,69 +145,82 @@ template <typename T> __device__ T one(T x, T y, tutti_op_t op)
     return wide<T>::store(apply<typename wide<T>::type>(wide<T>::load(x), wide<T>::load(y), op));
 }
 
-/* 16 bytes at a time: a uint4 holds 16 / sizeof(T) elements. */
-template <typename T> __global__ void reduce_vec(T *dst, const T *a, const T *b, size_t nvec, tutti_op_t op)
+/*
+ * One launch per call: work item v < nvec is the v-th 16-byte vector after
+ * the head; the items after those are the head's elements, then the
+ * tail's. With misaligned elements (bytes) each element is moved byte-wise.
+ */
+template <typename T>
+__global__ void reduce_split(T *dst, const T *a, const T *b, tt_vec_split_t sp, tutti_op_t op, int bytes)
 {
-    const size_t per = sizeof(uint4) / sizeof(T);
-    for (size_t v = blockIdx.x * (size_t)blockDim.x + threadIdx.x; v < nvec;
-         v += (size_t)gridDim.x * blockDim.x) {
-        uint4 x = reinterpret_cast<const uint4 *>(a)[v], y = reinterpret_cast<const uint4 *>(b)[v], z;
-        const T *xs = reinterpret_cast<const T *>(&x), *ys = reinterpret_cast<const T *>(&y);
-        T *zs = reinterpret_cast<T *>(&z);
+    const size_t per = sizeof(uint4) / sizeof(T), scalars = sp.head + sp.tail;
+    for (size_t w = first_index(); w < sp.nvec + scalars; w += stride()) {
+        if (w < sp.nvec) {
+            size_t v = w;
+            const uint4 *va = reinterpret_cast<const uint4 *>(a + sp.head),
+                        *vb = reinterpret_cast<const uint4 *>(b + sp.head);
+            uint4 x = va[v], y = vb[v], z;
+            const T *xs = reinterpret_cast<const T *>(&x), *ys = reinterpret_cast<const T *>(&y);
+            T *zs = reinterpret_cast<T *>(&z);
 #pragma unroll
-        for (size_t k = 0; k < per; k++)
-            zs[k] = one(xs[k], ys[k], op);
-        reinterpret_cast<uint4 *>(dst)[v] = z;
+            for (size_t k = 0; k < per; k++)
+                zs[k] = one(xs[k], ys[k], op);
+            reinterpret_cast<uint4 *>(dst + sp.head)[v] = z;
+            continue;
+        }
+        size_t j = w - sp.nvec, i = j < sp.head ? j : sp.head + sp.nvec * per + (j - sp.head);
+        if (!bytes) {
+            dst[i] = one(a[i], b[i], op);
+            continue;
+        }
+        T x, y, z;
+        memcpy(&x, reinterpret_cast<const char *>(a) + i * sizeof(T), sizeof(T));
+        memcpy(&y, reinterpret_cast<const char *>(b) + i * sizeof(T), sizeof(T));
+        z = one(x, y, op);
+        memcpy(reinterpret_cast<char *>(dst) + i * sizeof(T), &z, sizeof(T));
     }
 }
 
-template <typename T> __global__ void reduce_scalar(T *dst, const T *a, const T *b, size_t n, tutti_op_t op)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = one(a[i], b[i], op);
-}
-
 /* avg's last step: each element divided by the number of ranks, in the
- * wide type, as tt_reduce_avg_finish does on the CPU. */
-template <typename T> __global__ void divide_scalar(T *p, size_t n, int nranks)
+ * wide type, as tt_reduce_avg_finish does on the CPU (NaN rule included). */
+template <typename T> __global__ void divide_scalar(T *p, size_t n, int nranks, int bytes)
 {
     typedef typename wide<T>::type W;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        p[i] = wide<T>::store((W)(wide<T>::load(p[i]) / (W)nranks));
+    for (size_t i = first_index(); i < n; i += stride()) {
+        T v;
+        if (bytes)
+            memcpy(&v, reinterpret_cast<const char *>(p) + i * sizeof(T), sizeof(T));
+        else
+            v = p[i];
+        v = wide<T>::store(canon<W>((W)(wide<T>::load(v) / (W)nranks)));
+        if (bytes)
+            memcpy(reinterpret_cast<char *>(p) + i * sizeof(T), &v, sizeof(T));
+        else
+            p[i] = v;
+    }
 }
 
 template <typename T> cudaError_t launch_divide(void *buf, size_t n, int nranks, cudaStream_t s)
 {
-    const int threads = 256;
-    unsigned blocks = (unsigned)((n + threads - 1) / threads < 65535 ? (n + threads - 1) / threads : 65535);
-    divide_scalar<T><<<blocks, threads, 0, s>>>(static_cast<T *>(buf), n, nranks);
-    return cudaGetLastError();
+    int bytes = reinterpret_cast<uintptr_t>(buf) % sizeof(T) != 0;
+    return launch_on(s, grid_for(n), THREADS, divide_scalar<T>, static_cast<T *>(buf), n, nranks, bytes);
 }
 
 template <typename T>
 cudaError_t launch(void *dst, const void *a, const void *b, size_t n, tutti_op_t op, cudaStream_t s)
 {
-    T *d = static_cast<T *>(dst);
-    const T *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
-    const size_t per = sizeof(uint4) / sizeof(T);
-    const int threads = 256;
-    size_t nvec =
-        ((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y)) %
-         16)
-            ? 0
-            : n / per;
-    if (nvec) {
-        unsigned blocks =
-            (unsigned)((nvec + threads - 1) / threads < 65535 ? (nvec + threads - 1) / threads : 65535);
-        reduce_vec<T><<<blocks, threads, 0, s>>>(d, x, y, nvec, op);
-    }
-    size_t done = nvec * per, rest = n - done;
-    if (rest) {
-        unsigned blocks =
-            (unsigned)((rest + threads - 1) / threads < 65535 ? (rest + threads - 1) / threads : 65535);
-        reduce_scalar<T><<<blocks, threads, 0, s>>>(d + done, x + done, y + done, rest, op);
-    }
-    return cudaGetLastError();
+    tt_vec_split_t sp = tt_vec_split(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(a),
+                                     reinterpret_cast<uintptr_t>(b), n, sizeof(T));
+    return launch_on(s, grid_for(sp.nvec + sp.head + sp.tail), THREADS, reduce_split<T>,
+                     static_cast<T *>(dst), static_cast<const T *>(a), static_cast<const T *>(b), sp, op,
+                     !sp.aligned);
+}
+
+template <typename T> cudaError_t preload_type()
+{
+    const void *k[] = {reinterpret_cast<const void *>(reduce_split<T>),
+                       reinterpret_cast<const void *>(divide_scalar<T>)};
+    return preload(k, 2);
 }
 
 } // namespace
@@ -209,6 +246,22 @@ extern "C" int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n,
     case TUTTI_FP8_E5M2: return launch<e5m2>(dst, a, b, n, op, s);
     default: return (int)cudaErrorInvalidValue;
     }
+}
+
+extern "C" int tt_cuda_reduce_preload(void)
+{
+    cudaError_t e = preload_type<int8_t>();
+    e = e ? e : preload_type<uint8_t>();
+    e = e ? e : preload_type<int32_t>();
+    e = e ? e : preload_type<uint32_t>();
+    e = e ? e : preload_type<int64_t>();
+    e = e ? e : preload_type<uint64_t>();
+    e = e ? e : preload_type<f16>();
+    e = e ? e : preload_type<b16>();
+    e = e ? e : preload_type<float>();
+    e = e ? e : preload_type<e4m3>();
+    e = e ? e : preload_type<e5m2>();
+    return (int)(e ? e : preload_type<double>());
 }
 
 extern "C" int tt_cuda_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks, void *stream)

@@ -3,7 +3,8 @@
  * dst[i] = src[i] * scalar on device buffers: the first half of a
  * pre-multiplied sum (libnccl's ncclRedOpCreatePreMulSum). The product is
  * taken as tt_reduce_scale takes it on the CPU: narrow floats through fp32,
- * rounded to nearest even on store; integers wrap around.
+ * rounded to nearest even on store; integers wrap around; a NaN product is
+ * the canonical NaN (reduce/float_ops.h).
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include "core/half.h"
 #include "cuda/grid.cuh"
 #include "cuda/kernels.h"
+#include "reduce/float_ops.h"
 
 namespace
 {
@@ -41,11 +43,20 @@ template <typename T, typename U> __global__ void scale_int(T *dst, const T *src
         dst[i] = (T)(U)((U)src[i] * k);
 }
 
+__device__ float canon(float v)
+{
+    return tt_canon_f32(v);
+}
+__device__ double canon(double v)
+{
+    return tt_canon_f64(v);
+}
+
 template <typename T> __global__ void scale_float(T *dst, const T *src, size_t n, scalar_arg s)
 {
     T k = scalar_of<T>(s);
     for (size_t i = first_index(); i < n; i += stride())
-        dst[i] = src[i] * k;
+        dst[i] = canon(src[i] * k);
 }
 
 /* Narrow floats as bits: to fp32, multiply, back. */
@@ -54,7 +65,7 @@ __global__ void scale_narrow(B *dst, const B *src, size_t n, scalar_arg s)
 {
     float k = LOAD((uint16_t)scalar_of<B>(s));
     for (size_t i = first_index(); i < n; i += stride())
-        dst[i] = (B)STORE(LOAD((uint16_t)src[i]) * k);
+        dst[i] = (B)STORE(tt_canon_f32(LOAD((uint16_t)src[i]) * k));
 }
 
 __device__ float fp16_load(uint16_t b)
@@ -92,8 +103,8 @@ __device__ uint16_t e5m2_store(float f)
 
 } // namespace
 
-extern "C" int tt_cuda_scale(void *dst, const void *src, size_t n, tutti_dtype_t dtype, const void *scalar_dev,
-                             const void *scalar_host, void *stream)
+extern "C" int tt_cuda_scale(void *dst, const void *src, size_t n, tutti_dtype_t dtype,
+                             const void *scalar_dev, const void *scalar_host, void *stream)
 {
     if (n == 0)
         return 0;
@@ -103,19 +114,57 @@ extern "C" int tt_cuda_scale(void *dst, const void *src, size_t n, tutti_dtype_t
     cudaStream_t st = static_cast<cudaStream_t>(stream);
     unsigned g = grid_for(n);
     switch (dtype) {
-    case TUTTI_INT8: scale_int<int8_t, uint8_t><<<g, THREADS, 0, st>>>((int8_t *)dst, (const int8_t *)src, n, s); break;
-    case TUTTI_UINT8: scale_int<uint8_t, uint8_t><<<g, THREADS, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, s); break;
-    case TUTTI_INT32: scale_int<int32_t, uint32_t><<<g, THREADS, 0, st>>>((int32_t *)dst, (const int32_t *)src, n, s); break;
-    case TUTTI_UINT32: scale_int<uint32_t, uint32_t><<<g, THREADS, 0, st>>>((uint32_t *)dst, (const uint32_t *)src, n, s); break;
-    case TUTTI_INT64: scale_int<int64_t, uint64_t><<<g, THREADS, 0, st>>>((int64_t *)dst, (const int64_t *)src, n, s); break;
-    case TUTTI_UINT64: scale_int<uint64_t, uint64_t><<<g, THREADS, 0, st>>>((uint64_t *)dst, (const uint64_t *)src, n, s); break;
-    case TUTTI_FP32: scale_float<float><<<g, THREADS, 0, st>>>((float *)dst, (const float *)src, n, s); break;
-    case TUTTI_FP64: scale_float<double><<<g, THREADS, 0, st>>>((double *)dst, (const double *)src, n, s); break;
-    case TUTTI_FP16: scale_narrow<fp16_load, fp16_store, uint16_t><<<g, THREADS, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n, s); break;
-    case TUTTI_BF16: scale_narrow<bf16_load, bf16_store, uint16_t><<<g, THREADS, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n, s); break;
-    case TUTTI_FP8_E4M3: scale_narrow<e4m3_load, e4m3_store, uint8_t><<<g, THREADS, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, s); break;
-    case TUTTI_FP8_E5M2: scale_narrow<e5m2_load, e5m2_store, uint8_t><<<g, THREADS, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, s); break;
+    case TUTTI_INT8:
+        return (int)launch_on(st, g, THREADS, scale_int<int8_t, uint8_t>, (int8_t *)dst, (const int8_t *)src,
+                              n, s);
+    case TUTTI_UINT8:
+        return (int)launch_on(st, g, THREADS, scale_int<uint8_t, uint8_t>, (uint8_t *)dst,
+                              (const uint8_t *)src, n, s);
+    case TUTTI_INT32:
+        return (int)launch_on(st, g, THREADS, scale_int<int32_t, uint32_t>, (int32_t *)dst,
+                              (const int32_t *)src, n, s);
+    case TUTTI_UINT32:
+        return (int)launch_on(st, g, THREADS, scale_int<uint32_t, uint32_t>, (uint32_t *)dst,
+                              (const uint32_t *)src, n, s);
+    case TUTTI_INT64:
+        return (int)launch_on(st, g, THREADS, scale_int<int64_t, uint64_t>, (int64_t *)dst,
+                              (const int64_t *)src, n, s);
+    case TUTTI_UINT64:
+        return (int)launch_on(st, g, THREADS, scale_int<uint64_t, uint64_t>, (uint64_t *)dst,
+                              (const uint64_t *)src, n, s);
+    case TUTTI_FP32:
+        return (int)launch_on(st, g, THREADS, scale_float<float>, (float *)dst, (const float *)src, n, s);
+    case TUTTI_FP64:
+        return (int)launch_on(st, g, THREADS, scale_float<double>, (double *)dst, (const double *)src, n, s);
+    case TUTTI_FP16:
+        return (int)launch_on(st, g, THREADS, scale_narrow<fp16_load, fp16_store, uint16_t>, (uint16_t *)dst,
+                              (const uint16_t *)src, n, s);
+    case TUTTI_BF16:
+        return (int)launch_on(st, g, THREADS, scale_narrow<bf16_load, bf16_store, uint16_t>, (uint16_t *)dst,
+                              (const uint16_t *)src, n, s);
+    case TUTTI_FP8_E4M3:
+        return (int)launch_on(st, g, THREADS, scale_narrow<e4m3_load, e4m3_store, uint8_t>, (uint8_t *)dst,
+                              (const uint8_t *)src, n, s);
+    case TUTTI_FP8_E5M2:
+        return (int)launch_on(st, g, THREADS, scale_narrow<e5m2_load, e5m2_store, uint8_t>, (uint8_t *)dst,
+                              (const uint8_t *)src, n, s);
     default: return (int)cudaErrorInvalidValue;
     }
-    return (int)cudaGetLastError();
+}
+
+extern "C" int tt_cuda_scale_preload(void)
+{
+    const void *k[] = {reinterpret_cast<const void *>(scale_int<int8_t, uint8_t>),
+                       reinterpret_cast<const void *>(scale_int<uint8_t, uint8_t>),
+                       reinterpret_cast<const void *>(scale_int<int32_t, uint32_t>),
+                       reinterpret_cast<const void *>(scale_int<uint32_t, uint32_t>),
+                       reinterpret_cast<const void *>(scale_int<int64_t, uint64_t>),
+                       reinterpret_cast<const void *>(scale_int<uint64_t, uint64_t>),
+                       reinterpret_cast<const void *>(scale_float<float>),
+                       reinterpret_cast<const void *>(scale_float<double>),
+                       reinterpret_cast<const void *>(scale_narrow<fp16_load, fp16_store, uint16_t>),
+                       reinterpret_cast<const void *>(scale_narrow<bf16_load, bf16_store, uint16_t>),
+                       reinterpret_cast<const void *>(scale_narrow<e4m3_load, e4m3_store, uint8_t>),
+                       reinterpret_cast<const void *>(scale_narrow<e5m2_load, e5m2_store, uint8_t>)};
+    return (int)preload(k, sizeof k / sizeof *k);
 }
