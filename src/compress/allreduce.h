@@ -24,6 +24,7 @@ struct tutti_ef_state {
     int worker_on_device;
     int device;  /* the GPU of worker_dev */
     void *moves; /* its cudaStream_t for the copies between the two */
+    int pooled;  /* worker_dev came from the stream-ordered allocator */
 };
 
 /* The compress layer's state on a communicator. */

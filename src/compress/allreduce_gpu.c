@@ -246,32 +246,22 @@ typedef struct {
     tt_call_t call;
     tutti_compress_t how;
     tutti_ef_state_t ef;
-    int on_gpu; /* both buffers on the GPU, something to compress */
+    int on_gpu; /* both buffers on the GPU, something to compress, the proxy may use the GPU */
+    tt_stage_layout_t layout;
 } queued_t;
 
-/* The CPU path on staged copies: its code reads the whole input at once,
- * so the copies are whole too. */
-static tutti_status_t run_staged(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *c,
-                                 const tutti_compress_t *how, tutti_ef_state_t ef)
+/* The CPU path on copies staged through the caller's stream (its code
+ * reads the whole input at once, so the copies are whole too). */
+static int staged_in(const tt_device_ctx_t *ctx, void *stream, void *arg)
 {
-    tt_stage_layout_t layout = tt_stage_layout(c);
-    tt_call_t host = tt_stage_stand_in(c, &layout, ctx->pinned);
-    cudaError_t e = cudaSuccess;
-    if (c->send_on_device)
-        e = cudaMemcpyAsync((void *)host.send, c->send, c->in_bytes, cudaMemcpyDeviceToHost, ctx->copies);
-    if (!e)
-        e = cudaStreamSynchronize(ctx->copies);
-    if (e)
-        return tt_device_error(comm, NAME, "copying sendbuf to the host", e);
-    TT_TRY(tt_compress_run(comm, &host, how, ef));
-    if (c->recv_on_device) {
-        e = cudaMemcpyAsync(c->recv, host.recv, c->out_bytes, cudaMemcpyHostToDevice, ctx->copies);
-        if (!e)
-            e = cudaStreamSynchronize(ctx->copies);
-        if (e)
-            return tt_device_error(comm, NAME, "copying the results to recvbuf", e);
-    }
-    return TUTTI_SUCCESS;
+    const queued_t *q = arg;
+    return q->on_gpu ? 0 : tt_stage_in(ctx, &q->call, &q->layout, stream);
+}
+
+static int staged_out(const tt_device_ctx_t *ctx, void *stream, void *arg)
+{
+    const queued_t *q = arg;
+    return q->on_gpu ? 0 : tt_stage_out(ctx, &q->call, &q->layout, stream);
 }
 
 static tutti_status_t run_queued(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
@@ -279,7 +269,8 @@ static tutti_status_t run_queued(tutti_comm_t comm, const tt_device_ctx_t *ctx, 
     const queued_t *q = arg;
     if (q->on_gpu)
         return run_on_gpu(comm, &q->call, &q->how, q->ef, ctx->gpu, ctx->pinned, ctx->copies);
-    return run_staged(comm, ctx, &q->call, &q->how, q->ef);
+    tt_call_t host = tt_stage_stand_in(&q->call, &q->layout, ctx->pinned);
+    return tt_compress_run(comm, &host, &q->how, q->ef);
 }
 
 tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
@@ -290,19 +281,26 @@ tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const 
     queued_t *q = calloc(1, sizeof *q);
     if (!q)
         return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, NAME ": no memory to queue the call");
-    *q = (queued_t){.call = *c, .how = *how, .ef = ef};
-    q->on_gpu = how->kind != TUTTI_COMPRESS_NONE && c->count && c->send_on_device && c->recv_on_device;
-    tt_device_work_t work = {.name = NAME, .run = run_queued, .release = free, .arg = q};
+    *q = (queued_t){.call = *c, .how = *how, .ef = ef, .layout = tt_stage_layout(c)};
+    /* With one hardware queue for every stream, the proxy's kernels would
+     * wait behind the gate: the CPU path then runs on staged copies. */
+    q->on_gpu = how->kind != TUTTI_COMPRESS_NONE && c->count && c->send_on_device && c->recv_on_device &&
+                !tt_device_one_hw_queue();
+    tt_device_work_t work = {.name = NAME,
+                             .run = run_queued,
+                             .stage_in = staged_in,
+                             .stage_out = staged_out,
+                             .release = free,
+                             .arg = q};
     if (q->on_gpu) {
         plan_t pl = plan_call(comm->nranks, c, how);
         void *unused[D_N];
         work.gpu_bytes = carve(pl.dev, D_N, NULL, unused);
         work.pinned_bytes = carve(pl.host, H_N, NULL, unused);
     } else {
-        work.pinned_bytes = tt_stage_layout(c).bytes;
+        work.pinned_bytes = q->layout.bytes;
     }
-    /* The error's GPU copy is made here, never on the proxy (freeing or
-     * allocating there could wait for the streams held for it). */
+    /* The error's GPU copy is made here, never on the proxy. */
     tutti_status_t st = q->on_gpu && ef ? tt_ef_prepare_device(comm, ef, device) : TUTTI_SUCCESS;
     if (st) {
         free(q);
@@ -313,6 +311,8 @@ tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const 
 
 /* ---- the worker error's copy on the GPU ---- */
 
+/* In stream order on the state's own stream: no call that waits for the
+ * whole device, where a gate may hold a stream. */
 tutti_status_t tt_ef_prepare_device(tutti_comm_t comm, tutti_ef_state_t ef, int device)
 {
     if (ef->worker_dev) {
@@ -327,11 +327,18 @@ tutti_status_t tt_ef_prepare_device(tutti_comm_t comm, tutti_ef_state_t ef, int 
     if (!e)
         e = cudaSetDevice(device);
     if (!e)
-        e = cudaMalloc((void **)&ef->worker_dev, (ef->count ? ef->count : 1) * sizeof(float));
-    if (!e &&
-        (e = cudaStreamCreateWithFlags((cudaStream_t *)&ef->moves, cudaStreamNonBlocking)) != cudaSuccess) {
-        cudaFree(ef->worker_dev);
-        ef->worker_dev = NULL;
+        e = cudaStreamCreateWithFlags((cudaStream_t *)&ef->moves, cudaStreamNonBlocking);
+    size_t bytes = (ef->count ? ef->count : 1) * sizeof(float);
+    if (!e && (e = cudaMallocAsync((void **)&ef->worker_dev, bytes, ef->moves)) == cudaErrorNotSupported) {
+        cudaGetLastError(); /* no memory pools on this GPU */
+        ef->pooled = 0;
+        e = cudaMalloc((void **)&ef->worker_dev, bytes);
+    } else {
+        ef->pooled = 1;
+    }
+    if (e && ef->moves) {
+        cudaStreamDestroy(ef->moves);
+        ef->moves = NULL;
     }
     cudaSetDevice(was);
     if (e) {
@@ -377,12 +384,17 @@ tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef)
     return TUTTI_SUCCESS;
 }
 
+/* Freed in stream order; destroying the stream does not wait either. */
 void tt_ef_free_device(tutti_ef_state_t ef)
 {
     if (!ef->worker_dev)
         return;
+    if (ef->pooled)
+        cudaFreeAsync(ef->worker_dev, ef->moves);
+    else
+        cudaFree(ef->worker_dev);
     cudaStreamDestroy(ef->moves);
-    cudaFree(ef->worker_dev);
     ef->worker_dev = NULL;
+    ef->moves = NULL;
     ef->worker_on_device = 0;
 }

@@ -36,6 +36,9 @@
     X(SHM_SLOTS, INT, "2", "slots in each shm queue (one queue per peer and slice in flight)")               \
     X(CUDA_IPC, INT, "1",                                                                                    \
       "1: device calls of ranks on one host run on the GPUs through cuda_ipc when all can; 0: staged")     \
+    X(CUDA_GATE, STR, "auto",                                                                                \
+      "how a device call holds the caller's stream: auto (stream memory operations, else a kernel), memops, " \
+      "kernel")                                                                                              \
     X(IPC_SLOT_BYTES, SIZE, "1M", "bytes of one cuda_ipc FIFO slot (in GPU memory)")                         \
     X(IPC_SLOTS, INT, "2", "slots in each cuda_ipc FIFO ring (one ring per peer and slice in flight)")      \
     X(TOPO_FILE, STR, "", "hwloc XML export read instead of this machine's topology (GPU link classes)")    \

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A batch of sends and receives (tt_coll_run_batch) with device buffers,
- * queued on the caller's stream like any device call: on the proxy, the
- * device buffers that are sent are copied into pinned stand-ins, the batch
- * runs on the host stand-ins, and what arrived is copied back. Whole
- * buffers are staged (no slice overlap): batches serve NCCL's grouped
- * point-to-point calls, which are mostly small.
+ * queued on the caller's stream like any device call, and staged through
+ * it as calls that cannot go direct are: the device buffers that are sent
+ * are copied into pinned stand-ins before the gate, the proxy runs the
+ * batch on the host stand-ins (host memory only), and what arrived is
+ * copied back after the gate. Whole buffers are staged (no slice overlap):
+ * batches serve NCCL's grouped point-to-point calls, which are mostly
+ * small.
  */
 #include <stdlib.h>
 
@@ -13,9 +15,6 @@
 #include "device/queue.h"
 
 #define STAGE_ALIGN 256
-
-#ifdef TT_HAVE_CUDA
-#include <cuda_runtime_api.h>
 
 typedef struct {
     int n;
@@ -38,38 +37,46 @@ static int staged(const tt_call_t *c)
     return c->coll == TT_COLL_SEND ? c->send_on_device : c->recv_on_device;
 }
 
-/* On the proxy thread, once the inputs are ready on the caller's stream. */
+/* On the caller's stream, before the gate: the sends into the staging. */
+static int batch_in(const tt_device_ctx_t *ctx, void *stream, void *arg)
+{
+    const batch_t *b = arg;
+    int e = 0;
+    for (int i = 0; i < b->n && !e; i++)
+        if (staged(&b->calls[i]) && b->calls[i].coll == TT_COLL_SEND && b->calls[i].in_bytes)
+            e = ctx->rt->copy((char *)ctx->pinned + b->offs[i], b->calls[i].send, b->calls[i].in_bytes,
+                              stream);
+    return e;
+}
+
+/* After the gate: what arrived, out of the staging. */
+static int batch_out(const tt_device_ctx_t *ctx, void *stream, void *arg)
+{
+    const batch_t *b = arg;
+    int e = 0;
+    for (int i = 0; i < b->n && !e; i++)
+        if (staged(&b->calls[i]) && b->calls[i].coll == TT_COLL_RECV && b->calls[i].out_bytes)
+            e = ctx->rt->copy(b->calls[i].recv, (char *)ctx->pinned + b->offs[i], b->calls[i].out_bytes,
+                              stream);
+    return e;
+}
+
+/* On the proxy thread, once the sends are in the staging. */
 static tutti_status_t run_batch(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
 {
     batch_t *b = arg;
     tt_call_t *dev = b->calls, *host = b->calls + b->n;
-    cudaError_t e = cudaSuccess;
     for (int i = 0; i < b->n; i++) {
         host[i] = dev[i];
         if (!staged(&dev[i]))
             continue;
         char *stand_in = (char *)ctx->pinned + b->offs[i];
-        if (dev[i].coll == TT_COLL_SEND) {
+        if (dev[i].coll == TT_COLL_SEND)
             host[i].send = stand_in;
-            if (!e)
-                e = cudaMemcpyAsync(stand_in, dev[i].send, dev[i].in_bytes, cudaMemcpyDeviceToHost,
-                                    ctx->copies);
-        } else {
+        else
             host[i].recv = stand_in;
-        }
     }
-    if (!e)
-        e = cudaStreamSynchronize(ctx->copies);
-    if (e)
-        return tt_device_error(comm, b->name, "copying the sends into the staging", e);
-    TT_TRY(tt_coll_run_batch(comm, host, b->n));
-    for (int i = 0; i < b->n && !e; i++)
-        if (staged(&dev[i]) && dev[i].coll == TT_COLL_RECV)
-            e = cudaMemcpyAsync(dev[i].recv, host[i].recv, dev[i].out_bytes, cudaMemcpyHostToDevice,
-                                ctx->results);
-    if (!e)
-        e = cudaStreamSynchronize(ctx->results);
-    return e ? tt_device_error(comm, b->name, "copying the receives out of the staging", e) : TUTTI_SUCCESS;
+    return tt_coll_run_batch(comm, host, b->n);
 }
 
 tutti_status_t tt_device_batch_enqueue(tutti_comm_t comm, const tt_call_t *calls, int n, void *stream,
@@ -105,19 +112,12 @@ tutti_status_t tt_device_batch_enqueue(tutti_comm_t comm, const tt_call_t *calls
         batch_free(b);
         return st;
     }
-    tt_device_work_t work = {
-        .name = name, .run = run_batch, .release = batch_free, .arg = b, .pinned_bytes = b->bytes};
+    tt_device_work_t work = {.name = name,
+                             .run = run_batch,
+                             .stage_in = batch_in,
+                             .stage_out = batch_out,
+                             .release = batch_free,
+                             .arg = b,
+                             .pinned_bytes = b->bytes};
     return tt_device_enqueue(comm, device, &work, stream);
 }
-
-#else
-
-tutti_status_t tt_device_batch_enqueue(tutti_comm_t comm, const tt_call_t *calls, int n, void *stream,
-                                       const char *name)
-{
-    (void)calls;
-    (void)n;
-    (void)stream;
-    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA", name);
-}
-#endif

@@ -26,9 +26,6 @@ tutti_status_t tt_device_wait_turn(tutti_comm_t comm, const char *name, void *st
     return tt_device_drain(comm);
 }
 
-#ifdef TT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
 /* A queued collective: the caller's call, where it sits in the staging,
  * and whether this rank could run it directly. */
 typedef struct {
@@ -37,8 +34,10 @@ typedef struct {
     int direct_ok;
 } plain_t;
 
-/* On the proxy thread: directly on the device buffers when every rank
- * can, else staged. */
+/* On the proxy thread. A call that could not go direct was staged through
+ * the caller's stream: its device inputs are in the staging already, and
+ * its results go back after the gate. Else directly on the device buffers
+ * when every rank can, or staged here, slice by slice. */
 static tutti_status_t run_plain(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
 {
     const plain_t *op = arg;
@@ -47,16 +46,24 @@ static tutti_status_t run_plain(tutti_comm_t comm, const tt_device_ctx_t *ctx, v
     uint64_t seq;
     int direct;
     TT_TRY(tt_coll_begin(comm, c, op->direct_ok, &seq, &direct));
-    if (!direct) {
-        tt_call_t host = tt_stage_stand_in(c, &op->layout, ctx->pinned);
+    tt_call_t host = tt_stage_stand_in(c, &op->layout, ctx->pinned);
+    if (!op->direct_ok)
+        return tt_coll_run_at(comm, &host, seq, NULL);
+    if (!direct)
         return tt_stage_run(comm, ctx, c, &host, seq, name);
-    }
-    /* The direct run's kernels go on the transport's own stream: wait here
-     * for the caller's stream to have made the inputs. */
-    cudaError_t e = cudaEventSynchronize((cudaEvent_t)ctx->inputs_ready);
-    if (e)
-        return tt_device_error(comm, name, "waiting for the inputs", e);
     return tt_direct_run(comm, c, seq);
+}
+
+static int plain_in(const tt_device_ctx_t *ctx, void *stream, void *arg)
+{
+    const plain_t *op = arg;
+    return op->direct_ok ? 0 : tt_stage_in(ctx, &op->call, &op->layout, stream);
+}
+
+static int plain_out(const tt_device_ctx_t *ctx, void *stream, void *arg)
+{
+    const plain_t *op = arg;
+    return op->direct_ok ? 0 : tt_stage_out(ctx, &op->call, &op->layout, stream);
 }
 
 tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream)
@@ -69,21 +76,19 @@ tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, voi
         return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory to queue the call", name);
     op->call = *c;
     op->layout = tt_stage_layout(c);
-    /* Direct runs need every buffer the call uses on the GPU; the first
-     * such call binds the device transport (publishing this rank's FIFO). */
+    /* Direct runs need every buffer the call uses on the GPU, and the
+     * proxy's own GPU work, which one shared hardware queue would hold up
+     * behind the gate; the first such call binds the device transport
+     * (publishing this rank's FIFO), and every one opens the FIFOs peers
+     * published since, here, before any gate of this call exists. */
     op->direct_ok = (!c->in_bytes || c->send_on_device) && (!c->out_bytes || c->recv_on_device) &&
-                    tt_direct_prepare(comm, device);
-    tt_device_work_t work = {
-        .name = name, .run = run_plain, .release = free, .arg = op, .pinned_bytes = op->layout.bytes};
+                    !tt_device_one_hw_queue() && tt_direct_prepare(comm, device);
+    tt_device_work_t work = {.name = name,
+                             .run = run_plain,
+                             .stage_in = plain_in,
+                             .stage_out = plain_out,
+                             .release = free,
+                             .arg = op,
+                             .pinned_bytes = op->layout.bytes};
     return tt_device_enqueue(comm, device, &work, stream);
 }
-
-#else
-
-tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream)
-{
-    (void)stream;
-    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA",
-                         tt_coll_name(c->coll));
-}
-#endif

@@ -15,21 +15,29 @@
 
 typedef struct tt_device_item tt_device_item_t;
 
+#define TT_DEVICE_RETIRED_MAX 64 /* working buffers outgrown, freed at the end */
+
 typedef struct {
     tutti_comm_t comm;
-    int started; /* the proxy runs (from the first queued work on) */
+    const tt_device_rt_t *rt; /* fixed by the first device call */
+    int started;              /* the proxy runs (from the first queued work on) */
     pthread_t thread;
+    pthread_mutex_t enqueue_lock; /* one queuing at a time: the streams see tickets in order */
     pthread_mutex_t lock;
     pthread_cond_t changed; /* work queued or finished, or stopping */
     tt_device_item_t *head, *tail;
     int running; /* the proxy holds work taken off the queue */
     int stopping;
-    unsigned issued;    /* tickets handed out */
-    unsigned *done;     /* pinned, device-mapped: the last finished ticket */
-    unsigned *done_dev; /* the same word, as the wait kernel sees it */
-    tt_device_ctx_t ctx;
+    unsigned issued;     /* tickets handed out */
+    unsigned *words;     /* pinned, device-mapped: [0] the last finished ticket, [1] the last ticket */
+    unsigned *words_dev; /*   whose stream reached its signal; as the device sees them */
+    void *last_queued;   /* event after the last work put on a caller's stream */
+    int any_queued;      /* it was recorded */
+    tt_device_ctx_t ctx; /* streams, and the current working memory */
     size_t pinned_bytes, gpu_bytes;
-    void *fetched; /* cudaEvent_t per slice: its inputs are in the staging */
+    void *retired[2][TT_DEVICE_RETIRED_MAX]; /* [0] pinned, [1] GPU */
+    int nretired[2];
+    void *fetched; /* event per slice: its inputs are in the staging */
     int nfetched;
     /* Direct runs: how many ran, and the policy that prices GPU links. */
     uint64_t direct_runs;

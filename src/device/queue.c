@@ -1,68 +1,170 @@
 /* SPDX-License-Identifier: MIT */
-/* The device queue and its proxy thread (see queue.h). */
+/*
+ * The device queue and its proxy thread (see queue.h).
+ *
+ * What holds the caller's stream. A gate must keep the stream's later work
+ * from starting until the proxy has stored the call's ticket. Two ways:
+ * - a one-thread kernel spinning on the ticket word (cuda/wait.cu). It
+ *   occupies a slot on an SM for as long as it waits, keeps its context
+ *   runnable (ranks sharing a GPU without MPS are time-sliced against it),
+ *   makes compute-sanitizer time out, and it is a kernel that cannot end
+ *   until the host acts: with lazy module loading (the default since CUDA
+ *   12.2) loading any module while it runs may wait for the device to drain
+ *   while holding the context's lock, so a lazily loaded kernel launched
+ *   then (ours, or the application's) deadlocks against it (torchcomms
+ *   PR 2334 reproduces the pattern);
+ * - a stream memory operation (cuStreamWaitValue32 on the word, and
+ *   cuStreamWriteValue32 for the signal): no SM, no module, nothing to
+ *   load; the front end waits. It needs the driver API, reached through
+ *   cudaGetDriverEntryPointByVersion so that libtutti never links libcuda
+ *   and loads without a driver, and the driver's support (all GPUs of CUDA
+ *   12 drivers; a refusal falls back to the kernel).
+ * We use memory operations where the driver has them and the kernel
+ * otherwise (TUTTI_CUDA_GATE picks, for comparison on a GPU), and in both
+ * cases load every tutti kernel when the queue starts (tt_cuda_preload, as
+ * NCCL does with cudaFuncGetAttributes), before any gate exists: eager
+ * loading costs well under a megabyte of device memory and a few
+ * milliseconds once, and is needed either way, because a module load that
+ * waits for a drain would also wait for a stream held by a memory
+ * operation. It cannot protect the application's own lazily loaded kernels
+ * from a kernel gate, which is the reason to prefer memory operations.
+ *
+ * Order on the caller's stream, and what the proxy touches. Queuing puts
+ * the work on the queue first and only then anything on the stream: with
+ * CUDA_LAUNCH_BLOCKING=1 launching the gate waits for the proxy to finish
+ * the work, which it must therefore already have (NCCL issue 750). Then,
+ * on the caller's stream: a wait for the previous call's last operation
+ * (calls on different streams reuse one pinned staging area and one ready
+ * word, in ticket order), the work's stage_in copies, the ready signal, the
+ * gate, the stage_out copies, and a record of last_queued. The proxy polls
+ * the ready word (host memory) instead of querying an event, so it needs
+ * no runtime call to learn that a call may start. Staged calls that cannot
+ * go direct copy through the caller's stream this way, so the proxy never
+ * queues GPU work of its own while a gate holds a stream: with
+ * CUDA_DEVICE_MAX_CONNECTIONS=1 every stream shares one hardware queue, and
+ * the proxy's copies would sit behind the gate for ever (MSCCL++ issue
+ * 516); with that setting direct runs and GPU compression are off too.
+ *
+ * No call that waits for the whole device while a gate may be live: the
+ * working memory only grows, by fresh allocations (pinned memory, and GPU
+ * memory in stream order); what it outgrew is freed when the queue stops,
+ * after last_queued has completed, as are the ticket words, which a gate
+ * still queued behind other work on its stream may yet read.
+ */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "core/log.h"
 #include "device/layer.h"
 #include "device/memkind.h"
+
+enum { DONE = 0, READY = 1 };
+
+struct tt_device_item {
+    struct tt_device_item *next;
+    tt_device_work_t work;
+    tt_device_ctx_t ctx; /* the working memory as of queuing */
+    unsigned ticket;
+    int cancelled; /* its stream operations could not all be queued */
+    int refs;      /* the proxy's and the queuing thread's: the last to let go frees it */
+};
+
+#ifdef TT_HAVE_CUDA
+extern const tt_device_rt_t tt_device_cuda_rt;
+static const tt_device_rt_t *current_rt = &tt_device_cuda_rt;
+#else
+static const tt_device_rt_t *current_rt;
+#endif
+
+const tt_device_rt_t *tt_device_rt(void)
+{
+    return current_rt;
+}
+
+void tt_device_set_rt(const tt_device_rt_t *rt)
+{
+    current_rt = rt;
+}
 
 int tt_device_supported(char *why, size_t whylen)
 {
     return tt_cuda_usable(why, whylen);
 }
 
-#ifdef TT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-#include "cuda/kernels.h"
-
-struct tt_device_item {
-    struct tt_device_item *next;
-    tt_device_work_t work;
-    cudaEvent_t inputs_ready; /* recorded on the caller's stream */
-    unsigned ticket;
-};
-
-tutti_status_t tt_device_error(tutti_comm_t comm, const char *name, const char *what, int cuda_error)
+int tt_device_one_hw_queue(void)
 {
-    cudaError_t e = (cudaError_t)cuda_error;
-    cudaGetLastError(); /* clear it, or the runtime reports it again */
-    return tt_comm_error(comm, e == cudaErrorMemoryAllocation ? TUTTI_ERR_NO_MEMORY : TUTTI_ERR_SYSTEM,
-                         "%s: %s: %s", name, what, cudaGetErrorString(e));
+    const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    return v && strtol(v, NULL, 10) == 1;
+}
+
+tutti_status_t tt_device_error(tutti_comm_t comm, const char *name, const char *what, int code)
+{
+    const tt_device_rt_t *rt = current_rt;
+    if (!rt)
+        return tt_comm_error(comm, TUTTI_ERR_SYSTEM, "%s: %s: GPU runtime error %d", name, what, code);
+    return tt_comm_error(comm, rt->out_of_memory(code) ? TUTTI_ERR_NO_MEMORY : TUTTI_ERR_SYSTEM, "%s: %s: %s",
+                         name, what, rt->error(code));
+}
+
+static tutti_status_t no_cuda(tutti_comm_t comm, const char *name)
+{
+    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA", name);
 }
 
 tutti_status_t tt_device_of(tutti_comm_t comm, const void *ptr, const char *name, int *device)
 {
-    struct cudaPointerAttributes attr;
-    cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
-    if (e)
-        return tt_device_error(comm, name, "asking where the buffer lives", e);
-    *device = attr.device;
-    return TUTTI_SUCCESS;
+    *device = -1;
+    if (!current_rt)
+        return no_cuda(comm, name);
+    int e = current_rt->device_of(ptr, device);
+    return e ? tt_device_error(comm, name, "asking where the buffer lives", e) : TUTTI_SUCCESS;
 }
 
-/* On the proxy thread, once the work's inputs are ready on the caller's
- * stream. Nobody waits for its status: a failure goes to the communicator. */
-static void run_item(tt_device_layer_t *d, tt_device_item_t *item)
+/* ---- the proxy ---- */
+
+static int reached(const tt_device_layer_t *d, int word, unsigned ticket)
 {
-    tutti_comm_t comm = d->comm;
-    cudaError_t e = cudaStreamWaitEvent(d->ctx.copies, item->inputs_ready, 0);
-    if (!e)
-        e = cudaStreamWaitEvent(d->ctx.results, item->inputs_ready, 0);
-    tt_device_ctx_t ctx = d->ctx;
-    ctx.inputs_ready = item->inputs_ready;
-    tutti_status_t st = e ? tt_device_error(comm, item->work.name, "waiting for the inputs", e)
-                          : item->work.run(comm, &ctx, item->work.arg);
-    if (st)
-        tt_comm_fail(comm, st);
+    unsigned v = __atomic_load_n(&d->words[word], __ATOMIC_ACQUIRE);
+    return (int)(v - ticket) >= 0; /* tickets wrap around */
+}
+
+/* Until the caller's stream signalled the item (its inputs are ready). The
+ * stream may be busy with the application's work for long: spin briefly,
+ * then back off to sleeps of up to 100 us. */
+static void wait_ready(tt_device_layer_t *d, tt_device_item_t *item)
+{
+    long pause_ns = 1000;
+    for (int spins = 0; !reached(d, READY, item->ticket); spins++) {
+        if (__atomic_load_n(&item->cancelled, __ATOMIC_ACQUIRE))
+            return;
+        if (spins < 200) {
+            sched_yield();
+            continue;
+        }
+        struct timespec ts = {0, pause_ns};
+        nanosleep(&ts, NULL);
+        pause_ns = pause_ns < 100000 ? pause_ns * 2 : 100000;
+    }
+}
+
+static void let_go(tt_device_item_t *item)
+{
+    if (__atomic_sub_fetch(&item->refs, 1, __ATOMIC_ACQ_REL))
+        return;
+    if (item->work.release)
+        item->work.release(item->work.arg);
+    free(item);
 }
 
 static void *proxy_main(void *arg)
 {
     tt_device_layer_t *d = arg;
-    cudaSetDevice(d->ctx.device);
+    int prev;
+    int entered = d->rt->enter(d->ctx.device, &prev) == 0; /* the thread's device, for good */
     pthread_mutex_lock(&d->lock);
     for (;;) {
         while (!d->head && !d->stopping)
@@ -75,14 +177,19 @@ static void *proxy_main(void *arg)
             d->tail = NULL;
         d->running = 1;
         pthread_mutex_unlock(&d->lock);
-        run_item(d, item);
+        wait_ready(d, item);
+        if (!__atomic_load_n(&item->cancelled, __ATOMIC_ACQUIRE)) {
+            tutti_status_t st = entered ? item->work.run(d->comm, &item->ctx, item->work.arg)
+                                        : tt_comm_error(d->comm, TUTTI_ERR_SYSTEM,
+                                                        "%s: the device proxy could not use GPU %d",
+                                                        item->work.name, d->ctx.device);
+            if (st)
+                tt_comm_fail(d->comm, st);
+        }
         /* Release the caller's stream even after a failure: a stream held
          * forever would hang the GPU; the error goes to the next call. */
-        __atomic_store_n(d->done, item->ticket, __ATOMIC_RELEASE);
-        cudaEventDestroy(item->inputs_ready);
-        if (item->work.release)
-            item->work.release(item->work.arg);
-        free(item);
+        __atomic_store_n(&d->words[DONE], item->ticket, __ATOMIC_RELEASE);
+        let_go(item);
         pthread_mutex_lock(&d->lock);
         d->running = 0;
         pthread_cond_broadcast(&d->changed);
@@ -91,103 +198,202 @@ static void *proxy_main(void *arg)
     return NULL;
 }
 
+/* ---- starting and stopping ---- */
+
+/* With the device current: eager loading, the ticket words, the proxy's
+ * streams and the last_queued event. */
+static int queue_resources(tt_device_layer_t *d)
+{
+    const tt_device_rt_t *rt = d->rt;
+    int e = rt->preload();
+    if (!e)
+        e = rt->host_alloc(2 * sizeof *d->words, (void **)&d->words, (void **)&d->words_dev);
+    if (e)
+        return e;
+    d->words[DONE] = d->words[READY] = 0;
+    e = rt->stream_create(&d->ctx.copies);
+    if (!e && (e = rt->stream_create(&d->ctx.results)) != 0)
+        rt->stream_destroy(d->ctx.copies);
+    if (!e && (e = rt->event_create(&d->last_queued)) != 0) {
+        rt->stream_destroy(d->ctx.copies);
+        rt->stream_destroy(d->ctx.results);
+    }
+    if (e)
+        rt->host_free(d->words);
+    return e;
+}
+
+static void queue_free(tt_device_layer_t *d)
+{
+    const tt_device_rt_t *rt = d->rt;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < d->nretired[k]; i++)
+            k ? rt->dev_free(d->retired[k][i], d->ctx.copies) : rt->host_free(d->retired[k][i]);
+    if (d->ctx.pinned)
+        rt->host_free(d->ctx.pinned);
+    if (d->ctx.gpu)
+        rt->dev_free(d->ctx.gpu, d->ctx.copies);
+    rt->stream_sync(d->ctx.copies); /* stream-ordered frees done */
+    for (int i = 0; i < d->nfetched; i++)
+        rt->event_destroy(((void **)d->fetched)[i]);
+    free(d->fetched);
+    rt->stream_destroy(d->ctx.copies);
+    rt->stream_destroy(d->ctx.results);
+    rt->event_destroy(d->last_queued);
+    rt->host_free(d->words);
+}
+
 static tutti_status_t queue_start(tt_device_layer_t *d, int device, const char *name)
 {
-    d->ctx.device = device;
-    cudaStream_t copies = NULL, results = NULL;
-    cudaError_t e =
-        cudaHostAlloc((void **)&d->done, sizeof *d->done, cudaHostAllocMapped | cudaHostAllocPortable);
-    if (!e)
-        e = cudaHostGetDevicePointer((void **)&d->done_dev, d->done, 0);
-    if (!e)
-        e = cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking);
-    if (!e && (e = cudaStreamCreateWithFlags(&results, cudaStreamNonBlocking)) != cudaSuccess)
-        cudaStreamDestroy(copies);
-    if (e) {
-        tutti_status_t st = tt_device_error(d->comm, name, "setting up the device queue", e);
-        if (d->done)
-            cudaFreeHost(d->done);
-        d->done = NULL;
-        return st;
+    d->rt = current_rt;
+    d->ctx = (tt_device_ctx_t){.rt = d->rt, .device = device};
+    int prev, e = d->rt->enter(device, &prev);
+    if (!e) {
+        e = queue_resources(d);
+        d->rt->leave(prev);
     }
-    d->ctx.copies = copies;
-    d->ctx.results = results;
-    *d->done = 0;
+    if (e)
+        return tt_device_error(d->comm, name, "setting up the device queue", e);
+    pthread_mutex_init(&d->enqueue_lock, NULL);
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->changed, NULL);
     if (pthread_create(&d->thread, NULL, proxy_main, d)) {
-        cudaStreamDestroy(copies);
-        cudaStreamDestroy(results);
-        cudaFreeHost(d->done);
-        d->done = NULL;
+        queue_free(d);
         pthread_cond_destroy(&d->changed);
         pthread_mutex_destroy(&d->lock);
+        pthread_mutex_destroy(&d->enqueue_lock);
         return tt_comm_error(d->comm, TUTTI_ERR_SYSTEM, "%s: could not start the device proxy thread", name);
     }
     d->started = 1;
     return TUTTI_SUCCESS;
 }
 
-/* With d->lock held: waits until the proxy is idle, then regrows *buf
- * (pinned host memory, or GPU memory when on_gpu) to at least want bytes.
- * Only work larger than every earlier one waits here; the proxy itself
- * never allocates, since freeing could wait for the streams held for it. */
-static tutti_status_t grow(tt_device_layer_t *d, void **buf, size_t *have, size_t want, int on_gpu,
-                           const char *name)
+void tt_device_queue_stop(tt_device_layer_t *d)
 {
+    if (!d->started)
+        return;
+    pthread_mutex_lock(&d->lock);
+    d->stopping = 1;
+    pthread_cond_broadcast(&d->changed);
+    pthread_mutex_unlock(&d->lock);
+    pthread_join(d->thread, NULL); /* the proxy finishes what is queued first */
+    int prev;
+    if (d->rt->enter(d->ctx.device, &prev) == 0) {
+        /* Every ticket is stored, so the last gate opens; once the work
+         * queued after it is done, nothing reads the words or the staging. */
+        if (d->any_queued)
+            d->rt->event_sync(d->last_queued);
+        queue_free(d);
+        d->rt->leave(prev);
+    }
+    pthread_cond_destroy(&d->changed);
+    pthread_mutex_destroy(&d->lock);
+    pthread_mutex_destroy(&d->enqueue_lock);
+    d->started = 0;
+}
+
+/* ---- queuing ---- */
+
+/* With enqueue_lock held: the working memory grows by a fresh allocation;
+ * the outgrown one may still be in use by queued work and is freed at the
+ * end (no call that waits for the device here). */
+static tutti_status_t grow(tt_device_layer_t *d, int on_gpu, size_t want, const char *name)
+{
+    void **buf = on_gpu ? &d->ctx.gpu : &d->ctx.pinned;
+    size_t *have = on_gpu ? &d->gpu_bytes : &d->pinned_bytes;
     if (want <= *have)
         return TUTTI_SUCCESS;
-    while (d->head || d->running)
-        pthread_cond_wait(&d->changed, &d->lock);
     size_t bytes = want > 2 * *have ? want : 2 * *have;
-    if (*buf && on_gpu)
-        cudaFree(*buf);
-    else if (*buf)
-        cudaFreeHost(*buf);
-    *buf = NULL;
-    *have = 0;
+    void *fresh = NULL, *mapped;
     for (;;) {
-        cudaError_t e = on_gpu ? cudaMalloc(buf, bytes) : cudaHostAlloc(buf, bytes, cudaHostAllocPortable);
+        int e = on_gpu ? d->rt->dev_alloc(bytes, d->ctx.copies, &fresh)
+                       : d->rt->host_alloc(bytes, &fresh, &mapped);
         if (!e)
             break;
-        *buf = NULL;
-        if (e != cudaErrorMemoryAllocation || bytes == want)
+        if (!d->rt->out_of_memory(e) || bytes == want)
             return tt_device_error(
                 d->comm, name, on_gpu ? "allocating working memory on the GPU" : "allocating pinned staging",
                 e);
-        cudaGetLastError();
         bytes = want; /* no room to spare: exactly what this work needs */
     }
+    if (*buf && d->nretired[on_gpu] < TT_DEVICE_RETIRED_MAX)
+        d->retired[on_gpu][d->nretired[on_gpu]++] = *buf;
+    else if (*buf)
+        TT_WARN(TT_SUB_COLL, "%s: %zu bytes of outgrown working memory kept until the communicator ends",
+                name, *have);
+    *buf = fresh;
     *have = bytes;
     return TUTTI_SUCCESS;
 }
 
-/* With d->lock held: the event, then the kernel that holds the stream,
- * then the queue; the proxy can only start once both are on the stream. */
-static tutti_status_t push(tt_device_layer_t *d, tt_device_item_t *item, void *stream)
+/* The stream's side of an item, in order (see the top of the file). */
+static tutti_status_t put_on_stream(tt_device_layer_t *d, tt_device_item_t *item, void *stream)
 {
-    cudaError_t e = cudaEventCreateWithFlags(&item->inputs_ready, cudaEventDisableTiming);
-    if (!e && (e = cudaEventRecord(item->inputs_ready, (cudaStream_t)stream)) != cudaSuccess)
-        cudaEventDestroy(item->inputs_ready);
-    item->ticket = d->issued + 1;
-    if (!e && (e = (cudaError_t)tt_cuda_wait_ticket(d->done_dev, item->ticket, stream)) != cudaSuccess)
-        cudaEventDestroy(item->inputs_ready);
+    const tt_device_rt_t *rt = d->rt;
+    const char *what = "ordering the call after the previous one";
+    int e = d->any_queued ? rt->stream_wait(stream, d->last_queued) : 0;
+    if (!e && item->work.stage_in && (e = item->work.stage_in(&item->ctx, stream, item->work.arg)) != 0)
+        what = "copying the inputs to the staging";
+    if (!e && (e = rt->signal(stream, &d->words_dev[READY], item->ticket)) != 0)
+        what = "signalling the proxy from the stream";
+    if (!e && (e = rt->gate(stream, &d->words_dev[DONE], item->ticket)) != 0)
+        what = "holding the stream for the call";
+    if (!e && item->work.stage_out && (e = item->work.stage_out(&item->ctx, stream, item->work.arg)) != 0)
+        what = "copying the results from the staging";
+    if (!e && (e = rt->event_record(d->last_queued, stream)) != 0)
+        what = "recording the call's end on the stream";
     if (e)
-        return tt_device_error(d->comm, item->work.name, "enqueueing on the stream", e);
-    d->issued = item->ticket;
+        return tt_device_error(d->comm, item->work.name, what, e);
+    d->any_queued = 1;
+    return TUTTI_SUCCESS;
+}
+
+static tutti_status_t refuse_capture(tt_device_layer_t *d, const char *name, void *stream)
+{
+    int capturing = 0, e = d->rt->capturing(stream, &capturing);
+    if (e)
+        return tt_device_error(d->comm, name, "asking whether the stream is being captured", e);
+    if (capturing)
+        return tt_comm_error(
+            d->comm, TUTTI_ERR_UNSUPPORTED,
+            "%s: the stream is being captured into a CUDA graph, which tutti does not support "
+            "yet; make the call outside the capture",
+            name);
+    return TUTTI_SUCCESS;
+}
+
+/* With enqueue_lock held and the device current; *queued once the proxy
+ * has the item (it then runs, or skips, and lets go of it). */
+static tutti_status_t enqueue_locked(tt_device_layer_t *d, tt_device_item_t *item, void *stream, int *queued)
+{
+    const char *name = item->work.name;
+    TT_TRY(refuse_capture(d, name, stream));
+    TT_TRY(grow(d, 0, item->work.pinned_bytes, name));
+    TT_TRY(grow(d, 1, item->work.gpu_bytes, name));
+    item->ctx = d->ctx;
+    item->ticket = ++d->issued;
+    item->refs = 2; /* the stream operations below still read the work's argument */
+    *queued = 1;
+    /* Queued before anything goes on the stream (CUDA_LAUNCH_BLOCKING). */
+    pthread_mutex_lock(&d->lock);
     if (d->tail)
         d->tail->next = item;
     else
         d->head = item;
     d->tail = item;
     pthread_cond_broadcast(&d->changed);
-    return TUTTI_SUCCESS;
+    pthread_mutex_unlock(&d->lock);
+    tutti_status_t st = put_on_stream(d, item, stream);
+    if (st) /* the proxy skips it; its ticket is stored all the same */
+        __atomic_store_n(&item->cancelled, 1, __ATOMIC_RELEASE);
+    let_go(item);
+    return st;
 }
 
 tutti_status_t tt_device_enqueue(tutti_comm_t comm, int device, const tt_device_work_t *work, void *stream)
 {
-    tt_device_layer_t *d = tt_device_layer(comm, work->name);
-    tutti_status_t st = d ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
+    tt_device_layer_t *d = current_rt ? tt_device_layer(comm, work->name) : NULL;
+    tutti_status_t st = !current_rt ? no_cuda(comm, work->name) : d ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
     if (!st && !d->started)
         st = queue_start(d, device, work->name);
     if (!st && device != d->ctx.device)
@@ -197,20 +403,22 @@ tutti_status_t tt_device_enqueue(tutti_comm_t comm, int device, const tt_device_
     tt_device_item_t *item = st ? NULL : calloc(1, sizeof *item);
     if (!st && !item)
         st = tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory to queue the call", work->name);
+    int prev, e = st ? 0 : d->rt->enter(device, &prev);
+    if (e)
+        st = tt_device_error(comm, work->name, "making the communicator's GPU current", e);
     if (st) {
         if (work->release)
             work->release(work->arg);
+        free(item);
         return st;
     }
     item->work = *work;
-    pthread_mutex_lock(&d->lock);
-    st = grow(d, &d->ctx.pinned, &d->pinned_bytes, work->pinned_bytes, 0, work->name);
-    if (!st)
-        st = grow(d, &d->ctx.gpu, &d->gpu_bytes, work->gpu_bytes, 1, work->name);
-    if (!st)
-        st = push(d, item, stream);
-    pthread_mutex_unlock(&d->lock);
-    if (st) {
+    pthread_mutex_lock(&d->enqueue_lock);
+    int queued = 0;
+    st = enqueue_locked(d, item, stream, &queued);
+    pthread_mutex_unlock(&d->enqueue_lock);
+    d->rt->leave(prev);
+    if (st && !queued) { /* never reached the proxy: release here */
         if (work->release)
             work->release(work->arg);
         free(item);
@@ -233,78 +441,20 @@ tutti_status_t tt_device_drain(tutti_comm_t comm)
 tutti_status_t tt_device_stream_wait(tutti_comm_t comm, const char *name, void *stream)
 {
     char why[160];
+    if (!current_rt)
+        return tt_comm_error(
+            comm, TUTTI_ERR_UNSUPPORTED,
+            "%s: stream: this tutti was built without CUDA; pass NULL (host buffers, blocking)", name);
     if (!tt_cuda_usable(why, sizeof why))
         return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: stream: given, but %s; pass NULL", name, why);
-    cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
-    if (e)
-        return tt_device_error(comm, name, "waiting for the stream's earlier work", e);
-    return TUTTI_SUCCESS;
+    int capturing = 0, e = current_rt->capturing(stream, &capturing);
+    if (!e && capturing)
+        return tt_comm_error(
+            comm, TUTTI_ERR_UNSUPPORTED,
+            "%s: the stream is being captured into a CUDA graph, which tutti does not support "
+            "yet; make the call outside the capture",
+            name);
+    if (!e)
+        e = current_rt->stream_sync(stream);
+    return e ? tt_device_error(comm, name, "waiting for the stream's earlier work", e) : TUTTI_SUCCESS;
 }
-
-void tt_device_queue_stop(tt_device_layer_t *d)
-{
-    if (!d->started)
-        return;
-    pthread_mutex_lock(&d->lock);
-    d->stopping = 1;
-    pthread_cond_broadcast(&d->changed);
-    pthread_mutex_unlock(&d->lock);
-    pthread_join(d->thread, NULL); /* the proxy finishes what is queued first */
-    cudaStreamDestroy((cudaStream_t)d->ctx.copies);
-    cudaStreamDestroy((cudaStream_t)d->ctx.results);
-    cudaEvent_t *fetched = d->fetched;
-    for (int i = 0; i < d->nfetched; i++)
-        cudaEventDestroy(fetched[i]);
-    free(d->fetched);
-    if (d->ctx.pinned)
-        cudaFreeHost(d->ctx.pinned);
-    if (d->ctx.gpu)
-        cudaFree(d->ctx.gpu);
-    cudaFreeHost(d->done);
-    pthread_cond_destroy(&d->changed);
-    pthread_mutex_destroy(&d->lock);
-    d->started = 0;
-}
-
-#else /* no CUDA: every buffer is host memory, and streams cannot be given */
-
-tutti_status_t tt_device_error(tutti_comm_t comm, const char *name, const char *what, int cuda_error)
-{
-    return tt_comm_error(comm, TUTTI_ERR_SYSTEM, "%s: %s: CUDA error %d", name, what, cuda_error);
-}
-
-tutti_status_t tt_device_of(tutti_comm_t comm, const void *ptr, const char *name, int *device)
-{
-    (void)ptr;
-    *device = -1;
-    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA", name);
-}
-
-tutti_status_t tt_device_enqueue(tutti_comm_t comm, int device, const tt_device_work_t *work, void *stream)
-{
-    (void)device;
-    (void)stream;
-    if (work->release)
-        work->release(work->arg);
-    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA", work->name);
-}
-
-tutti_status_t tt_device_drain(tutti_comm_t comm)
-{
-    (void)comm;
-    return TUTTI_SUCCESS;
-}
-
-tutti_status_t tt_device_stream_wait(tutti_comm_t comm, const char *name, void *stream)
-{
-    (void)stream;
-    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
-                         "%s: stream: this tutti was built without CUDA; pass NULL (host buffers, blocking)",
-                         name);
-}
-
-void tt_device_queue_stop(tt_device_layer_t *d)
-{
-    (void)d;
-}
-#endif

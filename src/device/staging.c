@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Staged runs of collectives on device buffers (see staging.h); built with CUDA. */
+/* Staged runs of collectives on device buffers (see staging.h). */
 #include <stdlib.h>
 
 #include "device/layer.h"
@@ -36,8 +36,29 @@ tt_call_t tt_stage_stand_in(const tt_call_t *c, const tt_stage_layout_t *l, void
     return host;
 }
 
-#ifdef TT_HAVE_CUDA
-#include <cuda_runtime_api.h>
+/* ---- through the caller's stream: the proxy touches host memory only ---- */
+
+int tt_stage_in(const tt_device_ctx_t *ctx, const tt_call_t *c, const tt_stage_layout_t *l, void *stream)
+{
+    char *pinned = ctx->pinned;
+    if (c->in_place && c->send_on_device && c->recv_on_device) { /* one span holds both */
+        const char *lo = (const char *)c->send < (const char *)c->recv ? c->send : c->recv;
+        return l->bytes ? ctx->rt->copy(pinned, lo, l->bytes, stream) : 0;
+    }
+    return c->send_on_device && c->in_bytes
+               ? ctx->rt->copy(pinned + l->send_off, c->send, c->in_bytes, stream)
+               : 0;
+}
+
+int tt_stage_out(const tt_device_ctx_t *ctx, const tt_call_t *c, const tt_stage_layout_t *l, void *stream)
+{
+    char *pinned = ctx->pinned;
+    return c->recv_on_device && c->out_bytes
+               ? ctx->rt->copy(c->recv, pinned + l->recv_off, c->out_bytes, stream)
+               : 0;
+}
+
+/* ---- by the proxy, slice by slice ---- */
 
 /* A staged call in flight: slice by slice, inputs in on the copies stream
  * and results out on the results stream while the engine runs the others. */
@@ -47,7 +68,7 @@ typedef struct {
     const tt_device_ctx_t *ctx;
     const char *name;
     const tt_call_t *dev, *host; /* the caller's buffers, their stand-ins */
-    cudaError_t failed;          /* the first copy that failed */
+    int failed;                  /* the first copy that failed */
 } staging_t;
 
 static char *piece_at(const tt_call_t *c, tt_piece_t p)
@@ -56,41 +77,45 @@ static char *piece_at(const tt_call_t *c, tt_piece_t p)
 }
 
 /* The events outlive the call, for the next; one per slice. */
-static cudaError_t slice_event(tt_device_layer_t *d, int slice)
+static int slice_event(tt_device_layer_t *d, const tt_device_rt_t *rt, int slice)
 {
     if (slice < d->nfetched)
-        return cudaSuccess;
-    cudaEvent_t *grown = realloc(d->fetched, (size_t)(slice + 1) * sizeof *grown);
+        return 0;
+    void **grown = realloc(d->fetched, (size_t)(slice + 1) * sizeof *grown);
     if (!grown)
-        return cudaErrorMemoryAllocation;
+        return -1;
     d->fetched = grown;
-    cudaError_t e = cudaSuccess;
+    int e = 0;
     for (; !e && d->nfetched <= slice; d->nfetched++)
-        e = cudaEventCreateWithFlags(&grown[d->nfetched], cudaEventDisableTiming);
+        e = rt->event_create(&grown[d->nfetched]);
     return e;
 }
 
 static void fetch_slice(void *arg, int slice, const tt_piece_t *pieces, int n)
 {
     staging_t *sg = arg;
-    cudaStream_t copies = sg->ctx->copies;
-    cudaError_t e = sg->failed ? sg->failed : slice_event(sg->d, slice);
+    const tt_device_rt_t *rt = sg->ctx->rt;
+    int e = sg->failed ? sg->failed : slice_event(sg->d, rt, slice);
     for (int i = 0; i < n && !e; i++)
-        e = cudaMemcpyAsync(piece_at(sg->host, pieces[i]), piece_at(sg->dev, pieces[i]), pieces[i].bytes,
-                            cudaMemcpyDeviceToHost, copies);
+        e = rt->copy(piece_at(sg->host, pieces[i]), piece_at(sg->dev, pieces[i]), pieces[i].bytes,
+                     sg->ctx->copies);
     if (!e)
-        e = cudaEventRecord(((cudaEvent_t *)sg->d->fetched)[slice], copies);
+        e = rt->event_record(((void **)sg->d->fetched)[slice], sg->ctx->copies);
     sg->failed = e;
 }
 
 static int slice_fetched(void *arg, int slice)
 {
     staging_t *sg = arg;
-    cudaError_t e = sg->failed ? sg->failed : cudaEventQuery(((cudaEvent_t *)sg->d->fetched)[slice]);
-    if (e == cudaSuccess || e == cudaErrorNotReady)
-        return e == cudaSuccess;
+    int done = 0,
+        e = sg->failed ? sg->failed : sg->ctx->rt->event_query(((void **)sg->d->fetched)[slice], &done);
+    if (!e)
+        return done;
     sg->failed = e;
-    tt_device_error(sg->comm, sg->name, "copying between the device buffers and the staging", e);
+    if (e > 0)
+        tt_device_error(sg->comm, sg->name, "copying between the device buffers and the staging", e);
+    else
+        tt_comm_error(sg->comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for the staging's events", sg->name);
     return -1;
 }
 
@@ -99,14 +124,15 @@ static void deliver_slice(void *arg, int slice, const tt_piece_t *pieces, int n)
     (void)slice;
     staging_t *sg = arg;
     for (int i = 0; i < n && !sg->failed; i++)
-        sg->failed = cudaMemcpyAsync(piece_at(sg->dev, pieces[i]), piece_at(sg->host, pieces[i]),
-                                     pieces[i].bytes, cudaMemcpyHostToDevice, sg->ctx->results);
+        sg->failed = sg->ctx->rt->copy(piece_at(sg->dev, pieces[i]), piece_at(sg->host, pieces[i]),
+                                       pieces[i].bytes, sg->ctx->results);
 }
 
 /* An average is divided after the engine, so its results go back whole. */
 tutti_status_t tt_stage_run(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *c,
                             tt_call_t *host, uint64_t seq, const char *name)
 {
+    const tt_device_rt_t *rt = ctx->rt;
     int divides = c->op == TUTTI_AVG && c->out_bytes && c->coll != TT_COLL_BROADCAST;
     staging_t sg = {.comm = comm,
                     .d = tt_comm_layer(comm, TT_LAYER_DEVICE),
@@ -124,19 +150,20 @@ tutti_status_t tt_stage_run(tutti_comm_t comm, const tt_device_ctx_t *ctx, const
     host->stage = &hooks;
     tutti_status_t st = tt_coll_run_at(comm, host, seq, NULL);
     /* Fetches the engine did not wait for still write the staging. */
-    cudaError_t e = cudaStreamSynchronize(ctx->copies);
+    int e = rt->stream_sync(ctx->copies);
     if (!e)
-        e = cudaStreamSynchronize(ctx->results);
+        e = rt->stream_sync(ctx->results);
     if (st)
         return st;
     if (!e)
         e = sg.failed;
     if (!e && c->recv_on_device && !hooks.deliver_bufs) {
-        e = cudaMemcpyAsync(c->recv, host->recv, c->out_bytes, cudaMemcpyHostToDevice, ctx->results);
+        e = rt->copy(c->recv, host->recv, c->out_bytes, ctx->results);
         if (!e)
-            e = cudaStreamSynchronize(ctx->results);
+            e = rt->stream_sync(ctx->results);
     }
+    if (e < 0)
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for the staging's events", name);
     return e ? tt_device_error(comm, name, "copying between the device buffers and the staging", e)
              : TUTTI_SUCCESS;
 }
-#endif
