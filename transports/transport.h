@@ -122,6 +122,11 @@ typedef struct {
      * this rank's device memory. TUTTI_SUCCESS, or a status after logging
      * why; the caller then stages (and does not ask again). */
     tutti_status_t (*bind)(void *ctx, int device);
+    /* Opens what the peers published so far to reach their device memory;
+     * 1 once all of it is open: only then may this rank announce that it
+     * can go direct. On the caller's thread before a call is queued, never
+     * on the proxy (opening may wait for the whole device). */
+    int (*open_peers)(void *ctx);
     /* Announces whether this rank can run call seq directly; waits (up to
      * timeout_ms) only when far ahead of some rank. */
     tutti_status_t (*announce)(void *ctx, uint64_t seq, int capable, int64_t timeout_ms);

@@ -57,6 +57,11 @@ typedef struct {
     void (*fifo_free)(void *dev, void *ptr, size_t bytes);
     int (*fifo_open)(void *dev, const unsigned char handle[TT_IPC_HANDLE_BYTES], size_t bytes, void **ptr);
     void (*fifo_close)(void *dev, void *ptr, size_t bytes);
+    /* A FIFO of this same process (ranks that are threads, as
+     * ncclCommInitAll makes): its address is usable as it is, once dev's
+     * GPU may load from owner_device's (peer access). IPC handles cannot be
+     * opened in the process that made them. */
+    int (*fifo_share)(void *dev, void *ptr, int owner_device, void **out);
     int (*copy)(void *dev, void *dst, const void *src, size_t bytes);
     int (*reduce)(void *dev, void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
                   tutti_op_t op);
@@ -81,6 +86,9 @@ typedef struct {
     _Atomic uint32_t fifo_ready; /* the fields below are written */
     unsigned char handle[TT_IPC_HANDLE_BYTES];
     uint64_t device;                  /* the owner's GPU */
+    uint64_t fifo_addr;               /* the FIFO's address in the owner's process */
+    int32_t fifo_device;              /* the owner's GPU, as its process numbers GPUs */
+    int32_t pid;                      /* the owner's process */
     uint64_t reach[TT_IPC_REACH_MAX]; /* GPUs it can load from */
     int32_t nreach;
     char bus_id[TT_IPC_BUS_ID_BYTES]; /* the owner's GPU, for the topology */
@@ -106,7 +114,8 @@ typedef struct {
     int pid;
     tutti_status_t failed;      /* why the connection is unusable, or 0 */
     tt_ipc_seg_hdr_t *peer_seg; /* the peer's segment (we publish into it) */
-    char *peer_fifo;            /* the peer's FIFO, opened at first use */
+    char *peer_fifo;            /* the peer's FIFO, opened before a call could need it */
+    int shared;                 /* peer_fifo is the peer's own address (same process) */
     tt_ipc_side_t out[TT_MAX_CHANNELS], in[TT_MAX_CHANNELS];
     tt_ipc_ctx_t *ctx;
 } tt_ipc_conn_t;
@@ -125,6 +134,10 @@ struct tt_ipc_ctx {
     uint64_t announce_room;  /* seqs below this may be announced without checking the others */
     tt_ipc_seg_hdr_t **segs; /* every rank's segment (ours included), for the board */
     int reach_verdict;       /* 1 or 0 once every rank's FIFO is published; -1 before */
+    int device;              /* the GPU bound to */
+    int opened;              /* every peer's FIFO is open */
+    int open_failed;         /* opening one failed (said once): no direct runs */
+    tt_ipc_conn_t **conns;   /* by rank, for opening the peers' FIFOs */
     int unlinked;
     tt_mem_ops_t mem; /* the engine's access to this rank's GPU, once bound */
 };
@@ -137,10 +150,12 @@ size_t tt_ipc_segment_bytes(int nranks, int nchannels, int nslots);
 /* Byte offset of the slot ring (receiver, channel) in a sender's FIFO. */
 size_t tt_ipc_fifo_offset(int nchannels, int nslots, size_t slot_bytes, int receiver, int channel);
 
-/* The device ops (transport.h): binding publishes this rank's FIFO (once);
+/* The device ops (transport.h): binding publishes this rank's FIFO (once)
+ * and opens the FIFOs peers published so far (on every call until all are);
  * the board (cuda_ipc_board.c) waits in announce only when this rank is
  * TT_IPC_BOARD calls ahead of some rank. */
 tutti_status_t tt_ipc_bind(void *ctx, int device);
+int tt_ipc_open_peers(void *ctx);
 tutti_status_t tt_ipc_announce(void *ctx, uint64_t seq, int capable, int64_t timeout_ms);
 int tt_ipc_announcement(const void *ctx, int rank, uint64_t seq);
 int tt_ipc_reach_all(void *ctx);

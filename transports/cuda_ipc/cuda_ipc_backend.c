@@ -165,6 +165,26 @@ static void cuda_fifo_close(void *devp, void *ptr, size_t bytes)
     }
 }
 
+/* A FIFO of this process: its address works as it is once this GPU may
+ * load from the owner's (peer access, enabled once per pair). */
+static int cuda_fifo_share(void *devp, void *ptr, int owner_device, void **out)
+{
+    cuda_dev_t *d = devp;
+    int old, e = 0;
+    if (owner_device != d->device && !(e = enter(d->device, &old))) {
+        cudaError_t pe = cudaDeviceEnablePeerAccess(owner_device, 0);
+        if (pe == cudaErrorPeerAccessAlreadyEnabled) {
+            cudaGetLastError(); /* enabled by an earlier communicator: fine */
+            pe = cudaSuccess;
+        }
+        e = (int)pe;
+        leave(d->device, old);
+    }
+    if (!e)
+        *out = ptr;
+    return e;
+}
+
 static int cuda_copy(void *devp, void *dst, const void *src, size_t bytes)
 {
     cuda_dev_t *d = devp;
@@ -218,6 +238,7 @@ const tt_ipc_backend_t tt_ipc_cuda_backend = {
     .fifo_free = cuda_fifo_free,
     .fifo_open = cuda_fifo_open,
     .fifo_close = cuda_fifo_close,
+    .fifo_share = cuda_fifo_share,
     .copy = cuda_copy,
     .reduce = cuda_reduce,
     .avg_finish = cuda_avg_finish,

@@ -92,19 +92,6 @@ static tutti_status_t push_some(tt_ipc_conn_t *c, int ch, int *progressed)
     return TUTTI_SUCCESS;
 }
 
-/* The peer's FIFO, opened the first time this connection receives. */
-static int open_peer_fifo(tt_ipc_conn_t *c)
-{
-    tt_ipc_ctx_t *ctx = c->ctx;
-    if (!atomic_load_explicit(&c->peer_seg->fifo_ready, memory_order_acquire))
-        return -1;
-    void *p = NULL;
-    int e = ctx->be->fifo_open(ctx->dev, c->peer_seg->handle, ctx->fifo_bytes, &p);
-    if (!e)
-        c->peer_fifo = p;
-    return e;
-}
-
 static tutti_status_t pull_some(tt_ipc_conn_t *c, int ch, int *progressed)
 {
     tt_ipc_ctx_t *ctx = c->ctx;
@@ -121,8 +108,11 @@ static tutti_status_t pull_some(tt_ipc_conn_t *c, int ch, int *progressed)
             return TUTTI_ERR_MISMATCH;
         }
         int e = 0;
-        if (slot->nbytes && !c->peer_fifo && (e = open_peer_fifo(c)) != 0)
-            return fail_device(c, "opening the peer's FIFO", e);
+        if (slot->nbytes && !c->peer_fifo) { /* a direct run needs every FIFO open (tt_ipc_open_peers) */
+            TT_ERROR(TT_SUB_NET, "cuda_ipc: rank %d's FIFO is not open on this rank", c->peer);
+            fail_all(c, TUTTI_ERR_SYSTEM);
+            return TUTTI_ERR_SYSTEM;
+        }
         if (slot->nbytes) {
             const char *src = payload(ctx, c->peer_fifo, ctx->env->rank, ch, side->pos);
             if (r->combine)

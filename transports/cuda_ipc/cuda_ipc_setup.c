@@ -165,10 +165,11 @@ static void ipc_close(void *connp)
     tt_ipc_conn_t *c = connp;
     if (!c)
         return;
-    if (c->peer_fifo)
+    if (c->peer_fifo && !c->shared)
         c->ctx->be->fifo_close(c->ctx->dev, c->peer_fifo, c->ctx->fifo_bytes);
     if (c->pidfd >= 0)
         close(c->pidfd);
+    c->ctx->conns[c->peer] = NULL;
     free(c);
 }
 
@@ -179,7 +180,8 @@ static tutti_status_t ipc_connect(void *ctxp, const int *peers, int npeers, cons
     const tt_tp_env_t *env = ctx->env;
     ctx->fifo_bytes = tt_ipc_fifo_offset(ctx->nchannels, ctx->nslots, ctx->slot_bytes, env->nranks, 0);
     ctx->segs = calloc((size_t)env->nranks, sizeof *ctx->segs);
-    tutti_status_t st = ctx->segs ? segment_create(ctx) : TUTTI_ERR_NO_MEMORY;
+    ctx->conns = calloc((size_t)env->nranks, sizeof *ctx->conns);
+    tutti_status_t st = ctx->segs && ctx->conns ? segment_create(ctx) : TUTTI_ERR_NO_MEMORY;
     if (!st)
         ctx->segs[env->rank] = ctx->seg;
     /* Everyone has created its segment before anyone opens a peer's. */
@@ -190,7 +192,7 @@ static tutti_status_t ipc_connect(void *ctxp, const int *peers, int npeers, cons
         if (r != env->rank)
             st = map_peer(ctx, r, (const char *)addrs + (size_t)r * TT_ADDR_MAX);
     for (int i = 0; i < npeers && !st; i++)
-        if (!(conns[i] = conn_new(ctx, peers[i])))
+        if (!(conns[i] = ctx->conns[peers[i]] = conn_new(ctx, peers[i])))
             st = TUTTI_ERR_NO_MEMORY;
     bst = env->barrier(env->barrier_arg);
     if (ctx->seg) {
@@ -224,6 +226,10 @@ tutti_status_t tt_ipc_bind(void *ctxp, int device)
         e = be->bus_id(ctx->dev, seg->bus_id, sizeof seg->bus_id);
     if (!e)
         e = be->fifo_alloc(ctx->dev, ctx->fifo_bytes, (void **)&ctx->fifo, seg->handle);
+    ctx->device = device;
+    seg->fifo_addr = (uint64_t)(uintptr_t)ctx->fifo;
+    seg->fifo_device = device;
+    seg->pid = (int32_t)getpid();
     if (e) {
         ctx->fifo = NULL;
         TT_WARN(TT_SUB_NET,
@@ -237,21 +243,93 @@ tutti_status_t tt_ipc_bind(void *ctxp, int device)
     return TUTTI_SUCCESS;
 }
 
+/* Peer's FIFO: through its IPC handle, or as it is when the peer is a
+ * thread of this process (a handle cannot be opened where it was made). */
+static int open_peer(tt_ipc_ctx_t *ctx, tt_ipc_conn_t *c)
+{
+    const tt_ipc_seg_hdr_t *seg = c->peer_seg;
+    void *p = NULL;
+    int same_process = seg->pid == (int32_t)getpid();
+    int e = same_process
+                ? ctx->be->fifo_share(ctx->dev, (void *)(uintptr_t)seg->fifo_addr, seg->fifo_device, &p)
+                : ctx->be->fifo_open(ctx->dev, seg->handle, ctx->fifo_bytes, &p);
+    if (e) {
+        TT_WARN(TT_SUB_NET,
+                "cuda_ipc: opening rank %d's FIFO%s failed (%s); device calls go through host staging",
+                c->peer, same_process ? " (same process)" : "", ctx->be->error(e));
+        return e;
+    }
+    c->peer_fifo = p;
+    c->shared = same_process;
+    return 0;
+}
+
+int tt_ipc_open_peers(void *ctxp)
+{
+    tt_ipc_ctx_t *ctx = ctxp;
+    if (ctx->opened || ctx->open_failed || !ctx->fifo)
+        return ctx->opened;
+    int all = 1;
+    for (int r = 0; r < ctx->env->nranks; r++) {
+        tt_ipc_conn_t *c = ctx->conns[r];
+        if (r == ctx->env->rank || !c || c->peer_fifo)
+            continue;
+        if (!atomic_load_explicit(&c->peer_seg->fifo_ready, memory_order_acquire)) {
+            all = 0; /* that rank has made no device call yet */
+            continue;
+        }
+        if (open_peer(ctx, c)) {
+            ctx->open_failed = 1;
+            return 0;
+        }
+    }
+    ctx->opened = all;
+    return all;
+}
+
 static void ipc_abort(void *connp)
 {
     tt_ipc_conn_t *c = connp;
     atomic_store_explicit(&c->ctx->seg->aborted, 1, memory_order_release);
 }
 
+/* Whether some rank gave up: its peers may still have our FIFO mapped, or
+ * kernels reading it, so it stays allocated (the process's end frees it). */
+static int anyone_aborted(const tt_ipc_ctx_t *ctx)
+{
+    for (int r = 0; ctx->segs && r < ctx->env->nranks; r++)
+        if (ctx->segs[r] && atomic_load_explicit(&ctx->segs[r]->aborted, memory_order_acquire))
+            return 1;
+    return 0;
+}
+
+static int published_any(const tt_ipc_ctx_t *ctx)
+{
+    for (int r = 0; ctx->segs && r < ctx->env->nranks; r++)
+        if (ctx->segs[r] && atomic_load_explicit(&ctx->segs[r]->fifo_ready, memory_order_acquire))
+            return 1;
+    return 0;
+}
+
+/* Every rank closes its connections (and so its mappings of the peers'
+ * FIFOs) before finalizing: freeing our FIFO waits for all of them (a
+ * barrier), since freeing memory that another process still has open is
+ * undefined. After an abort there is no barrier to trust: the FIFO leaks. */
 static void ipc_finalize(void *ctxp)
 {
     tt_ipc_ctx_t *ctx = ctxp;
+    int leak = 0;
+    if (published_any(ctx)) /* the same answer on every rank: nobody binds after destroy's barrier */
+        leak = anyone_aborted(ctx) || ctx->env->barrier(ctx->env->barrier_arg) != TUTTI_SUCCESS;
+    leak = leak && ctx->fifo;
+    if (leak)
+        TT_INFO(TT_SUB_NET, "cuda_ipc: this rank's FIFO stays allocated: a peer may still use it");
     for (int r = 0; ctx->segs && r < ctx->env->nranks; r++)
         if (ctx->segs[r] && r != ctx->env->rank)
             munmap(ctx->segs[r], ctx->seg_bytes);
-    if (ctx->fifo)
+    if (ctx->fifo && !leak)
         ctx->be->fifo_free(ctx->dev, ctx->fifo, ctx->fifo_bytes);
-    if (ctx->dev)
+    if (ctx->dev && !leak)
         ctx->be->detach(ctx->dev);
     if (ctx->seg) {
         if (!ctx->unlinked)
@@ -259,11 +337,13 @@ static void ipc_finalize(void *ctxp)
         munmap(ctx->seg, ctx->seg_bytes);
     }
     free(ctx->segs);
+    free(ctx->conns);
     free(ctx);
 }
 
 static const tt_device_ops_t ipc_device_ops = {
     .bind = tt_ipc_bind,
+    .open_peers = tt_ipc_open_peers,
     .announce = tt_ipc_announce,
     .announcement = tt_ipc_announcement,
     .reach_all = tt_ipc_reach_all,
