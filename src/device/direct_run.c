@@ -17,7 +17,10 @@
 
 int tt_direct_prepare(tutti_comm_t comm, int device)
 {
-    return tt_comm_device_bind(comm, device);
+    if (!tt_comm_device_bind(comm, device))
+        return 0;
+    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
+    return dev->open_peers(comm->tp_ctx[comm->device_tp]);
 }
 
 /* The topology's device index with this PCI bus id; -1 if absent. */

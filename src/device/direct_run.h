@@ -14,8 +14,10 @@
 
 #include "coll/coll.h"
 
-/* On the first device call: binds the device transport to the GPU.
- * Returns 1 when direct runs are possible from here. */
+/* Before queuing a device call, on the caller's thread: binds the device
+ * transport to the GPU (the first time) and opens what peers published
+ * since. Returns 1 when this rank can go direct now: bound, and every
+ * peer's FIFO open (peers that have made no device call yet keep it 0). */
 int tt_direct_prepare(tutti_comm_t comm, int device);
 /* Runs c (sequence number seq) directly on its buffers; every rank agreed. */
 tutti_status_t tt_direct_run(tutti_comm_t comm, const tt_call_t *c, uint64_t seq);

@@ -54,13 +54,12 @@ size_t tt_ipc_fifo_offset(int nchannels, int nslots, size_t slot_bytes, int rece
     return ((size_t)receiver * (size_t)nchannels + (size_t)channel) * (size_t)nslots * slot_bytes;
 }
 
-/* Ranks of one process (ncclCommInitAll, threads) cannot reach each other:
- * CUDA refuses to open an IPC handle in the process that made it. Their
- * device calls are then staged through host memory. */
+/* Ranks of one host, ranks of one process included (ncclCommInitAll's
+ * threads): CUDA refuses to open an IPC handle in the process that made
+ * it, so those share their FIFOs by address instead (open_peer). */
 static int ipc_reachable(const tt_tp_env_t *env, int peer)
 {
-    const tt_endpoint_t *a = &env->endpoints[env->rank], *b = &env->endpoints[peer];
-    return b->host_id == a->host_id && b->pid != a->pid;
+    return env->endpoints[peer].host_id == env->endpoints[env->rank].host_id;
 }
 
 static int ipc_probe(char *why, size_t len)
