@@ -2,23 +2,29 @@
 /*
  * Direct runs over cuda_ipc, without a GPU: a backend whose "device
  * memory" is host memory (FIFOs in shared segments, copies by memcpy,
- * reductions by the CPU kernels) stands in for CUDA. Everything else is
- * the real code: the board through which ranks agree call by call, the
- * transport's FIFO protocol, the engine's memory ops. Results must equal
- * the host path's, bit for bit.
+ * reductions by the CPU kernels) stands in for CUDA, and the stream model
+ * of fake_gpu.h for the device queue's runtime. Everything else is the
+ * real code: the board through which ranks agree call by call, the
+ * transport's FIFO protocol and life cycle, the engine's memory ops, the
+ * queue. Results must equal the host path's, bit for bit.
  */
 #include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tune/registry.h"
 #include "call_place.h"
 #include "coll/coll.h"
 #include "transports/cuda_ipc/cuda_ipc.h"
+#include "device/device_coll.h"
 #include "device/direct_run.h"
+#include "fake_gpu.h"
 #include "harness.h"
 #include "transports/local.h"
 #include "reduce/reduce.h"
@@ -27,7 +33,8 @@
 
 /* What the fake backend did in this process. */
 static struct {
-    int copies, reduces, opens, closes, shares;
+    int copies, reduces, opens, closes;
+    _Atomic int shares;
 } used;
 
 /* reach[g]: bit h set when GPU g can load from GPU h. */
@@ -75,21 +82,43 @@ static int fake_bus_id(void *dev, char *out, size_t len)
     return 0;
 }
 
-/* A FIFO is a shared segment; its handle is the segment's name. */
+/*
+ * A FIFO is a shared segment; its handle is the segment's name. A header
+ * before the FIFO counts the processes that have it open (the owner's
+ * mapping aside), so freeing it while a peer still has it open (undefined
+ * on a GPU) exits the rank with 91. The last process to close a FIFO whose
+ * rank aborted slows down, to give an owner that frees too early the time
+ * to do so.
+ */
+#define FIFO_HDR 64
+
+typedef struct {
+    _Atomic int mappers;
+} fifo_hdr_t;
+
+static int slow_close; /* ms a close takes in this process */
+
 static int fake_fifo_alloc(void *devp, size_t bytes, void **ptr, unsigned char handle[TT_IPC_HANDLE_BYTES])
 {
     fake_dev_t *d = devp;
-    static int made;
+    static _Atomic int made;
     snprintf(d->fifo, sizeof d->fifo, "/tutti-test-fifo-%d-%d", (int)getpid(), made++);
     memcpy(handle, d->fifo, TT_IPC_HANDLE_BYTES);
-    *ptr = tt_local_create("test", d->fifo, bytes);
+    char *p = tt_local_create("test", d->fifo, bytes + FIFO_HDR);
+    *ptr = p ? p + FIFO_HDR : NULL;
     return *ptr ? 0 : 2;
 }
 
 static void fake_fifo_free(void *devp, void *ptr, size_t bytes)
 {
     fake_dev_t *d = devp;
-    munmap(ptr, bytes);
+    fifo_hdr_t *h = (fifo_hdr_t *)((char *)ptr - FIFO_HDR);
+    int still = atomic_load(&h->mappers);
+    if (still) {
+        fprintf(stderr, "fake backend: FIFO freed while %d peer(s) still have it open\n", still);
+        _exit(91);
+    }
+    munmap(h, bytes + FIFO_HDR);
     shm_unlink(d->fifo);
 }
 
@@ -98,15 +127,23 @@ static int fake_fifo_open(void *dev, const unsigned char handle[TT_IPC_HANDLE_BY
 {
     (void)dev;
     used.opens++;
-    *ptr = tt_local_map("test", (const char *)handle, bytes, -1);
-    return *ptr ? 0 : 3;
+    char *p = tt_local_map("test", (const char *)handle, bytes + FIFO_HDR, -1);
+    if (!p)
+        return 3;
+    atomic_fetch_add(&((fifo_hdr_t *)p)->mappers, 1);
+    *ptr = p + FIFO_HDR;
+    return 0;
 }
 
 static void fake_fifo_close(void *dev, void *ptr, size_t bytes)
 {
     (void)dev;
     used.closes++;
-    munmap(ptr, bytes);
+    if (slow_close)
+        usleep((useconds_t)slow_close * 1000);
+    fifo_hdr_t *h = (fifo_hdr_t *)((char *)ptr - FIFO_HDR);
+    atomic_fetch_sub(&h->mappers, 1);
+    munmap(h, bytes + FIFO_HDR);
 }
 
 /* Ranks that are threads of one process share the FIFO as it is. */
@@ -454,17 +491,184 @@ START_TEST(gpu_links_come_from_the_topology)
 }
 END_TEST
 
-/* Ranks of one process (ncclCommInitAll's threads) never pair over
- * cuda_ipc: CUDA cannot open a handle in the process that made it. */
-START_TEST(ranks_of_one_process_do_not_pair)
+/* Ranks of one process (ncclCommInitAll's threads) pair over cuda_ipc
+ * like any ranks of one host: they share FIFOs by address, not by IPC
+ * handle (CUDA cannot open one in the process that made it; see below). */
+START_TEST(ranks_of_one_process_pair)
 {
     tt_endpoint_t ep[3] = {
         {.host_id = 7, .pid = 100}, {.host_id = 7, .pid = 100}, {.host_id = 7, .pid = 101}};
     tt_tp_env_t env = {.rank = 0, .nranks = 3, .endpoints = ep};
-    ck_assert_int_eq(tt_cuda_ipc_ops.reachable(&env, 1), 0);
+    ck_assert_int_eq(tt_cuda_ipc_ops.reachable(&env, 1), 1);
     ck_assert_int_eq(tt_cuda_ipc_ops.reachable(&env, 2), 1);
     ep[2].host_id = 8; /* another host */
     ck_assert_int_eq(tt_cuda_ipc_ops.reachable(&env, 2), 0);
+}
+END_TEST
+
+/* One direct all-reduce, checked: what a rank does before tearing down. */
+static int one_direct_allreduce(tutti_comm_t comm, int r, int p)
+{
+    float x[1000], y[1000];
+    for (int i = 0; i < 1000; i++)
+        x[i] = (float)(i + r);
+    tt_call_t c = {.coll = TT_COLL_ALLREDUCE, .send = x, .recv = y, .count = 1000, .dtype = TUTTI_FP32};
+    TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate: %s", tutti_comm_last_error(comm));
+    uint64_t seq;
+    int direct;
+    TT_FAIL_IF(tt_coll_begin(comm, &c, 1, &seq, &direct) || !direct, "did not agree to go direct");
+    TT_FAIL_IF(tt_direct_run(comm, &c, seq), "%s", tutti_comm_last_error(comm));
+    for (int i = 0; i < 1000; i++)
+        TT_FAIL_IF(y[i] != (float)(p * i + p * (p - 1) / 2), "element %d: %g", i, (double)y[i]);
+    return 0;
+}
+
+/* Rank 1 is slow to close rank 0's FIFO at teardown: rank 0 may free its
+ * FIFO only after (the fake backend exits 91 otherwise). */
+static int slow_peer_teardown(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    TT_FAIL_IF(!prepared(comm, 0), "prepare failed");
+    if (one_direct_allreduce(comm, r, p))
+        return 1;
+    slow_close = r == 1 ? 300 : 0;
+    return 0; /* the harness destroys */
+}
+
+START_TEST(fifos_are_freed_after_every_peer_closed_them)
+{
+    tt_run_ranks(2, slow_peer_teardown, NULL, 60);
+}
+END_TEST
+
+/* Rank 0 aborts while rank 1 still has its FIFO open: the FIFO must stay. */
+static int abort_with_fifo_open(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    TT_FAIL_IF(!prepared(comm, 0), "prepare failed");
+    if (one_direct_allreduce(comm, r, p))
+        return 1;
+    if (r == 0) {
+        tutti_comm_abort(comm);
+        return -1;
+    }
+    usleep(300000); /* rank 0 is gone by now; its FIFO must not be */
+    tutti_comm_abort(comm);
+    return -1;
+}
+
+START_TEST(an_aborting_rank_leaves_its_fifo_to_the_peers)
+{
+    pid_t pids[2];
+    int codes[2];
+    tt_spawn_ranks(2, abort_with_fifo_open, NULL, pids);
+    ck_assert_int_eq(tt_wait_ranks(2, pids, codes, 60), 0);
+    ck_assert_msg(codes[0] == 0 && codes[1] == 0, "exit codes %d %d", codes[0], codes[1]);
+    for (int r = 0; r < 2; r++) /* what the aborted ranks left, as a process's end would free it on a GPU */
+        for (int k = 0; k < 4; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "/tutti-test-fifo-%d-%d", (int)pids[r], k);
+            shm_unlink(name);
+        }
+}
+END_TEST
+
+/* Two ranks that are threads of one process, on GPUs 0 and 1: no IPC
+ * handle opened (that fails in the process that made it), both FIFOs
+ * shared by address, and direct runs give the host path's results. */
+typedef struct {
+    tutti_unique_id_t id;
+    int rank, failed;
+} thread_rank_t;
+
+static void *thread_rank(void *arg)
+{
+    thread_rank_t *t = arg;
+    tutti_comm_t comm;
+    if (tutti_comm_init(&comm, 2, t->rank, &t->id, NULL)) {
+        fprintf(stderr, "thread rank %d: init: %s\n", t->rank, tutti_comm_last_error(NULL));
+        t->failed = 1;
+        return NULL;
+    }
+    t->failed = !prepared(comm, t->rank) || one_direct_allreduce(comm, t->rank, 2);
+    if (tutti_comm_destroy(comm))
+        t->failed = 1;
+    return NULL;
+}
+
+START_TEST(ranks_in_one_process_share_fifos_without_ipc)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        thread_rank_t t[2] = {{.rank = 0}, {.rank = 1}};
+        if (tutti_get_unique_id(&t[0].id))
+            _exit(2);
+        t[1].id = t[0].id;
+        pthread_t th[2];
+        for (int r = 0; r < 2; r++)
+            pthread_create(&th[r], NULL, thread_rank, &t[r]);
+        for (int r = 0; r < 2; r++)
+            pthread_join(th[r], NULL);
+        if (t[0].failed || t[1].failed)
+            _exit(3);
+        if (used.opens || atomic_load(&used.shares) != 2) {
+            fprintf(stderr, "%d IPC opens, %d shared FIFOs\n", used.opens, atomic_load(&used.shares));
+            _exit(4);
+        }
+        _exit(0);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the two-thread process ended with %d",
+                  status);
+}
+END_TEST
+
+/*
+ * Through the device queue (on the stream model of fake_gpu.h): once every
+ * rank made a device call and opened its peers' FIFOs, queued calls run
+ * directly; with CUDA_DEVICE_MAX_CONNECTIONS=1 none may (the proxy's GPU
+ * work would wait behind the gate in the one hardware queue), and they
+ * stage through the caller's stream with no GPU work of the proxy's own.
+ */
+static int queued_calls(tutti_comm_t comm, int r, int p, void *arg)
+{
+    int one_queue = arg != NULL;
+    tt_fake_mode_t mode = {.connections = one_queue};
+    tt_fake_gpu_mode(&mode);
+    enum { N = 3001, CALLS = 8 };
+    float *x = tt_fake_gpu_malloc(N * sizeof(float), 0), *y = tt_fake_gpu_malloc(N * sizeof(float), 0);
+    void *stream = tt_fake_gpu_stream();
+    for (int k = 0; k <= CALLS; k++) {
+        if (k == 1) /* every rank has made its first device call, so all FIFOs are published */
+            TT_FAIL_IF(tutti_barrier(comm, NULL), "barrier: %s", tutti_comm_last_error(comm));
+        uint64_t runs = tt_direct_runs(comm);
+        for (int i = 0; i < N; i++)
+            x[i] = (float)(k + i + r);
+        tt_call_t c = {.coll = TT_COLL_ALLREDUCE, .send = x, .recv = y, .count = N, .dtype = TUTTI_FP32};
+        TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate");
+        c.send_on_device = c.recv_on_device = 1;
+        TT_FAIL_IF(tt_device_coll_enqueue(comm, &c, stream), "call %d: %s", k, tutti_comm_last_error(comm));
+        TT_FAIL_IF(tt_fake_gpu.stream_sync(stream), "sync");
+        for (int i = 0; i < N; i++)
+            TT_FAIL_IF(y[i] != (float)(p * (k + i) + p * (p - 1) / 2), "call %d element %d: %g", k, i,
+                       (double)y[i]);
+        if (k > 0)
+            TT_FAIL_IF(tt_direct_runs(comm) != runs + !one_queue, "call %d: direct %d times, not %d", k,
+                       (int)(tt_direct_runs(comm) - runs), !one_queue);
+    }
+    TT_FAIL_IF(one_queue && tt_fake_gpu_library_ops(), "the proxy put GPU work on streams of its own");
+    return 0;
+}
+
+START_TEST(queued_calls_go_direct_unless_every_stream_shares_one_queue)
+{
+    static int one = 1;
+    if (_i)
+        setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
+    tt_run_ranks(2 + _i, queued_calls, _i ? &one : NULL, 120);
+    unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
 }
 END_TEST
 
@@ -482,7 +686,11 @@ static Suite *ipc_suite(void)
     tcase_add_test(tc, a_rank_that_died_is_named_while_agreeing);
     tcase_add_test(tc, cuda_ipc_0_turns_the_layer_off);
     tcase_add_test(tc, gpu_links_come_from_the_topology);
-    tcase_add_test(tc, ranks_of_one_process_do_not_pair);
+    tcase_add_test(tc, ranks_of_one_process_pair);
+    tcase_add_test(tc, fifos_are_freed_after_every_peer_closed_them);
+    tcase_add_test(tc, an_aborting_rank_leaves_its_fifo_to_the_peers);
+    tcase_add_test(tc, ranks_in_one_process_share_fifos_without_ipc);
+    tcase_add_loop_test(tc, queued_calls_go_direct_unless_every_stream_shares_one_queue, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
@@ -490,5 +698,6 @@ static Suite *ipc_suite(void)
 int main(void)
 {
     tt_ipc_set_backend(&fake_backend);
+    tt_device_set_rt(&tt_fake_gpu);
     return tt_run_suite(ipc_suite());
 }
