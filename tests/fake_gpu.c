@@ -49,6 +49,8 @@ static struct {
     op_t *queue_head[64], *queue_tail[64]; /* hardware queues */
     int nqueues;
     fstream_t *defaults[8];
+    fstream_t *streams[256];
+    int nstreams;
     int held, library_ops, order, first_gate, preloaded_at;
     struct {
         char *p;
@@ -180,6 +182,8 @@ static fstream_t *new_stream(int library)
     s->hwq = g.mode.connections == 1 ? 0 : g.nqueues < 64 ? g.nqueues : 63;
     if (g.nqueues <= s->hwq)
         g.nqueues = s->hwq + 1;
+    if (g.nstreams < 256)
+        g.streams[g.nstreams++] = s;
     return s;
 }
 
@@ -269,7 +273,12 @@ static int f_capturing(void *stream, int *yes)
 {
     start();
     pthread_mutex_lock(&g.lock);
+    int dev = current_device; /* a query of any device's stream is fine */
+    fstream_t *s = stream;
+    if (s)
+        current_device = s->device;
     *yes = stream_of(stream, "a capture query")->capturing;
+    current_device = dev;
     pthread_mutex_unlock(&g.lock);
     return 0;
 }
@@ -285,9 +294,21 @@ static void add_range(void *p, size_t bytes, int device, int pinned)
     g.ranges[g.nranges++].freed = 0;
 }
 
+/* While a stream is being captured, calls that may synchronise (memory
+ * allocation, stream and event creation) would invalidate the capture. */
+static void no_capture(const char *what)
+{
+    for (int i = 0; i < g.nstreams; i++)
+        if (g.streams[i]->capturing)
+            violation("%s while a stream is being captured (that invalidates the capture)", what);
+}
+
 static int f_host_alloc(size_t bytes, void **host, void **dev)
 {
     start();
+    pthread_mutex_lock(&g.lock);
+    no_capture("a pinned allocation");
+    pthread_mutex_unlock(&g.lock);
     *host = *dev = calloc(1, bytes ? bytes : 1);
     if (!*host)
         return 2;
@@ -317,6 +338,7 @@ static int f_dev_alloc(size_t bytes, void *stream, void **ptr)
     start();
     pthread_mutex_lock(&g.lock);
     stream_of(stream, "a stream-ordered allocation");
+    no_capture("a device allocation");
     pthread_mutex_unlock(&g.lock);
     *ptr = tt_fake_gpu_malloc(bytes, current_device);
     return *ptr ? 0 : 2;
@@ -332,6 +354,7 @@ static int f_stream_create(void **stream)
 {
     start();
     pthread_mutex_lock(&g.lock);
+    no_capture("a stream creation");
     *stream = new_stream(1);
     pthread_mutex_unlock(&g.lock);
     return 0;

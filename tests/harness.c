@@ -118,6 +118,26 @@ int tt_run_suite(Suite *s)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+int tt_run_cases(const char *suite, const tt_case_t *cases, size_t n, int timeout_s, int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        for (size_t i = 0; i < n; i++)
+            printf("%s\n", cases[i].name);
+        return EXIT_SUCCESS;
+    }
+    Suite *s = suite_create(suite);
+    for (size_t i = 0; i < n; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, timeout_s);
+        if (cases[i].to > cases[i].from)
+            tcase_add_loop_test(tc, cases[i].test, cases[i].from, cases[i].to);
+        else
+            tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(s, tc);
+    }
+    return tt_run_suite(s);
+}
+
 int tt_count_job_segments(uint64_t tag)
 {
     char prefix[64];

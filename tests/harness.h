@@ -57,6 +57,19 @@ int tt_run_tool(const char *tool, const char *args, char *out, size_t len);
 /* Runs a Check suite with TAP output on stdout; returns the exit status. */
 int tt_run_suite(Suite *s);
 
+/* A test case of its own: name, the test, and its loop range (to > from
+ * for a loop test, else 0, 0). */
+typedef struct {
+    const char *name;
+    const TTest *test;
+    int from, to;
+} tt_case_t;
+
+/* Runs the cases as a suite, each in a TCase of its name with timeout_s, so
+ * that CK_RUN_CASE=name runs one case alone; with "--list" as the only
+ * argument, prints the names instead, one a line, and runs nothing. */
+int tt_run_cases(const char *suite, const tt_case_t *cases, size_t n, int timeout_s, int argc, char **argv);
+
 /* Key tag of the job the last tt_spawn_ranks started. */
 uint64_t tt_last_job_tag(void);
 /* Number of /dev/shm segments still named for the job with this key tag. */
