@@ -277,6 +277,7 @@ tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const 
                                    tutti_ef_state_t ef, void *stream)
 {
     int device;
+    TT_TRY(tt_device_refuse_capture(comm, NAME, stream));
     TT_TRY(tt_device_of(comm, c->send_on_device ? c->send : c->recv, NAME, &device));
     queued_t *q = calloc(1, sizeof *q);
     if (!q)

@@ -70,6 +70,7 @@ tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, voi
 {
     const char *name = tt_coll_name(c->coll);
     int device;
+    TT_TRY(tt_device_refuse_capture(comm, name, stream));
     TT_TRY(tt_device_of(comm, c->send_on_device ? c->send : c->recv, name, &device));
     plain_t *op = calloc(1, sizeof *op);
     if (!op)

@@ -348,14 +348,16 @@ static tutti_status_t put_on_stream(tt_device_layer_t *d, tt_device_item_t *item
     return TUTTI_SUCCESS;
 }
 
-static tutti_status_t refuse_capture(tt_device_layer_t *d, const char *name, void *stream)
+tutti_status_t tt_device_refuse_capture(tutti_comm_t comm, const char *name, void *stream)
 {
-    int capturing = 0, e = d->rt->capturing(stream, &capturing);
+    if (!current_rt)
+        return no_cuda(comm, name);
+    int capturing = 0, e = current_rt->capturing(stream, &capturing);
     if (e)
-        return tt_device_error(d->comm, name, "asking whether the stream is being captured", e);
+        return tt_device_error(comm, name, "asking whether the stream is being captured", e);
     if (capturing)
         return tt_comm_error(
-            d->comm, TUTTI_ERR_UNSUPPORTED,
+            comm, TUTTI_ERR_UNSUPPORTED,
             "%s: the stream is being captured into a CUDA graph, which tutti does not support "
             "yet; make the call outside the capture",
             name);
@@ -367,7 +369,6 @@ static tutti_status_t refuse_capture(tt_device_layer_t *d, const char *name, voi
 static tutti_status_t enqueue_locked(tt_device_layer_t *d, tt_device_item_t *item, void *stream, int *queued)
 {
     const char *name = item->work.name;
-    TT_TRY(refuse_capture(d, name, stream));
     TT_TRY(grow(d, 0, item->work.pinned_bytes, name));
     TT_TRY(grow(d, 1, item->work.gpu_bytes, name));
     item->ctx = d->ctx;
@@ -392,8 +393,11 @@ static tutti_status_t enqueue_locked(tt_device_layer_t *d, tt_device_item_t *ite
 
 tutti_status_t tt_device_enqueue(tutti_comm_t comm, int device, const tt_device_work_t *work, void *stream)
 {
-    tt_device_layer_t *d = current_rt ? tt_device_layer(comm, work->name) : NULL;
-    tutti_status_t st = !current_rt ? no_cuda(comm, work->name) : d ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
+    /* Before anything that may synchronise, which would break a capture. */
+    tutti_status_t st = tt_device_refuse_capture(comm, work->name, stream);
+    tt_device_layer_t *d = st ? NULL : tt_device_layer(comm, work->name);
+    if (!st && !d)
+        st = TUTTI_ERR_NO_MEMORY;
     if (!st && !d->started)
         st = queue_start(d, device, work->name);
     if (!st && device != d->ctx.device)
@@ -447,14 +451,7 @@ tutti_status_t tt_device_stream_wait(tutti_comm_t comm, const char *name, void *
             "%s: stream: this tutti was built without CUDA; pass NULL (host buffers, blocking)", name);
     if (!tt_cuda_usable(why, sizeof why))
         return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: stream: given, but %s; pass NULL", name, why);
-    int capturing = 0, e = current_rt->capturing(stream, &capturing);
-    if (!e && capturing)
-        return tt_comm_error(
-            comm, TUTTI_ERR_UNSUPPORTED,
-            "%s: the stream is being captured into a CUDA graph, which tutti does not support "
-            "yet; make the call outside the capture",
-            name);
-    if (!e)
-        e = current_rt->stream_sync(stream);
+    TT_TRY(tt_device_refuse_capture(comm, name, stream));
+    int e = current_rt->stream_sync(stream);
     return e ? tt_device_error(comm, name, "waiting for the stream's earlier work", e) : TUTTI_SUCCESS;
 }

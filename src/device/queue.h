@@ -47,6 +47,10 @@ typedef struct {
 int tt_device_supported(char *why, size_t whylen);
 /* The GPU that ptr is memory of. */
 tutti_status_t tt_device_of(tutti_comm_t comm, const void *ptr, const char *name, int *device);
+/* TUTTI_ERR_UNSUPPORTED, said, when stream is being captured into a CUDA
+ * graph (not supported yet): the first thing a device call asks, before
+ * anything that would break the capture. */
+tutti_status_t tt_device_refuse_capture(tutti_comm_t comm, const char *name, void *stream);
 /* Queues work for buffers on GPU device, on stream; returns once queued.
  * work->release runs in every case. */
 tutti_status_t tt_device_enqueue(tutti_comm_t comm, int device, const tt_device_work_t *work, void *stream);
