@@ -19,6 +19,16 @@
 
 typedef CUresult (*value32_fn)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
 
+/* A failed call's error, taken off the thread's last-error state: the
+ * caller gets it here, and the application's own cudaGetLastError must
+ * not report it later as its own. */
+static int said(cudaError_t e)
+{
+    if (e)
+        cudaGetLastError();
+    return (int)e;
+}
+
 static pthread_once_t memops_once = PTHREAD_ONCE_INIT;
 static value32_fn wait_value32, write_value32; /* NULL: gates and signals are kernels */
 static int memops_forced, memops_dropped;
@@ -76,7 +86,7 @@ static int rt_signal(void *stream, unsigned *dev, unsigned value)
     } else if (memops_forced) {
         return (int)cudaErrorNotSupported;
     }
-    return tt_cuda_signal_ticket(dev, value, stream);
+    return said((cudaError_t)tt_cuda_signal_ticket(dev, value, stream));
 }
 
 static int rt_gate(void *stream, const unsigned *dev, unsigned ticket)
@@ -89,7 +99,7 @@ static int rt_gate(void *stream, const unsigned *dev, unsigned ticket)
     } else if (memops_forced) {
         return (int)cudaErrorNotSupported;
     }
-    return tt_cuda_wait_ticket(dev, ticket, stream);
+    return said((cudaError_t)tt_cuda_wait_ticket(dev, ticket, stream));
 }
 
 static int rt_device_of(const void *ptr, int *device)
@@ -98,13 +108,13 @@ static int rt_device_of(const void *ptr, int *device)
     cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
     if (!e)
         *device = attr.device;
-    return (int)e;
+    return said(e);
 }
 
 static int rt_enter(int device, int *prev)
 {
     cudaError_t e = cudaGetDevice(prev);
-    return e ? (int)e : *prev == device ? 0 : (int)cudaSetDevice(device);
+    return e ? said(e) : *prev == device ? 0 : said(cudaSetDevice(device));
 }
 
 static void rt_leave(int prev)
@@ -116,7 +126,7 @@ static void rt_leave(int prev)
 
 static int rt_preload(void)
 {
-    return tt_cuda_preload();
+    return said((cudaError_t)tt_cuda_preload());
 }
 
 static int rt_capturing(void *stream, int *yes)
@@ -124,7 +134,7 @@ static int rt_capturing(void *stream, int *yes)
     enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &st);
     *yes = st != cudaStreamCaptureStatusNone;
-    return (int)e;
+    return said(e);
 }
 
 static int rt_host_alloc(size_t bytes, void **host, void **dev)
@@ -132,7 +142,7 @@ static int rt_host_alloc(size_t bytes, void **host, void **dev)
     cudaError_t e = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
     if (!e && (e = cudaHostGetDevicePointer(dev, *host, 0)) != cudaSuccess)
         cudaFreeHost(*host);
-    return (int)e;
+    return said(e);
 }
 
 static void rt_host_free(void *host)
@@ -145,12 +155,12 @@ static int rt_dev_alloc(size_t bytes, void *stream, void **ptr)
     if (__atomic_load_n(&pools, __ATOMIC_RELAXED)) {
         cudaError_t e = cudaMallocAsync(ptr, bytes, (cudaStream_t)stream);
         if (e != cudaErrorNotSupported)
-            return (int)e;
+            return said(e);
         cudaGetLastError();
         __atomic_store_n(&pools, 0,
                          __ATOMIC_RELAXED); /* no memory pools: plain allocations, freed at the end */
     }
-    return (int)cudaMalloc(ptr, bytes);
+    return said(cudaMalloc(ptr, bytes));
 }
 
 static void rt_dev_free(void *ptr, void *stream)
@@ -163,7 +173,7 @@ static void rt_dev_free(void *ptr, void *stream)
 
 static int rt_stream_create(void **stream)
 {
-    return (int)cudaStreamCreateWithFlags((cudaStream_t *)stream, cudaStreamNonBlocking);
+    return said(cudaStreamCreateWithFlags((cudaStream_t *)stream, cudaStreamNonBlocking));
 }
 
 static void rt_stream_destroy(void *stream)
@@ -173,17 +183,17 @@ static void rt_stream_destroy(void *stream)
 
 static int rt_stream_sync(void *stream)
 {
-    return (int)cudaStreamSynchronize((cudaStream_t)stream);
+    return said(cudaStreamSynchronize((cudaStream_t)stream));
 }
 
 static int rt_copy(void *dst, const void *src, size_t bytes, void *stream)
 {
-    return (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream);
+    return said(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream));
 }
 
 static int rt_event_create(void **event)
 {
-    return (int)cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming);
+    return said(cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming));
 }
 
 static void rt_event_destroy(void *event)
@@ -193,7 +203,7 @@ static void rt_event_destroy(void *event)
 
 static int rt_event_record(void *event, void *stream)
 {
-    return (int)cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream);
+    return said(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream));
 }
 
 static int rt_event_query(void *event, int *done)
@@ -204,17 +214,17 @@ static int rt_event_query(void *event, int *done)
         cudaGetLastError(); /* "not yet" is no error to report to anyone later */
         return 0;
     }
-    return (int)e;
+    return said(e);
 }
 
 static int rt_event_sync(void *event)
 {
-    return (int)cudaEventSynchronize((cudaEvent_t)event);
+    return said(cudaEventSynchronize((cudaEvent_t)event));
 }
 
 static int rt_stream_wait(void *stream, void *event)
 {
-    return (int)cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0);
+    return said(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0));
 }
 
 static const char *rt_error(int code)
