@@ -145,7 +145,7 @@ set COMPUTE_SANITIZER)" | tee -a "$out/summary.txt"
         return
     fi
     for tool in memcheck racecheck; do
-        for c in kernels avg quantizers topk sampled_topk; do
+        for c in kernels avg launch_errors quantizers topk sampled_topk; do
             step "sanitize.$tool.$c" 300 \
                 "CK_FORK=no CK_RUN_CASE=$c $cs --tool $tool --error-exitcode 3 ./test-device"
         done

@@ -112,6 +112,22 @@ START_TEST(cuda_fp8_avg_division_matches_the_cpu_bit_for_bit)
 }
 END_TEST
 
+/* A launch reports its own error only: an older, unrelated failure still
+ * pending on the thread (a bad device number here) is not "a reduction
+ * failed", and stays for its owner to read. */
+START_TEST(a_launch_reports_its_own_error_only)
+{
+    float *d;
+    ck_assert_int_eq(cudaMalloc((void **)&d, 64 * sizeof *d), cudaSuccess);
+    ck_assert_int_ne(cudaSetDevice(1 << 20), cudaSuccess); /* fails, and stays pending */
+    ck_assert_int_eq(tt_cuda_reduce(d, d, d + 32, 32, TUTTI_FP32, TUTTI_SUM, NULL), 0);
+    ck_assert_int_eq(tt_cuda_avg_finish(d, 32, TUTTI_FP32, 2, NULL), 0);
+    ck_assert_int_eq(cudaGetLastError(), cudaErrorInvalidDevice);
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+    cudaFree(d);
+}
+END_TEST
+
 /* avg's division on the GPU against the CPU's, NaN rule included. */
 START_TEST(cuda_avg_division_matches_the_cpu)
 {
@@ -694,6 +710,7 @@ int main(int argc, char **argv)
         {"kernels", cuda_kernels_match_the_cpu_bit_for_bit, 0, 0},
         {"avg", cuda_avg_division_matches_the_cpu, 0, 0},
         {"fp8_avg", cuda_fp8_avg_division_matches_the_cpu_bit_for_bit, 0, 0},
+        {"launch_errors", a_launch_reports_its_own_error_only, 0, 0},
         {"big_reduction", a_reduction_of_more_than_2_31_elements, 0, 0},
         {"quantizers", cuda_quantizers_match_the_cpu_bit_for_bit, 0, 0},
         {"topk", cuda_topk_selects_what_the_cpu_selects, 0, 0},
