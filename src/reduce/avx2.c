@@ -13,14 +13,16 @@
  * NaN in the first operand, so unordered lanes take the canonical NaN. */
 static inline __m256 avx2_op(int op, __m256 x, __m256 y)
 {
-    __m256 r;
+    __m256 r, nan;
     switch (op) {
-    case TUTTI_PROD: r = _mm256_mul_ps(x, y); break;
     case TUTTI_MIN: r = _mm256_min_ps(x, y); break;
     case TUTTI_MAX: r = _mm256_max_ps(x, y); break;
+    case TUTTI_PROD: r = _mm256_mul_ps(x, y); break;
     default: r = _mm256_add_ps(x, y); break;
     }
-    __m256 nan = _mm256_or_ps(_mm256_cmp_ps(x, y, _CMP_UNORD_Q), _mm256_cmp_ps(r, r, _CMP_UNORD_Q));
+    /* A sum or product is NaN exactly when its result is. */
+    nan = op == TUTTI_MIN || op == TUTTI_MAX ? _mm256_cmp_ps(x, y, _CMP_UNORD_Q)
+                                             : _mm256_cmp_ps(r, r, _CMP_UNORD_Q);
     return _mm256_blendv_ps(r, _mm256_castsi256_ps(_mm256_set1_epi32((int)TT_NAN_F32_BITS)), nan);
 }
 

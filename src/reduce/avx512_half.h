@@ -10,12 +10,14 @@ static inline __m512 avx512_op(int op, __m512 x, __m512 y)
 {
     __m512 r;
     switch (op) {
-    case TUTTI_PROD: r = _mm512_mul_ps(x, y); break;
     case TUTTI_MIN: r = _mm512_min_ps(x, y); break;
     case TUTTI_MAX: r = _mm512_max_ps(x, y); break;
+    case TUTTI_PROD: r = _mm512_mul_ps(x, y); break;
     default: r = _mm512_add_ps(x, y); break;
     }
-    __mmask16 nan = _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q);
+    /* A sum or product is NaN exactly when its result is. */
+    __mmask16 nan = op == TUTTI_MIN || op == TUTTI_MAX ? _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q)
+                                                       : _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q);
     return _mm512_mask_mov_ps(r, nan, _mm512_castsi512_ps(_mm512_set1_epi32((int)TT_NAN_F32_BITS)));
 }
 

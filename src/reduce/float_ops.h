@@ -46,30 +46,28 @@ static inline TT_HD double tt_canon_f64(double r)
     return r != r ? tt_nan_f64() : r;
 }
 
-/* x op y with the rule; min and max are NaN when either input is. avg
- * reduces as sum (the division comes at the end). */
+/* x op y with the rule; min and max are NaN when either input is (a sum or
+ * product is NaN exactly when an input is or the operation is invalid, so
+ * its result alone tells). avg reduces as sum (the division comes at the
+ * end). */
 static inline TT_HD float tt_float_op(int op, float x, float y)
 {
-    float r;
     switch (op) {
-    case TUTTI_PROD: r = x * y; break;
-    case TUTTI_MIN: r = x < y ? x : y; break;
-    case TUTTI_MAX: r = x > y ? x : y; break;
-    default: r = x + y; break;
+    case TUTTI_PROD: return tt_canon_f32(x * y);
+    case TUTTI_MIN: return (x != x) | (y != y) ? tt_nan_f32() : (x < y ? x : y);
+    case TUTTI_MAX: return (x != x) | (y != y) ? tt_nan_f32() : (x > y ? x : y);
+    default: return tt_canon_f32(x + y);
     }
-    return (x != x) | (y != y) ? tt_nan_f32() : tt_canon_f32(r);
 }
 
 static inline TT_HD double tt_double_op(int op, double x, double y)
 {
-    double r;
     switch (op) {
-    case TUTTI_PROD: r = x * y; break;
-    case TUTTI_MIN: r = x < y ? x : y; break;
-    case TUTTI_MAX: r = x > y ? x : y; break;
-    default: r = x + y; break;
+    case TUTTI_PROD: return tt_canon_f64(x * y);
+    case TUTTI_MIN: return (x != x) | (y != y) ? tt_nan_f64() : (x < y ? x : y);
+    case TUTTI_MAX: return (x != x) | (y != y) ? tt_nan_f64() : (x > y ? x : y);
+    default: return tt_canon_f64(x + y);
     }
-    return (x != x) | (y != y) ? tt_nan_f64() : tt_canon_f64(r);
 }
 
 #endif

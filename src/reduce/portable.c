@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Portable kernels: plain C for any CPU; the fallback of the dispatch. */
+#pragma GCC optimize("O3") /* vectorised for the baseline target (SSE2, or NEON on Arm) */
 #include "reduce/reduce.h"
 
 #define TT_KERNEL_PREFIX portable_
