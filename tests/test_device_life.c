@@ -10,8 +10,8 @@
  * a rank killed or aborting in the middle of a direct collective (the
  * others' streams are released and their next call fails); direct
  * messages many slots long, buffers off a 16-byte boundary, more than
- * 2^31 elements; and an application kernel loaded lazily while a call
- * holds a stream. gpu-check.sh runs each case on its own, under the
+ * 2^31 elements; an application kernel loaded lazily while a call holds
+ * a stream; more streams than hardware queues. gpu-check.sh runs each case on its own, under the
  * environment variants users have.
  */
 #include <check.h>
@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cuda/kernels.h"
 #include "device/direct_run.h"
 #include "device/memkind.h"
 #include "harness.h"
@@ -348,6 +349,48 @@ START_TEST(an_application_kernel_loaded_lazily_while_a_call_is_held)
 }
 END_TEST
 
+/*
+ * More streams than the GPU has hardware queues (CUDA_DEVICE_MAX_CONNECTIONS,
+ * 8 by default): some share one with the stream the proxy's direct runs
+ * use. Each call is followed on its stream by dependent work of the
+ * application's, which waits for the call's gate; if that wait holds up
+ * the shared hardware queue, the proxy's copies for the call wait behind
+ * it and this case hangs (a known hazard of direct runs, measured here).
+ */
+static int many_streams(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    enum { STREAMS = 40, N = 4096 };
+    cudaStream_t s[STREAMS];
+    float *dx, *dy;
+    TT_FAIL_IF(cudaMalloc((void **)&dx, STREAMS * N * 4) || cudaMalloc((void **)&dy, STREAMS * N * 4),
+               "cudaMalloc");
+    for (int k = 0; k < STREAMS; k++)
+        TT_FAIL_IF(cudaStreamCreateWithFlags(&s[k], cudaStreamNonBlocking), "stream %d", k);
+    if (warm_up(comm, r, p, s[0]))
+        return 1;
+    TT_FAIL_IF(cudaMemset(dx, 0, STREAMS * N * 4), "memset");
+    for (int k = 0; k < STREAMS; k++) {
+        float *x = dx + k * N, *y = dy + k * N;
+        TT_FAIL_IF(tutti_allreduce(x, y, N, TUTTI_FP32, TUTTI_SUM, comm, s[k]), "call %d: %s", k,
+                   tutti_comm_last_error(comm));
+        TT_FAIL_IF(tt_cuda_reduce(x, y, y, N, TUTTI_FP32, TUTTI_SUM, s[k]), "dependent work %d", k);
+    }
+    for (int k = 0; k < STREAMS; k++)
+        TT_FAIL_IF(cudaStreamSynchronize(s[k]), "stream %d", k);
+    for (int k = 0; k < STREAMS; k++)
+        cudaStreamDestroy(s[k]);
+    cudaFree(dx);
+    cudaFree(dy);
+    return 0;
+}
+
+START_TEST(more_streams_than_hardware_queues)
+{
+    tt_run_ranks(2, many_streams, NULL, 120);
+}
+END_TEST
+
 /* As test_device.c: CUDA is asked in a child, since the ranks fork. */
 static int gpu_usable(char *why, size_t len)
 {
@@ -383,6 +426,7 @@ int main(int argc, char **argv)
         {"rank_dies", a_rank_dying_mid_direct_collective_releases_the_others, 0, 2},
         {"big_skewed", direct_messages_long_skewed_and_over_2_31_elements, 0, 0},
         {"lazy_kernel", an_application_kernel_loaded_lazily_while_a_call_is_held, 0, 0},
+        {"many_streams", more_streams_than_hardware_queues, 0, 0},
     };
     char why[200];
     if (!(argc == 2 && strcmp(argv[1], "--list") == 0) && !gpu_usable(why, sizeof why)) {

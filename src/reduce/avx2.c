@@ -32,16 +32,14 @@ static inline __m256 avx2_load_bf16(const tt_u16u_t *p)
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
-/* Round to nearest even as tt_f32_to_bf16 does, NaNs made quiet. */
+/* Round to nearest even as tt_f32_to_bf16 does. v comes from avx2_op, so
+ * a NaN lane is the canonical NaN, which this rounding narrows to 0x7fc0,
+ * the canonical bf16 NaN, as tt_f32_to_bf16 does: no NaN case of its own. */
 static inline void avx2_store_bf16(tt_u16u_t *p, __m256 v)
 {
     __m256i u = _mm256_castps_si256(v);
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
-    __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
     __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
     _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(packed));
 }

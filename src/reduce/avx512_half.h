@@ -21,15 +21,15 @@ static inline __m512 avx512_op(int op, __m512 x, __m512 y)
     return _mm512_mask_mov_ps(r, nan, _mm512_castsi512_ps(_mm512_set1_epi32((int)TT_NAN_F32_BITS)));
 }
 
-/* Round to nearest even with integer arithmetic, NaNs made quiet; exact for
- * subnormals, which the hardware bf16 conversion flushes to zero. */
+/* Round to nearest even with integer arithmetic; exact for subnormals,
+ * which the hardware bf16 conversion flushes to zero. v comes from
+ * avx512_op, so a NaN lane is the canonical NaN, which this rounding
+ * narrows to 0x7fc0, the canonical bf16 NaN: no NaN case of its own. */
 static inline __m256i avx512_bf16_round(__m512 v)
 {
     __m512i u = _mm512_castps_si512(v);
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(r);
 }
 
