@@ -17,17 +17,19 @@
  *   cuStreamWriteValue32 for the signal): no SM, no module, nothing to
  *   load; the front end waits. It needs the driver API, reached through
  *   cudaGetDriverEntryPointByVersion so that libtutti never links libcuda
- *   and loads without a driver, and the driver's support (all GPUs of CUDA
- *   12 drivers; a refusal falls back to the kernel).
+ *   and loads without a driver, and the driver's support (the entry points
+ *   of CUDA 12 drivers; where the driver lacks them or a GPU refuses one,
+ *   we fall back to the kernel).
  * We use memory operations where the driver has them and the kernel
  * otherwise (TUTTI_CUDA_GATE picks, for comparison on a GPU), and in both
  * cases load every tutti kernel when the queue starts (tt_cuda_preload, as
  * NCCL does with cudaFuncGetAttributes), before any gate exists: eager
  * loading costs well under a megabyte of device memory and a few
- * milliseconds once, and is needed either way, because a module load that
- * waits for a drain would also wait for a stream held by a memory
- * operation. It cannot protect the application's own lazily loaded kernels
- * from a kernel gate, which is the reason to prefer memory operations.
+ * milliseconds once, and is wanted either way, because whether a module
+ * load that waits for a drain also waits for a stream held by a memory
+ * operation is not documented (gpu-check.sh measures it). It cannot protect
+ * the application's own lazily loaded kernels from a kernel gate, which is
+ * the reason to prefer memory operations.
  *
  * Order on the caller's stream, and what the proxy touches. Queuing puts
  * the work on the queue first and only then anything on the stream: with
