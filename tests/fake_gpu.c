@@ -51,7 +51,7 @@ static struct {
     fstream_t *defaults[8];
     fstream_t *streams[256];
     int nstreams;
-    int held, library_ops, order, first_gate, preloaded_at;
+    int held, library_ops, order, first_gate, preloaded_at, fail_copy;
     struct {
         char *p;
         size_t bytes;
@@ -385,6 +385,10 @@ static int f_stream_sync(void *handle)
 static int f_copy(void *dst, const void *src, size_t bytes, void *stream)
 {
     pthread_mutex_lock(&g.lock);
+    if (g.fail_copy && --g.fail_copy == 0) {
+        pthread_mutex_unlock(&g.lock);
+        return 3; /* as a runtime refusing the copy */
+    }
     op_t *o = push(stream, OP_COPY, "a copy", 'C');
     o->dst = dst;
     o->src = src;
@@ -550,6 +554,14 @@ void tt_fake_gpu_hold(void *stream)
     pthread_mutex_lock(&g.lock);
     g.held = 1;
     push(stream, OP_HOLD, "a hold", 'H');
+    pthread_mutex_unlock(&g.lock);
+}
+
+void tt_fake_gpu_fail_copy(int nth)
+{
+    start();
+    pthread_mutex_lock(&g.lock);
+    g.fail_copy = nth;
     pthread_mutex_unlock(&g.lock);
 }
 

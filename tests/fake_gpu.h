@@ -46,6 +46,8 @@ void *tt_fake_gpu_stream(void);
 /* Holds stream until tt_fake_gpu_release (the application's own work). */
 void tt_fake_gpu_hold(void *stream);
 void tt_fake_gpu_release(void);
+/* The nth copy queued from now on fails (as the runtime refusing it). */
+void tt_fake_gpu_fail_copy(int nth);
 /* Marks stream as being captured (1) or not (0). */
 void tt_fake_gpu_capture(void *stream, int capturing);
 int tt_fake_gpu_current(void);

@@ -254,6 +254,38 @@ START_TEST(nothing_is_freed_while_the_gpu_may_use_it)
 }
 END_TEST
 
+/* A call whose input copy the runtime refuses fails at once, leaves the
+ * proxy nothing to wait for (the last one too: destroy must not hang), and
+ * the calls after it work. */
+static int refused_copy(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    float *x = tt_fake_gpu_malloc(1000 * sizeof(float), 0);
+    void *stream = tt_fake_gpu_stream();
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < 1000; i++)
+            x[i] = (float)(r + k);
+        tt_call_t c = {.coll = TT_COLL_ALLREDUCE, .send = x, .recv = x, .count = 1000, .dtype = TUTTI_FP32};
+        TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate");
+        c.send_on_device = c.recv_on_device = 1;
+        if (k % 2)
+            tt_fake_gpu_fail_copy(1);
+        tutti_status_t st = tt_device_coll_enqueue(comm, &c, stream);
+        TT_FAIL_IF(k % 2 ? st != TUTTI_ERR_SYSTEM : st != TUTTI_SUCCESS, "call %d: %s (%s)", k,
+                   tutti_strerror(st), tutti_comm_last_error(comm));
+        TT_FAIL_IF(tt_fake_gpu.stream_sync(stream), "sync");
+        if (k % 2 == 0)
+            TT_FAIL_IF(x[0] != (float)(p * k + p * (p - 1) / 2), "call %d: %g", k, (double)x[0]);
+    }
+    return 0;
+}
+
+START_TEST(a_refused_copy_fails_its_call_and_nothing_else)
+{
+    tt_run_ranks(2, refused_copy, NULL, 60);
+}
+END_TEST
+
 static Suite *queue_suite(void)
 {
     Suite *s = suite_create("queue");
@@ -264,6 +296,7 @@ static Suite *queue_suite(void)
     tcase_add_test(tc, a_stream_being_captured_is_refused);
     tcase_add_test(tc, calls_make_the_communicators_gpu_current);
     tcase_add_test(tc, nothing_is_freed_while_the_gpu_may_use_it);
+    tcase_add_test(tc, a_refused_copy_fails_its_call_and_nothing_else);
     suite_add_tcase(s, tc);
     return s;
 }
