@@ -82,6 +82,7 @@ static tutti_status_t run_batch(tutti_comm_t comm, const tt_device_ctx_t *ctx, v
 tutti_status_t tt_device_batch_enqueue(tutti_comm_t comm, const tt_call_t *calls, int n, void *stream,
                                        const char *name)
 {
+    TT_TRY(tt_device_refuse_capture(comm, name, stream));
     batch_t *b = calloc(1, sizeof *b);
     if (b) {
         b->calls = calloc(2 * (size_t)n, sizeof *b->calls);

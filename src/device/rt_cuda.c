@@ -227,8 +227,12 @@ static int rt_stream_wait(void *stream, void *event)
     return said(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0));
 }
 
+/* Named when it is reported (tt_device_error): callers that made the
+ * failed runtime call themselves (the NCCL layer) rely on this to take it
+ * off the thread's last-error state, as the calls above do. */
 static const char *rt_error(int code)
 {
+    cudaGetLastError();
     return cudaGetErrorString((cudaError_t)code);
 }
 
