@@ -286,6 +286,44 @@ START_TEST(a_refused_copy_fails_its_call_and_nothing_else)
 }
 END_TEST
 
+/* A batch of sends and receives on device buffers (NCCL's grouped calls):
+ * each rank sends a device buffer to its right and receives one from its
+ * left, staged through the caller's stream like any call that cannot go
+ * direct: copy in, signal, gate, copy out; no GPU work of the proxy's. */
+static int device_batch(tutti_comm_t comm, int r, int p, void *arg)
+{
+    const tt_fake_mode_t *mode = arg;
+    tt_fake_gpu_mode(mode);
+    enum { N = 5000 };
+    uint32_t *out = tt_fake_gpu_malloc(N * 4, 0), *in = tt_fake_gpu_malloc(N * 4, 0);
+    void *stream = tt_fake_gpu_stream();
+    for (int i = 0; i < N; i++)
+        out[i] = (uint32_t)(r * 100000 + i);
+    tt_call_t calls[2] = {
+        {.coll = TT_COLL_SEND, .send = out, .count = N, .dtype = TUTTI_UINT32, .root = (r + 1) % p},
+        {.coll = TT_COLL_RECV, .recv = in, .count = N, .dtype = TUTTI_UINT32, .root = (r + p - 1) % p}};
+    for (int i = 0; i < 2; i++)
+        TT_FAIL_IF(tt_coll_validate(comm, &calls[i], "test"), "validate");
+    calls[0].send_on_device = calls[1].recv_on_device = 1;
+    TT_FAIL_IF(tt_device_batch_enqueue(comm, calls, 2, stream, "test batch"), "%s",
+               tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_fake_gpu.stream_sync(stream), "sync");
+    int left = (r + p - 1) % p;
+    for (int i = 0; i < N; i++)
+        TT_FAIL_IF(in[i] != (uint32_t)(left * 100000 + i), "element %d: %u", i, in[i]);
+    char log[64];
+    tt_fake_gpu_log(stream, log, sizeof log);
+    TT_FAIL_IF(strcmp(log, "CSGCR"), "the stream saw \"%s\"", log);
+    TT_FAIL_IF(tt_fake_gpu_library_ops(), "the proxy put GPU work on streams of its own");
+    return 0;
+}
+
+START_TEST(a_device_batch_stages_through_the_callers_stream)
+{
+    tt_run_ranks(3, device_batch, (void *)&modes[_i], 60);
+}
+END_TEST
+
 static Suite *queue_suite(void)
 {
     Suite *s = suite_create("queue");
@@ -297,6 +335,7 @@ static Suite *queue_suite(void)
     tcase_add_test(tc, calls_make_the_communicators_gpu_current);
     tcase_add_test(tc, nothing_is_freed_while_the_gpu_may_use_it);
     tcase_add_test(tc, a_refused_copy_fails_its_call_and_nothing_else);
+    tcase_add_loop_test(tc, a_device_batch_stages_through_the_callers_stream, 0, 4);
     suite_add_tcase(s, tc);
     return s;
 }
