@@ -19,7 +19,8 @@
 #   sanitize   compute-sanitizer memcheck and racecheck on the one-process
 #              kernel cases only: the ranks' waiting gates make it time out
 #              on the multi-rank ones (5 min)
-#   bw         tutti-bw: copies and the reduction kernels (2 min)
+#   bw         tutti-bw -t gpu on 2 ranks: copies, the reduction kernels,
+#              cuda_ipc peer rows (2 min)
 #   perf       every collective on device buffers, 2 and 4 ranks sharing the
 #              GPU, direct and staged, every element checked (5 min)
 #   mps        ranks sharing the GPU without and with MPS: what time-slicing
@@ -40,11 +41,11 @@ fi
 
 # verdict LOG RC LIMIT: passed, or FAILED and why. A GPU is present, so a
 # suite or tool that skipped (exit 77, a TAP plan of no tests, a skipped
-# test) did not check anything and fails.
+# test, tutti-bw's "not measured") did not check anything and fails.
 verdict() {
     case $2 in
-    0) if grep -q -E '^1\.\.0 # SKIP|^ok .* # SKIP' "$1"; then
-        echo "FAILED (skipped with a GPU present: $(grep -m1 -o 'SKIP.*' "$1"))"
+    0) if grep -q -E '^1\.\.0 # SKIP|^ok .* # SKIP|not measured' "$1"; then
+        echo "FAILED (skipped with a GPU present: $(grep -m1 -o -E 'SKIP.*|[^:]*not measured' "$1"))"
     else
         echo passed
     fi ;;
@@ -203,7 +204,7 @@ mps() {
 for s in "$@"; do
     case $s in
     info | suite | variants | sanitize | perf | mps) "$s" ;;
-    bw) step bw 300 ./tutti-bw ;;
+    bw) step bw 300 './tutti-run -n 2 ./tutti-bw -t gpu' ;;
     *)
         echo "gpu-check: no step '$s' (info suite variants sanitize bw perf mps)" >&2
         exit 2

@@ -3,9 +3,9 @@
 # gpu-check.sh's own verdicts, without a GPU: a stand-in nvidia-smi that
 # sees one, and stand-in suites with a case that skips (as the real suites
 # do without a usable driver), one that hangs, with a rank process of its
-# own, and one that passes. The skip and the hang must fail the check, the
-# hang must name its case and leave no process behind, and with no GPU seen
-# the check must skip (77).
+# own, and one that passes, and a tutti-bw whose GPU rows were not measured.
+# The skips and the hang must fail the check, the hang must name its case
+# and leave no process behind, and with no GPU seen the check must skip (77).
 set -u
 src=$(cd "$(dirname "$0")" && pwd)
 kit=$(mktemp -d)
@@ -30,9 +30,18 @@ cat >"$kit/test-device-life" <<'SUITE'
 [ "${1:-}" = --list ] && { echo fine; exit 0; }
 printf '1..1\nok 1 - fine\n'
 SUITE
-chmod +x "$kit/bin/nvidia-smi" "$kit/test-device" "$kit/test-device-life"
+cat >"$kit/tutti-run" <<'RUN'
+#!/bin/sh
+shift 2 # -n N
+exec "$@"
+RUN
+cat >"$kit/tutti-bw" <<'BW'
+#!/bin/sh
+echo "gpu: no NVIDIA driver or GPU found: host<->device rows not measured"
+BW
+chmod +x "$kit/bin/nvidia-smi" "$kit/test-device" "$kit/test-device-life" "$kit/tutti-run" "$kit/tutti-bw"
 export OUT="$kit/out" PATH="$kit/bin:$PATH" GPU_CHECK_LIMIT=3
-sh "$kit/gpu-check.sh" suite >/dev/null 2>&1
+sh "$kit/gpu-check.sh" suite bw >/dev/null 2>&1
 rc=$?
 sum="$OUT/summary.txt"
 fail() {
@@ -44,6 +53,7 @@ fail() {
 grep -q '^test-device.quick: FAILED (skipped with a GPU present' "$sum" || fail "a skip with a GPU passed"
 grep -q '^test-device.hangs: FAILED (hung: killed after 3s)' "$sum" || fail "the hung case was not named"
 grep -q '^test-device-life.fine: passed' "$sum" || fail "a passing case did not pass"
+grep -q '^bw: FAILED (skipped with a GPU present' "$sum" || fail "GPU rows not measured passed"
 pid=$(cat "$OUT/rank.pid")
 sleep 1
 state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null || true)
