@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device/memkind.h"
 #include "tune/registry.h"
 #include "core/env_config.h"
 #include "reduce/reduce.h"
@@ -20,6 +21,26 @@ static void usage(FILE *out)
                  "  (no option: all of the above)\n");
 }
 
+static const tt_transport_ops_t *transport_built(const char *name)
+{
+    for (int i = 0; tt_transports[i]; i++)
+        if (strcmp(tt_transports[i]->name, name) == 0)
+            return tt_transports[i];
+    return NULL;
+}
+
+/* Whether a built transport is offered on this machine, as -l says it. */
+static void say_offered(const tt_transport_ops_t *t)
+{
+    char why[128] = "";
+    if (!t->probe || t->probe(why, sizeof why))
+        printf("offered here\n");
+    else
+        printf("not offered here: %s\n", why);
+}
+
+/* What this build has, said from what was compiled in and what this
+ * machine offers, never from plans. */
 static void print_build(void)
 {
     int major, minor, patch;
@@ -31,28 +52,38 @@ static void print_build(void)
         if (tt_isa_usable((tt_isa_t)isa))
             printf(" %s", tt_isa_name((tt_isa_t)isa));
     printf(")\n");
-    printf("features: pmix=%s hwloc=%s cuda=%s verbs=%s\n",
 #ifdef TT_HAVE_PMIX
-           "yes",
+    const char *pmix = "yes";
 #else
-           "no",
+    const char *pmix = "no";
 #endif
 #ifdef TT_HAVE_HWLOC
-           "yes",
+    const char *hwloc = "yes";
 #else
-           "no",
+    const char *hwloc = "no";
 #endif
+    printf("features: pmix=%s hwloc=%s\n", pmix, hwloc);
+    char why[160] = "";
 #ifdef TT_HAVE_CUDA
-           "yes (device buffers recognised and refused; kernels built, no device path yet)",
+    if (tt_cuda_usable(why, sizeof why))
+        snprintf(why, sizeof why, "a GPU is usable here");
+    printf("cuda: built (device buffers, GPU kernels, the cuda_ipc transport); %s\n", why);
 #else
-           "no",
+    (void)why;
+    printf("cuda: not built (configure found no usable CUDA toolkit; device buffers are refused)\n");
 #endif
-#ifdef TT_HAVE_VERBS
-           "yes (libibverbs.so.1 opened at run time; tutti-info -l says whether a port is usable)"
+    const tt_transport_ops_t *verbs = transport_built("verbs");
+    if (verbs) {
+        printf("verbs: built (the verbs transport; libibverbs.so.1 is opened at run time); ");
+        say_offered(verbs);
+    } else {
+        printf("verbs: not built (configure found no rdma-core headers)\n");
+    }
+#ifdef TT_HAVE_NCCL_ABI
+    printf("nccl: libnccl.so.2 built (NCCL's API over tutti, in %s; tutti-nccl(7))\n", TT_PKGLIBDIR);
 #else
-           "no"
+    printf("nccl: libnccl.so.2 not built\n");
 #endif
-    );
 }
 
 static void print_transports(void)
