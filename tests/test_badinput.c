@@ -135,8 +135,16 @@ START_TEST(malformed_variables_stop_init_with_a_clear_error)
     ck_assert_int_eq(tutti_comm_init(&comm, 1, 0, &id, NULL), TUTTI_ERR_CONFIG);
     ck_assert_ptr_nonnull(strstr(tutti_comm_last_error(NULL), "carrier-pigeon"));
     unsetenv("TUTTI_TRANSPORTS");
-    ck_assert_int_eq(tutti_comm_init_env(&comm, NULL), TUTTI_ERR_CONFIG); /* no launcher variables */
-    ck_assert_ptr_nonnull(strstr(tutti_comm_last_error(NULL), "launcher"));
+    /* Half a launcher's variables is an error naming both. */
+    setenv("WORLD_SIZE", "2", 1);
+    ck_assert_int_eq(tutti_comm_init_env(&comm, NULL), TUTTI_ERR_CONFIG);
+    ck_assert_ptr_nonnull(strstr(tutti_comm_last_error(NULL), "RANK=(unset) and WORLD_SIZE=2"));
+    unsetenv("WORLD_SIZE");
+    /* mpirun without PMIx must not start several unrelated single ranks. */
+    setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+    ck_assert_int_eq(tutti_comm_init_env(&comm, NULL), TUTTI_ERR_CONFIG);
+    ck_assert_ptr_nonnull(strstr(tutti_comm_last_error(NULL), "one of 4 ranks"));
+    unsetenv("OMPI_COMM_WORLD_SIZE");
 }
 END_TEST
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The bootstrap star: admission by key, then gather-to-root and send-back. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "comm/bootstrap.h"
@@ -12,27 +14,80 @@
 #include "core/hash.h"
 #include "core/log.h"
 
-typedef struct kept_listener {
-    struct kept_listener *next;
+/* What this process holds for a job, by key: a listening socket made
+ * before the communicator (tutti_get_unique_id, a launcher's), and how the
+ * root's address was chosen, for the messages about it. */
+typedef struct kept {
+    struct kept *next;
     unsigned char key[TT_KEY_BYTES];
     int fd;
-} kept_listener_t;
+    char note[240];
+} kept_t;
 
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static kept_listener_t *kept;
+static kept_t *kept;
+
+/* The entry for key, added if missing (NULL without memory); under kept_lock. */
+static kept_t *kept_find(const unsigned char *key, int add)
+{
+    for (kept_t *k = kept; k; k = k->next)
+        if (memcmp(k->key, key, TT_KEY_BYTES) == 0)
+            return k;
+    kept_t *k = add ? calloc(1, sizeof *k) : NULL;
+    if (k) {
+        memcpy(k->key, key, TT_KEY_BYTES);
+        k->fd = -1;
+        k->next = kept;
+        kept = k;
+    }
+    return k;
+}
+
+/* Frees the entry for key once it holds nothing; under kept_lock. */
+static void kept_prune(const unsigned char *key)
+{
+    for (kept_t **p = &kept; *p; p = &(*p)->next)
+        if (memcmp((*p)->key, key, TT_KEY_BYTES) == 0) {
+            kept_t *k = *p;
+            if (k->fd < 0 && !k->note[0]) {
+                *p = k->next;
+                free(k);
+            }
+            return;
+        }
+}
 
 void tt_bootstrap_keep_listener(const unsigned char *key, int fd)
 {
-    kept_listener_t *k = malloc(sizeof *k);
-    if (!k) {
-        close(fd);
-        return;
-    }
-    memcpy(k->key, key, TT_KEY_BYTES);
-    k->fd = fd;
     pthread_mutex_lock(&kept_lock);
-    k->next = kept;
-    kept = k;
+    kept_t *k = kept_find(key, 1);
+    if (k && k->fd >= 0)
+        close(k->fd);
+    if (k)
+        k->fd = fd;
+    else
+        close(fd);
+    pthread_mutex_unlock(&kept_lock);
+}
+
+void tt_bootstrap_drop_listener(const unsigned char *key)
+{
+    pthread_mutex_lock(&kept_lock);
+    kept_t *k = kept_find(key, 0);
+    if (k && k->fd >= 0) {
+        close(k->fd);
+        k->fd = -1;
+    }
+    kept_prune(key);
+    pthread_mutex_unlock(&kept_lock);
+}
+
+void tt_bootstrap_note_root(const unsigned char *key, const char *note)
+{
+    pthread_mutex_lock(&kept_lock);
+    kept_t *k = kept_find(key, 1);
+    if (k)
+        snprintf(k->note, sizeof k->note, "%s", note);
     pthread_mutex_unlock(&kept_lock);
 }
 
@@ -40,16 +95,25 @@ static int take_listener(const unsigned char *key)
 {
     int fd = -1;
     pthread_mutex_lock(&kept_lock);
-    for (kept_listener_t **p = &kept; *p; p = &(*p)->next)
-        if (memcmp((*p)->key, key, TT_KEY_BYTES) == 0) {
-            kept_listener_t *k = *p;
-            fd = k->fd;
-            *p = k->next;
-            free(k);
-            break;
-        }
+    kept_t *k = kept_find(key, 0);
+    if (k) {
+        fd = k->fd;
+        k->fd = -1;
+        kept_prune(key);
+    }
     pthread_mutex_unlock(&kept_lock);
     return fd;
+}
+
+/* " (NOTE)" for the job's root, or "". */
+static void root_note(const unsigned char *key, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    pthread_mutex_lock(&kept_lock);
+    kept_t *k = kept_find(key, 0);
+    if (k && k->note[0])
+        snprintf(out, outlen, " (%s)", k->note);
+    pthread_mutex_unlock(&kept_lock);
 }
 
 static tutti_status_t root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t deadline, char *err,
@@ -79,9 +143,72 @@ static tutti_status_t root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t dead
             close(fd);
             continue;
         }
+        /* The answer tells the joiner it reached tutti's root of this job. */
+        if (tt_hello_send(fd, bs->key, 0, bs->nranks, 0, deadline)) {
+            TT_WARN(TT_SUB_INIT, "rank %d left before the root's answer reached it", h.rank);
+            close(fd);
+            continue;
+        }
         bs->rank_fds[h.rank] = fd;
         joined++;
         TT_DEBUG(TT_SUB_INIT, "bootstrap: rank %d joined (%d/%d)", h.rank, joined, bs->nranks);
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* Why the first bytes from the root's address are not the job's root's. */
+static const char *not_root(const tt_hello_t *h, size_t got, const unsigned char *key)
+{
+    if (got >= sizeof h->magic && h->magic != TT_HELLO_MAGIC)
+        return "it answered with bytes that are not tutti's, so another program holds that address";
+    if (got == sizeof *h && !tt_hello_matches(h, key))
+        return "it is the root of another tutti job (another key)";
+    return NULL;
+}
+
+/*
+ * The joiner's side of the root's answer: anything but the answer, or the
+ * connection closed, means whatever listens at the root's address is not
+ * this job's root, and is said at once instead of at the deadline. A root
+ * that is silent may merely be late (its listener is made before it
+ * serves), so that is only warned about, once.
+ */
+static tutti_status_t await_root(tt_bootstrap_t *bs, const char *where, int64_t deadline, char *err,
+                                 size_t errlen)
+{
+    tt_hello_t h;
+    size_t got = 0;
+    int64_t warn_at = tt_now_ms() + TT_HELLO_WAIT_MS;
+    char note[260];
+    root_note(bs->key, note, sizeof note);
+    while (got < sizeof h) {
+        int64_t now = tt_now_ms(), until = warn_at > now && warn_at < deadline ? warn_at : deadline;
+        if (now >= deadline) {
+            snprintf(err, errlen, "rank %d: the bootstrap root at %s did not answer before the timeout%s",
+                     bs->rank, where, note);
+            return TUTTI_ERR_TIMEOUT;
+        }
+        struct pollfd p = {.fd = bs->up_fd, .events = POLLIN};
+        int rc = poll(&p, 1, (int)(until - now < 1000 ? until - now : 1000));
+        if (rc == 0 && warn_at && tt_now_ms() >= warn_at) {
+            TT_WARN(TT_SUB_INIT,
+                    "rank %d: the bootstrap root at %s has not answered for %d s; still waiting%s", bs->rank,
+                    where, TT_HELLO_WAIT_MS / 1000, note);
+            warn_at = 0;
+        }
+        if (rc <= 0)
+            continue;
+        ssize_t n = recv(bs->up_fd, (char *)&h + got, sizeof h - got, MSG_DONTWAIT);
+        if (n > 0)
+            got += (size_t)n;
+        const char *why = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)
+                              ? "it closed the connection without answering, so it is not this job's root"
+                              : not_root(&h, got, bs->key);
+        if (why) {
+            snprintf(err, errlen, "rank %d: the program at %s is not tutti's bootstrap root: %s%s", bs->rank,
+                     where, why, note);
+            return TUTTI_ERR_CONFIG;
+        }
     }
     return TUTTI_SUCCESS;
 }
@@ -103,11 +230,13 @@ tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const
         tutti_status_t st = tt_sock_connect(root, deadline, &bs->up_fd);
         if (!st)
             st = tt_hello_send(bs->up_fd, key, rank, nranks, 0, deadline);
-        if (st) {
+        if (st)
             snprintf(err, errlen, "rank %d could not reach the bootstrap root at %s: %s", rank, where,
                      tutti_strerror(st));
+        else
+            st = await_root(bs, where, deadline, err, errlen);
+        if (st)
             tt_bootstrap_close(bs);
-        }
         return st;
     }
 

@@ -31,11 +31,18 @@ typedef struct {
 /* Hands a socket listening for this key to a later rank-0 tt_bootstrap_init
  * in this process (tutti_get_unique_id, or a launcher's inherited socket). */
 void tt_bootstrap_keep_listener(const unsigned char *key, int fd);
+/* Closes the kept listener for key, if set-up failed before using it. */
+void tt_bootstrap_drop_listener(const unsigned char *key);
+/* How the job's root address was chosen ("MASTER_PORT 29500 + ..."),
+ * added to every message about reaching it. */
+void tt_bootstrap_note_root(const unsigned char *key, const char *note);
 
 /*
  * Joins the star. Rank 0 serves on its kept listener for key, or else binds
- * root; other ranks connect to root. Connections with a wrong key are
- * refused and logged; the rest go on.
+ * root, and answers each rank it admits with its own hello; other ranks
+ * connect to root and wait for that answer, so a program at root's address
+ * that is not the job's root is told at once. Connections with a wrong key
+ * are refused and logged; the rest go on.
  */
 tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
                                  const tt_sockaddr_t *root, int64_t timeout_ms, char *err, size_t errlen);

@@ -146,6 +146,17 @@ tutti_status_t tt_comm_error_in(tutti_comm_t comm, int sub, tutti_status_t st, c
     return st;
 }
 
+tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    record(comm, text);
+    return st;
+}
+
 tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
 {
     char text[512];
@@ -217,7 +228,8 @@ static void comm_free(tutti_comm_t comm)
     free(comm);
 }
 
-/* TUTTI_TIMEOUT, TUTTI_PIPELINE, TUTTI_SLICE_BYTES and the params. */
+/* TUTTI_TIMEOUT, TUTTI_PIPELINE and the params (the variables' ranges are
+ * their rules in config_table.h). */
 static tutti_status_t comm_settings(tutti_comm_t comm, const tutti_comm_params_t *params, int *node_id)
 {
     comm->timeout_ms = tt_config_int(TT_CFG_TIMEOUT) * 1000;
@@ -226,23 +238,20 @@ static tutti_status_t comm_settings(tutti_comm_t comm, const tutti_comm_params_t
         comm->timeout_ms = params->timeout_ms;
     if (params && (params->field_mask & TUTTI_PARAM_NODE_ID))
         *node_id = params->node_id;
-    comm->nchannels = (int)tt_config_int(TT_CFG_PIPELINE);
-    size_t slice_bytes = (size_t)tt_config_int(TT_CFG_SLICE_BYTES);
-    if (comm->timeout_ms <= 0 || comm->nchannels < 1 || comm->nchannels > TT_MAX_CHANNELS ||
-        (slice_bytes != 0 && slice_bytes < 64))
-        return tt_comm_error_in(
-            NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
-            "TUTTI_TIMEOUT must be > 0, TUTTI_PIPELINE 1..%d and TUTTI_SLICE_BYTES 0 or >= 64",
-            TT_MAX_CHANNELS);
+    comm->nchannels = (int)tt_config_int(TT_CFG_PIPELINE); /* in range: tt_config_check saw it */
+    if (comm->timeout_ms <= 0)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "params: timeout_ms %lld is not > 0",
+                             (long long)comm->timeout_ms);
     return TUTTI_SUCCESS;
 }
 
 tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
                               const tt_sockaddr_t *root, const tutti_comm_params_t *params)
 {
-    char msg[256];
-    if (tt_config_check(msg, sizeof msg))
-        return tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG, "%s", msg);
+    char msg[512];
+    tt_log_set_rank(rank);
+    if (tt_config_check(msg, sizeof msg)) /* each bad variable is logged there */
+        return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "%s", msg);
     tutti_comm_t comm = calloc(1, sizeof *comm);
     if (!comm)
         return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "no memory for a communicator");
@@ -255,7 +264,6 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     tutti_status_t st = comm_settings(comm, params, &node_id);
     if (st)
         goto undo_alloc;
-    tt_log_set_rank(rank);
     comm->endpoints = calloc((size_t)nranks, sizeof *comm->endpoints);
     comm->send_seq = calloc((size_t)nranks, sizeof(uint64_t));
     comm->recv_seq = calloc((size_t)nranks, sizeof(uint64_t));
@@ -265,7 +273,8 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     }
     st = tt_bootstrap_init(&comm->bs, nranks, rank, key, root, comm->timeout_ms, msg, sizeof msg);
     if (st) {
-        tt_comm_error_in(NULL, TT_SUB_INIT, st, "%s", msg);
+        /* CONFIG: what answers at the root's address is not the job's root. */
+        tt_comm_error_in(NULL, st == TUTTI_ERR_CONFIG ? TT_SUB_CONFIG : TT_SUB_INIT, st, "%s", msg);
         goto undo_alloc;
     }
     comm->env = (tt_tp_env_t){.rank = rank,

@@ -84,6 +84,11 @@ tutti_status_t tt_comm_error(tutti_comm_t comm, tutti_status_t st, const char *f
 /* The same, logged under subsystem sub. */
 tutti_status_t tt_comm_error_in(tutti_comm_t comm, int sub, tutti_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Records an error that the code which found it has logged already (a bad
+ * TUTTI_* value is logged once per process however often it is checked);
+ * logs nothing. */
+tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Records context for a fault a lower layer already logged, followed by
  * that fault's text (the last one logged on this thread since
  * tt_log_fault_mark); logs nothing. */

@@ -103,6 +103,101 @@ static int env_int(const char *name, int *out)
     return 0;
 }
 
+/* Where and as whom to join, as the launcher's variables say. */
+typedef struct {
+    int rank, nranks;
+    unsigned char key[TT_KEY_BYTES];
+    tt_sockaddr_t root;
+} join_t;
+
+static tutti_status_t join_tutti_run(join_t *j, int have_key)
+{
+    const char *addr = tt_config_str(TT_CFG_ROOT_ADDR);
+    if (!have_key || !*addr)
+        return tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
+                                "TUTTI_RANK is set but TUTTI_KEY or TUTTI_ROOT_ADDR is not");
+    if (tt_sock_parse_addr(addr, &j->root)) /* it said why */
+        return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "TUTTI_ROOT_ADDR=%s cannot be resolved", addr);
+    int fd = (int)tt_config_int(TT_CFG_ROOT_FD);
+    if (j->rank == 0 && fd >= 0)
+        tt_bootstrap_keep_listener(j->key, fd);
+    return TUTTI_SUCCESS;
+}
+
+/*
+ * torchrun's own store holds MASTER_PORT; tutti's root listens beside it,
+ * on MASTER_PORT + TUTTI_ROOT_PORT_OFFSET. Rank 0 takes that port here, so
+ * a port held by another program is named before anyone waits.
+ */
+static tutti_status_t join_torchrun(join_t *j, int have_key)
+{
+    const char *host = getenv("MASTER_ADDR");
+    int port, offset = (int)tt_config_int(TT_CFG_ROOT_PORT_OFFSET);
+    if (!host || env_int("MASTER_PORT", &port))
+        return tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
+                                "RANK and WORLD_SIZE are set but MASTER_ADDR/MASTER_PORT are not");
+    char text[300], note[240];
+    snprintf(text, sizeof text, "%s:%d", host, port + offset);
+    snprintf(note, sizeof note,
+             "under torchrun tutti's root listens on MASTER_PORT + TUTTI_ROOT_PORT_OFFSET = %d + %d; if "
+             "another program holds port %d, set TUTTI_ROOT_PORT_OFFSET, the same on every rank",
+             port, offset, port + offset);
+    if (tt_sock_parse_addr(text, &j->root)) /* it said why */
+        return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "MASTER_ADDR=%s cannot be resolved", host);
+    if (!have_key) {
+        const char *run = getenv("TORCHELASTIC_RUN_ID");
+        char material[400];
+        snprintf(material, sizeof material, "%s|%d|%s", text, j->nranks, run ? run : "");
+        derive_key(material, j->key);
+    }
+    tt_bootstrap_note_root(j->key, note);
+    if (j->rank != 0 || j->nranks < 2)
+        return TUTTI_SUCCESS;
+    tt_sockaddr_t bind_addr = j->root;
+    int fd, err;
+    if (tt_sock_listen_quiet(&bind_addr, &fd, &err))
+        return tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
+                                "rank 0 cannot listen on %s for tutti's bootstrap: %s (%s)", text,
+                                strerror(err), note);
+    tt_bootstrap_keep_listener(j->key, fd);
+    return TUTTI_SUCCESS;
+}
+
+/* Set by mpirun or srun for a job of several ranks. */
+static int other_launcher_ranks(void)
+{
+    static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"};
+    int n;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (env_int(sizes[i], &n) == 0 && n > 1)
+            return n;
+    return 0;
+}
+
+/* No launcher at all: one rank on its own, as an MPI singleton. */
+static tutti_status_t join_alone(join_t *j)
+{
+    int n = other_launcher_ranks();
+    if (n)
+        return tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
+                                "started by mpirun or srun as one of %d ranks, but %s: set TUTTI_RANK, "
+                                "TUTTI_NRANKS, TUTTI_ROOT_ADDR and TUTTI_KEY by hand (tutti(7))",
+                                n,
+#ifdef TT_HAVE_PMIX
+                                "the launcher gave no PMIx server"
+#else
+                                "this tutti was built without PMIx (install libpmix-dev and rebuild)"
+#endif
+        );
+    j->rank = 0;
+    j->nranks = 1;
+    j->root.len = sizeof j->root.u.in4;
+    j->root.u.in4.sin_family = AF_INET;
+    TT_INFO(TT_SUB_INIT,
+            "no launcher variables (TUTTI_RANK, RANK/WORLD_SIZE, PMIx): running as a single rank");
+    return tt_random_key(j->key);
+}
+
 #ifdef TT_HAVE_PMIX
 tutti_status_t tt_comm_init_pmix(tutti_comm_t *comm, const tutti_comm_params_t *params);
 #endif
@@ -112,56 +207,40 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
     if (!comm)
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL output pointer");
     *comm = NULL;
-    unsigned char key[TT_KEY_BYTES];
-    tt_sockaddr_t root;
-    int rank = (int)tt_config_int(TT_CFG_RANK), nranks = (int)tt_config_int(TT_CFG_NRANKS);
+    char msg[512];
+    if (tt_config_check(msg, sizeof msg)) /* each bad variable is logged there */
+        return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "%s", msg);
+    join_t j = {.rank = (int)tt_config_int(TT_CFG_RANK), .nranks = (int)tt_config_int(TT_CFG_NRANKS)};
     const char *keyhex = tt_config_str(TT_CFG_KEY);
-    if (*keyhex && parse_key(keyhex, key))
-        return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "TUTTI_KEY must be %d hex digits", 2 * TT_KEY_BYTES);
-
-    if (rank >= 0 && nranks > 0) { /* tutti-run */
-        const char *addr = tt_config_str(TT_CFG_ROOT_ADDR);
-        if (!*keyhex || !*addr)
-            return tt_comm_error(NULL, TUTTI_ERR_CONFIG,
-                                 "TUTTI_RANK is set but TUTTI_KEY or TUTTI_ROOT_ADDR is not");
-        if (tt_sock_parse_addr(addr, &root))
-            return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "TUTTI_ROOT_ADDR=%s is not host:port", addr);
-        int fd = (int)tt_config_int(TT_CFG_ROOT_FD);
-        if (rank == 0 && fd >= 0)
-            tt_bootstrap_keep_listener(key, fd);
-    } else if (env_int("RANK", &rank) == 0 && env_int("WORLD_SIZE", &nranks) == 0) { /* torchrun */
-        const char *host = getenv("MASTER_ADDR");
-        int port;
-        if (!host || env_int("MASTER_PORT", &port))
-            return tt_comm_error(NULL, TUTTI_ERR_CONFIG,
-                                 "RANK and WORLD_SIZE are set but MASTER_ADDR/MASTER_PORT are not");
-        char text[300];
-        /* torchrun's own store holds MASTER_PORT; tutti's root sits beside it. */
-        snprintf(text, sizeof text, "%s:%d", host, port + (int)tt_config_int(TT_CFG_ROOT_PORT_OFFSET));
-        if (tt_sock_parse_addr(text, &root))
-            return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "cannot resolve MASTER_ADDR %s", host);
-        if (!*keyhex) {
-            const char *run = getenv("TORCHELASTIC_RUN_ID");
-            char material[400];
-            snprintf(material, sizeof material, "%s|%d|%s", text, nranks, run ? run : "");
-            derive_key(material, key);
-        }
+    int have_key = *keyhex && parse_key(keyhex, j.key) == 0, have_rank = getenv("RANK") != NULL,
+        have_size = getenv("WORLD_SIZE") != NULL;
+    tutti_status_t st;
+    if (j.rank >= 0 || j.nranks >= 0) { /* tutti-run */
+        st = j.rank >= 0 && j.nranks > 0
+                 ? join_tutti_run(&j, have_key)
+                 : tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
+                                    "TUTTI_RANK=%s and TUTTI_NRANKS=%s: set both, or neither",
+                                    tt_config_str(TT_CFG_RANK), tt_config_str(TT_CFG_NRANKS));
+    } else if (have_rank || have_size) { /* torchrun */
+        st = env_int("RANK", &j.rank) == 0 && env_int("WORLD_SIZE", &j.nranks) == 0
+                 ? join_torchrun(&j, have_key)
+                 : tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
+                                    "RANK=%s and WORLD_SIZE=%s: both must be set, to integers >= 0",
+                                    have_rank ? getenv("RANK") : "(unset)",
+                                    have_size ? getenv("WORLD_SIZE") : "(unset)");
     } else {
 #ifdef TT_HAVE_PMIX
         if (getenv("PMIX_RANK") || getenv("PMIX_NAMESPACE"))
             return tt_comm_init_pmix(comm, params);
 #endif
-        return tt_comm_error(NULL, TUTTI_ERR_CONFIG,
-                             "no launcher found: set TUTTI_RANK/TUTTI_NRANKS (tutti-run), RANK/WORLD_SIZE/"
-                             "MASTER_ADDR/MASTER_PORT (torchrun)%s",
-#ifdef TT_HAVE_PMIX
-                             ", or run under mpirun/srun with PMIx"
-#else
-                             "; this build has no PMIx, so mpirun/srun need TUTTI_* set by hand"
-#endif
-        );
+        st = join_alone(&j);
     }
-    if (nranks < 1 || rank >= nranks)
-        return tt_comm_error(NULL, TUTTI_ERR_CONFIG, "launcher says rank %d of %d", rank, nranks);
-    return tt_comm_create(comm, nranks, rank, key, &root, params);
+    if (!st && (j.nranks < 1 || j.rank >= j.nranks))
+        st = tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG, "the launcher says rank %d of %d",
+                              j.rank, j.nranks);
+    if (!st)
+        st = tt_comm_create(comm, j.nranks, j.rank, j.key, &j.root, params);
+    if (st && j.rank == 0)
+        tt_bootstrap_drop_listener(j.key); /* a later attempt may bind the port again */
+    return st;
 }

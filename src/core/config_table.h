@@ -3,6 +3,7 @@
  * Every TUTTI_* variable, declared once: X(id, type, default, help).
  * Types: STR, INT (decimal), SIZE (bytes, K/M/G suffixes).
  * tutti-info -e prints this table and tutti(7) documents it.
+ * An empty value means the default, as an unset variable does.
  */
 /* The verbs transport comes before tcp where it is built. */
 #ifdef TT_HAVE_VERBS
@@ -40,8 +41,8 @@
       "how a device call holds the caller's stream: auto (stream memory operations, else a kernel), memops, " \
       "kernel")                                                                                              \
     X(IPC_SLOT_BYTES, SIZE, "1M", "bytes of one cuda_ipc FIFO slot (in GPU memory)")                         \
-    X(IPC_SLOTS, INT, "2", "slots in each cuda_ipc FIFO ring (one ring per peer and slice in flight)")      \
-    X(TOPO_FILE, STR, "", "hwloc XML export read instead of this machine's topology (GPU link classes)")    \
+    X(IPC_SLOTS, INT, "2", "slots in each cuda_ipc FIFO ring (one ring per peer and slice in flight)")       \
+    X(TOPO_FILE, STR, "", "hwloc XML export read instead of this machine's topology (GPU link classes)")     \
     X(TCP_BUF_BYTES, SIZE, "4M", "socket send/receive buffer size for tcp")                                  \
     X(IB_HCA, STR, "",                                                                                       \
       "RDMA devices[:port] for verbs, comma-separated prefixes (=: exact names, ^: all but these); "        \
@@ -68,3 +69,50 @@
     X(LOCAL_RANK, INT, "-1", "rank among the ranks of this host (set by tutti-run)")                         \
     X(NODE_ID, INT, "-1", "host index this rank counts as (tutti-run --nodes); -1: real hostname")           \
     X(ROOT_PORT_OFFSET, INT, "1", "under torchrun, tutti's root listens on MASTER_PORT plus this")
+
+/* The most slices in flight (TUTTI_PIPELINE); transports size their
+ * per-peer arrays by it (TT_MAX_CHANNELS). */
+#define TT_CFG_PIPELINE_MAX 16
+
+/*
+ * What a variable allows beyond its type, as designated initializers of a
+ * tt_config_rule_t (env_config.h); variables not listed take any value of
+ * their type. .min and .max bound INT and SIZE values (inclusive; .max 0:
+ * no bound), .zero_ok allows 0 below .min, .multiple is what a SIZE must be
+ * a multiple of. A STR must be one of .words (comma-separated), or with
+ * .list a comma-separated list of them, or .hex hex digits, or with
+ * .hostport "host:port". Checked when a communicator is created: each
+ * value that breaks its rule is logged once, naming what is allowed.
+ */
+#define TT_CONFIG_RULES(R)                                                                                   \
+    R(LOG, .words = "none,error,warn,info,debug,trace")                                                      \
+    R(LOG_SUBSYS, .words = "all,init,coll,engine,net,config", .list = 1)                                     \
+    R(TIMEOUT, .min = 1, .max = 100000000)                                                                   \
+    R(DETERMINISTIC, .min = 0, .max = 1)                                                                     \
+    R(SLICE_BYTES, .min = 64, .zero_ok = 1)                                                                  \
+    R(PIPELINE, .min = 1, .max = TT_CFG_PIPELINE_MAX)                                                        \
+    R(SHM_SLOT_BYTES, .min = 64, .max = 1 << 30, .multiple = 64)                                             \
+    R(SHM_SLOTS, .min = 1, .max = 1024)                                                                      \
+    R(CUDA_IPC, .min = 0, .max = 1)                                                                          \
+    R(IPC_SLOT_BYTES, .min = 256, .max = 1 << 30, .multiple = 256)                                           \
+    R(IPC_SLOTS, .min = 1, .max = 1024)                                                                      \
+    R(TCP_BUF_BYTES, .min = 0, .max = 1 << 30)                                                               \
+    R(CUDA_GATE, .words = "auto,memops,kernel")                                                              \
+    R(IB_GID_INDEX, .min = -1, .max = 65535)                                                                 \
+    R(IB_QPS_PER_PEER, .min = 1, .max = 8)                                                                   \
+    R(IB_TIMEOUT, .min = 1, .max = 31)                                                                       \
+    R(IB_RETRY_CNT, .min = 0, .max = 7)                                                                      \
+    R(IB_SLOT_BYTES, .min = 128, .max = 1 << 30, .multiple = 64)                                             \
+    R(IB_SLOTS, .min = 1, .max = 4096)                                                                       \
+    R(IB_ZCOPY_BYTES, .min = 0)                                                                              \
+    R(IB_REG_CACHE, .min = 0, .max = 1)                                                                      \
+    R(IB_GDR, .words = "auto,1,0")                                                                           \
+    R(REDUCE_ISA, .words = "auto,portable,avx2,avx512,avx512bf16")                                           \
+    R(KEY, .hex = 32)                                                                                        \
+    R(ROOT_ADDR, .hostport = 1)                                                                              \
+    R(ROOT_FD, .min = -1, .max = 1 << 30)                                                                    \
+    R(RANK, .min = -1, .max = 1 << 30)                                                                       \
+    R(NRANKS, .min = -1, .max = 1 << 30)                                                                     \
+    R(LOCAL_RANK, .min = -1, .max = 1 << 30)                                                                 \
+    R(NODE_ID, .min = -1, .max = 1 << 30)                                                                    \
+    R(ROOT_PORT_OFFSET, .min = 1, .max = 65535)

@@ -17,8 +17,6 @@
 #include "core/log.h"
 #include "core/sock.h"
 
-#define TT_HELLO_MAGIC 0x74746831u /* "tth1" */
-
 tutti_status_t tt_sock_pick_addr(const char *ifname, tt_sockaddr_t *addr)
 {
     struct ifaddrs *list;
@@ -39,7 +37,7 @@ tutti_status_t tt_sock_pick_addr(const char *ifname, tt_sockaddr_t *addr)
     }
     freeifaddrs(list);
     if (!found && ifname && *ifname) {
-        TT_ERROR(TT_SUB_INIT, "TUTTI_SOCKET_IFNAME=%s: no such interface with an IPv4 address that is up",
+        TT_ERROR(TT_SUB_CONFIG, "TUTTI_SOCKET_IFNAME=%s: no such interface with an IPv4 address that is up",
                  ifname);
         return TUTTI_ERR_CONFIG;
     }
@@ -108,26 +106,36 @@ void tt_sock_tune(int fd, int bufbytes)
     }
 }
 
-tutti_status_t tt_sock_listen(tt_sockaddr_t *addr, int *fd)
+tutti_status_t tt_sock_listen_quiet(tt_sockaddr_t *addr, int *fd, int *err)
 {
     int s = socket(addr->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) {
-        TT_ERROR(TT_SUB_INIT, "socket failed: %s", strerror(errno));
+        *err = errno;
         return TUTTI_ERR_SYSTEM;
     }
     int one = 1;
     setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     socklen_t len = addr->len;
     if (bind(s, &addr->u.sa, len) || listen(s, SOMAXCONN) || getsockname(s, &addr->u.sa, &len)) {
-        char where[80];
-        tt_sock_addr_str(addr, where, sizeof where);
-        TT_ERROR(TT_SUB_INIT, "listen on %s failed: %s", where, strerror(errno));
+        *err = errno;
         close(s);
         return TUTTI_ERR_SYSTEM;
     }
     addr->len = len;
     *fd = s;
     return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_sock_listen(tt_sockaddr_t *addr, int *fd)
+{
+    int err = 0;
+    tutti_status_t st = tt_sock_listen_quiet(addr, fd, &err);
+    if (st) {
+        char where[80];
+        tt_sock_addr_str(addr, where, sizeof where);
+        TT_ERROR(TT_SUB_INIT, "listen on %s failed: %s", where, strerror(err));
+    }
+    return st;
 }
 
 static int wait_fd(int fd, short events, int64_t deadline_ms)
@@ -250,6 +258,14 @@ tutti_status_t tt_hello_send(int fd, const unsigned char *key, int rank, int nra
     return tt_sock_send_all(fd, &h, sizeof h, deadline_ms);
 }
 
+int tt_hello_matches(const tt_hello_t *h, const unsigned char *key)
+{
+    unsigned diff = h->magic != TT_HELLO_MAGIC;
+    for (int i = 0; i < TT_KEY_BYTES; i++) /* constant time: no early exit */
+        diff |= (unsigned)(h->key[i] ^ key[i]);
+    return diff == 0;
+}
+
 tutti_status_t tt_hello_recv(int fd, const unsigned char *key, int64_t deadline_ms, tt_hello_t *out)
 {
     tt_sockaddr_t peer = {.len = sizeof peer.u};
@@ -262,10 +278,7 @@ tutti_status_t tt_hello_recv(int fd, const unsigned char *key, int64_t deadline_
         TT_WARN(TT_SUB_INIT, "refused connection from %s: no complete hello (%s)", from, tutti_strerror(st));
         return TUTTI_ERR_AUTH;
     }
-    unsigned diff = out->magic != TT_HELLO_MAGIC;
-    for (int i = 0; i < TT_KEY_BYTES; i++) /* constant time: no early exit */
-        diff |= (unsigned)(out->key[i] ^ key[i]);
-    if (diff) {
+    if (!tt_hello_matches(out, key)) {
         TT_WARN(TT_SUB_INIT, "refused connection from %s: wrong key", from);
         return TUTTI_ERR_AUTH;
     }

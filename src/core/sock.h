@@ -29,6 +29,8 @@ typedef struct {
     } u;
 } tt_sockaddr_t;
 
+#define TT_HELLO_MAGIC 0x74746831u /* "tth1": the first bytes of every tutti connection */
+
 /* What a connecting side presents: the job key, who it is, which channel. */
 typedef struct {
     uint32_t magic;
@@ -46,6 +48,8 @@ void tt_sock_addr_str(const tt_sockaddr_t *addr, char *out, size_t outlen);
 
 /* Listening socket on addr (port 0 picks one); addr gets the real port. */
 tutti_status_t tt_sock_listen(tt_sockaddr_t *addr, int *fd);
+/* The same without logging: the caller says what failed, from *err (errno). */
+tutti_status_t tt_sock_listen_quiet(tt_sockaddr_t *addr, int *fd, int *err);
 /* Connects, retrying refused connections until deadline_ms (tt_now_ms clock). */
 tutti_status_t tt_sock_connect(const tt_sockaddr_t *addr, int64_t deadline_ms, int *fd);
 /* Accepts one connection, waiting until deadline_ms. */
@@ -57,6 +61,8 @@ void tt_sock_tune(int fd, int bufbytes);
 
 tutti_status_t tt_hello_send(int fd, const unsigned char *key, int rank, int nranks, int channel,
                              int64_t deadline_ms);
+/* Whether h is a tutti hello carrying key (compared in constant time). */
+int tt_hello_matches(const tt_hello_t *h, const unsigned char *key);
 /*
  * Reads a hello and checks its key in constant time. A wrong or missing key
  * gives TUTTI_ERR_AUTH (logged with the remote address); the caller closes.
