@@ -15,6 +15,7 @@
 #include "core/env_config.h"
 #include "opt_parse.h"
 #include "perf.h"
+#include "sched/schedule.h"
 
 const char *const perf_coll_names[C_COUNT] = {"allreduce", "reducescatter", "allgather", "broadcast",
                                               "reduce",    "alltoall",      "sendrecv"};
@@ -146,19 +147,16 @@ static int parse_list(const char *prog, int opt, const char *arg, perf_opts_t *o
     return -1;
 }
 
+/* Any usual spelling of a collective: case, '_' and '-' do not count
+ * (reduce_scatter, Reduce-Scatter, all_reduce), and bcast is broadcast. */
 static int parse_coll(const char *prog, const char *arg, perf_opts_t *o)
 {
-    char name[32];
-    size_t k = 0;
-    for (const char *c = arg; *c && k < sizeof name - 1; c++) /* reduce_scatter as well as reducescatter */
-        if (*c != '_' && *c != '-')
-            name[k++] = *c;
-    name[k] = '\0';
     o->coll = -1;
-    if (strcmp(name, "all") == 0)
+    if (strcmp(arg, "all") == 0)
         return 0;
     for (int c = 0; c < C_COUNT; c++)
-        if (strcmp(name, perf_coll_names[c]) == 0)
+        if (tt_coll_name_matches(arg, perf_coll_names[c]) ||
+            (c == C_BROADCAST && tt_coll_name_matches(arg, "bcast")))
             return o->coll = c, 0;
     fprintf(stderr,
             "%s: --collective: '%s' is not allreduce, reducescatter, allgather, broadcast, reduce, "

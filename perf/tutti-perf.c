@@ -127,6 +127,11 @@ static tutti_status_t all_sweeps(perf_ctx_t *c)
     for (int coll = 0; coll < C_COUNT && !st; coll++) {
         if (o->coll >= 0 && o->coll != coll)
             continue;
+        if (coll == C_SENDRECV && c->nranks < 2) { /* nobody to send to: no time, no bandwidth */
+            if (c->out.text)
+                printf("# sendrecv needs 2 or more ranks: skipped\n");
+            continue;
+        }
         int rooted = coll == C_BROADCAST || coll == C_REDUCE,
             reducing = coll == C_ALLREDUCE || coll == C_REDUCESCATTER || coll == C_REDUCE;
         int first = 1;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Schedules: growable storage for the algorithm builders, building one, naming collectives. */
+#include <ctype.h>
 #include <stdlib.h>
 
 #include "sched/schedule.h"
@@ -94,6 +95,33 @@ static const char *const coll_names[TT_COLL_COUNT] = {
 const char *tt_coll_name(tt_coll_t coll)
 {
     return (unsigned)coll < TT_COLL_COUNT ? coll_names[coll] : "unknown";
+}
+
+int tt_coll_name_matches(const char *text, const char *name)
+{
+    for (;;) {
+        while (*text == '_' || *text == '-')
+            text++;
+        while (*name == '_' || *name == '-')
+            name++;
+        if (tolower((unsigned char)*text) != tolower((unsigned char)*name))
+            return 0;
+        if (!*text)
+            return 1;
+        text++;
+        name++;
+    }
+}
+
+int tt_coll_parse(const char *text, tt_coll_t *out)
+{
+    for (int c = 0; c < TT_COLL_COUNT; c++)
+        if (tt_coll_name_matches(text, coll_names[c]) ||
+            (c == TT_COLL_BROADCAST && tt_coll_name_matches(text, "bcast"))) {
+            *out = (tt_coll_t)c;
+            return 0;
+        }
+    return -1;
 }
 
 tutti_status_t tt_sched_build(const tt_algorithm_t *algo, const tt_coll_args_t *args, tt_sched_t *s)

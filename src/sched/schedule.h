@@ -38,6 +38,12 @@ typedef enum {
 
 /* Name of a collective ("allreduce"). */
 const char *tt_coll_name(tt_coll_t coll);
+/* Whether text is name spelt any usual way: case, '_' and '-' do not count
+ * ("reduce_scatter", "reducescatter", "Reduce-Scatter", "all_reduce"). */
+int tt_coll_name_matches(const char *text, const char *name);
+/* The collective text names, spelt any usual way ("bcast" too); 0, or -1
+ * if it names none. */
+int tt_coll_parse(const char *text, tt_coll_t *out);
 
 typedef enum { TT_BUF_INPUT = 0, TT_BUF_OUTPUT, TT_BUF_SCRATCH } tt_buf_t;
 

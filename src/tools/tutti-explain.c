@@ -38,8 +38,9 @@ typedef struct {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tutti-explain -C COLL [-a ALGO] -n P [-s SIZE] [options]\n"
-            "  -C, --collective C   allreduce reduce_scatter allgather broadcast reduce alltoall barrier\n"
+            "usage: tutti-explain [-C COLL] [-a ALGO] [-n P] [-s SIZE] [options]\n"
+            "  -C, --collective C   allreduce (default) reduce_scatter allgather broadcast reduce alltoall\n"
+            "                       barrier; reducescatter, all_reduce and the like work too\n"
             "  -a, --algo NAME      the algorithm (default: the tuner's pick); tutti-info -A lists them\n"
             "  -n, --nranks P       ranks (default 4; the round-by-round view reads best up to 16)\n"
             "  -s, --size SIZE      bytes of the whole buffer, K/M/G suffixes (default 1M)\n"
@@ -57,16 +58,10 @@ static void usage(FILE *f)
             "Predictions use the cost model (TUTTI_TUNING_FILE overrides its parameters).\n");
 }
 
+/* Any usual spelling of a collective tutti-explain can show. */
 static int parse_coll(const char *s, tt_coll_t *out)
 {
-    if (strcmp(s, "reducescatter") == 0)
-        s = "reduce_scatter";
-    for (int c = 0; c <= TT_COLL_BARRIER; c++)
-        if (strcmp(s, tt_coll_name((tt_coll_t)c)) == 0) {
-            *out = (tt_coll_t)c;
-            return 0;
-        }
-    return -1;
+    return tt_coll_parse(s, out) || *out > TT_COLL_BARRIER ? -1 : 0;
 }
 
 /* The API count for a buffer of bytes (per rank where the API counts per rank). */
@@ -205,14 +200,17 @@ static int parse_args(int argc, char **argv, opts_t *o)
                   .ranks_per_cpu = 1,
                   .bytes = 1 << 20,
                   .dtype = TUTTI_FP32};
-    int c, have_coll = 0;
+    int c;
     int64_t v;
     while ((c = getopt_long(argc, argv, "C:a:n:s:d:r:b:e:h", longs, NULL)) != -1) {
         switch (c) {
         case 'C':
             if (parse_coll(optarg, &o->coll))
-                return fprintf(stderr, "tutti-explain: unknown collective '%s'\n", optarg), 2;
-            have_coll = 1;
+                return fprintf(stderr,
+                               "tutti-explain: unknown collective '%s' (allreduce, reduce_scatter, allgather, "
+                               "broadcast, reduce, alltoall or barrier)\n",
+                               optarg),
+                       2;
             break;
         case 'a':
             if (!(o->algo = tt_algo_named(optarg)))
@@ -263,7 +261,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
         default: usage(stderr); return 2;
         }
     }
-    if (optind < argc || !have_coll)
+    if (optind < argc)
         return usage(stderr), 2;
     if (o->root >= o->nranks || o->nodes > o->nranks)
         return fprintf(stderr, "tutti-explain: the root and --nodes must be below -n\n"), 2;

@@ -62,7 +62,7 @@ static void usage(FILE *out)
     fprintf(
         out,
         "usage: tutti-run -n N [--nodes K] [-t|--tag-output] [--grace S] [--bind core|none] prog [args...]\n"
-        "  -n N            number of ranks (>= 1)\n"
+        "  -n N            number of ranks (>= 1); -np N and --np N as in mpirun\n"
         "  --nodes K       treat the ranks as K hosts (consecutive blocks of ranks);\n"
         "                  ranks on different simulated hosts talk over tcp (default 1)\n"
         "  -t, --tag-output  prefix every output line with [rank]\n"
@@ -251,13 +251,28 @@ int main(int argc, char **argv)
 {
     int n = 0, nodes = 1, tag = 0, opt, bind = -1; /* -1: decide from the CPU count */
     double grace = 3.0;
-    static const struct option longopts[] = {
-        {"nodes", required_argument, NULL, 'N'}, {"tag-output", no_argument, NULL, 't'},
-        {"grace", required_argument, NULL, 'g'}, {"bind", required_argument, NULL, 'b'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"nodes", required_argument, NULL, 'N'},
+                                             {"tag-output", no_argument, NULL, 't'},
+                                             {"grace", required_argument, NULL, 'g'},
+                                             {"bind", required_argument, NULL, 'b'},
+                                             {"np", required_argument, NULL, 'n'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     while ((opt = getopt_long(argc, argv, "+n:th", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'n': n = atoi(optarg); break;
+        case 'n': {
+            /* mpirun's -np N (and -npN): getopt reads it as -n "p". */
+            const char *count = optarg;
+            if (count[0] == 'p')
+                count = count[1] ? count + 1 : optind < argc ? argv[optind++] : "";
+            int64_t v;
+            if (tt_parse_int(count, &v) || v < 1 || v > 1 << 20) {
+                fprintf(stderr, "tutti-run: -n takes a number of ranks >= 1, not '%s'\n", count);
+                return 2;
+            }
+            n = (int)v;
+            break;
+        }
         case 'N': nodes = atoi(optarg); break;
         case 't': tag = 1; break;
         case 'g': grace = atof(optarg); break;
