@@ -16,6 +16,7 @@
 #include "bw_gpu.h"
 #include "bw_gpu_peak.h"
 #include "core/clock.h"
+#include "device/memkind.h"
 #include "topo/topo.h"
 
 void tt_bw_gpu_row(tt_bw_job_t *job, const char *what, const tt_stats_t *s, double reference)
@@ -181,11 +182,12 @@ void tt_bw_gpu(tt_bw_job_t *job)
     if (job->rank != 0)
         return;
     int ngpus = 0;
-    cudaError_t e = cudaGetDeviceCount(&ngpus);
-    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || (!e && ngpus == 0)) {
-        skip(job, "no NVIDIA driver or GPU found");
+    char none[160];
+    if (!tt_cuda_usable(none, sizeof none)) { /* no driver, no GPU, or a driver older than the runtime */
+        skip(job, none);
         return;
     }
+    cudaError_t e = cudaGetDeviceCount(&ngpus);
     if (e) {
         char why[160];
         snprintf(why, sizeof why, "CUDA cannot list the GPUs: %s", cudaGetErrorString(e));

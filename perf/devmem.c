@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "devmem.h"
+#include "device/memkind.h"
 
 #ifdef TT_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -10,6 +11,8 @@
 int devmem_open(int rank, void **stream, char *why, size_t whylen)
 {
     int n = 0;
+    if (!tt_cuda_usable(why, whylen))
+        return -1;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (!e && n == 0)
         e = cudaErrorNoDevice;

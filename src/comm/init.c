@@ -208,6 +208,10 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL output pointer");
     *comm = NULL;
     char msg[512];
+    int64_t r; /* messages carry the rank from here on, when the launcher says it */
+    if ((tt_parse_int(tt_config_str(TT_CFG_RANK), &r) == 0 && r >= 0) ||
+        (getenv("RANK") && tt_parse_int(getenv("RANK"), &r) == 0 && r >= 0))
+        tt_log_set_rank((int)r);
     if (tt_config_check(msg, sizeof msg)) /* each bad variable is logged there */
         return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "%s", msg);
     join_t j = {.rank = (int)tt_config_int(TT_CFG_RANK), .nranks = (int)tt_config_int(TT_CFG_NRANKS)};

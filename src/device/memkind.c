@@ -2,6 +2,7 @@
 /* Where a buffer lives (host or CUDA device memory), and whether a GPU can be used at all. */
 #include <stdio.h>
 
+#include "core/cuda_why.h"
 #include "device/memkind.h"
 
 #ifdef TT_HAVE_CUDA
@@ -18,8 +19,7 @@ static int probe(void)
         cudaError_t e = cudaGetDeviceCount(&n);
         devices = e == cudaSuccess && n > 0;
         if (!devices)
-            snprintf(reason, sizeof reason, "no CUDA device: %s",
-                     e == cudaSuccess ? "the driver reports none" : cudaGetErrorString(e));
+            tt_cuda_why((int)e, n, reason, sizeof reason);
         cudaGetLastError(); /* the runtime keeps the failure otherwise */
     }
     return devices;

@@ -12,7 +12,8 @@ typedef enum { TT_MEM_HOST = 0, TT_MEM_DEVICE } tt_mem_kind_t;
  * is host; such a machine is asked once.
  */
 tt_mem_kind_t tt_mem_kind(const void *p);
-/* Whether a CUDA device can be used (1), with the reason in why when not. */
+/* Whether a CUDA device can be used (1), with the reason in why when not:
+ * no driver, no GPU, a driver too old, or the runtime's own words. */
 int tt_cuda_usable(char *why, unsigned long whylen);
 
 #endif

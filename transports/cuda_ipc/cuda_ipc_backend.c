@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cuda/kernels.h"
+#include "core/cuda_why.h"
 #include "core/hash.h"
 #include "transports/cuda_ipc/cuda_ipc.h"
 
@@ -107,10 +108,8 @@ static int cuda_usable(char *why, size_t len)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     cudaGetLastError();
-    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || (!e && n == 0))
-        snprintf(why, len, "no NVIDIA GPU or driver found");
-    else if (e)
-        snprintf(why, len, "the CUDA runtime says: %s", cudaGetErrorString(e));
+    if (e || n == 0)
+        tt_cuda_why((int)e, n, why, len); /* as device buffers and the tools say it */
     return !e && n > 0;
 }
 
