@@ -70,9 +70,20 @@ static void print_matrix(const tt_topo_t *t)
     }
 }
 
+/* "host (product)", whichever of the two is known. */
+static void machine_name(const tt_topo_t *t, char *out, size_t len)
+{
+    if (t->host[0] && t->machine[0] && strcmp(t->host, t->machine) != 0)
+        snprintf(out, len, "%s (%s)", t->host, t->machine);
+    else
+        snprintf(out, len, "%s", t->host[0] ? t->host : t->machine[0] ? t->machine : "unnamed machine");
+}
+
 static void print_tree(const tt_topo_t *t)
 {
-    printf("%s: %d package%s, %d NUMA node%s, %d cores, %d PUs (from %s)\n", t->machine, t->npackages,
+    char name[200];
+    machine_name(t, name, sizeof name);
+    printf("%s: %d package%s, %d NUMA node%s, %d cores, %d PUs (from %s)\n", name, t->npackages,
            t->npackages == 1 ? "" : "s", t->nnuma, t->nnuma == 1 ? "" : "s", t->ncores, t->npus, t->source);
     /* In bus order the devices that share bridges come together. */
     int order[TT_TOPO_MAX_DEVS];
@@ -125,6 +136,8 @@ static void print_json(const tt_topo_t *t)
     json_string(t->source);
     printf(", \"machine\": ");
     json_string(t->machine);
+    printf(", \"host\": ");
+    json_string(t->host);
     printf(", \"packages\": %d, \"numa_nodes\": %d, \"cores\": %d, \"pus\": %d,\n  \"devices\": [",
            t->npackages, t->nnuma, t->ncores, t->npus);
     for (int i = 0; i < t->ndevs; i++) {

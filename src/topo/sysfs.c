@@ -180,8 +180,8 @@ tutti_status_t tt_topo_load_sysfs(tt_topo_t *t, const char *root, char *err, siz
         closedir(d);
     }
     snprintf(dir, sizeof dir, "%s/sys/class/dmi/id/product_name", root);
-    if (read_line(dir, t->machine, sizeof t->machine) || !t->machine[0])
-        snprintf(t->machine, sizeof t->machine, "unknown");
+    if (read_line(dir, t->machine, sizeof t->machine))
+        t->machine[0] = '\0'; /* no product name: the host name says which machine */
     tt_topo_finish(t);
     return TUTTI_SUCCESS;
 }

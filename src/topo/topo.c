@@ -144,12 +144,15 @@ tutti_status_t tt_topo_load_local(tt_topo_t *t, char *err, size_t errlen)
         hwloc_free_xmlbuffer(topo, xml);
         if (st == TUTTI_SUCCESS)
             snprintf(t->source, sizeof t->source, "hwloc %s", HWLOC_VERSION);
-        if (st == TUTTI_SUCCESS && !t->machine[0])
-            gethostname(t->machine, sizeof t->machine - 1);
+        if (st == TUTTI_SUCCESS && !t->host[0])
+            gethostname(t->host, sizeof t->host - 1);
         return st;
     }
 #endif
-    return tt_topo_load_sysfs(t, "/", err, errlen);
+    tutti_status_t st = tt_topo_load_sysfs(t, "/", err, errlen);
+    if (st == TUTTI_SUCCESS)
+        gethostname(t->host, sizeof t->host - 1);
+    return st;
 }
 
 static tt_topo_t shared_topo;

@@ -43,7 +43,8 @@ typedef struct {
 
 typedef struct {
     char source[64];  /* where it came from */
-    char machine[96]; /* product name, or hostname */
+    char machine[96]; /* product name (DMIProductName), "" if unknown */
+    char host[64];    /* hostname (hwloc's HostName, or this machine's), "" if unknown */
     int npackages, nnuma, ncores, npus;
     int ndevs, ngpus, nnics;
     tt_topo_dev_t devs[TT_TOPO_MAX_DEVS]; /* GPUs first, then NICs, each in PCI order */

@@ -349,6 +349,8 @@ tutti_status_t tt_topo_parse_xml(tt_topo_t *t, const char *xml, char *err, size_
             const char *name = attr(&tag, "name"), *value = attr(&tag, "value");
             if (name && value && strcmp(name, "DMIProductName") == 0 && !t->machine[0])
                 snprintf(t->machine, sizeof t->machine, "%s", value);
+            if (name && value && strcmp(name, "HostName") == 0 && !t->host[0])
+                snprintf(t->host, sizeof t->host, "%s", value);
         } else if (strncmp(tag.tag, "distances2", 10) == 0) {
             const char *name = attr(&tag, "name");
             if (tag.closing) {
