@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Parsing of TUTTI_* variables and sizes. */
+/*
+ * Parsing of TUTTI_* variables and sizes; empty values; each bad value
+ * named once with what it allows; unknown names warned about.
+ */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/env_config.h"
 #include "harness.h"
@@ -60,6 +64,188 @@ START_TEST(variables_fall_back_to_defaults_and_checks_name_typos)
 }
 END_TEST
 
+/* Runs what the library logs to stderr into a buffer (the logger writes to fd 2). */
+static char captured[1 << 15];
+static int saved_stderr = -1;
+static FILE *capture_file;
+
+static void capture_start(void)
+{
+    fflush(stderr);
+    capture_file = tmpfile();
+    ck_assert_ptr_nonnull(capture_file);
+    saved_stderr = dup(2);
+    ck_assert_int_ge(dup2(fileno(capture_file), 2), 0);
+}
+
+static const char *capture_end(void)
+{
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    rewind(capture_file);
+    size_t n = fread(captured, 1, sizeof captured - 1, capture_file);
+    captured[n] = '\0';
+    fclose(capture_file);
+    return captured;
+}
+
+static int count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+static void unset_all(void)
+{
+    for (int i = 0; i < TT_CFG_COUNT; i++)
+        unsetenv(tt_config_entries[i].name);
+}
+
+START_TEST(an_empty_value_means_the_default)
+{
+    char msg[512];
+    unset_all();
+    for (int i = 0; i < TT_CFG_COUNT; i++)
+        setenv(tt_config_entries[i].name, "", 1);
+    ck_assert_int_eq(tt_config_check(msg, sizeof msg), TUTTI_SUCCESS);
+    ck_assert_str_eq(tt_config_str(TT_CFG_TRANSPORTS), "shm,tcp");
+    ck_assert_str_eq(tt_config_str(TT_CFG_LOG), "warn");
+    ck_assert_int_eq(tt_config_int(TT_CFG_TIMEOUT), 300);
+    ck_assert_int_eq(tt_config_int(TT_CFG_SHM_SLOT_BYTES), 256 << 10);
+    ck_assert_int_eq(tt_config_int(TT_CFG_RANK), -1);
+    unset_all();
+}
+END_TEST
+
+START_TEST(every_default_obeys_its_rule)
+{
+    for (int i = 0; i < TT_CFG_COUNT; i++)
+        ck_assert_msg(tt_config_valid((tt_config_id_t)i, tt_config_entries[i].def) == 0 ||
+                          tt_config_entries[i].def[0] == '\0',
+                      "%s's default '%s' breaks its own rule", tt_config_entries[i].name,
+                      tt_config_entries[i].def);
+}
+END_TEST
+
+START_TEST(rules_accept_and_reject)
+{
+    struct {
+        tt_config_id_t id;
+        const char *text;
+        int ok;
+    } cases[] = {
+        {TT_CFG_TIMEOUT, "1", 1},
+        {TT_CFG_TIMEOUT, "0", 0},
+        {TT_CFG_TIMEOUT, "-1", 0},
+        {TT_CFG_PIPELINE, "16", 1},
+        {TT_CFG_PIPELINE, "17", 0},
+        {TT_CFG_PIPELINE, "99", 0},
+        {TT_CFG_SLICE_BYTES, "0", 1},
+        {TT_CFG_SLICE_BYTES, "32", 0},
+        {TT_CFG_SLICE_BYTES, "64", 1},
+        {TT_CFG_SHM_SLOT_BYTES, "100", 0},
+        {TT_CFG_SHM_SLOT_BYTES, "128", 1},
+        {TT_CFG_SHM_SLOT_BYTES, "4K", 1},
+        {TT_CFG_IPC_SLOT_BYTES, "384", 0},
+        {TT_CFG_IPC_SLOT_BYTES, "512", 1},
+        {TT_CFG_DETERMINISTIC, "2", 0},
+        {TT_CFG_DETERMINISTIC, "1", 1},
+        {TT_CFG_CUDA_IPC, "yes", 0},
+        {TT_CFG_LOG, "verbose", 0},
+        {TT_CFG_LOG, "debug", 1},
+        {TT_CFG_LOG_SUBSYS, "init,net", 1},
+        {TT_CFG_LOG_SUBSYS, "init,,net", 0},
+        {TT_CFG_LOG_SUBSYS, "init,disk", 0},
+        {TT_CFG_REDUCE_ISA, "avx2", 1},
+        {TT_CFG_REDUCE_ISA, "sse", 0},
+        {TT_CFG_KEY, "00112233445566778899aabbccddeeff", 1},
+        {TT_CFG_KEY, "0011", 0},
+        {TT_CFG_KEY, "00112233445566778899aabbccddeefg", 0},
+        {TT_CFG_ROOT_ADDR, "node1:4000", 1},
+        {TT_CFG_ROOT_ADDR, "node1", 0},
+        {TT_CFG_ROOT_ADDR, "node1:70000", 0},
+        {TT_CFG_ROOT_PORT_OFFSET, "0", 0},
+        {TT_CFG_TRANSPORTS, "anything", 1},
+        {TT_CFG_RANK, "-2", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ck_assert_msg((tt_config_valid(cases[i].id, cases[i].text) == 0) == cases[i].ok, "%s=%s should be %s",
+                      tt_config_entries[cases[i].id].name, cases[i].text, cases[i].ok ? "valid" : "invalid");
+    char allowed[200];
+    tt_config_allowed(TT_CFG_PIPELINE, allowed, sizeof allowed);
+    ck_assert_str_eq(allowed, "an integer from 1 to 16");
+    tt_config_allowed(TT_CFG_DETERMINISTIC, allowed, sizeof allowed);
+    ck_assert_str_eq(allowed, "0 or 1");
+    tt_config_allowed(TT_CFG_SHM_SLOT_BYTES, allowed, sizeof allowed);
+    ck_assert_str_eq(allowed,
+                     "a size in bytes from 64 to 1G, a multiple of 64 (K, M, G suffixes: powers of 1024)");
+    tt_config_allowed(TT_CFG_LOG, allowed, sizeof allowed);
+    ck_assert_str_eq(allowed, "one of none,error,warn,info,debug,trace");
+}
+END_TEST
+
+/* One message per bad variable, each naming it, its value and what it
+ * takes, under config; none repeated however often the values are read. */
+START_TEST(each_bad_value_is_named_once_under_config)
+{
+    char msg[512];
+    unset_all();
+    setenv("TUTTI_TIMEOUT", "-1", 1);
+    setenv("TUTTI_PIPELINE", "99", 1);
+    setenv("TUTTI_SHM_SLOT_BYTES", "100", 1);
+    setenv("TUTTI_DETERMINISTIC", "2", 1);
+    setenv("TUTTI_LOG", "verbose", 1);
+    capture_start();
+    tutti_status_t st = tt_config_check(msg, sizeof msg);
+    tutti_status_t again = tt_config_check(msg, sizeof msg);
+    int64_t pipeline = tt_config_int(TT_CFG_PIPELINE);
+    const char *log = capture_end();
+    ck_assert_int_eq(st, TUTTI_ERR_CONFIG);
+    ck_assert_int_eq(again, TUTTI_ERR_CONFIG);
+    ck_assert_int_eq(pipeline, 4); /* reading a bad value gives the default */
+    const char *want[] = {
+        "error config: TUTTI_TIMEOUT=-1 is not allowed: it takes an integer from 1 to 100000000",
+        "error config: TUTTI_PIPELINE=99 is not allowed: it takes an integer from 1 to 16",
+        "error config: TUTTI_SHM_SLOT_BYTES=100 is not allowed: it takes a size in bytes from 64 to 1G, a "
+        "multiple of 64",
+        "error config: TUTTI_DETERMINISTIC=2 is not allowed: it takes 0 or 1",
+        "error config: TUTTI_LOG=verbose is not allowed: it takes one of none,error,warn,info,debug,trace"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(count(log, want[i]) == 1, "'%s' logged %d times in:\n%s", want[i], count(log, want[i]),
+                      log);
+    ck_assert_msg(count(log, "\n") == 5, "expected exactly 5 lines:\n%s", log);
+    ck_assert_msg(!strstr(log, " coll:"), "configuration logged under coll:\n%s", log);
+    ck_assert_ptr_nonnull(strstr(msg, "TUTTI_LOG=verbose is not allowed")); /* the first, in table order */
+    ck_assert_ptr_nonnull(strstr(msg, "and 4 more invalid TUTTI_* variables"));
+    unset_all();
+}
+END_TEST
+
+START_TEST(unknown_names_are_warned_about_once)
+{
+    char msg[512];
+    unset_all();
+    setenv("TUTTI_ALGOO", "ring", 1);
+    setenv("TUTTI_FROBNICATE", "1", 1);
+    capture_start();
+    tutti_status_t st = tt_config_check(msg, sizeof msg);
+    tt_config_check(msg, sizeof msg);
+    const char *log = capture_end();
+    ck_assert_int_eq(st, TUTTI_SUCCESS); /* a warning, not an error */
+    ck_assert_int_eq(
+        count(log,
+              "warn config: TUTTI_ALGOO is not a tutti variable and is ignored; did you mean TUTTI_ALGO?"),
+        1);
+    ck_assert_int_eq(count(log, "warn config: TUTTI_FROBNICATE is not a tutti variable and is ignored"), 1);
+    ck_assert_msg(count(log, "\n") == 2, "%s", log);
+    unsetenv("TUTTI_ALGOO");
+    unsetenv("TUTTI_FROBNICATE");
+}
+END_TEST
+
 START_TEST(table_is_complete)
 {
     for (int i = 0; i < TT_CFG_COUNT; i++) {
@@ -98,6 +284,11 @@ int main(void)
     tcase_add_test(tc, sizes_accept_suffixes_and_reject_junk);
     tcase_add_test(tc, ints_parse_strictly);
     tcase_add_test(tc, variables_fall_back_to_defaults_and_checks_name_typos);
+    tcase_add_test(tc, an_empty_value_means_the_default);
+    tcase_add_test(tc, every_default_obeys_its_rule);
+    tcase_add_test(tc, rules_accept_and_reject);
+    tcase_add_test(tc, each_bad_value_is_named_once_under_config);
+    tcase_add_test(tc, unknown_names_are_warned_about_once);
     tcase_add_test(tc, table_is_complete);
     tcase_add_test(tc, every_variable_is_documented_in_tutti_7);
     suite_add_tcase(s, tc);

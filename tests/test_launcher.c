@@ -2,7 +2,8 @@
 /*
  * tutti-run: environment, tagged output, exit status, a dying rank stopping
  * the others with a message naming it, and no process outliving the job,
- * even when tutti-run itself is killed.
+ * even when tutti-run itself is killed; mpirun's -np; how the ranks it
+ * starts report bad and empty TUTTI_* variables.
  */
 #include <check.h>
 #include <errno.h>
@@ -232,6 +233,69 @@ START_TEST(bad_command_lines_are_rejected)
 }
 END_TEST
 
+START_TEST(np_as_mpirun_users_type_it)
+{
+    char out[4096], args[2048];
+    const char *forms[] = {"-np 2", "-np2", "--np 2", "--np=2"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        snprintf(args, sizeof args, "%s '%s/tests/rank-helper' check '%s'", forms[i], builddir, workdir);
+        ck_assert_msg(launch(args, out, sizeof out) == 0, "%s: %s", forms[i], out);
+        ck_assert_msg(strstr(out, "rank 1 of 2 ok") && !strstr(out, "rank 2"), "%s: %s", forms[i], out);
+    }
+    ck_assert_int_eq(launch("-np x true", out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "-n takes a number of ranks >= 1, not 'x'"));
+    ck_assert_int_eq(launch("-n 2x true", out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "not '2x'"));
+}
+END_TEST
+
+/* Lines of out that contain every one of the strings. */
+static int lines_with(const char *out, const char *a, const char *b)
+{
+    int n = 0;
+    for (const char *line = out; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+        n += strstr(buf, a) && (!b || strstr(buf, b));
+        line += len + (end != NULL);
+    }
+    return n;
+}
+
+/* A bad variable stops every rank with one message each, under config;
+ * an unknown name is one warning per rank; nothing under coll. */
+START_TEST(configuration_errors_are_logged_once_per_rank_under_config)
+{
+    char out[16384], args[2048];
+    snprintf(args, sizeof args,
+             "-n 2 --grace 5 env TUTTI_PIPELINE=99 TUTTI_ALGOO=ring '%s/tests/rank-helper' check '%s'",
+             builddir, workdir);
+    ck_assert_int_eq(launch(args, out, sizeof out), 1);
+    for (int r = 0; r < 2; r++) {
+        char error[128], warning[128];
+        snprintf(error, sizeof error, "tutti[%d] error config: TUTTI_PIPELINE=99 is not allowed", r);
+        snprintf(warning, sizeof warning, "tutti[%d] warn config: TUTTI_ALGOO is not a tutti variable", r);
+        ck_assert_msg(lines_with(out, error, "an integer from 1 to 16") == 1, "rank %d:\n%s", r, out);
+        ck_assert_msg(lines_with(out, warning, "did you mean TUTTI_ALGO?") == 1, "rank %d:\n%s", r, out);
+    }
+    ck_assert_msg(lines_with(out, "tutti[", "TUTTI_PIPELINE") == 2, "one log line per rank:\n%s", out);
+    ck_assert_msg(!strstr(out, " coll: "), "%s", out);
+}
+END_TEST
+
+START_TEST(an_empty_variable_means_its_default)
+{
+    char out[8192], args[2048];
+    snprintf(args, sizeof args,
+             "-n 2 env TUTTI_TRANSPORTS= TUTTI_TIMEOUT= TUTTI_PIPELINE= '%s/tests/rank-helper' check '%s'",
+             builddir, workdir);
+    ck_assert_msg(launch(args, out, sizeof out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "rank 1 of 2 ok"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("launcher");
@@ -245,6 +309,9 @@ int main(void)
     tcase_add_test(tc, a_killed_rank_stops_the_job);
     tcase_add_test(tc, no_orphans_when_the_launcher_is_killed);
     tcase_add_test(tc, bad_command_lines_are_rejected);
+    tcase_add_test(tc, np_as_mpirun_users_type_it);
+    tcase_add_test(tc, configuration_errors_are_logged_once_per_rank_under_config);
+    tcase_add_test(tc, an_empty_variable_means_its_default);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }
