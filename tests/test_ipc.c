@@ -667,6 +667,42 @@ START_TEST(queued_calls_go_direct_unless_every_stream_shares_one_queue)
 }
 END_TEST
 
+/* A machine without a GPU: nothing is set up, and the log says so. */
+static int no_gpu(char *why, size_t len)
+{
+    snprintf(why, len, "this test's machine has none");
+    return 0;
+}
+
+START_TEST(no_gpu_no_layer_and_the_log_says_why)
+{
+    tt_ipc_backend_t gpuless = fake_backend;
+    gpuless.usable = no_gpu;
+    tt_ipc_set_backend(&gpuless);
+    setenv("TUTTI_LOG", "debug", 1);
+    setenv("TUTTI_LOG_SUBSYS", "init,net", 1);
+    char path[] = "/tmp/tutti-ipc-log-XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    ck_assert_int_ge(fd, 0);
+    fflush(stderr);
+    dup2(fd, 2);
+    tt_run_ranks(2, no_layer, NULL, 60);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    static char log[1 << 16];
+    ssize_t n = pread(fd, log, sizeof log - 1, 0);
+    log[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    unsetenv("TUTTI_LOG");
+    unsetenv("TUTTI_LOG_SUBSYS");
+    tt_ipc_set_backend(&fake_backend);
+    ck_assert_msg(strstr(log, "cuda_ipc not offered: this test's machine has none"), "%s", log);
+    ck_assert_msg(!strstr(log, "cuda_ipc connects"), "%s", log);
+}
+END_TEST
+
 static Suite *ipc_suite(void)
 {
     Suite *s = suite_create("ipc");
@@ -686,6 +722,7 @@ static Suite *ipc_suite(void)
     tcase_add_test(tc, an_aborting_rank_leaves_its_fifo_to_the_peers);
     tcase_add_test(tc, ranks_in_one_process_share_fifos_without_ipc);
     tcase_add_loop_test(tc, queued_calls_go_direct_unless_every_stream_shares_one_queue, 0, 2);
+    tcase_add_test(tc, no_gpu_no_layer_and_the_log_says_why);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -267,7 +267,14 @@ START_TEST(tutti_topo_prints_the_matrix_tree_and_json)
     ck_assert_msg(strstr(out, "\"nearest_nic\": \"NIC0\""), "%s", out);
     snprintf(args, sizeof args, "--tree -i %s/tests/fixtures/pcie-2socket-4gpu.xml", src);
     ck_assert_int_eq(tt_run_tool("tutti-topo", args, out, sizeof out), 0);
-    ck_assert_msg(strstr(out, "2 packages, 2 NUMA nodes, 16 cores, 32 PUs"), "%s", out);
+    ck_assert_msg(strstr(out, "conan (X9DRG-HF): 2 packages, 2 NUMA nodes, 16 cores, 32 PUs"), "%s", out);
+    /* lstopo on a virtual machine: no product name, only the host's. */
+    snprintf(args, sizeof args, "--tree -i %s/tests/fixtures/vm-lstopo.xml", src);
+    ck_assert_int_eq(tt_run_tool("tutti-topo", args, out, sizeof out), 0);
+    ck_assert_msg(strncmp(out, "node17: 1 package, 1 NUMA node, 2 cores, 2 PUs", 46) == 0, "%s", out);
+    snprintf(args, sizeof args, "--json -i %s/tests/fixtures/vm-lstopo.xml", src);
+    ck_assert_int_eq(tt_run_tool("tutti-topo", args, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "\"machine\": \"\", \"host\": \"node17\""), "%s", out);
     ck_assert_int_eq(tt_run_tool("tutti-topo", "", out, sizeof out), 0); /* this machine */
     ck_assert_int_eq(tt_run_tool("tutti-topo", "-i /nonexistent.xml", out, sizeof out), 1);
     ck_assert_int_eq(tt_run_tool("tutti-topo", "--bogus", out, sizeof out), 2);
