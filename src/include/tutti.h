@@ -161,8 +161,10 @@ TUTTI_API tutti_status_t tutti_comm_init(tutti_comm_t *comm, int nranks, int ran
  * Joins a communicator described by the launcher's environment: tutti-run
  * (TUTTI_RANK, TUTTI_NRANKS, TUTTI_ROOT_ADDR, TUTTI_KEY), torchrun (RANK,
  * WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK), or mpirun/srun through
- * PMIx when tutti was built with it. See tutti(7).
- * @return as tutti_comm_init; TUTTI_ERR_CONFIG when no launcher is recognised.
+ * PMIx when tutti was built with it. With none of these, the process is a
+ * communicator of one rank, as an MPI singleton is. See tutti(7).
+ * @return as tutti_comm_init; TUTTI_ERR_CONFIG for half-set launcher
+ *         variables, or mpirun/srun without PMIx.
  */
 TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_comm_params_t *params);
 

@@ -118,7 +118,10 @@ static void print_variables(void)
     printf("environment variables:\n");
     for (int i = 0; i < TT_CFG_COUNT; i++) {
         const tt_config_entry_t *e = &tt_config_entries[i];
-        printf("  %-24s %-8s default \"%s\"\n      %s\n", e->name, types[e->type], e->def, e->help);
+        char allowed[200];
+        tt_config_allowed((tt_config_id_t)i, allowed, sizeof allowed);
+        printf("  %-24s %-8s default \"%s\"\n      %s\n      takes %s\n", e->name, types[e->type], e->def,
+               e->help, allowed);
     }
 }
 
