@@ -181,7 +181,7 @@ void tt_config_allowed(tt_config_id_t id, char *out, size_t outlen)
         else if (r->words)
             snprintf(out, outlen, "%s %s", r->list ? "a comma-separated list of" : "one of", r->words);
         else
-            snprintf(out, outlen, "any text");
+            snprintf(out, outlen, "a string");
         return;
     case TT_CFG_TYPE_INT:
         if (!r->set)
