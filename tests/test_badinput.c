@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -128,8 +129,27 @@ START_TEST(malformed_variables_stop_init_with_a_clear_error)
     tutti_comm_t comm;
     ck_assert_int_eq(tutti_get_unique_id(&id), TUTTI_SUCCESS);
     setenv("TUTTI_SLICE_BYTES", "lots", 1);
-    ck_assert_int_eq(tutti_comm_init(&comm, 1, 0, &id, NULL), TUTTI_ERR_CONFIG);
-    ck_assert_ptr_nonnull(strstr(tutti_comm_last_error(NULL), "TUTTI_SLICE_BYTES"));
+    /* Logged once, under config, however the communicator is made. */
+    char path[] = "/tmp/tutti-badinput-XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    fflush(stderr);
+    dup2(fd, 2);
+    tutti_status_t st = tutti_comm_init(&comm, 1, 0, &id, NULL);
+    tutti_status_t st_env = tutti_comm_init_env(&comm, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char log[4096];
+    ssize_t n = pread(fd, log, sizeof log - 1, 0);
+    log[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    ck_assert_int_eq(st, TUTTI_ERR_CONFIG);
+    ck_assert_int_eq(st_env, TUTTI_ERR_CONFIG);
+    ck_assert_ptr_nonnull(strstr(tutti_comm_last_error(NULL), "TUTTI_SLICE_BYTES=lots is not allowed"));
+    const char *first = strstr(log, "error config: TUTTI_SLICE_BYTES=lots is not allowed");
+    const char *rest = first ? strchr(first, '\n') : NULL;
+    ck_assert_msg(rest && !strstr(rest, "TUTTI_SLICE_BYTES") && !strstr(log, " coll: "), "%s", log);
     unsetenv("TUTTI_SLICE_BYTES");
     setenv("TUTTI_TRANSPORTS", "carrier-pigeon", 1);
     ck_assert_int_eq(tutti_comm_init(&comm, 1, 0, &id, NULL), TUTTI_ERR_CONFIG);
