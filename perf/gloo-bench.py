@@ -73,7 +73,9 @@ def worker(rank, args, port, queue):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, required=True)
-    ap.add_argument("-C", choices=["allreduce", "allgather"], default="allreduce")
+    # reduce_scatter, all-reduce and the like too, as the C tools take them.
+    ap.add_argument("-C", type=lambda s: s.lower().replace("_", "").replace("-", ""),
+                    choices=["allreduce", "allgather"], default="allreduce")
     ap.add_argument("-b", type=parse_size, default=8)
     ap.add_argument("-e", type=parse_size, default=64 << 20)
     ap.add_argument("-f", type=int, default=2)

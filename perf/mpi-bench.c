@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/env_config.h"
+#include "sched/schedule.h"
 
 /* "64M" -> bytes, with the parser every tutti tool uses; bad input aborts the job. */
 static size_t parse_size(const char *text)
@@ -62,10 +63,12 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "-C") && ++i) {
             coll = -1;
             for (int k = 0; k < 3; k++)
-                if (!strcmp(v, names[k]))
+                if (tt_coll_name_matches(v, names[k])) /* reduce_scatter, all-reduce too */
                     coll = k;
-            if (coll < 0)
+            if (coll < 0) {
+                fprintf(stderr, "mpi-bench: -C takes allreduce, reducescatter or allgather, not '%s'\n", v);
                 MPI_Abort(MPI_COMM_WORLD, 2);
+            }
         } else {
             fprintf(stderr, "mpi-bench: unknown argument %s\n", a);
             MPI_Abort(MPI_COMM_WORLD, 2);
