@@ -206,10 +206,11 @@ static int parse_args(int argc, char **argv, opts_t *o)
         switch (c) {
         case 'C':
             if (parse_coll(optarg, &o->coll))
-                return fprintf(stderr,
-                               "tutti-explain: unknown collective '%s' (allreduce, reduce_scatter, allgather, "
-                               "broadcast, reduce, alltoall or barrier)\n",
-                               optarg),
+                return fprintf(
+                           stderr,
+                           "tutti-explain: unknown collective '%s' (allreduce, reduce_scatter, allgather, "
+                           "broadcast, reduce, alltoall or barrier)\n",
+                           optarg),
                        2;
             break;
         case 'a':
