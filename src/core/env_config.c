@@ -84,7 +84,8 @@ const char *tt_config_str(tt_config_id_t id)
 
 int tt_config_is_set(tt_config_id_t id)
 {
-    return getenv(tt_config_entries[id].name) != NULL;
+    const char *v = getenv(tt_config_entries[id].name);
+    return v && *v; /* empty counts as unset, as tt_config_str reads it */
 }
 
 static int config_parse(tt_config_id_t id, const char *text, int64_t *out)
