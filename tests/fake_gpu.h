@@ -18,7 +18,7 @@
  * a hang or undefined behaviour: a stream call made while another device
  * is current, a pinned free while a gate is still closed (cudaFreeHost
  * waits for the device), a gate or copy that touches freed pinned memory,
- * a blocking gate or a stream sync that waits more than 5 s, an allocation
+ * a blocking gate or a stream sync that waits more than 30 s, an allocation
  * or stream creation while a stream is being captured. Kernels,
  * lazy loading and the driver's stream memory operations are not modelled.
  */

@@ -38,7 +38,7 @@ netns_run() {
     shift 2
     for r in $(seq 0 $((n - 1))); do
         if [ $r -lt $((n / 2)) ]; then ns=$NSA; else ns=$NSB; fi
-        nice -n -10 ip netns exec "$ns" env TUTTI_RANK=$r TUTTI_NRANKS=$n TUTTI_LOCAL_RANK=$((r % (n / 2))) \
+        nice -n -19 ip netns exec "$ns" env TUTTI_RANK=$r TUTTI_NRANKS=$n TUTTI_LOCAL_RANK=$((r % (n / 2))) \
             TUTTI_NODE_ID=$((r / (n / 2))) TUTTI_KEY="$NETNS_KEY" TUTTI_ROOT_ADDR=10.77.0.1:$NETNS_PORT \
             TUTTI_TIMEOUT=120 timeout 300 "$@" >"$WORK/$name.out.$r" 2>"$WORK/$name.err.$r" &
     done

@@ -6,7 +6,8 @@
 # 64 MiB must beat the flat ring, and the measured ring/hierarchical ratio
 # must be within 25% of what the cost model predicts for that link.
 # Skips (exit 77) where namespaces cannot be made: not root, no ip or tc,
-# or a kernel or container that refuses them.
+# or a kernel or container that refuses them; and where other jobs keep the
+# CPUs too busy for the link-bound ring to reach its time on the wire.
 set -u
 B=${TT_BUILDDIR:-.}
 RATE_MBIT=2000
@@ -25,19 +26,6 @@ run_job() {
     }
 }
 
-# Three alternating runs each, best of each, at a raised priority: other
-# tests may be sharing the CPUs.
-ring= hier=
-for i in 1 2 3; do
-    r=$(run_job ring) && h=$(run_job hierarchical) && [ -n "$r" ] && [ -n "$h" ] || {
-        cat "$WORK"/*.err.* >&2
-        exit 1
-    }
-    echo "run $i: ring $r us, hierarchical $h us"
-    ring=$(awk -v a="$ring" -v b="$r" 'BEGIN { print (a == "" || b < a) ? b : a }')
-    hier=$(awk -v a="$hier" -v b="$h" 'BEGIN { print (a == "" || b < a) ? b : a }')
-done
-
 # The model, told the link's rate: tcp at RATE_MBIT, one link per host.
 echo "tcp 50 $(awk "BEGIN { print $RATE_MBIT / 8000 }") 10" >"$WORK/tuning"
 predict() {
@@ -45,6 +33,37 @@ predict() {
         awk -v a="$1" '$1 == a { t = $7; if ($8 == "ms") t *= 1000; print t }'
 }
 pring=$(predict ring) && phier=$(predict hierarchical) || exit 1
+
+# Alternating runs, the best of each kept: other jobs share the CPUs, and
+# under load every time stretches (up to 5x was seen on a busy 2-core
+# machine), so a fixed number of runs judged the load, not the model. At
+# least 3 rounds; then stop once the ring's best is within 15% of its time
+# on the wire (the ring is link-bound: slower means the CPUs were taken)
+# and the last round improved neither best by more than 5%. A machine that
+# does not get there in 6 rounds, or whose best ring after 3 is still half
+# again its time on the wire, is too busy to time the link: skip, saying so.
+ring= hier= settled=0
+for i in 1 2 3 4 5 6; do
+    r=$(run_job ring) && h=$(run_job hierarchical) && [ -n "$r" ] && [ -n "$h" ] || {
+        cat "$WORK"/*.err.* >&2
+        exit 1
+    }
+    echo "run $i: ring $r us, hierarchical $h us"
+    settled=$(awk -v i="$i" -v br="$ring" -v bh="$hier" -v r="$r" -v h="$h" -v pr="$pring" 'BEGIN {
+        improved = br != "" && (r < br / 1.05 || h < bh / 1.05)
+        nr = (br == "" || r < br) ? r : br
+        print (i >= 3 && nr <= 1.15 * pr && !improved) ? 1 : 0 }')
+    ring=$(awk -v a="$ring" -v b="$r" 'BEGIN { print (a == "" || b < a) ? b : a }')
+    hier=$(awk -v a="$hier" -v b="$h" 'BEGIN { print (a == "" || b < a) ? b : a }')
+    [ "$settled" = 1 ] && break
+    [ "$i" -ge 3 ] && awk -v r="$ring" -v pr="$pring" 'BEGIN { exit !(r > 1.5 * pr) }' && break
+done
+if [ "$settled" != 1 ]; then
+    echo "SKIP: the machine is too busy to time the link: after $i rounds the best ring took $ring us," \
+        "against $pring us on the wire, or the bests were still falling"
+    exit 77
+fi
+
 echo "measured: ring $ring us, hierarchical $hier us; predicted: ring $pring us, hierarchical $phier us"
 awk -v r="$ring" -v h="$hier" -v pr="$pring" -v ph="$phier" 'BEGIN {
     measured = r / h; predicted = pr / ph; off = measured / predicted - 1
