@@ -173,7 +173,8 @@ int tt_nccl_snapshot(ncclComm_t comm, ncclResult_t *state, int *nranks, int *ran
         /* While registered, tc is not freed: abort retires first, finalize
          * clears tc under the lock before destroying it. */
         tutti_comm_t tc = comm->tc;
-        tutti_status_t failed = tc ? __atomic_load_n(&tc->failed, __ATOMIC_RELAXED) : TUTTI_SUCCESS;
+        tutti_comm_t inner = tt_nccl_inner(tc);
+        tutti_status_t failed = inner ? __atomic_load_n(&inner->failed, __ATOMIC_RELAXED) : TUTTI_SUCCESS;
         if (*state == ncclSuccess && failed) {
             *state = tt_nccl_result(failed);
             if (!comm->error[0])
@@ -194,8 +195,8 @@ int tt_nccl_live_in_job(uint64_t key_tag)
         if (!c)
             continue;
         pthread_mutex_lock(&c->lock);
-        tutti_comm_t tc = c->tc;
-        n += tc && tc->env.key_tag == key_tag;
+        tutti_comm_t inner = tt_nccl_inner(c->tc);
+        n += inner && inner->env.key_tag == key_tag;
         pthread_mutex_unlock(&c->lock);
     }
     pthread_mutex_unlock(&registry_lock);

@@ -75,7 +75,8 @@ static int device_copies(const local_t *copies, int n)
 static tutti_status_t run_batch(tutti_comm_t tc, tt_call_t *calls, int n, const local_t *copies, int ncopies,
                                 void *stream, const char *name)
 {
-    TT_TRY(tt_comm_enter(tc, name));
+    tutti_comm_t handle = tc;
+    TT_TRY(tt_comm_enter(handle, name, &tc));
     tutti_status_t st = TUTTI_SUCCESS;
     int on_device = device_copies(copies, ncopies);
     for (int i = 0; !st && i < n; i++) {
@@ -102,12 +103,13 @@ static tutti_status_t gather_scatter(tutti_comm_t tc, ncclComm_t comm, const tt_
 {
     int gather = op->kind == TT_NCCL_GATHER, p = comm->nranks, me = comm->rank, root = op->root;
     if (root < 0 || root >= p)
-        return tt_comm_error(tc, TUTTI_ERR_INVALID_ARG, "%s: root: %d is outside 0..%d", name, root, p - 1);
+        return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_INVALID_ARG, "%s: root: %d is outside 0..%d", name,
+                             root, p - 1);
     size_t block = op->count * tutti_dtype_size(op->dtype);
     local_t own = {0};
     if (me == root && block) {
         if (!op->send || !op->recv)
-            return tt_comm_error(tc, TUTTI_ERR_INVALID_ARG, "%s: %s: NULL on the root", name,
+            return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_INVALID_ARG, "%s: %s: NULL on the root", name,
                                  op->send ? "recvbuff" : "sendbuff");
         own.dst = gather ? (char *)op->recv + (size_t)root * block : op->recv;
         own.src = gather ? op->send : (const char *)op->send + (size_t)root * block;
@@ -115,7 +117,7 @@ static tutti_status_t gather_scatter(tutti_comm_t tc, ncclComm_t comm, const tt_
     }
     tt_call_t *calls = calloc((size_t)p, sizeof *calls);
     if (!calls)
-        return tt_comm_error(tc, TUTTI_ERR_NO_MEMORY, "%s: no memory for %d calls", name, p);
+        return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_NO_MEMORY, "%s: no memory for %d calls", name, p);
     int n = 0;
     if (me != root)
         calls[n++] = gather ? p2p(TT_COLL_SEND, op->send, NULL, op->count, op->dtype, root)
@@ -167,7 +169,7 @@ static tutti_status_t pair_self(tutti_comm_t tc, const tt_nccl_op_t *ops, int n,
         nrecv += ops[i].kind == TT_NCCL_RECV && ops[i].root == me;
     }
     if (nsend != nrecv)
-        return tt_comm_error(tc, TUTTI_ERR_MISMATCH,
+        return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_MISMATCH,
                              "ncclGroupEnd: rank %d sends to itself %d times but receives %d", me, nsend,
                              nrecv);
     *ncopies = 0;
@@ -178,7 +180,7 @@ static tutti_status_t pair_self(tutti_comm_t tc, const tt_nccl_op_t *ops, int n,
             r++;
         const tt_nccl_op_t *s = &ops[i], *d = &ops[r++];
         if (s->count != d->count || s->dtype != d->dtype)
-            return tt_comm_error(tc, TUTTI_ERR_MISMATCH,
+            return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_MISMATCH,
                                  "ncclGroupEnd: rank %d sends %zu %s to itself but receives %zu %s", me,
                                  s->count, tutti_dtype_name(s->dtype), d->count, tutti_dtype_name(d->dtype));
         copies[(*ncopies)++] = (local_t){d->recv, s->send, s->count * tutti_dtype_size(s->dtype)};
@@ -193,8 +195,9 @@ static tutti_status_t run_p2p(tutti_comm_t tc, int me, const tt_nccl_op_t *ops, 
     tt_call_t *calls = calloc((size_t)n, sizeof *calls);
     local_t *copies = calloc((size_t)n, sizeof *copies);
     int k = 0, first = -1, ncopies = 0;
-    tutti_status_t st = calls && copies ? pair_self(tc, ops, n, me, copies, &ncopies)
-                                        : tt_comm_error(tc, TUTTI_ERR_NO_MEMORY, "no memory for %d calls", n);
+    tutti_status_t st =
+        calls && copies ? pair_self(tc, ops, n, me, copies, &ncopies)
+                        : tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_NO_MEMORY, "no memory for %d calls", n);
     for (int i = 0; !st && i < n; i++) {
         if (!is_p2p(&ops[i]))
             continue;
@@ -202,7 +205,7 @@ static tutti_status_t run_p2p(tutti_comm_t tc, int me, const tt_nccl_op_t *ops, 
             first = i;
         else if (ops[i].stream != ops[first].stream)
             st = tt_comm_error(
-                tc, TUTTI_ERR_UNSUPPORTED,
+                tt_nccl_inner(tc), TUTTI_ERR_UNSUPPORTED,
                 "ncclGroupEnd: the sends and receives of one communicator in a group use several "
                 "streams; tutti runs them as one batch on one stream");
         if (ops[i].root != me)

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "comm/comm.h"
 #include "nccl/nccl_abi.h"
 #include "tutti.h"
 
@@ -90,6 +91,13 @@ void tt_nccl_free(ncclComm_t comm);
 int tt_nccl_copy_error(ncclComm_t comm, char *out, size_t len);
 /* comm's tutti communicator (NULL once aborted): read once per use, since
  * an abort on another thread clears it. */
+/* tutti's communicator behind the handle tc, for the calls that reach
+ * inside it (handles are never addresses); NULL once tc is destroyed. */
+static inline tutti_comm_t tt_nccl_inner(tutti_comm_t tc)
+{
+    return tc ? tt_comm_lookup(tc, NULL) : NULL;
+}
+
 static inline tutti_comm_t tt_nccl_tc(ncclComm_t comm)
 {
     return __atomic_load_n(&comm->tc, __ATOMIC_ACQUIRE);

@@ -112,7 +112,7 @@ static ncclResult_t destroy_job(ncclComm_t comm, ncclComm_t *others, int n)
 /* Destroys comm now, or leaves it to the last rank of its job here. */
 static ncclResult_t destroy_or_wait(ncclComm_t comm)
 {
-    uint64_t tag = comm->tc->env.key_tag;
+    uint64_t tag = tt_nccl_inner(comm->tc)->env.key_tag;
     ncclComm_t others[TT_NCCL_MAX_PENDING];
     int n = 0;
     pthread_mutex_lock(&pending_lock);
@@ -124,7 +124,7 @@ static ncclResult_t destroy_or_wait(ncclComm_t comm)
                 return ncclSuccess;
             }
     for (int i = 0; i < TT_NCCL_MAX_PENDING; i++)
-        if (pending[i] && pending[i]->tc->env.key_tag == tag) {
+        if (pending[i] && tt_nccl_inner(pending[i]->tc)->env.key_tag == tag) {
             others[n++] = pending[i];
             pending[i] = NULL;
         }

@@ -111,9 +111,11 @@ static tutti_status_t scalar_now(tutti_comm_t tc, const tt_nccl_redop_t *r, unsi
     }
 #ifdef TT_HAVE_CUDA
     cudaError_t e = cudaMemcpy(out, r->scalar_ptr, elem, cudaMemcpyDeviceToHost);
-    return e ? tt_device_error(tc, name, "reading the pre-multiplied sum's scalar", e) : TUTTI_SUCCESS;
+    return e ? tt_device_error(tt_nccl_inner(tc), name, "reading the pre-multiplied sum's scalar", e)
+             : TUTTI_SUCCESS;
 #else
-    return tt_comm_error(tc, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA", name);
+    return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA",
+                         name);
 #endif
 }
 
@@ -122,11 +124,12 @@ static tutti_status_t premul_host(tutti_comm_t tc, const tt_nccl_op_t *op, size_
 {
     unsigned char k[8];
     if (op->stream)
-        TT_TRY(tt_device_stream_wait(tc, name, op->stream));
+        TT_TRY(tt_device_stream_wait(tt_nccl_inner(tc), name, op->stream));
     TT_TRY(scalar_now(tc, &op->premul, k, name));
     void *scaled = malloc(n * tutti_dtype_size(op->dtype));
     if (!scaled)
-        return tt_comm_error(tc, TUTTI_ERR_NO_MEMORY, "%s: no memory to scale %zu elements", name, n);
+        return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_NO_MEMORY, "%s: no memory to scale %zu elements",
+                             name, n);
     tt_reduce_scale(scaled, op->send, n, op->dtype, k);
     tutti_status_t st = sum_from(tc, op, scaled);
     free(scaled);
@@ -151,7 +154,7 @@ static tutti_status_t premul_device(tutti_comm_t tc, const tt_nccl_op_t *op, siz
     if (e) {
         if (scaled)
             cudaFreeAsync(scaled, s);
-        return tt_device_error(tc, name, "scaling the input of a pre-multiplied sum", e);
+        return tt_device_error(tt_nccl_inner(tc), name, "scaling the input of a pre-multiplied sum", e);
     }
     tutti_status_t st = sum_from(tc, op, scaled);
     cudaFreeAsync(scaled, s);
@@ -159,7 +162,8 @@ static tutti_status_t premul_device(tutti_comm_t tc, const tt_nccl_op_t *op, siz
 #else
     (void)op;
     (void)n;
-    return tt_comm_error(tc, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA", name);
+    return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA",
+                         name);
 #endif
 }
 
@@ -177,7 +181,7 @@ ncclResult_t tt_nccl_run_premul(tutti_comm_t tc, const tt_nccl_op_t *op)
         st = sum_from(tc, op, op->send); /* nothing to scale: tutti checks the arguments */
     else if (!send_dev && recv_dev)      /* the host temporary would go before the queued call read it */
         st = tt_comm_error(
-            tc, TUTTI_ERR_UNSUPPORTED,
+            tt_nccl_inner(tc), TUTTI_ERR_UNSUPPORTED,
             "%s: a pre-multiplied sum from host memory into device memory; use buffers of one kind", name);
     else if (send_dev)
         st = premul_device(tc, op, n, name);

@@ -30,6 +30,7 @@ typedef struct {
 typedef struct {
     const tt_bw_opts_t *o;
     tutti_comm_t ctl; /* the job's communicator (default transports): coordination */
+    tutti_comm_t in;  /* the communicator behind the handle ctl: the fields read here */
     int rank, nranks;
     int text;       /* this rank prints the tables (rank 0 without --json/--csv) */
     tt_json_t json; /* rank 0 with --json: the document */
@@ -41,6 +42,7 @@ typedef struct {
 typedef struct {
     const char *name;
     tutti_comm_t comm;
+    tutti_comm_t in; /* the communicator behind the handle comm: its connections */
     int n;
     int *uses;      /* [a * n + b]: a and b are connected by this transport */
     char (*cls)[8]; /* [a * n + b]: X, NODE, SYS (other NUMA node) or NET (other host) */

@@ -24,7 +24,7 @@ tutti_status_t tt_bw_cell(tt_bw_job_t *job, tt_bw_tp_t *tp, int a, int b, tt_bw_
     tutti_status_t st = TUTTI_SUCCESS;
     if ((me == a || me == b) && tp->uses[a * n + b]) {
         int peer = me == a ? b : a;
-        tutti_comm_t c = tp->comm;
+        tutti_comm_t c = tp->in;
         tt_bw_link_t link = {.ops = c->peers[peer].ops,
                              .conn = c->peers[peer].conn,
                              .nchannels = c->nchannels,
@@ -40,7 +40,7 @@ tutti_status_t tt_bw_cell(tt_bw_job_t *job, tt_bw_tp_t *tp, int a, int b, tt_bw_
     if (!all)
         return TUTTI_ERR_NO_MEMORY;
     mine.valid = st ? -1 : mine.valid;
-    tutti_status_t gst = tt_bootstrap_allgather(&job->ctl->bs, &mine, all, sizeof mine);
+    tutti_status_t gst = tt_bootstrap_allgather(&job->in->bs, &mine, all, sizeof mine);
     if (!gst)
         for (int r = 0; r < n; r++)
             if (all[r].valid < 0)

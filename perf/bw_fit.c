@@ -101,10 +101,10 @@ static tutti_status_t pair_transports(tt_bw_job_t *job, int *idx)
     for (int q = 0; q < n; q++) {
         row[q] = -1;
         for (int i = 0; q != job->rank && tt_transports[i]; i++)
-            if (job->ctl->peers[q].ops == tt_transports[i])
+            if (job->in->peers[q].ops == tt_transports[i])
                 row[q] = i;
     }
-    tutti_status_t st = tt_bootstrap_allgather(&job->ctl->bs, row, idx, (size_t)n * sizeof *row);
+    tutti_status_t st = tt_bootstrap_allgather(&job->in->bs, row, idx, (size_t)n * sizeof *row);
     free(row);
     return st;
 }
@@ -116,7 +116,7 @@ static int pick_pairs(tt_bw_job_t *job, const int *idx, link_fit_t *fits)
     for (int pass = 0; pass < 2; pass++)
         for (int a = 0; a < n; a++)
             for (int b = a + 1; b < n; b++) {
-                int across = job->ctl->hosts.host_of[a] != job->ctl->hosts.host_of[b];
+                int across = job->in->hosts.host_of[a] != job->in->hosts.host_of[b];
                 if (idx[a * n + b] < 0 || across != (pass == 0))
                     continue;
                 const char *name = tt_transports[idx[a * n + b]]->name;
@@ -138,6 +138,7 @@ static tutti_status_t wrap_ctl(tt_bw_job_t *job, tt_bw_tp_t *tp)
     memset(tp, 0, sizeof *tp);
     tp->name = "job";
     tp->comm = job->ctl;
+    tp->in = job->in;
     tp->n = n;
     tp->buf_bytes = fit_sizes[NPTS - 1];
     tp->uses = calloc((size_t)n * n, sizeof *tp->uses);
@@ -159,7 +160,7 @@ static tutti_status_t pinned_latency(tt_bw_job_t *job, tt_bw_tp_t *tp, int a, in
     int pinned = 0;
     if (job->rank == a || job->rank == b) {
         CPU_ZERO(&one);
-        CPU_SET((int)(job->ctl->endpoints[a].place & 0xffffffffu), &one);
+        CPU_SET((int)(job->in->endpoints[a].place & 0xffffffffu), &one);
         pinned =
             sched_getaffinity(0, sizeof saved, &saved) == 0 && sched_setaffinity(0, sizeof one, &one) == 0;
     }
@@ -208,7 +209,7 @@ static void print_fits(const tt_bw_job_t *job, const link_fit_t *fits, int count
                        const tt_cost_model_t *before)
 {
     printf("\n# tutti-bw --fit: %d ranks on %d host%s; exchanges of 8 B to 16 MiB, both ends at once\n",
-           job->nranks, job->ctl->hosts.nhosts, job->ctl->hosts.nhosts == 1 ? "" : "s");
+           job->nranks, job->in->hosts.nhosts, job->in->hosts.nhosts == 1 ? "" : "s");
     printf("%-6s %-8s %5s %10s %9s %12s   %s\n", "class", "over", "pair", "alpha_us", "GB/s", "worst_resid",
            "(before: alpha_us GB/s)");
     for (int k = 0; k < count; k++) {
@@ -283,7 +284,7 @@ static void fitted_model(tt_bw_job_t *job, link_fit_t *fits, int count, double w
         double extra = reduce_s - copy_s > 0.1 * reduce_s ? reduce_s - copy_s : 0.1 * reduce_s;
         if (reduce_s > 0)
             c->gamma = f->cls == TT_LINK_SHM ? extra : reduce_s;
-        int across = job->ctl->hosts.host_of[f->a] != job->ctl->hosts.host_of[f->b];
+        int across = job->in->hosts.host_of[f->a] != job->in->hosts.host_of[f->b];
         *(across ? &m->inter : &m->intra) = f->cls;
     }
     if (wake_us > 0)
@@ -304,7 +305,7 @@ static int write_file(const char *path, const tt_cost_model_t *m, unsigned measu
  * on one CPU (the wake-up is measured on its own); 1 when this rank is pinned. */
 static int pin_apart(const tt_bw_job_t *job, int a, int b, cpu_set_t *saved)
 {
-    const tt_endpoint_t *ea = &job->ctl->endpoints[a], *eb = &job->ctl->endpoints[b];
+    const tt_endpoint_t *ea = &job->in->endpoints[a], *eb = &job->in->endpoints[b];
     if ((job->rank != a && job->rank != b) || ea->host_id != eb->host_id ||
         sched_getaffinity(0, sizeof *saved, saved))
         return 0;
@@ -342,8 +343,8 @@ static tutti_status_t measure_links(tt_bw_job_t *job, link_fit_t *fits, int coun
     }
     *wake_us = 0;
     for (int k = 0; k < count && !st; k++) {
-        int across = job->ctl->hosts.host_of[fits[k].a] != job->ctl->hosts.host_of[fits[k].b];
-        if (across || job->ctl->policy.tuner.model.crowding <= 1)
+        int across = job->in->hosts.host_of[fits[k].a] != job->in->hosts.host_of[fits[k].b];
+        if (across || job->in->policy.tuner.model.crowding <= 1)
             continue;
         double us = 0;
         st = pinned_latency(job, &tp, fits[k].a, fits[k].b, &us);
@@ -359,7 +360,7 @@ static void drop_this_shape(const tt_bw_job_t *job, tt_cost_fix_t *f)
 {
     int kept = 0;
     for (int i = 0; i < f->n; i++)
-        if (f->e[i].nranks != job->nranks || f->e[i].nhosts != job->ctl->hosts.nhosts)
+        if (f->e[i].nranks != job->nranks || f->e[i].nhosts != job->in->hosts.nhosts)
             f->e[kept++] = f->e[i];
     f->n = kept;
 }
@@ -394,9 +395,8 @@ static void header_text(const tt_bw_job_t *job, const link_fit_t *fits, int coun
     time_t now = time(NULL);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S", localtime(&now));
-    size_t len =
-        (size_t)snprintf(out, size, "written by tutti-bw --fit on %s, %d ranks on %d host%s", date,
-                         job->nranks, job->ctl->hosts.nhosts, job->ctl->hosts.nhosts == 1 ? "" : "s");
+    size_t len = (size_t)snprintf(out, size, "written by tutti-bw --fit on %s, %d ranks on %d host%s", date,
+                                  job->nranks, job->in->hosts.nhosts, job->in->hosts.nhosts == 1 ? "" : "s");
     *measured = 0;
     for (int k = 0; k < count && len < size; k++) {
         *measured |= 1u << fits[k].cls;
@@ -408,7 +408,7 @@ static void header_text(const tt_bw_job_t *job, const link_fit_t *fits, int coun
 /* Rank 0's model to every rank; each keeps its own pointer to the pairs' link classes. */
 static tutti_status_t broadcast_model(tt_bw_job_t *job, tt_cost_model_t *m)
 {
-    const tt_cost_model_t *mine = &job->ctl->policy.tuner.model;
+    const tt_cost_model_t *mine = &job->in->policy.tuner.model;
     tutti_status_t st = tutti_broadcast(m, m, sizeof *m, TUTTI_UINT8, 0, job->ctl, NULL);
     m->links = mine->links;
     m->nlinks = mine->nlinks;
@@ -428,7 +428,7 @@ tutti_status_t tt_bw_fit(tt_bw_job_t *job)
     double wake_us = 0, reduce_s = 0, copy_s = 0;
     if (!st)
         st = measure_links(job, fits, count, &wake_us);
-    const tt_cost_model_t *before = &job->ctl->policy.tuner.model;
+    const tt_cost_model_t *before = &job->in->policy.tuner.model;
     if (!st) {
         *link = *before;
         drop_this_shape(job, &link->fix);

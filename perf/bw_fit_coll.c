@@ -50,14 +50,14 @@ static double median(double *v, int n)
 static tutti_status_t make_comms(tt_bw_job_t *job, tt_fit_pass_t *p, const char *path, tutti_comm_t *comm)
 {
     tt_coll_args_t args = {
-        .coll = TT_COLL_ALLREDUCE, .nranks = job->nranks, .count = 1024, .hosts = &job->ctl->hosts};
+        .coll = TT_COLL_ALLREDUCE, .nranks = job->nranks, .count = 1024, .hosts = &job->in->hosts};
     char why[200];
     tutti_status_t st = TUTTI_SUCCESS;
-    int64_t timeout = job->ctl->timeout_ms;
+    int64_t timeout = job->in->timeout_ms;
     p->nalgo = 0;
     for (int i = 0; i < tt_num_algorithms && p->nalgo < TT_FIT_MAX_ALGOS && !st; i++) {
         const tt_algorithm_t *a = tt_algorithms[i];
-        if (!tt_tuner_considers(&job->ctl->policy.tuner, a, &args))
+        if (!tt_tuner_considers(&job->in->policy.tuner, a, &args))
             continue;
         p->algo[p->nalgo] = a;
         st = tt_bw_comm_with(job, "TUTTI_ALGO_ALLREDUCE", a->name, timeout, &comm[p->nalgo++], why,
@@ -121,7 +121,7 @@ tutti_status_t tt_bw_fit_pass(tt_bw_job_t *job, const char *path, tt_fit_pass_t 
 static tt_coll_args_t args_at(const tt_bw_job_t *job, size_t bytes)
 {
     return (tt_coll_args_t){
-        .coll = TT_COLL_ALLREDUCE, .nranks = job->nranks, .count = bytes / 4, .hosts = &job->ctl->hosts};
+        .coll = TT_COLL_ALLREDUCE, .nranks = job->nranks, .count = bytes / 4, .hosts = &job->in->hosts};
 }
 
 /* What the tuner's model predicts for a forced algorithm (default slices), us. */
@@ -152,7 +152,7 @@ int tt_bw_fit_corrections(const tt_bw_job_t *job, const tt_fit_pass_t *p, tt_cos
                     near[n++] = ratio[j];
             tt_cost_fix_entry_t e = {.coll = TT_COLL_ALLREDUCE,
                                      .nranks = job->nranks,
-                                     .nhosts = job->ctl->hosts.nhosts,
+                                     .nhosts = job->in->hosts.nhosts,
                                      .size_class = tt_cost_size_class(p->bytes[i]),
                                      .factor = median(near, n)};
             snprintf(e.algo, sizeof e.algo, "%s", p->algo[k]->name);
@@ -232,7 +232,7 @@ static const tt_algorithm_t *pick_with(const tt_bw_job_t *job, const tt_cost_mod
     tt_tuner_t *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    *t = job->ctl->policy.tuner;
+    *t = job->in->policy.tuner;
     memset(t->cache, 0, sizeof t->cache);
     t->model = *m;
     tt_coll_args_t args = args_at(job, bytes);

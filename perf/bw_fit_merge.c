@@ -64,7 +64,7 @@ int tt_bw_fit_keep_shapes(const tt_bw_job_t *job, const char *path, tt_cost_mode
     if (access(path, R_OK) == 0 && tt_cost_load(old, path, err, sizeof err) == TUTTI_SUCCESS)
         for (int i = 0; i < old->fix.n; i++) {
             tt_cost_fix_entry_t e = old->fix.e[i];
-            if (e.nranks == job->nranks && e.nhosts == job->ctl->hosts.nhosts)
+            if (e.nranks == job->nranks && e.nhosts == job->in->hosts.nhosts)
                 continue; /* this shape was measured again */
             const tt_algorithm_t *algo = tt_algo_named(e.algo);
             double was = algo ? shape_predict(old, &e, algo) : -1,

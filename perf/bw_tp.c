@@ -101,8 +101,9 @@ tutti_status_t tt_bw_tp_open(tt_bw_job_t *job, const char *name, tt_bw_tp_t *tp,
     }
     char list[64];
     snprintf(list, sizeof list, strcmp(name, "tcp") == 0 ? "%s" : "%s,tcp", name);
-    int64_t timeout = job->ctl->timeout_ms < TP_SETUP_TIMEOUT_MS ? job->ctl->timeout_ms : TP_SETUP_TIMEOUT_MS;
+    int64_t timeout = job->in->timeout_ms < TP_SETUP_TIMEOUT_MS ? job->in->timeout_ms : TP_SETUP_TIMEOUT_MS;
     TT_TRY(tt_bw_comm_with(job, "TUTTI_TRANSPORTS", list, timeout, &tp->comm, why, len));
+    tp->in = tt_comm_lookup(tp->comm, NULL);
     int n = tp->n = job->nranks;
     tp->uses = calloc((size_t)n * n, sizeof *tp->uses);
     tp->cls = calloc((size_t)n * n, sizeof *tp->cls);
@@ -118,12 +119,12 @@ tutti_status_t tt_bw_tp_open(tt_bw_job_t *job, const char *name, tt_bw_tp_t *tp,
         return TUTTI_ERR_NO_MEMORY;
     }
     for (int q = 0; q < n; q++)
-        row[q] = q != job->rank && tp->comm->peers[q].ops == ops;
-    tutti_status_t st = tt_bootstrap_allgather(&job->ctl->bs, row, tp->uses, (size_t)n * sizeof *row);
+        row[q] = q != job->rank && tp->in->peers[q].ops == ops;
+    tutti_status_t st = tt_bootstrap_allgather(&job->in->bs, row, tp->uses, (size_t)n * sizeof *row);
     free(row);
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++)
-            pair_class(&tp->comm->endpoints[a], &tp->comm->endpoints[b], a == b, tp->cls[a * n + b]);
+            pair_class(&tp->in->endpoints[a], &tp->in->endpoints[b], a == b, tp->cls[a * n + b]);
     if (st) {
         snprintf(why, len, "exchanging which pairs it serves failed");
         return st;

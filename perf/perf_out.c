@@ -70,7 +70,7 @@ void perf_print_header(perf_out_t *out, const char *const *rank_lines)
     tt_json_str(j, "program", o->program);
     tt_json_str(j, "date", date);
     tt_json_int(j, "nranks", out->nranks);
-    tt_json_int(j, "nhosts", out->comm->hosts.nhosts);
+    tt_json_int(j, "nhosts", tt_comm_lookup(out->comm, NULL)->hosts.nhosts);
     tt_json_arr(j, "ranks");
     for (int r = 0; r < out->nranks; r++)
         tt_json_str(j, NULL, rank_lines[r] + 2);

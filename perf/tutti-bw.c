@@ -163,14 +163,14 @@ static void json_head(tt_bw_job_t *job)
     tt_json_str(j, "version", PACKAGE_VERSION);
     tt_json_str(j, "date", date);
     tt_json_int(j, "nranks", job->nranks);
-    tt_json_int(j, "nhosts", job->ctl->hosts.nhosts);
+    tt_json_int(j, "nhosts", job->in->hosts.nhosts);
     tt_json_arr(j, "ranks");
     for (int r = 0; r < job->nranks; r++) {
-        const tt_endpoint_t *e = &job->ctl->endpoints[r];
+        const tt_endpoint_t *e = &job->in->endpoints[r];
         tt_json_obj(j, NULL);
         tt_json_int(j, "rank", r);
         tt_json_str(j, "host", e->hostname);
-        tt_json_int(j, "host_index", job->ctl->hosts.host_of[r]);
+        tt_json_int(j, "host_index", job->in->hosts.host_of[r]);
         tt_json_int(j, "pid", e->pid);
         tt_json_int(j, "cpus", e->cpus);
         tt_json_int(j, "numa", (long long)(e->place >> 32));
@@ -214,7 +214,7 @@ static tutti_status_t one_transport(tt_bw_job_t *job, const char *name)
     int nreached = 0;
     if (!st && tp.comm) {
         if (job->text)
-            printf("\n== %s (%d ranks, %d channels per pair)\n", name, tp.n, tp.comm->nchannels);
+            printf("\n== %s (%d ranks, %d channels per pair)\n", name, tp.n, tp.in->nchannels);
         if (job->o->matrix)
             st = tt_bw_matrices(job, &tp, reached, &nreached);
         if (!st && job->o->sweep)
@@ -275,14 +275,15 @@ int main(int argc, char **argv)
                 tutti_comm_last_error(NULL));
         return 1;
     }
-    job.rank = job.ctl->rank;
-    job.nranks = job.ctl->nranks;
+    job.in = tt_comm_lookup(job.ctl, NULL);
+    job.rank = job.in->rank;
+    job.nranks = job.in->nranks;
     job.text = job.rank == 0 && !o.json && !o.csv;
     if (job.rank == 0)
         job.memcpy_gbps = tt_bw_memcpy_gbps((size_t)64 << 20);
     if (job.text)
         printf("# tutti-bw %s: %d ranks on %d host%s; memcpy %.2f GB/s (one CPU, 64 MiB)\n", PACKAGE_VERSION,
-               job.nranks, job.ctl->hosts.nhosts, job.ctl->hosts.nhosts == 1 ? "" : "s", job.memcpy_gbps);
+               job.nranks, job.in->hosts.nhosts, job.in->hosts.nhosts == 1 ? "" : "s", job.memcpy_gbps);
     if (job.rank == 0 && o.csv)
         printf(
             "section,transport,kind,a,b,class,bytes,median,p5,p95,p99,cv,samples,outliers,stable,msg_rate\n");

@@ -40,18 +40,19 @@ static void choice(perf_ctx_t *c, coll_t coll, size_t count, perf_row_t *row)
         row->algorithm = "compressed";
         return;
     }
+    tutti_comm_t in = tt_comm_lookup(c->comm, NULL); /* the communicator behind the handle: its tuner */
     tt_coll_args_t args = {.coll = lib_coll[coll],
                            .nranks = c->nranks,
                            .root = coll == C_SENDRECV ? (c->rank + 1) % c->nranks : c->d.root,
                            .count = count,
-                           .hosts = &c->comm->hosts};
+                           .hosts = &in->hosts};
     size_t bytes = count * c->d.elem * (perf_per_rank(coll) ? (size_t)c->nranks : 1);
-    tt_tuned_t t = tt_algo_choose(&c->comm->policy, &args, bytes, c->d.elem);
+    tt_tuned_t t = tt_algo_choose(&in->policy, &args, bytes, c->d.elem);
     if (!t.algo)
         return;
     row->algorithm = t.algo->name;
     int nslices = tt_tuner_slices(tt_tuner_chunk_bytes(&args, c->d.elem), t.slice_bytes);
-    const tt_cost_model_t *m = &c->comm->policy.tuner.model;
+    const tt_cost_model_t *m = &in->policy.tuner.model;
     double s = tt_cost_predict(m, t.algo, &args, c->d.elem, nslices);
     row->predicted_us = s < 0 ? -1 : s * tt_cost_fix_factor(&m->fix, t.algo->name, &args, bytes) * 1e6;
 }

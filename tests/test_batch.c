@@ -40,8 +40,9 @@ static uint32_t value(int from, int to, int msg, size_t i)
 /* Every rank receives three messages from every peer (small, big, big)
  * and sends three to each, receives listed first: as blocking calls every
  * rank would wait in its first receive. */
-static int alltoall_batch(tutti_comm_t comm, int r, int p, void *arg)
+static int alltoall_batch(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: batches are internal */
     (void)arg;
     size_t sizes[NMSG] = {5, BIG, BIG / 3};
     uint32_t **in = calloc((size_t)(NMSG * p), sizeof *in), **out = calloc((size_t)(NMSG * p), sizeof *out);
@@ -60,7 +61,7 @@ static int alltoall_batch(tutti_comm_t comm, int r, int p, void *arg)
             calls[n++] = p2p_call(comm, TT_COLL_SEND, out[NMSG * q + m], sizes[m], q);
         }
     tutti_status_t st = tt_coll_run_batch(comm, calls, n);
-    TT_FAIL_IF(st, "rank %d: batch: %s: %s", r, tutti_strerror(st), tutti_comm_last_error(comm));
+    TT_FAIL_IF(st, "rank %d: batch: %s: %s", r, tutti_strerror(st), tutti_comm_last_error(handle));
     for (int q = 0; q < p; q++)
         for (int m = 0; m < NMSG && q != r; m++)
             for (size_t i = 0; i < sizes[m]; i++)
@@ -85,8 +86,9 @@ END_TEST
 
 /* Gather to a root then scatter from it, each a batch on the root and a
  * single call elsewhere; a count-0 call in the batch moves nothing. */
-static int gather_scatter(tutti_comm_t comm, int r, int p, void *arg)
+static int gather_scatter(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: batches are internal */
     (void)arg;
     int root = p - 1;
     size_t n = 1000;
@@ -105,7 +107,7 @@ static int gather_scatter(tutti_comm_t comm, int r, int p, void *arg)
         calls[k++] = p2p_call(comm, TT_COLL_SEND, mine, n, root);
     }
     tutti_status_t st = tt_coll_run_batch(comm, calls, k);
-    TT_FAIL_IF(st, "rank %d: gather: %s", r, tutti_comm_last_error(comm));
+    TT_FAIL_IF(st, "rank %d: gather: %s", r, tutti_comm_last_error(handle));
     for (int q = 0; r == root && q < p; q++)
         for (size_t i = 0; i < n && q != root; i++)
             TT_FAIL_IF(all[(size_t)q * n + i] != value(q, root, 0, i), "gather: block %d element %zu wrong",
@@ -119,7 +121,7 @@ static int gather_scatter(tutti_comm_t comm, int r, int p, void *arg)
     if (r != root)
         calls[k++] = p2p_call(comm, TT_COLL_RECV, mine, n, root);
     st = tt_coll_run_batch(comm, calls, k);
-    TT_FAIL_IF(st, "rank %d: scatter: %s", r, tutti_comm_last_error(comm));
+    TT_FAIL_IF(st, "rank %d: scatter: %s", r, tutti_comm_last_error(handle));
     for (size_t i = 0; i < n && r != root; i++)
         TT_FAIL_IF(mine[i] != value(r, root, 0, i), "scatter: rank %d element %zu wrong", r, i);
     free(all);
@@ -135,8 +137,9 @@ START_TEST(gather_and_scatter_batches)
 END_TEST
 
 /* A batch on rank 0 meets plain blocking calls on rank 1, in both orders. */
-static int batch_meets_plain(tutti_comm_t comm, int r, int p, void *arg)
+static int batch_meets_plain(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: batches are internal */
     (void)p;
     (void)arg;
     uint32_t *a = malloc(BIG * sizeof(uint32_t)), *b = calloc(BIG, sizeof(uint32_t));
@@ -148,11 +151,11 @@ static int batch_meets_plain(tutti_comm_t comm, int r, int p, void *arg)
                               p2p_call(comm, TT_COLL_SEND, a, BIG, 1)};
         st = tt_coll_run_batch(comm, calls, 2);
     } else {
-        st = tutti_send(a, BIG, TUTTI_UINT32, 0, comm, NULL);
+        st = tutti_send(a, BIG, TUTTI_UINT32, 0, handle, NULL);
         if (!st)
-            st = tutti_recv(b, BIG, TUTTI_UINT32, 0, comm, NULL);
+            st = tutti_recv(b, BIG, TUTTI_UINT32, 0, handle, NULL);
     }
-    TT_FAIL_IF(st, "rank %d: %s", r, tutti_comm_last_error(comm));
+    TT_FAIL_IF(st, "rank %d: %s", r, tutti_comm_last_error(handle));
     for (size_t i = 0; i < BIG; i++)
         TT_FAIL_IF(b[i] != value(1 - r, r, 0, i), "rank %d: element %zu wrong", r, i);
     free(a);

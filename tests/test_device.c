@@ -373,7 +373,7 @@ static int device_collectives(tutti_comm_t comm, int r, int p, void *arg)
     TT_FAIL_IF(tutti_allreduce(dev(&b, b.in), dev(&b, b.out), 1, TUTTI_FP32, TUTTI_SUM, comm, s) ||
                    (b.on_device && cudaStreamSynchronize(b.stream)) || tutti_barrier(comm, NULL),
                "first call: %s", tutti_comm_last_error(comm));
-    uint64_t direct_before = tt_direct_runs(comm);
+    uint64_t direct_before = tt_direct_runs(tt_comm_lookup(comm, NULL));
     for (size_t ti = 0; ti < sizeof device_types / sizeof device_types[0]; ti++)
         for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
             for (int ip = 0; ip < 2; ip++) {
@@ -462,7 +462,7 @@ static int device_collectives(tutti_comm_t comm, int r, int p, void *arg)
             }
     /* 6 collectives, every dtype, 3 counts, in place and not. */
     const uint64_t calls = 6 * (sizeof device_types / sizeof device_types[0]) * 3 * 2;
-    uint64_t direct = tt_direct_runs(comm) - direct_before;
+    uint64_t direct = tt_direct_runs(tt_comm_lookup(comm, NULL)) - direct_before;
     TT_FAIL_IF(want_direct ? direct != calls : direct != 0, "rank %d: %llu calls ran directly", r,
                (unsigned long long)direct);
     if (b.on_device) {

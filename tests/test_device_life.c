@@ -83,15 +83,16 @@ static int on_a_kind_of_stream(tutti_comm_t comm, int r, int p, void *arg)
                    "stream");
     if (warm_up(comm, r, p, s))
         return 1;
-    uint64_t before = tt_direct_runs(comm);
+    uint64_t before = tt_direct_runs(tt_comm_lookup(comm, NULL));
     size_t n = (size_t)1 << 20;
     float *dx, *dy;
     TT_FAIL_IF(cudaMalloc((void **)&dx, n * 4) || cudaMalloc((void **)&dy, n * 4), "cudaMalloc");
     for (int k = 0; k < 4; k++)
         if (checked_allreduce(comm, r, p, dx, dy, k % 2 ? n : 1000, k, s))
             return 1;
-    TT_FAIL_IF(tt_direct_runs(comm) - before != (want_direct(p) ? 4u : 0u),
-               "stream kind %d: %llu direct runs", kind, (unsigned long long)(tt_direct_runs(comm) - before));
+    TT_FAIL_IF(tt_direct_runs(tt_comm_lookup(comm, NULL)) - before != (want_direct(p) ? 4u : 0u),
+               "stream kind %d: %llu direct runs", kind,
+               (unsigned long long)(tt_direct_runs(tt_comm_lookup(comm, NULL)) - before));
     cudaFree(dx);
     cudaFree(dy);
     if (kind >= 2)
@@ -269,7 +270,7 @@ static int big_and_skewed(tutti_comm_t comm, int r, int p, void *arg)
     cudaStream_t s = cudaStreamPerThread;
     if (warm_up(comm, r, p, s))
         return 1;
-    uint64_t before = tt_direct_runs(comm);
+    uint64_t before = tt_direct_runs(tt_comm_lookup(comm, NULL));
     size_t n = (size_t)16 << 20;
     float *dx, *dy;
     TT_FAIL_IF(cudaMalloc((void **)&dx, n * 4 + 64) || cudaMalloc((void **)&dy, n * 4 + 64), "cudaMalloc");
@@ -297,8 +298,8 @@ static int big_and_skewed(tutti_comm_t comm, int r, int p, void *arg)
                    cudaMemcpy(got + 1, by + big - 1, 1, cudaMemcpyDeviceToHost),
                "copy");
     TT_FAIL_IF(got[0] != p || got[1] != p, "2^31 + 5 elements: %d and %d", got[0], got[1]);
-    TT_FAIL_IF(tt_direct_runs(comm) - before != (want_direct(p) ? 4u : 0u), "%llu direct runs",
-               (unsigned long long)(tt_direct_runs(comm) - before));
+    TT_FAIL_IF(tt_direct_runs(tt_comm_lookup(comm, NULL)) - before != (want_direct(p) ? 4u : 0u),
+               "%llu direct runs", (unsigned long long)(tt_direct_runs(tt_comm_lookup(comm, NULL)) - before));
     cudaFree(bx);
     cudaFree(by);
     return 0;

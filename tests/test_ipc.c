@@ -280,8 +280,9 @@ static int one_call(tutti_comm_t comm, const plan_t *plan, tt_call_t c, char *re
     return 0;
 }
 
-static int direct_collectives(tutti_comm_t comm, int r, int p, void *arg)
+static int direct_collectives(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     const plan_t *plan = arg;
     /* The host rank has a FIFO too (as after earlier device calls): only
      * its announcements keep the others from going direct. */
@@ -381,8 +382,9 @@ END_TEST
  */
 #define AHEAD (TT_IPC_BOARD + 500)
 
-static int run_ahead(tutti_comm_t comm, int r, int p, void *arg)
+static int run_ahead(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     (void)p;
     (void)arg;
     float x = 1, y = 0;
@@ -393,13 +395,13 @@ static int run_ahead(tutti_comm_t comm, int r, int p, void *arg)
     for (int i = 0; i < AHEAD; i++) {
         tt_call_t c = {
             .coll = TT_COLL_REDUCE, .send = &x, .recv = &y, .count = 1, .dtype = TUTTI_FP32, .op = TUTTI_SUM};
-        TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "prepare: %s", tutti_comm_last_error(comm));
+        TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "prepare: %s", tutti_comm_last_error(handle));
         uint64_t seq;
         int direct;
         TT_FAIL_IF(tt_coll_begin(comm, &c, r == 0 && i == 0, &seq, &direct), "call %d: %s", i,
-                   tutti_comm_last_error(comm));
+                   tutti_comm_last_error(handle));
         TT_FAIL_IF(direct, "went direct with a host rank");
-        TT_FAIL_IF(tt_coll_run_at(comm, &c, seq, NULL), "call %d: %s", i, tutti_comm_last_error(comm));
+        TT_FAIL_IF(tt_coll_run_at(comm, &c, seq, NULL), "call %d: %s", i, tutti_comm_last_error(handle));
         TT_FAIL_IF(r == 0 && y != 2, "call %d: reduced %g", i, (double)y);
     }
     return 0;
@@ -416,8 +418,9 @@ START_TEST(the_board_holds_answers_until_read)
 END_TEST
 
 /* A rank that dies before a call: the one waiting to agree on it is told. */
-static int dies_before_the_call(tutti_comm_t comm, int r, int p, void *arg)
+static int dies_before_the_call(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     (void)p;
     (void)arg;
     if (r == 1)
@@ -426,13 +429,13 @@ static int dies_before_the_call(tutti_comm_t comm, int r, int p, void *arg)
     float x = 1, y = 0;
     tt_call_t c = {
         .coll = TT_COLL_ALLREDUCE, .send = &x, .recv = &y, .count = 1, .dtype = TUTTI_FP32, .op = TUTTI_SUM};
-    TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "prepare: %s", tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "prepare: %s", tutti_comm_last_error(handle));
     uint64_t seq;
     int direct;
     tutti_status_t st = tt_coll_begin(comm, &c, 1, &seq, &direct);
-    TT_FAIL_IF(st != TUTTI_ERR_PEER_FAILED || !strstr(tutti_comm_last_error(comm), "rank 1 died"),
-               "got %s: %s", tutti_strerror(st), tutti_comm_last_error(comm));
-    tutti_comm_abort(comm);
+    TT_FAIL_IF(st != TUTTI_ERR_PEER_FAILED || !strstr(tutti_comm_last_error(handle), "rank 1 died"),
+               "got %s: %s", tutti_strerror(st), tutti_comm_last_error(handle));
+    tutti_comm_abort(handle);
     return -1;
 }
 
@@ -443,8 +446,9 @@ START_TEST(a_rank_that_died_is_named_while_agreeing)
 END_TEST
 
 /* TUTTI_CUDA_IPC=0: no layer, so every call stages. */
-static int no_layer(tutti_comm_t comm, int r, int p, void *arg)
+static int no_layer(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     (void)r;
     (void)p;
     (void)arg;
@@ -462,18 +466,19 @@ END_TEST
 
 /* Direct runs price each GPU pair by the topology's link between them:
  * the fixture joins its GPUs 0-1, 0-4, 1-5 and 4-5 by NVLink, not 0-5. */
-static int links_from_topology(tutti_comm_t comm, int r, int p, void *arg)
+static int links_from_topology(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     (void)arg;
     TT_FAIL_IF(!prepared(comm, r), "prepare failed");
     float x[64] = {0}, y[64];
     tt_call_t c = {.coll = TT_COLL_ALLREDUCE, .send = x, .recv = y, .count = 64, .dtype = TUTTI_FP32};
-    TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate: %s", tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate: %s", tutti_comm_last_error(handle));
     TT_FAIL_IF(tt_direct_link(comm, 0, 1) != -1, "GPU links priced before any direct run");
     uint64_t seq;
     int direct;
     TT_FAIL_IF(tt_coll_begin(comm, &c, 1, &seq, &direct) || !direct, "did not agree to go direct");
-    TT_FAIL_IF(tt_direct_run(comm, &c, seq), "%s", tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_direct_run(comm, &c, seq), "%s", tutti_comm_last_error(handle));
     static const int want[4][4] = {{-1, TT_LINK_NVLINK, TT_LINK_NVLINK, TT_LINK_PCIE},
                                    {TT_LINK_NVLINK, -1, TT_LINK_PCIE, TT_LINK_NVLINK},
                                    {TT_LINK_NVLINK, TT_LINK_PCIE, -1, TT_LINK_NVLINK},
@@ -518,11 +523,11 @@ static int one_direct_allreduce(tutti_comm_t comm, int r, int p)
     for (int i = 0; i < 1000; i++)
         x[i] = (float)(i + r);
     tt_call_t c = {.coll = TT_COLL_ALLREDUCE, .send = x, .recv = y, .count = 1000, .dtype = TUTTI_FP32};
-    TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate: %s", tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate: %s", tutti_comm_last_error(NULL));
     uint64_t seq;
     int direct;
     TT_FAIL_IF(tt_coll_begin(comm, &c, 1, &seq, &direct) || !direct, "did not agree to go direct");
-    TT_FAIL_IF(tt_direct_run(comm, &c, seq), "%s", tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_direct_run(comm, &c, seq), "%s", tutti_comm_last_error(NULL));
     for (int i = 0; i < 1000; i++)
         TT_FAIL_IF(y[i] != (float)(p * i + p * (p - 1) / 2), "element %d: %g", i, (double)y[i]);
     return 0;
@@ -530,9 +535,10 @@ static int one_direct_allreduce(tutti_comm_t comm, int r, int p)
 
 /* Rank 1 is slow to close rank 0's FIFO at teardown: rank 0 may free its
  * FIFO only after (the fake backend exits 91 otherwise). */
-static int slow_peer_teardown(tutti_comm_t comm, int r, int p, void *arg)
+static int slow_peer_teardown(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     TT_FAIL_IF(!prepared(comm, 0), "prepare failed");
     if (one_direct_allreduce(comm, r, p))
         return 1;
@@ -547,18 +553,19 @@ START_TEST(fifos_are_freed_after_every_peer_closed_them)
 END_TEST
 
 /* Rank 0 aborts while rank 1 still has its FIFO open: the FIFO must stay. */
-static int abort_with_fifo_open(tutti_comm_t comm, int r, int p, void *arg)
+static int abort_with_fifo_open(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     TT_FAIL_IF(!prepared(comm, 0), "prepare failed");
     if (one_direct_allreduce(comm, r, p))
         return 1;
     if (r == 0) {
-        tutti_comm_abort(comm);
+        tutti_comm_abort(handle);
         return -1;
     }
     usleep(300000); /* rank 0 is gone by now; its FIFO must not be */
-    tutti_comm_abort(comm);
+    tutti_comm_abort(handle);
     return -1;
 }
 
@@ -579,14 +586,15 @@ typedef struct {
 static void *thread_rank(void *arg)
 {
     thread_rank_t *t = arg;
-    tutti_comm_t comm;
-    if (tutti_comm_init(&comm, 2, t->rank, &t->id, NULL)) {
+    tutti_comm_t handle;
+    if (tutti_comm_init(&handle, 2, t->rank, &t->id, NULL)) {
         fprintf(stderr, "thread rank %d: init: %s\n", t->rank, tutti_comm_last_error(NULL));
         t->failed = 1;
         return NULL;
     }
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     t->failed = !prepared(comm, t->rank) || one_direct_allreduce(comm, t->rank, 2);
-    if (tutti_comm_destroy(comm))
+    if (tutti_comm_destroy(handle))
         t->failed = 1;
     return NULL;
 }
@@ -627,8 +635,9 @@ END_TEST
  * work would wait behind the gate in the one hardware queue), and they
  * stage through the caller's stream with no GPU work of the proxy's own.
  */
-static int queued_calls(tutti_comm_t comm, int r, int p, void *arg)
+static int queued_calls(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     int one_queue = arg != NULL;
     tt_fake_mode_t mode = {.connections = one_queue};
     tt_fake_gpu_mode(&mode);
@@ -637,14 +646,14 @@ static int queued_calls(tutti_comm_t comm, int r, int p, void *arg)
     void *stream = tt_fake_gpu_stream();
     for (int k = 0; k <= CALLS; k++) {
         if (k == 1) /* every rank has made its first device call, so all FIFOs are published */
-            TT_FAIL_IF(tutti_barrier(comm, NULL), "barrier: %s", tutti_comm_last_error(comm));
+            TT_FAIL_IF(tutti_barrier(handle, NULL), "barrier: %s", tutti_comm_last_error(handle));
         uint64_t runs = tt_direct_runs(comm);
         for (int i = 0; i < N; i++)
             x[i] = (float)(k + i + r);
         tt_call_t c = {.coll = TT_COLL_ALLREDUCE, .send = x, .recv = y, .count = N, .dtype = TUTTI_FP32};
         TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate");
         c.send_on_device = c.recv_on_device = 1;
-        TT_FAIL_IF(tt_device_coll_enqueue(comm, &c, stream), "call %d: %s", k, tutti_comm_last_error(comm));
+        TT_FAIL_IF(tt_device_coll_enqueue(comm, &c, stream), "call %d: %s", k, tutti_comm_last_error(handle));
         TT_FAIL_IF(tt_fake_gpu.stream_sync(stream), "sync");
         for (int i = 0; i < N; i++)
             TT_FAIL_IF(y[i] != (float)(p * (k + i) + p * (p - 1) / 2), "call %d element %d: %g", k, i,

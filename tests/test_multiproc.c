@@ -169,9 +169,10 @@ END_TEST
 
 /* Each pair's link class comes from the transport that connects it, and
  * the cost model prices pairs by it. */
-static int link_classes(tutti_comm_t comm, int r, int p, void *arg)
+static int link_classes(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)r;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* the communicator's own tables */
     const tt_link_t *across = arg;
     for (int a = 0; a < p; a++)
         for (int b = 0; b < p; b++) {

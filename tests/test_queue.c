@@ -55,21 +55,22 @@ static int one_call(tutti_comm_t comm, tt_call_t c, int ip, char *dev, char *ref
     tt_test_place(&want, c.coll, ref, c.count, e, r, p, ip);
     tt_test_place(&d, c.coll, dev, c.count, e, r, p, ip);
     TT_FAIL_IF(tt_test_run_host(comm, &want), "host %s: %s", tt_coll_name(c.coll),
-               tutti_comm_last_error(comm));
-    TT_FAIL_IF(tt_coll_validate(comm, &d, "test"), "validate: %s", tutti_comm_last_error(comm));
+               tutti_comm_last_error(NULL));
+    TT_FAIL_IF(tt_coll_validate(comm, &d, "test"), "validate: %s", tutti_comm_last_error(NULL));
     d.send_on_device = d.in_bytes != 0;
     d.recv_on_device = d.out_bytes != 0;
     expect_call(want_log, log_len, &d, !want_log[0]);
     TT_FAIL_IF(tt_device_coll_enqueue(comm, &d, stream), "%s: %s", tt_coll_name(c.coll),
-               tutti_comm_last_error(comm));
+               tutti_comm_last_error(NULL));
     TT_FAIL_IF(tt_fake_gpu.stream_sync(stream), "sync");
     TT_FAIL_IF(memcmp(dev, ref, span), "%s %s n=%zu in_place=%d: results differ from the host path",
                tt_coll_name(c.coll), tutti_dtype_name(c.dtype), c.count, ip);
     return 0;
 }
 
-static int staged_through_the_stream(tutti_comm_t comm, int r, int p, void *arg)
+static int staged_through_the_stream(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     const tt_fake_mode_t *mode = arg;
     tt_fake_gpu_mode(mode);
     size_t span = 2 * 3001 * (size_t)p * 4 + 64;
@@ -111,9 +112,10 @@ END_TEST
  * only after the previous call's results went back (the model runs the
  * streams concurrently and slowly enough to catch it).
  */
-static int two_streams(tutti_comm_t comm, int r, int p, void *arg)
+static int two_streams(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     tt_fake_mode_t mode = {.op_delay_us = 300};
     tt_fake_gpu_mode(&mode);
     enum { CALLS = 6, N = 1000 };
@@ -132,7 +134,8 @@ static int two_streams(tutti_comm_t comm, int r, int p, void *arg)
                        .op = TUTTI_SUM};
         TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate");
         c.send_on_device = c.recv_on_device = 1;
-        TT_FAIL_IF(tt_device_coll_enqueue(comm, &c, s[k % 2]), "call %d: %s", k, tutti_comm_last_error(comm));
+        TT_FAIL_IF(tt_device_coll_enqueue(comm, &c, s[k % 2]), "call %d: %s", k,
+                   tutti_comm_last_error(handle));
     }
     TT_FAIL_IF(tt_fake_gpu.stream_sync(s[0]) || tt_fake_gpu.stream_sync(s[1]), "sync");
     for (int k = 0; k < CALLS; k++)
@@ -149,11 +152,12 @@ START_TEST(calls_on_two_streams_keep_the_staging_in_order)
 END_TEST
 
 /* A stream being captured into a graph: refused, nothing on the stream. */
-static int captured(tutti_comm_t comm, int r, int p, void *arg)
+static int captured(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)r;
     (void)p;
     (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     float *x = tt_fake_gpu_malloc(64, 0);
     void *stream = tt_fake_gpu_stream();
     tt_fake_gpu_capture(stream, 1);
@@ -161,8 +165,8 @@ static int captured(tutti_comm_t comm, int r, int p, void *arg)
     TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate");
     c.send_on_device = c.recv_on_device = 1;
     tutti_status_t st = tt_device_coll_enqueue(comm, &c, stream);
-    TT_FAIL_IF(st != TUTTI_ERR_UNSUPPORTED || !strstr(tutti_comm_last_error(comm), "captured"),
-               "a captured stream gave %s: %s", tutti_strerror(st), tutti_comm_last_error(comm));
+    TT_FAIL_IF(st != TUTTI_ERR_UNSUPPORTED || !strstr(tutti_comm_last_error(handle), "captured"),
+               "a captured stream gave %s: %s", tutti_strerror(st), tutti_comm_last_error(handle));
     char log[64];
     tt_fake_gpu_log(stream, log, sizeof log);
     TT_FAIL_IF(log[0], "the captured stream got \"%s\"", log);
@@ -178,9 +182,10 @@ END_TEST
 /* The caller's thread has GPU 1 current; the communicator's calls use GPU
  * 0: every stream call must be made with GPU 0 current (the model exits
  * otherwise), and the caller's device is back afterwards. */
-static int other_device_current(tutti_comm_t comm, int r, int p, void *arg)
+static int other_device_current(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     float *x = tt_fake_gpu_malloc(1000 * sizeof(float), 0);
     void *stream = tt_fake_gpu_stream(); /* GPU 0's */
     for (int i = 0; i < 1000; i++)
@@ -189,7 +194,7 @@ static int other_device_current(tutti_comm_t comm, int r, int p, void *arg)
     tt_call_t c = {.coll = TT_COLL_ALLREDUCE, .send = x, .recv = x, .count = 1000, .dtype = TUTTI_FP32};
     TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate");
     c.send_on_device = c.recv_on_device = 1;
-    TT_FAIL_IF(tt_device_coll_enqueue(comm, &c, stream), "%s", tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_device_coll_enqueue(comm, &c, stream), "%s", tutti_comm_last_error(handle));
     TT_FAIL_IF(tt_fake_gpu_current() != 1, "the caller's current GPU became %d", tt_fake_gpu_current());
     tt_fake_gpu_set_current(0);
     TT_FAIL_IF(tt_fake_gpu.stream_sync(stream), "sync");
@@ -219,9 +224,10 @@ static void *release_later(void *arg)
  * soon as the proxy is done, while the slow "GPU" has yet to run the last
  * gate and copies: the ticket words and the staging must outlive them.
  */
-static int slow_gpu_and_growth(tutti_comm_t comm, int r, int p, void *arg)
+static int slow_gpu_and_growth(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     tt_fake_mode_t mode = {.op_delay_us = 20000};
     tt_fake_gpu_mode(&mode);
     void *stream = tt_fake_gpu_stream();
@@ -238,10 +244,10 @@ static int slow_gpu_and_growth(tutti_comm_t comm, int r, int p, void *arg)
             .coll = TT_COLL_ALLREDUCE, .send = x[k], .recv = x[k], .count = n, .dtype = TUTTI_FP32};
         TT_FAIL_IF(tt_coll_validate(comm, &c, "test"), "validate");
         c.send_on_device = c.recv_on_device = 1;
-        TT_FAIL_IF(tt_device_coll_enqueue(comm, &c, stream), "call %d: %s", k, tutti_comm_last_error(comm));
+        TT_FAIL_IF(tt_device_coll_enqueue(comm, &c, stream), "call %d: %s", k, tutti_comm_last_error(handle));
     }
     pthread_join(t, NULL);
-    TT_FAIL_IF(tutti_comm_destroy(comm), "destroy: %s", tutti_comm_last_error(NULL));
+    TT_FAIL_IF(tutti_comm_destroy(handle), "destroy: %s", tutti_comm_last_error(NULL));
     TT_FAIL_IF(tt_fake_gpu.stream_sync(stream), "sync");
     for (int k = 0; k < 3; k++)
         TT_FAIL_IF(x[k][0] != (float)(p * (p + 1) / 2), "call %d: %g", k, (double)x[k][0]);
@@ -257,9 +263,10 @@ END_TEST
 /* A call whose input copy the runtime refuses fails at once, leaves the
  * proxy nothing to wait for (the last one too: destroy must not hang), and
  * the calls after it work. */
-static int refused_copy(tutti_comm_t comm, int r, int p, void *arg)
+static int refused_copy(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     float *x = tt_fake_gpu_malloc(1000 * sizeof(float), 0);
     void *stream = tt_fake_gpu_stream();
     for (int k = 0; k < 4; k++) {
@@ -272,7 +279,7 @@ static int refused_copy(tutti_comm_t comm, int r, int p, void *arg)
             tt_fake_gpu_fail_copy(1);
         tutti_status_t st = tt_device_coll_enqueue(comm, &c, stream);
         TT_FAIL_IF(k % 2 ? st != TUTTI_ERR_SYSTEM : st != TUTTI_SUCCESS, "call %d: %s (%s)", k,
-                   tutti_strerror(st), tutti_comm_last_error(comm));
+                   tutti_strerror(st), tutti_comm_last_error(handle));
         TT_FAIL_IF(tt_fake_gpu.stream_sync(stream), "sync");
         if (k % 2 == 0)
             TT_FAIL_IF(x[0] != (float)(p * k + p * (p - 1) / 2), "call %d: %g", k, (double)x[0]);
@@ -290,8 +297,9 @@ END_TEST
  * each rank sends a device buffer to its right and receives one from its
  * left, staged through the caller's stream like any call that cannot go
  * direct: copy in, signal, gate, copy out; no GPU work of the proxy's. */
-static int device_batch(tutti_comm_t comm, int r, int p, void *arg)
+static int device_batch(tutti_comm_t handle, int r, int p, void *arg)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     const tt_fake_mode_t *mode = arg;
     tt_fake_gpu_mode(mode);
     enum { N = 5000 };
@@ -306,7 +314,7 @@ static int device_batch(tutti_comm_t comm, int r, int p, void *arg)
         TT_FAIL_IF(tt_coll_validate(comm, &calls[i], "test"), "validate");
     calls[0].send_on_device = calls[1].recv_on_device = 1;
     TT_FAIL_IF(tt_device_batch_enqueue(comm, calls, 2, stream, "test batch"), "%s",
-               tutti_comm_last_error(comm));
+               tutti_comm_last_error(handle));
     TT_FAIL_IF(tt_fake_gpu.stream_sync(stream), "sync");
     int left = (r + p - 1) % p;
     for (int i = 0; i < N; i++)

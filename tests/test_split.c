@@ -50,8 +50,11 @@ static int expected_members(const split_case_t *c, int p, int r, int *out)
 }
 
 /* Checks a child's shape and runs collectives on it; returns nonzero on failure. */
-static int check_child(tutti_comm_t parent, tutti_comm_t child, const int *members, int n, int r)
+static int check_child(tutti_comm_t parent_handle, tutti_comm_t child, const int *members, int n, int r)
 {
+    /* white box: the communicators behind the handles */
+    tutti_comm_t parent = tt_comm_lookup(parent_handle, NULL), inner = tt_comm_lookup(child, NULL);
+    TT_FAIL_IF(!parent || !inner, "rank %d: the parent or the child is not a live handle", r);
     int crank = -1, csize = -1, want_rank = -1;
     for (int i = 0; i < n; i++)
         if (members[i] == r)
@@ -59,11 +62,11 @@ static int check_child(tutti_comm_t parent, tutti_comm_t child, const int *membe
     TT_FAIL_IF(tutti_comm_rank(child, &crank) || tutti_comm_size(child, &csize), "rank/size failed");
     TT_FAIL_IF(csize != n || crank != want_rank, "rank %d: child rank %d of %d, want %d of %d", r, crank,
                csize, want_rank, n);
-    TT_FAIL_IF(child->timeout_ms != parent->timeout_ms, "timeout %lld not carried over (parent %lld)",
-               (long long)child->timeout_ms, (long long)parent->timeout_ms);
+    TT_FAIL_IF(inner->timeout_ms != parent->timeout_ms, "timeout %lld not carried over (parent %lld)",
+               (long long)inner->timeout_ms, (long long)parent->timeout_ms);
     for (int i = 0; i < n; i++)
-        TT_FAIL_IF(child->endpoints[i].node_id != parent->endpoints[members[i]].node_id,
-                   "child rank %d has node %d, its parent rank %d node %d", i, child->endpoints[i].node_id,
+        TT_FAIL_IF(inner->endpoints[i].node_id != parent->endpoints[members[i]].node_id,
+                   "child rank %d has node %d, its parent rank %d node %d", i, inner->endpoints[i].node_id,
                    members[i], parent->endpoints[members[i]].node_id);
     /* all-gather of parent ranks shows the order; all-reduce sums them */
     int32_t mine = r, got[8] = {0}, sum = 0, want_sum = 0;
@@ -85,7 +88,8 @@ static int check_child(tutti_comm_t parent, tutti_comm_t child, const int *membe
 static int split_body(tutti_comm_t comm, int r, int p, void *arg)
 {
     const split_case_t *c = arg;
-    comm->timeout_ms = 43210 + p; /* not TUTTI_TIMEOUT: the child must copy the parent's */
+    /* not TUTTI_TIMEOUT: the child must copy the parent's */
+    tt_comm_lookup(comm, NULL)->timeout_ms = 43210 + p;
     tutti_comm_t child = (tutti_comm_t)1;
     tutti_status_t st = tutti_comm_split(comm, color_of(c, r), key_of(c, r), &child);
     TT_FAIL_IF(st, "split: %s: %s", tutti_strerror(st), tutti_comm_last_error(comm));

@@ -26,8 +26,9 @@ static const struct {
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
 /* Whether every peer on another host is reached through verbs. */
-static int on_verbs(tutti_comm_t comm)
+static int on_verbs(tutti_comm_t handle)
 {
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the connections */
     for (int q = 0; q < comm->nranks; q++)
         if (q != comm->rank && comm->endpoints[q].host_id != comm->endpoints[comm->rank].host_id &&
             comm->peers[q].ops != &tt_verbs_ops)

@@ -72,7 +72,8 @@ static int cache_body(tutti_comm_t comm, int r, int p, void *arg)
     (void)p;
     (void)arg;
     void (*release)(void *, size_t) = (void (*)(void *, size_t))fake_sym("ttfake_release_pages");
-    TT_FAIL_IF(!release || comm->peers[1 - r].ops != &tt_verbs_ops, "rank %d: not on the stand-in", r);
+    TT_FAIL_IF(!release || tt_comm_lookup(comm, NULL)->peers[1 - r].ops != &tt_verbs_ops,
+               "rank %d: not on the stand-in", r);
     size_t n = 1 << 20, bytes = n * sizeof(float);
     float *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     tt_verbs_cache_stats_t s0, s1, s2;

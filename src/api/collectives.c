@@ -20,11 +20,13 @@ static tutti_status_t route_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t
     return tt_coll_run(comm, c);
 }
 
-/* Inside enter/leave: tutti_comm_abort from another thread interrupts the
- * call and frees comm only after it returned. */
-static tutti_status_t run_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t stream)
+/* Inside enter/leave: the caller's handle gives the communicator (live, of
+ * this process), and tutti_comm_abort from another thread interrupts the
+ * call and frees the communicator only after it returned. */
+static tutti_status_t run_call(tutti_comm_t handle, tt_call_t *c, tutti_stream_t stream)
 {
-    TT_TRY(tt_comm_enter(comm, tt_coll_name(c->coll)));
+    tutti_comm_t comm;
+    TT_TRY(tt_comm_enter(handle, tt_coll_name(c->coll), &comm));
     tutti_status_t st = route_call(comm, c, stream);
     tt_comm_leave(comm);
     return st;

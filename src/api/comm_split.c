@@ -10,6 +10,7 @@
 
 #include "comm/comm.h"
 #include "core/log.h"
+#include "core/try.h"
 
 typedef struct {
     int32_t color, key;
@@ -41,9 +42,10 @@ static int color_members(const split_entry_t *all, int nranks, int color, int *m
     return n;
 }
 
-/* All-gathers this rank's leader record and joins the color's communicator. */
-static tutti_status_t join_color(tutti_comm_t comm, int color, const int *members, int n, int newrank,
-                                 split_id_t *ids, tutti_comm_t *newcomm)
+/* All-gathers this rank's leader record and joins the color's communicator
+ * (comm is the parent itself, handle what its caller holds). */
+static tutti_status_t join_color(tutti_comm_t comm, tutti_comm_t handle, int color, const int *members, int n,
+                                 int newrank, split_id_t *ids, tutti_comm_t *newcomm)
 {
     split_id_t mine;
     memset(&mine, 0, sizeof mine);
@@ -52,7 +54,7 @@ static tutti_status_t join_color(tutti_comm_t comm, int color, const int *member
         made = tutti_get_unique_id(&mine.id);
         mine.made = made == TUTTI_SUCCESS;
     }
-    tutti_status_t st = tutti_allgather(&mine, ids, sizeof mine, TUTTI_UINT8, comm, NULL);
+    tutti_status_t st = tutti_allgather(&mine, ids, sizeof mine, TUTTI_UINT8, handle, NULL);
     if (st)
         return st; /* the all-gather recorded its error on comm */
     if (made)
@@ -76,10 +78,9 @@ static tutti_status_t join_color(tutti_comm_t comm, int color, const int *member
     return TUTTI_SUCCESS;
 }
 
-TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t comm, int color, int key, tutti_comm_t *newcomm)
+/* The split, inside enter/leave: comm is the parent itself. */
+static tutti_status_t split(tutti_comm_t comm, tutti_comm_t handle, int color, int key, tutti_comm_t *newcomm)
 {
-    if (!tt_comm_valid(comm))
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL or destroyed communicator");
     if (!newcomm)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "newcomm: NULL output pointer");
     *newcomm = NULL;
@@ -97,7 +98,7 @@ TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t comm, int color, int key,
                              p);
     }
     split_entry_t me = {color, key};
-    tutti_status_t st = tutti_allgather(&me, all, 2, TUTTI_INT32, comm, NULL);
+    tutti_status_t st = tutti_allgather(&me, all, 2, TUTTI_INT32, handle, NULL);
     int n = 0, newrank = -1;
     if (!st && color >= 0) {
         n = color_members(all, p, color, members);
@@ -106,9 +107,22 @@ TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t comm, int color, int key,
                 newrank = i;
     }
     if (!st)
-        st = join_color(comm, color, members, n, newrank, ids, newcomm);
+        st = join_color(comm, handle, color, members, n, newrank, ids, newcomm);
     free(all);
     free(members);
     free(ids);
+    return st;
+}
+
+/* The parent's handle gives the communicator (live, made by this process),
+ * and an abort of the parent from another thread waits for the split. */
+TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t handle, int color, int key, tutti_comm_t *newcomm)
+{
+    tutti_comm_t comm;
+    if (newcomm)
+        *newcomm = NULL;
+    TT_TRY(tt_comm_enter(handle, "tutti_comm_split", &comm));
+    tutti_status_t st = split(comm, handle, color, key, newcomm);
+    tt_comm_leave(comm);
     return st;
 }

@@ -25,8 +25,6 @@ static size_t buffer_blocks(tt_coll_t coll, int nranks)
 
 tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *name)
 {
-    if (!tt_comm_valid(comm))
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL or destroyed", name);
     if (comm->failed)
         return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
                              name, tutti_strerror(comm->failed));

@@ -37,7 +37,8 @@ typedef struct {
 } tt_route_t;
 
 /* Validates c (its collective, count, dtype, op and buffers set) and fills
- * in its sizes and in-place form; name is the API call, for errors. */
+ * in its sizes and in-place form; name is the API call, for errors. comm
+ * is the communicator itself (tt_comm_enter), not the caller's handle. */
 tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *name);
 /*
  * The two halves of a run. begin takes c's sequence number and announces

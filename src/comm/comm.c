@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Communicator life cycle: create, destroy and abort; the registry of live
- * handles (a destroyed handle is rejected instead of used); last errors;
- * the layers' state. Set-up between the bootstrap and a ready communicator
- * is in setup.c.
+ * Communicator life cycle: create, destroy and abort (in a forked child:
+ * releasing only the child's copy); last errors; the layers' state. The
+ * public handles and the count of calls inside are in handle.c, set-up
+ * between the bootstrap and a ready communicator in setup.c.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -17,100 +17,7 @@
 #include "core/env_config.h"
 #include "core/log.h"
 
-#define TT_MAX_COMMS 1024
-
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static tutti_comm_t registry[TT_MAX_COMMS];
-static int registry_len; /* entries at or past this index are all NULL */
 static _Thread_local char thread_error[512];
-
-static int registry_add(tutti_comm_t comm)
-{
-    pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < TT_MAX_COMMS; i++)
-        if (!registry[i]) {
-            registry[i] = comm;
-            if (i >= registry_len)
-                registry_len = i + 1;
-            pthread_mutex_unlock(&registry_lock);
-            return 0;
-        }
-    pthread_mutex_unlock(&registry_lock);
-    return -1;
-}
-
-static void registry_remove(tutti_comm_t comm)
-{
-    pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < TT_MAX_COMMS; i++)
-        if (registry[i] == comm)
-            registry[i] = NULL;
-    pthread_mutex_unlock(&registry_lock);
-}
-
-int tt_comm_valid(tutti_comm_t comm)
-{
-    int found = 0;
-    if (!comm)
-        return 0;
-    pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < registry_len && !found; i++)
-        found = registry[i] == comm;
-    pthread_mutex_unlock(&registry_lock);
-    return found;
-}
-
-tutti_status_t tt_comm_enter(tutti_comm_t comm, const char *name)
-{
-    int found = 0;
-    pthread_mutex_lock(&registry_lock);
-    for (int i = 0; comm && i < registry_len && !found; i++)
-        found = registry[i] == comm;
-    if (found)
-        comm->busy++;
-    pthread_mutex_unlock(&registry_lock);
-    return found ? TUTTI_SUCCESS
-                 : tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL, destroyed or aborted", name);
-}
-
-void tt_comm_leave(tutti_comm_t comm)
-{
-    pthread_mutex_lock(&registry_lock);
-    comm->busy--;
-    pthread_mutex_unlock(&registry_lock);
-}
-
-/* Takes comm out of the registry and raises its abort flag; 0 when it was
- * not there (destroyed, or another thread aborts it). */
-static int registry_take(tutti_comm_t comm)
-{
-    int found = 0;
-    pthread_mutex_lock(&registry_lock);
-    for (int i = 0; comm && i < registry_len; i++)
-        if (registry[i] == comm) {
-            registry[i] = NULL;
-            found = 1;
-        }
-    if (found)
-        __atomic_store_n(&comm->aborting, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&registry_lock);
-    return found;
-}
-
-/* Until the calls that entered comm before the abort have left: the
- * engine sees the flag within one poll, so this is short. */
-static void wait_idle(tutti_comm_t comm)
-{
-    for (;;) {
-        pthread_mutex_lock(&registry_lock);
-        int busy = comm->busy;
-        pthread_mutex_unlock(&registry_lock);
-        if (!busy)
-            return;
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
-}
 
 static void record(tutti_comm_t comm, const char *text)
 {
@@ -171,9 +78,11 @@ tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char 
     return st;
 }
 
-TUTTI_API const char *tutti_comm_last_error(tutti_comm_t comm)
+TUTTI_API const char *tutti_comm_last_error(tutti_comm_t handle)
 {
-    return tt_comm_valid(comm) ? comm->last_error : thread_error;
+    int forked;
+    tutti_comm_t comm = tt_comm_lookup(handle, &forked);
+    return comm && !forked ? comm->last_error : thread_error;
 }
 
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
@@ -217,10 +126,14 @@ static void layers_free(tutti_comm_t comm)
         }
 }
 
-static void comm_free(tutti_comm_t comm)
+/* local_only: in a forked child, whose copy shares the parent's sockets,
+ * segments and device: close and unmap this process's copies, and tell no
+ * one. The layers are left as they are (the child has no proxy thread). */
+static void comm_free(tutti_comm_t comm, int local_only)
 {
-    layers_free(comm);
-    tt_comm_teardown(comm);
+    if (!local_only)
+        layers_free(comm);
+    tt_comm_teardown(comm, local_only);
     tt_bootstrap_close(&comm->bs);
     free(comm->endpoints);
     free(comm->send_seq);
@@ -289,64 +202,91 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     st = tt_comm_setup(comm, node_id); /* says why itself */
     if (st)
         goto undo_alloc;
-    if (registry_add(comm)) {
-        st = tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "too many live communicators (%d)", TT_MAX_COMMS);
+    if (!tt_comm_handle_new(comm)) {
+        st = tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "too many live communicators");
         goto undo_alloc;
     }
     TT_INFO(TT_SUB_INIT, "rank %d of %d ready", rank, nranks);
-    *out = comm;
+    *out = comm->handle;
     return TUTTI_SUCCESS;
 
 undo_alloc:
-    comm_free(comm);
+    comm_free(comm, 0);
     return st;
 }
 
-TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t comm)
+/* The communicator behind handle for destroy and abort, taken out of the
+ * registry (abort raises its flag there); NULL when handle is not live
+ * (said why), or when this process is a fork of the one that made it:
+ * then only this process's copy was released. */
+static tutti_comm_t comm_take(tutti_comm_t handle, const char *name, int abort, int *forked)
 {
-    if (!tt_comm_valid(comm))
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL or already destroyed communicator");
-    registry_remove(comm);
+    tutti_comm_t comm = tt_comm_handle_take(handle, abort, forked);
+    if (!comm) {
+        tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL or already destroyed", name);
+        return NULL;
+    }
+    if (*forked) {
+        TT_INFO(TT_SUB_INIT, "%s in process %d, a fork of process %d: releasing only this process's copy",
+                name, (int)getpid(), comm->owner_pid);
+        comm_free(comm, 1);
+        return NULL;
+    }
+    return comm;
+}
+
+TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t handle)
+{
+    int forked;
+    tutti_comm_t comm = comm_take(handle, "tutti_comm_destroy", 0, &forked);
+    if (!comm)
+        return forked ? TUTTI_SUCCESS : TUTTI_ERR_INVALID_ARG;
     for (int l = TT_LAYER_COUNT - 1; l >= 0; l--)
         if (comm->layers[l].state && comm->layers[l].ops->quiesce)
             comm->layers[l].ops->quiesce(comm, comm->layers[l].state);
     /* Peers may still be draining the last collective's messages from us;
      * the barrier keeps our queues and sockets alive until they are done. */
     tutti_status_t st = comm->failed ? TUTTI_SUCCESS : tt_bootstrap_barrier(&comm->bs);
-    comm_free(comm);
+    comm_free(comm, 0);
     return st;
 }
 
-TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t comm)
+TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t handle)
 {
-    if (!registry_take(comm))
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL or already destroyed communicator");
+    int forked;
+    tutti_comm_t comm = comm_take(handle, "tutti_comm_abort", 1, &forked);
+    if (!comm)
+        return forked ? TUTTI_SUCCESS : TUTTI_ERR_INVALID_ARG;
     /* Another thread may be inside a collective on comm: the flag makes it
      * return TUTTI_ERR_ABORTED; the connections are touched only once it
      * left and the device proxy (which sees the flag too) stopped. */
-    wait_idle(comm);
+    tt_comm_wait_idle(comm);
     layers_free(comm);
     tt_comm_fail(comm, TUTTI_ERR_ABORTED);
-    comm_free(comm);
+    comm_free(comm, 0);
     return TUTTI_SUCCESS;
 }
 
-TUTTI_API tutti_status_t tutti_comm_rank(tutti_comm_t comm, int *rank)
+TUTTI_API tutti_status_t tutti_comm_rank(tutti_comm_t handle, int *rank)
 {
-    if (!tt_comm_valid(comm))
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL or destroyed communicator");
-    if (!rank)
-        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "rank: NULL output pointer");
-    *rank = comm->rank;
-    return TUTTI_SUCCESS;
+    tutti_comm_t comm;
+    TT_TRY(tt_comm_enter(handle, "tutti_comm_rank", &comm));
+    tutti_status_t st =
+        rank ? TUTTI_SUCCESS : tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "rank: NULL output pointer");
+    if (rank)
+        *rank = comm->rank;
+    tt_comm_leave(comm);
+    return st;
 }
 
-TUTTI_API tutti_status_t tutti_comm_size(tutti_comm_t comm, int *size)
+TUTTI_API tutti_status_t tutti_comm_size(tutti_comm_t handle, int *size)
 {
-    if (!tt_comm_valid(comm))
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL or destroyed communicator");
-    if (!size)
-        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "size: NULL output pointer");
-    *size = comm->nranks;
-    return TUTTI_SUCCESS;
+    tutti_comm_t comm;
+    TT_TRY(tt_comm_enter(handle, "tutti_comm_size", &comm));
+    tutti_status_t st =
+        size ? TUTTI_SUCCESS : tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "size: NULL output pointer");
+    if (size)
+        *size = comm->nranks;
+    tt_comm_leave(comm);
+    return st;
 }

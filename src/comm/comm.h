@@ -63,19 +63,35 @@ struct tutti_comm {
         void *state;
         const tt_layer_ops_t *ops;
     } layers[TT_LAYER_COUNT];
+    tutti_comm_t handle; /* what the caller holds (handle.c) */
+    unsigned fork_epoch; /* the process's fork count when it was made */
+    int owner_pid;       /* the process that made it */
     char last_error[512];
 };
 
-/* Whether comm is a live handle (not NULL, not destroyed). */
-int tt_comm_valid(tutti_comm_t comm);
 /*
- * A public call that uses comm enters before and leaves after, so that
- * tutti_comm_abort from another thread interrupts its waits and frees comm
- * only once it has left. Enter fails (INVALID_ARG, said why under name)
- * when comm is not a live handle.
+ * Public handles (handle.c). The value a caller holds is a registry slot
+ * and a generation, never the communicator's address, so a destroyed
+ * handle stays invalid whatever is allocated later. new returns NULL when
+ * the registry is full.
  */
-tutti_status_t tt_comm_enter(tutti_comm_t comm, const char *name);
+tutti_comm_t tt_comm_handle_new(tutti_comm_t comm);
+/* Takes handle out of the registry: the communicator behind it (NULL when
+ * it was not live), with its abort flag raised when abort is set. */
+tutti_comm_t tt_comm_handle_take(tutti_comm_t handle, int abort, int *forked);
+/* The communicator behind handle, NULL when it is not live; *forked (may
+ * be NULL) says it was made by a process this one was forked from. */
+tutti_comm_t tt_comm_lookup(tutti_comm_t handle, int *forked);
+/*
+ * A public call that uses a communicator enters before and leaves after:
+ * enter gives the communicator behind handle (live, made by this process;
+ * else TUTTI_ERR_INVALID_ARG, said under name), and tutti_comm_abort from
+ * another thread interrupts its waits and frees it only once it has left.
+ */
+tutti_status_t tt_comm_enter(tutti_comm_t handle, const char *name, tutti_comm_t *out);
 void tt_comm_leave(tutti_comm_t comm);
+/* Until the calls that entered comm have left. */
+void tt_comm_wait_idle(tutti_comm_t comm);
 /* Records what went wrong for tutti_comm_last_error (comm may be NULL) and
  * logs it: for the place that finds the fault. Returns st so callers can
  * `return tt_comm_error(...)`. */
@@ -124,7 +140,9 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
  * steers alike, connects the host and device transports and works out
  * every pair's link class. */
 tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id);
-/* Closes what tt_comm_setup opened. */
-void tt_comm_teardown(tutti_comm_t comm);
+/* Closes what tt_comm_setup opened. In a forked child (local_only) it
+ * only releases this process's copies: the host transports' descriptors
+ * and mappings; the device transport is left alone. */
+void tt_comm_teardown(tutti_comm_t comm, int local_only);
 
 #endif

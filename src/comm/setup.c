@@ -330,16 +330,16 @@ tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id)
     return st;
 }
 
-void tt_comm_teardown(tutti_comm_t comm)
+void tt_comm_teardown(tutti_comm_t comm, int local_only)
 {
     for (int r = 0; comm->peers && r < comm->nranks; r++)
         if (comm->peers[r].ops)
             comm->peers[r].ops->close(comm->peers[r].conn);
-    for (int r = 0; comm->device_peers && r < comm->nranks; r++)
+    for (int r = 0; comm->device_peers && r < comm->nranks && !local_only; r++)
         if (comm->device_peers[r].ops)
             comm->device_peers[r].ops->close(comm->device_peers[r].conn);
     for (int t = 0; t < comm->ntransports; t++)
-        if (comm->tp_ctx[t])
+        if (comm->tp_ctx[t] && (!local_only || t != comm->device_tp))
             comm->tp_ops[t]->finalize(comm->tp_ctx[t]);
     free(comm->peers);
     free(comm->device_peers);

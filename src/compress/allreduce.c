@@ -101,17 +101,25 @@ TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **w
     return TUTTI_SUCCESS;
 }
 
-TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats)
+static tutti_status_t last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats)
 {
-    if (!tt_comm_valid(comm) || !stats)
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_compress_last_stats: %s",
-                             !stats ? "stats is NULL" : "comm is NULL or destroyed");
+    if (!stats)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "tutti_compress_last_stats: stats is NULL");
     TT_TRY(tt_device_drain(comm)); /* the last call may still be queued on a stream */
     tt_compress_state_t *s = tt_compress_state(comm);
     if (!s)
         return TUTTI_ERR_NO_MEMORY;
     *stats = s->stats;
     return TUTTI_SUCCESS;
+}
+
+TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t handle, tutti_compress_stats_t *stats)
+{
+    tutti_comm_t comm;
+    TT_TRY(tt_comm_enter(handle, "tutti_compress_last_stats", &comm));
+    tutti_status_t st = last_stats(comm, stats);
+    tt_comm_leave(comm);
+    return st;
 }
 
 /* Bytes this rank sends in the dense ring all-reduce of n elements. */
@@ -328,8 +336,6 @@ static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv
                                  tutti_dtype_t dtype, tutti_op_t op, const tutti_compress_t *how,
                                  tutti_ef_state_t ef, const char *name)
 {
-    if (!tt_comm_valid(comm))
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL or destroyed", name);
     if (!how)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: how is NULL", name);
     if ((unsigned)how->kind > TUTTI_COMPRESS_SIGN)
@@ -362,13 +368,29 @@ static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv
     return TUTTI_SUCCESS;
 }
 
+static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
+                                 tutti_op_t op, const tutti_compress_t *how, tutti_ef_state_t state,
+                                 tutti_comm_t comm, tutti_stream_t stream);
+
 /* Device buffers go to the communicator's proxy thread in stream order,
  * as every collective's do: it runs allreduce_gpu.c's GPU path when both
  * buffers are on the GPU, and otherwise the CPU path below on staged copies. */
 TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
                                                     tutti_dtype_t dtype, tutti_op_t op,
                                                     const tutti_compress_t *how, tutti_ef_state_t state,
-                                                    tutti_comm_t comm, tutti_stream_t stream)
+                                                    tutti_comm_t handle, tutti_stream_t stream)
+{
+    tutti_comm_t comm;
+    TT_TRY(tt_comm_enter(handle, "tutti_allreduce_compressed", &comm));
+    tutti_status_t st = compressed(sendbuf, recvbuf, count, dtype, op, how, state, comm, stream);
+    tt_comm_leave(comm);
+    return st;
+}
+
+/* The public call's body, inside enter/leave. */
+static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
+                                 tutti_op_t op, const tutti_compress_t *how, tutti_ef_state_t state,
+                                 tutti_comm_t comm, tutti_stream_t stream)
 {
     const char *name = "tutti_allreduce_compressed";
     TT_TRY(check_args(comm, sendbuf, recvbuf, count, dtype, op, how, state, name));

@@ -47,13 +47,14 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
             *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
         setenv(var, algo->name, 1);
     }
-    tutti_comm_t comm;
-    tutti_status_t st = tutti_comm_init_env(&comm, NULL);
+    tutti_comm_t handle;
+    tutti_status_t st = tutti_comm_init_env(&handle, NULL);
     if (st) {
         fprintf(stderr, "tutti-explain --measure: %s: %s (run it under tutti-run)\n", tutti_status_name(st),
                 tutti_comm_last_error(NULL));
         return 1;
     }
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* what the tracing reads */
     int p = comm->nranks, me = comm->rank;
     size_t elem = tutti_dtype_size(dtype), count = bytes / elem;
     if (coll == TT_COLL_REDUCE_SCATTER || coll == TT_COLL_ALLGATHER || coll == TT_COLL_ALLTOALL)
@@ -69,10 +70,10 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
     int nrounds = 0, nslices = 0;
     const tt_algorithm_t *ran = NULL;
     for (int it = 0; it < MEASURE_WARMUP + MEASURE_ITERS && !st; it++) {
-        st = tutti_barrier(comm, NULL);
+        st = tutti_barrier(handle, NULL);
         int64_t t0 = tt_now_ns();
         if (!st)
-            st = run_once(coll, in, out, count, dtype, root, comm);
+            st = run_once(coll, in, out, count, dtype, root, handle);
         if (!st)
             ran = tt_coll_traced(comm, &nrounds, &nslices);
         for (int k = 0; !st && it >= MEASURE_WARMUP && k < nrounds; k++)
@@ -81,7 +82,7 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
     }
     int rc = 0;
     if (st) {
-        fprintf(stderr, "tutti-explain --measure: rank %d: %s\n", me, tutti_comm_last_error(comm));
+        fprintf(stderr, "tutti-explain --measure: rank %d: %s\n", me, tutti_comm_last_error(handle));
         rc = 1;
     } else if (me == 0 && ran) {
         tt_coll_args_t args = {
@@ -104,7 +105,7 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
         }
         free(predicted);
     }
-    tutti_comm_destroy(comm);
+    tutti_comm_destroy(handle);
     free(in);
     free(out);
     free(ends);

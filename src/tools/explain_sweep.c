@@ -150,7 +150,8 @@ int tt_explain_sweep(const tt_sweep_opts_t *o)
                 tutti_comm_last_error(NULL));
         return 1;
     }
-    int p = comm->nranks, n = 0, rc = 0;
+    tutti_comm_t inner = tt_comm_lookup(comm, NULL); /* behind the handle: the tuner and hosts */
+    int p = inner->nranks, n = 0, rc = 0;
     size_t elem = tutti_dtype_size(o->dtype), bytes[SWEEP_MAX];
     double meas[SWEEP_MAX], pred[SWEEP_MAX];
     const char *names[SWEEP_MAX];
@@ -160,15 +161,15 @@ int tt_explain_sweep(const tt_sweep_opts_t *o)
         if (o->coll == TT_COLL_REDUCE_SCATTER || o->coll == TT_COLL_ALLGATHER || o->coll == TT_COLL_ALLTOALL)
             count /= (size_t)p;
         tt_coll_args_t args = {
-            .coll = o->coll, .nranks = p, .root = o->root, .count = count, .hosts = &comm->hosts};
+            .coll = o->coll, .nranks = p, .root = o->root, .count = count, .hosts = &inner->hosts};
         bytes[n] = b;
-        pred[n] = predicted(comm, &args, b, elem, &names[n]);
+        pred[n] = predicted(inner, &args, b, elem, &names[n]);
         double probe = time_calls(comm, o->coll, in, out, count, o->dtype, o->root, 1);
         int iters = probe > 0 ? (int)(2000 / probe) : 2;
         iters = iters < 2 ? 2 : iters > 1000 ? 1000 : iters;
         meas[n] = probe < 0 ? -1 : time_calls(comm, o->coll, in, out, count, o->dtype, o->root, iters);
         if (meas[n] < 0) {
-            fprintf(stderr, "tutti-explain --measure: rank %d: %s\n", comm->rank,
+            fprintf(stderr, "tutti-explain --measure: rank %d: %s\n", inner->rank,
                     tutti_comm_last_error(comm));
             rc = 1;
             break;
@@ -178,7 +179,7 @@ int tt_explain_sweep(const tt_sweep_opts_t *o)
         fprintf(stderr, "tutti-explain --measure: out of memory\n");
         rc = 1;
     }
-    if (!rc && comm->rank == 0)
+    if (!rc && inner->rank == 0)
         report(o, p, bytes, meas, pred, names, n);
     free(in);
     free(out);
