@@ -110,9 +110,10 @@ static void fake_deliver(void *arg, int slice, const tt_piece_t *pieces, int n)
     f->deliveries++;
 }
 
-static int staged_collectives(tutti_comm_t comm, int r, int p, void *arg)
+static int staged_collectives(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     static const tt_coll_t colls[] = {TT_COLL_ALLREDUCE, TT_COLL_REDUCE_SCATTER, TT_COLL_ALLGATHER,
                                       TT_COLL_BROADCAST, TT_COLL_REDUCE,         TT_COLL_ALLTOALL};
     static const struct {
@@ -210,9 +211,10 @@ END_TEST
  * operation on the "GPU" slowed down so that the engine must wait. Every
  * collective gives the host path's results.
  */
-static int proxy_staged(tutti_comm_t comm, int r, int p, void *arg)
+static int proxy_staged(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     tt_fake_mode_t mode = {.op_delay_us = 50};
     tt_fake_gpu_mode(&mode);
     size_t span = 2 * 3001 * (size_t)p * 4 + 64;
@@ -239,8 +241,8 @@ static int proxy_staged(tutti_comm_t comm, int r, int p, void *arg)
             tt_call_t want = c, d = c;
             tt_test_place(&want, c.coll, ref, c.count, e, r, p, ip);
             tt_test_place(&d, c.coll, dev, c.count, e, r, p, ip);
-            TT_FAIL_IF(tt_test_run_host(comm, &want), "host: %s", tutti_comm_last_error(comm));
-            TT_FAIL_IF(tt_coll_validate(comm, &d, "test"), "validate: %s", tutti_comm_last_error(comm));
+            TT_FAIL_IF(tt_test_run_host(comm, &want), "host: %s", tutti_comm_last_error(handle));
+            TT_FAIL_IF(tt_coll_validate(comm, &d, "test"), "validate: %s", tutti_comm_last_error(handle));
             d.send_on_device = d.in_bytes != 0;
             d.recv_on_device = d.out_bytes != 0;
             tt_stage_layout_t l = tt_stage_layout(&d);
@@ -248,9 +250,9 @@ static int proxy_staged(tutti_comm_t comm, int r, int p, void *arg)
             tt_call_t host = tt_stage_stand_in(&d, &l, pinned);
             uint64_t seq;
             int direct;
-            TT_FAIL_IF(tt_coll_begin(comm, &d, 0, &seq, &direct), "begin: %s", tutti_comm_last_error(comm));
+            TT_FAIL_IF(tt_coll_begin(comm, &d, 0, &seq, &direct), "begin: %s", tutti_comm_last_error(handle));
             TT_FAIL_IF(tt_stage_run(comm, &ctx, &d, &host, seq, "test"), "%s: %s", tt_coll_name(c.coll),
-                       tutti_comm_last_error(comm));
+                       tutti_comm_last_error(handle));
             TT_FAIL_IF(memcmp(dev, ref, span), "%s %s in_place=%d: staged by the proxy, results differ",
                        tt_coll_name(c.coll), tutti_dtype_name(c.dtype), ip);
         }
