@@ -85,7 +85,8 @@ START_TEST(alltoall_of_sends_and_receives_does_not_deadlock)
 END_TEST
 
 /* Gather to a root then scatter from it, each a batch on the root and a
- * single call elsewhere; a count-0 call in the batch moves nothing. */
+ * single call elsewhere; a count-0 send in the root's batch is an empty
+ * message that rank 0 receives with a count-0 receive in its own. */
 static int gather_scatter(tutti_comm_t handle, int r, int p, void *arg)
 {
     tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: batches are internal */
@@ -105,6 +106,8 @@ static int gather_scatter(tutti_comm_t handle, int r, int p, void *arg)
             calls[k++] = p2p_call(comm, TT_COLL_SEND, mine, 0, 0);
     } else {
         calls[k++] = p2p_call(comm, TT_COLL_SEND, mine, n, root);
+        if (r == 0)
+            calls[k++] = p2p_call(comm, TT_COLL_RECV, all, 0, root);
     }
     tutti_status_t st = tt_coll_run_batch(comm, calls, k);
     TT_FAIL_IF(st, "rank %d: gather: %s", r, tutti_comm_last_error(handle));

@@ -45,9 +45,7 @@ static tutti_status_t prepare(tutti_comm_t comm, const tt_call_t *calls, int n, 
                                  tt_coll_name(c->coll));
         uint64_t seq;
         int direct;
-        TT_TRY(tt_coll_begin(comm, c, 0, &seq, &direct));
-        if (c->count == 0) /* like a plain call of count 0: nothing moves, no number is taken */
-            continue;
+        TT_TRY(tt_coll_begin(comm, c, 0, &seq, &direct)); /* count 0 too: an empty message, as a plain call */
         batch_entry_t *e = &entries[*m];
         tt_coll_args_t args = tt_coll_args(comm, c);
         tt_tuned_t choice = tt_coll_choose(comm, c, NULL, &args);

@@ -61,9 +61,14 @@ const tt_algorithm_t *tt_coll_traced(tutti_comm_t comm, int *nrounds, int *nslic
     return s->trace.algo;
 }
 
+/* A call of count 0 still takes its place in the call sequence and meets
+ * its peers: it runs the dissemination barrier's schedule with its own
+ * signature (count 0) in the headers, so a rank that called something else
+ * sees a mismatch naming both calls instead of pairing it with its next.
+ * (A send or receive of count 0 is an empty message.) */
 static int moves_nothing(const tt_call_t *c)
 {
-    return c->count == 0 && c->coll != TT_COLL_BARRIER; /* every rank agrees on that */
+    return c->count == 0 && c->coll != TT_COLL_BARRIER && c->coll != TT_COLL_SEND && c->coll != TT_COLL_RECV;
 }
 
 static int is_p2p(const tt_call_t *c)
@@ -75,8 +80,6 @@ tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable,
 {
     *seq = 0;
     *direct = 0;
-    if (moves_nothing(c))
-        return TUTTI_SUCCESS;
     if (is_p2p(c)) {
         *seq = (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++;
         return TUTTI_SUCCESS;
@@ -143,7 +146,7 @@ static void trace_call(tt_coll_state_t *cs, const tt_algorithm_t *algo, const tt
 
 tt_coll_args_t tt_coll_args(tutti_comm_t comm, const tt_call_t *c)
 {
-    return (tt_coll_args_t){.coll = c->coll,
+    return (tt_coll_args_t){.coll = moves_nothing(c) ? TT_COLL_BARRIER : c->coll,
                             .nranks = comm->nranks,
                             .rank = comm->rank,
                             .root = c->root,
@@ -155,6 +158,8 @@ tt_coll_args_t tt_coll_args(tutti_comm_t comm, const tt_call_t *c)
 tt_tuned_t tt_coll_choose(tutti_comm_t comm, const tt_call_t *c, const tt_route_t *route,
                           const tt_coll_args_t *args)
 {
+    if (moves_nothing(c))
+        return (tt_tuned_t){&tt_algo_dissemination, TT_TUNER_DEFAULT_SLICE, -1};
     tt_algo_policy_t *policy = route && route->policy ? route->policy : &comm->policy;
     size_t bytes = c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes;
     return tt_algo_choose(policy, args, bytes, tutti_dtype_size(c->dtype));
@@ -185,8 +190,6 @@ tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t se
     if (comm->failed) /* a queued device call, or a host call behind one, after a failure */
         return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
                              tt_coll_name(c->coll), tutti_strerror(comm->failed));
-    if (moves_nothing(c))
-        return TUTTI_SUCCESS;
     tt_coll_state_t *cs = tt_coll_state(comm);
     if (!cs)
         return TUTTI_ERR_NO_MEMORY;

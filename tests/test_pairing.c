@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Call pairing: every call takes its place in the call sequence, even one
+ * that moves nothing, so ranks that disagree get TUTTI_ERR_MISMATCH naming
+ * both calls instead of wrong data or a hang.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "harness.h"
+
+#define N 1000
+
+/* The last rank passes count 0 where the others pass N, then every rank
+ * calls all-reduce(N). Nobody may see wrong data, and the call that
+ * disagrees must fail as a mismatch on the rank that made it. */
+static int zero_count_meets_a_real_call(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    float a[N], b[N];
+    for (int i = 0; i < N; i++)
+        a[i] = (float)(r + 1);
+    int zero = r == p - 1;
+    int64_t t0 = tt_now_ms();
+    memset(b, 0, sizeof b);
+    tutti_status_t st = tutti_allreduce(a, b, zero ? 0 : N, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+    const char *msg = tutti_comm_last_error(comm);
+    TT_FAIL_IF(st == TUTTI_SUCCESS, "rank %d: the first call succeeded (b[0] = %g)", r, (double)b[0]);
+    TT_FAIL_IF(zero && (st != TUTTI_ERR_MISMATCH || !strstr(msg, "count 0") || !strstr(msg, "count 1000")),
+               "rank %d: %s: %s", r, tutti_status_name(st), msg);
+    TT_FAIL_IF(st == TUTTI_ERR_TIMEOUT || tt_now_ms() - t0 > 8000, "rank %d: %s after %lld ms: %s", r,
+               tutti_status_name(st), (long long)(tt_now_ms() - t0), msg);
+    memset(b, 0, sizeof b);
+    st = tutti_allreduce(a, b, N, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+    TT_FAIL_IF(st == TUTTI_SUCCESS, "rank %d: the second call succeeded on a failed communicator", r);
+    tutti_comm_abort(comm);
+    return -1;
+}
+
+START_TEST(zero_count_call_is_paired_over_shm)
+{
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_run_ranks(3, zero_count_meets_a_real_call, NULL, 60);
+    tt_run_ranks(2, zero_count_meets_a_real_call, NULL, 60);
+}
+END_TEST
+
+START_TEST(zero_count_call_is_paired_over_tcp)
+{
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    tt_run_ranks(3, zero_count_meets_a_real_call, NULL, 60);
+    tt_run_ranks(2, zero_count_meets_a_real_call, NULL, 60);
+}
+END_TEST
+
+/* Every collective with count 0 on every rank, then a real call: the
+ * empty calls agree, take their sequence numbers, and the data is right. */
+static int empty_calls_then_a_real_one(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    float x = (float)(r + 1), y = 0;
+    float *big = calloc((size_t)p, sizeof *big);
+    tutti_status_t st = TUTTI_SUCCESS;
+    for (int round = 0; round < 3 && !st; round++) {
+        st = tutti_allreduce(&x, &y, 0, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+        st = st ? st : tutti_reduce_scatter(&x, &y, 0, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+        st = st ? st : tutti_allgather(&x, big, 0, TUTTI_FP32, comm, NULL);
+        st = st ? st : tutti_broadcast(&x, &y, 0, TUTTI_FP32, 0, comm, NULL);
+        st = st ? st : tutti_reduce(&x, &y, 0, TUTTI_FP32, TUTTI_AVG, p - 1, comm, NULL);
+        st = st ? st : tutti_alltoall(&x, big, 0, TUTTI_FP32, comm, NULL);
+        if (p > 1 && !st) /* a ring of empty messages */
+            st = r % 2 == 0 ? tutti_send(&x, 0, TUTTI_FP32, (r + 1) % p, comm, NULL)
+                            : tutti_recv(&y, 0, TUTTI_FP32, (r + p - 1) % p, comm, NULL);
+        if (p > 1 && !st)
+            st = r % 2 == 0 ? tutti_recv(&y, 0, TUTTI_FP32, (r + p - 1) % p, comm, NULL)
+                            : tutti_send(&x, 0, TUTTI_FP32, (r + 1) % p, comm, NULL);
+    }
+    TT_FAIL_IF(st, "rank %d: empty calls: %s", r, tutti_comm_last_error(comm));
+    st = tutti_allreduce(&x, &y, 1, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+    TT_FAIL_IF(st || y != (float)(p * (p + 1) / 2), "rank %d: allreduce after empty calls: %g: %s", r,
+               (double)y, tutti_comm_last_error(comm));
+    free(big);
+    return 0;
+}
+
+START_TEST(empty_calls_agree_and_keep_the_sequence)
+{
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_run_ranks(1, empty_calls_then_a_real_one, NULL, 60);
+    tt_run_ranks(2, empty_calls_then_a_real_one, NULL, 60);
+    tt_run_ranks(4, empty_calls_then_a_real_one, NULL, 60);
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    tt_run_ranks(3, empty_calls_then_a_real_one, NULL, 60);
+}
+END_TEST
+
+int main(void)
+{
+    setenv("TUTTI_TIMEOUT", "20", 1);
+    Suite *s = suite_create("pairing");
+    TCase *tc = tcase_create("pairing");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, zero_count_call_is_paired_over_shm);
+    tcase_add_test(tc, zero_count_call_is_paired_over_tcp);
+    tcase_add_test(tc, empty_calls_agree_and_keep_the_sequence);
+    suite_add_tcase(s, tc);
+    return tt_run_suite(s);
+}
