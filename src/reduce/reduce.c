@@ -85,56 +85,40 @@ tt_reduce_fn tt_reduce_get(tutti_dtype_t dtype, tutti_op_t op)
     return tt_reduce_get_isa(tt_reduce_isa(), dtype, op);
 }
 
-#define AVG_INT(T)                                                                                           \
+/* recvbuf need not be aligned to its element size: every element is
+ * loaded and stored through memcpy, which compiles to plain unaligned moves. */
+#define AVG_LOOP(T, LOAD, STORE)                                                                             \
     do {                                                                                                     \
-        T __attribute__((aligned(1))) *p = buf;                                                              \
-        for (size_t i = 0; i < n; i++)                                                                       \
-            p[i] = (T)(p[i] / (T)nranks);                                                                    \
+        char *p = buf;                                                                                       \
+        for (size_t i = 0; i < n; i++, p += sizeof(T)) {                                                     \
+            T v;                                                                                             \
+            memcpy(&v, p, sizeof v);                                                                         \
+            v = STORE(LOAD(v) / (nranks));                                                                   \
+            memcpy(p, &v, sizeof v);                                                                         \
+        }                                                                                                    \
     } while (0)
 
+#define AS_IS(x) (x)
+
 /* Floats keep the NaN rule of float_ops.h through the division too. */
-#define AVG_FLOAT(T, CANON)                                                                                  \
-    do {                                                                                                     \
-        T __attribute__((aligned(1))) *p = buf;                                                              \
-        for (size_t i = 0; i < n; i++)                                                                       \
-            p[i] = CANON(p[i] / (T)nranks);                                                                  \
-    } while (0)
+#define FP16_CANON(x) tt_f32_to_fp16(tt_canon_f32(x))
+#define BF16_CANON(x) tt_f32_to_bf16(tt_canon_f32(x))
 
 void tt_reduce_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks)
 {
     switch (dtype) {
-    case TUTTI_INT8: AVG_INT(int8_t); break;
-    case TUTTI_UINT8: AVG_INT(uint8_t); break;
-    case TUTTI_INT32: AVG_INT(int32_t); break;
-    case TUTTI_UINT32: AVG_INT(uint32_t); break;
-    case TUTTI_INT64: AVG_INT(int64_t); break;
-    case TUTTI_UINT64: AVG_INT(uint64_t); break;
-    case TUTTI_FP32: AVG_FLOAT(float, tt_canon_f32); break;
-    case TUTTI_FP64: AVG_FLOAT(double, tt_canon_f64); break;
-    case TUTTI_FP16: {
-        uint16_t __attribute__((aligned(1))) *p = buf;
-        for (size_t i = 0; i < n; i++)
-            p[i] = tt_f32_to_fp16(tt_canon_f32(tt_fp16_to_f32(p[i]) / (float)nranks));
-        break;
-    }
-    case TUTTI_BF16: {
-        uint16_t __attribute__((aligned(1))) *p = buf;
-        for (size_t i = 0; i < n; i++)
-            p[i] = tt_f32_to_bf16(tt_canon_f32(tt_bf16_to_f32(p[i]) / (float)nranks));
-        break;
-    }
-    case TUTTI_FP8_E4M3: {
-        uint8_t *p = buf;
-        for (size_t i = 0; i < n; i++)
-            p[i] = tt_f32_to_e4m3(tt_e4m3_to_f32(p[i]) / (float)nranks);
-        break;
-    }
-    case TUTTI_FP8_E5M2: {
-        uint8_t *p = buf;
-        for (size_t i = 0; i < n; i++)
-            p[i] = tt_f32_to_e5m2(tt_e5m2_to_f32(p[i]) / (float)nranks);
-        break;
-    }
+    case TUTTI_INT8: AVG_LOOP(int8_t, AS_IS, (int8_t)); break;
+    case TUTTI_UINT8: AVG_LOOP(uint8_t, AS_IS, (uint8_t)); break;
+    case TUTTI_INT32: AVG_LOOP(int32_t, AS_IS, (int32_t)); break;
+    case TUTTI_UINT32: AVG_LOOP(uint32_t, AS_IS, (uint32_t)); break;
+    case TUTTI_INT64: AVG_LOOP(int64_t, AS_IS, (int64_t)); break;
+    case TUTTI_UINT64: AVG_LOOP(uint64_t, AS_IS, (uint64_t)); break;
+    case TUTTI_FP32: AVG_LOOP(float, AS_IS, tt_canon_f32); break;
+    case TUTTI_FP64: AVG_LOOP(double, AS_IS, tt_canon_f64); break;
+    case TUTTI_FP16: AVG_LOOP(uint16_t, tt_fp16_to_f32, FP16_CANON); break;
+    case TUTTI_BF16: AVG_LOOP(uint16_t, tt_bf16_to_f32, BF16_CANON); break;
+    case TUTTI_FP8_E4M3: AVG_LOOP(uint8_t, tt_e4m3_to_f32, tt_f32_to_e4m3); break;
+    case TUTTI_FP8_E5M2: AVG_LOOP(uint8_t, tt_e5m2_to_f32, tt_f32_to_e5m2); break;
     default: break;
     }
 }
