@@ -6,6 +6,9 @@
  *   die      rank 1 kills itself with SIGKILL during a large all-reduce loop;
  *            the others report their error in DIR/err.<rank> and exit 3
  *   exit7    rank 1 exits with status 7, the others sleep
+ *   blame    rank 0 fills 256 MiB (so its death takes a while), writes
+ *            DIR/ready.0 and sleeps; rank 1 then kills it with SIGKILL and
+ *            exits 1 a millisecond later; the others sleep
  *   echo     prints "hello from rank R of N node K" and exits 0
  *   sleep    joins, writes DIR/ready.<rank>, then sleeps
  *   check    joins, checks an all-reduce, prints "rank R of N ok"
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "tutti.h"
@@ -29,6 +33,37 @@ static void write_file(const char *dir, const char *what, int rank, const char *
         fputs(text, f);
         fclose(f);
     }
+}
+
+static int blame(const char *dir, int rank)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/ready.0", dir);
+    if (rank == 0) {
+        size_t n = (size_t)256 << 20;
+        char *mem = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED)
+            return 2;
+        madvise(mem, n, MADV_NOHUGEPAGE); /* small pages: slow to free */
+        memset(mem, 1, n);
+        write_file(dir, "ready", 0, "filled\n");
+        for (;;)
+            pause();
+    }
+    if (rank != 1)
+        for (;;)
+            pause();
+    int pid = -1;
+    for (int t = 0; t < 3000 && access(path, F_OK) != 0; t++)
+        usleep(10000);
+    snprintf(path, sizeof path, "%s/pid.0", dir);
+    FILE *f = fopen(path, "r");
+    if (!f || fscanf(f, "%d", &pid) != 1 || pid <= 0)
+        return 2;
+    fclose(f);
+    kill(pid, SIGKILL);
+    usleep(1000);
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -47,6 +82,8 @@ int main(int argc, char **argv)
         printf("hello from rank %d of %s node %s\n", rank, getenv("TUTTI_NRANKS"), getenv("TUTTI_NODE_ID"));
         return 0;
     }
+    if (strcmp(mode, "blame") == 0)
+        return blame(dir, rank);
     if (strcmp(mode, "exit7") == 0) {
         if (rank == 1)
             return 7;

@@ -192,6 +192,25 @@ START_TEST(a_killed_rank_stops_the_job)
 }
 END_TEST
 
+/* A rank killed by a signal is the cause, not the rank that exits 1 a
+ * moment later because of it, even when the killed rank takes longer to
+ * end (a large memory to free) and its end is seen second. */
+START_TEST(the_signalled_rank_is_blamed_first)
+{
+    for (int run = 0; run < 5; run++) {
+        char out[16384], args[2048];
+        snprintf(args, sizeof args, "-n 3 --grace 0.2 '%s/tests/rank-helper' blame '%s'", builddir, workdir);
+        int code = launch(args, out, sizeof out);
+        ck_assert_msg(code == 128 + SIGKILL && strstr(out, "rank 0 (pid") &&
+                          strstr(out, "killed by signal 9") && !strstr(out, "rank 1 (pid"),
+                      "run %d: tutti-run exited %d and said: %s", run, code, out);
+        char ready[1100];
+        snprintf(ready, sizeof ready, "%s/ready.0", workdir);
+        unlink(ready);
+    }
+}
+END_TEST
+
 START_TEST(no_orphans_when_the_launcher_is_killed)
 {
     char exe[1024], dir[1024];
@@ -307,6 +326,7 @@ int main(void)
     tcase_add_test(tc, propagates_the_first_failing_exit_code);
     tcase_add_test(tc, ranks_must_agree_on_what_steers_the_algorithm_choice);
     tcase_add_test(tc, a_killed_rank_stops_the_job);
+    tcase_add_test(tc, the_signalled_rank_is_blamed_first);
     tcase_add_test(tc, no_orphans_when_the_launcher_is_killed);
     tcase_add_test(tc, bad_command_lines_are_rejected);
     tcase_add_test(tc, np_as_mpirun_users_type_it);

@@ -247,6 +247,69 @@ static void describe(int status, char *out, size_t len)
         snprintf(out, len, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
 }
 
+/* Whether process pid is already on its way out (the kernel's PF_EXITING
+ * flag, field 9 of /proc/PID/stat): killed but still freeing its memory. */
+static int dying(pid_t pid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    const char *end = strrchr(line, ')'); /* the command name may hold spaces */
+    unsigned flags = 0;
+    char state = 0;
+    if (!end || sscanf(end + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
+        return 0;
+    return state != 'Z' && (flags & 0x4u) != 0;
+}
+
+static int any_dying(const rank_proc_t *procs, int n)
+{
+    for (int r = 0; r < n; r++)
+        if (!procs[r].exited && dying(procs[r].pid))
+            return 1;
+    return 0;
+}
+
+/*
+ * Who failed first. A rank that exits non-zero usually does so because it
+ * saw another rank die; a killed rank with much memory to free is reaped
+ * after it. So a plain exit is held while some rank is already dying (up
+ * to HOLD_MS), and a death by signal seen meanwhile is named instead.
+ */
+#define HOLD_MS 3000
+typedef struct {
+    int rank, status;
+    int64_t until; /* -1: nothing held */
+} blame_t;
+
+/* Takes the end of rank (its wait status) into account. */
+static void blame_note(blame_t *b, int rank, int status)
+{
+    if (exit_code(status) == 0)
+        return;
+    if (b->rank < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(b->status))) {
+        b->rank = rank;
+        b->status = status;
+    }
+}
+
+static int blame_decided(blame_t *b, const rank_proc_t *procs, int n)
+{
+    if (b->rank < 0)
+        return 0;
+    if (WIFSIGNALED(b->status))
+        return 1;
+    int64_t now = tt_now_ms();
+    if (b->until < 0)
+        b->until = now + HOLD_MS;
+    return now >= b->until || !any_dying(procs, n);
+}
+
 int main(int argc, char **argv)
 {
     int n = 0, nodes = 1, tag = 0, opt, bind = -1; /* -1: decide from the CPU count */
@@ -348,6 +411,7 @@ int main(int argc, char **argv)
     close(listen_fd);
 
     int64_t term_at = stopping ? tt_now_ms() : -1, kill_at = -1;
+    blame_t blame = {.rank = -1, .until = -1};
     while (running > 0) {
         struct pollfd pfds[2 * 1024 + 1];
         int owner[2 * 1024 + 1], np = 0;
@@ -376,10 +440,10 @@ int main(int argc, char **argv)
                 }
             }
 
-        /* Reap everything that ended; of several failures seen together,
-         * a death by signal is more likely the cause than the exits of
-         * ranks that noticed it. */
-        int status, cause = -1, cause_status = 0;
+        /* Reap everything that ended; of several failures seen together
+         * (or while a rank is dying), a death by signal is more likely the
+         * cause than the exits of ranks that noticed it. */
+        int status;
         pid_t pid;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
             for (int r = 0; r < n; r++) {
@@ -388,14 +452,12 @@ int main(int argc, char **argv)
                 procs[r].exited = 1;
                 running--;
                 kill(-pid, SIGKILL); /* whatever the rank left behind in its group */
-                if (exit_code(status) != 0 &&
-                    (cause < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(cause_status)))) {
-                    cause = r;
-                    cause_status = status;
-                }
+                if (first_code == 0)
+                    blame_note(&blame, r, status);
             }
         }
-        if (cause >= 0 && first_code == 0) {
+        if (first_code == 0 && blame_decided(&blame, procs, n)) {
+            int cause = blame.rank, cause_status = blame.status;
             char why[128];
             describe(cause_status, why, sizeof why);
             first_code = exit_code(cause_status);
