@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "harness.h"
@@ -97,6 +99,93 @@ START_TEST(empty_calls_agree_and_keep_the_sequence)
 }
 END_TEST
 
+/* What each rank of a set-up-only job saw. */
+typedef struct {
+    int status;
+    int64_t ms;
+    char msg[512];
+} joined_t;
+
+/* Starts p ranks that only join and leave, rank r with var set to
+ * values[r] (NULL: unset); out[r] gets what its tutti_comm_init said. */
+static void join_with(int p, const char *var, const char *const *values, joined_t *out)
+{
+    tutti_unique_id_t id;
+    ck_assert_int_eq(tutti_get_unique_id(&id), TUTTI_SUCCESS);
+    pid_t pids[8];
+    int codes[8];
+    fflush(stderr);
+    for (int r = 0; r < p; r++) {
+        pids[r] = fork();
+        ck_assert_int_ge(pids[r], 0);
+        if (pids[r] == 0) {
+            if (values[r])
+                setenv(var, values[r], 1);
+            else
+                unsetenv(var);
+            tutti_comm_t comm;
+            int64_t t0 = tt_now_ms();
+            out[r].status = tutti_comm_init(&comm, p, r, &id, NULL);
+            out[r].ms = tt_now_ms() - t0;
+            snprintf(out[r].msg, sizeof out[r].msg, "%s", tutti_comm_last_error(NULL));
+            if (out[r].status == TUTTI_SUCCESS)
+                tutti_comm_destroy(comm);
+            _exit(0);
+        }
+    }
+    ck_assert_msg(!tt_wait_ranks(p, pids, codes, 60), "set-up did not end");
+}
+
+/* Every rank refuses at once, naming the variable and both values. */
+static void settings_must_agree(const char *transports, const char *var, const char *mine, const char *theirs)
+{
+    setenv("TUTTI_TRANSPORTS", transports, 1);
+    joined_t *out = mmap(NULL, 4 * sizeof *out, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(out, MAP_FAILED);
+    const char *values[3] = {mine, theirs, mine};
+    join_with(3, var, values, out);
+    for (int r = 0; r < 3; r++) {
+        const char *m = out[r].msg;
+        ck_assert_msg(out[r].status == TUTTI_ERR_CONFIG && out[r].ms < 8000 && strstr(m, var) &&
+                          strstr(m, "rank 1") && strstr(m, theirs) && strstr(m, mine) &&
+                          !strstr(m, "cuda_ipc"),
+                      "%s, rank %d: %s after %lld ms: %s", transports, r, tutti_status_name(out[r].status),
+                      (long long)out[r].ms, m);
+    }
+    munmap(out, 4 * sizeof *out);
+}
+
+START_TEST(pipeline_must_agree_over_tcp)
+{
+    settings_must_agree("tcp", "TUTTI_PIPELINE", "4", "2");
+}
+END_TEST
+
+START_TEST(pipeline_must_agree_over_shm)
+{
+    settings_must_agree("cuda_ipc,shm,tcp", "TUTTI_PIPELINE", "4", "2");
+}
+END_TEST
+
+START_TEST(shm_slots_must_agree_over_shm)
+{
+    settings_must_agree("shm,tcp", "TUTTI_SHM_SLOT_BYTES", "262144", "131072");
+    settings_must_agree("shm,tcp", "TUTTI_SHM_SLOTS", "2", "3");
+}
+END_TEST
+
+START_TEST(shm_slots_may_differ_between_hosts)
+{
+    /* Ranks of different hosts never meet through shm. */
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_set_ranks_per_node(1);
+    setenv("TUTTI_SHM_SLOT_BYTES", "128K", 1);
+    tt_run_ranks(2, empty_calls_then_a_real_one, NULL, 60);
+    tt_set_ranks_per_node(0);
+    unsetenv("TUTTI_SHM_SLOT_BYTES");
+}
+END_TEST
+
 int main(void)
 {
     setenv("TUTTI_TIMEOUT", "20", 1);
@@ -106,6 +195,10 @@ int main(void)
     tcase_add_test(tc, zero_count_call_is_paired_over_shm);
     tcase_add_test(tc, zero_count_call_is_paired_over_tcp);
     tcase_add_test(tc, empty_calls_agree_and_keep_the_sequence);
+    tcase_add_test(tc, pipeline_must_agree_over_tcp);
+    tcase_add_test(tc, pipeline_must_agree_over_shm);
+    tcase_add_test(tc, shm_slots_must_agree_over_shm);
+    tcase_add_test(tc, shm_slots_may_differ_between_hosts);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -17,11 +17,23 @@
 #include "core/log.h"
 #include "topo/topo.h"
 
+/* Variables the ranks must set alike: across the job (the channels of
+ * every connection), or among the ranks of one host (the shared queues). */
+static const struct {
+    tt_config_id_t id;
+    int per_host;
+} agreed[] = {
+    {TT_CFG_PIPELINE, 0},  {TT_CFG_SHM_SLOT_BYTES, 1}, {TT_CFG_SHM_SLOTS, 1},
+    {TT_CFG_IPC_SLOTS, 1}, {TT_CFG_IPC_SLOT_BYTES, 1},
+};
+#define NAGREED (sizeof agreed / sizeof *agreed)
+
 /* What every rank publishes at start-up. */
 typedef struct {
     tt_endpoint_t endpoint;
     uint64_t transports_hash; /* TUTTI_TRANSPORTS */
     uint64_t policy_hash;     /* TUTTI_ALGO*, TUTTI_SLICE_BYTES, TUTTI_DETERMINISTIC, the cost model */
+    int64_t agreed[NAGREED];  /* the values of agreed[] */
     uint32_t offered;         /* bit t: transport t listens on this rank */
     unsigned char addr[TT_MAX_TRANSPORTS][TT_ADDR_MAX];
 } rank_record_t;
@@ -147,9 +159,29 @@ static int reaches(const tutti_comm_t comm, int t, int a, int b)
     return comm->tp_ops[t]->reachable(&as_a, b);
 }
 
+/* The first variable of agreed[] that rank r sets otherwise than this rank
+ * (and, for the per-host ones, shares its host): said once, naming both. */
+static tutti_status_t check_settings(tutti_comm_t comm, const rank_record_t *mine,
+                                     const rank_record_t *records)
+{
+    for (int r = 0; r < comm->nranks; r++)
+        for (size_t v = 0; v < NAGREED; v++) {
+            int same_host = records[r].endpoint.host_id == mine->endpoint.host_id;
+            if (records[r].agreed[v] == mine->agreed[v] || (agreed[v].per_host && !same_host))
+                continue;
+            return tt_comm_error_in(
+                NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
+                "%s is %lld on rank %d but %lld on rank %d: every rank%s must set it alike",
+                tt_config_entries[agreed[v].id].name, (long long)mine->agreed[v], comm->rank,
+                (long long)records[r].agreed[v], r, agreed[v].per_host ? " of a host" : "");
+        }
+    return TUTTI_SUCCESS;
+}
+
 static tutti_status_t check_agreement(tutti_comm_t comm, const rank_record_t *mine,
                                       const rank_record_t *records)
 {
+    TT_TRY(check_settings(comm, mine, records));
     for (int r = 0; r < comm->nranks; r++) {
         if (records[r].transports_hash != mine->transports_hash)
             return tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
@@ -305,6 +337,8 @@ tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id)
     if (st)
         tt_comm_error_in(NULL, TT_SUB_CONFIG, st, "%s", why);
     mine.policy_hash = tt_algo_policy_hash(&comm->policy);
+    for (size_t v = 0; v < NAGREED; v++)
+        mine.agreed[v] = tt_config_int(agreed[v].id);
     if (!st)
         st = pick_transports(comm);
     if (!st)
