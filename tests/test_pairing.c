@@ -31,7 +31,8 @@ static int zero_count_meets_a_real_call(tutti_comm_t comm, int r, int p, void *a
     tutti_status_t st = tutti_allreduce(a, b, zero ? 0 : N, TUTTI_FP32, TUTTI_SUM, comm, NULL);
     const char *msg = tutti_comm_last_error(comm);
     TT_FAIL_IF(st == TUTTI_SUCCESS, "rank %d: the first call succeeded (b[0] = %g)", r, (double)b[0]);
-    TT_FAIL_IF(zero && (st != TUTTI_ERR_MISMATCH || !strstr(msg, "count 0") || !strstr(msg, "count 1000")),
+    /* Every rank learns it is a mismatch, and of which calls. */
+    TT_FAIL_IF(st != TUTTI_ERR_MISMATCH || !strstr(msg, "count 0") || !strstr(msg, "count 1000"),
                "rank %d: %s: %s", r, tutti_status_name(st), msg);
     TT_FAIL_IF(st == TUTTI_ERR_TIMEOUT || tt_now_ms() - t0 > 8000, "rank %d: %s after %lld ms: %s", r,
                tutti_status_name(st), (long long)(tt_now_ms() - t0), msg);
@@ -96,6 +97,71 @@ START_TEST(empty_calls_agree_and_keep_the_sequence)
     tt_run_ranks(4, empty_calls_then_a_real_one, NULL, 60);
     setenv("TUTTI_TRANSPORTS", "tcp", 1);
     tt_run_ranks(3, empty_calls_then_a_real_one, NULL, 60);
+}
+END_TEST
+
+/* Rank 2 names another root than the others. The ranks that finish the
+ * broadcast learn of the mismatch at their next call at the latest: every
+ * rank gets TUTTI_ERR_MISMATCH, none a peer failure. */
+static int wrong_root(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    (void)p;
+    float a[N], b[N];
+    memset(a, 0, sizeof a);
+    tutti_status_t st = tutti_broadcast(a, b, N, TUTTI_FP32, r == 2 ? 1 : 0, comm, NULL);
+    if (st == TUTTI_SUCCESS)
+        st = tutti_allreduce(a, b, N, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+    const char *msg = tutti_comm_last_error(comm);
+    TT_FAIL_IF(st != TUTTI_ERR_MISMATCH || !strstr(msg, "root 1") || !strstr(msg, "root 0"),
+               "rank %d: %s: %s", r, tutti_status_name(st), msg);
+    tutti_comm_abort(comm);
+    return -1;
+}
+
+START_TEST(a_wrong_root_is_a_mismatch_for_every_rank)
+{
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_run_ranks(3, wrong_root, NULL, 60);
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    tt_run_ranks(3, wrong_root, NULL, 60);
+}
+END_TEST
+
+/* Rank 2 skips the last call and destroys: the others learn at once (not
+ * at the timeout), and so does rank 2. */
+static int skip_and_destroy(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    (void)p;
+    float a[N], b[N];
+    memset(a, 0, sizeof a);
+    TT_FAIL_IF(tutti_allreduce(a, b, N, TUTTI_FP32, TUTTI_SUM, comm, NULL), "rank %d: first call: %s", r,
+               tutti_comm_last_error(comm));
+    int64_t t0 = tt_now_ms();
+    if (r == 2) {
+        tutti_status_t st = tutti_comm_destroy(comm);
+        TT_FAIL_IF(st == TUTTI_SUCCESS || tt_now_ms() - t0 > 5000,
+                   "rank 2: destroy gave %s after %lld ms: %s", tutti_status_name(st),
+                   (long long)(tt_now_ms() - t0), tutti_comm_last_error(NULL));
+        return -1;
+    }
+    tutti_status_t st = tutti_allreduce(a, b, N, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+    const char *msg = tutti_comm_last_error(comm);
+    TT_FAIL_IF(st != TUTTI_ERR_MISMATCH ||
+                   !strstr(msg, "rank 2 called tutti_comm_destroy after 1 collective") ||
+                   tt_now_ms() - t0 > 5000,
+               "rank %d: %s after %lld ms: %s", r, tutti_status_name(st), (long long)(tt_now_ms() - t0), msg);
+    tutti_comm_abort(comm);
+    return -1;
+}
+
+START_TEST(a_rank_that_destroys_early_is_noticed_at_once)
+{
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_run_ranks(3, skip_and_destroy, NULL, 60);
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    tt_run_ranks(4, skip_and_destroy, NULL, 60);
 }
 END_TEST
 
@@ -195,6 +261,8 @@ int main(void)
     tcase_add_test(tc, zero_count_call_is_paired_over_shm);
     tcase_add_test(tc, zero_count_call_is_paired_over_tcp);
     tcase_add_test(tc, empty_calls_agree_and_keep_the_sequence);
+    tcase_add_test(tc, a_wrong_root_is_a_mismatch_for_every_rank);
+    tcase_add_test(tc, a_rank_that_destroys_early_is_noticed_at_once);
     tcase_add_test(tc, pipeline_must_agree_over_tcp);
     tcase_add_test(tc, pipeline_must_agree_over_shm);
     tcase_add_test(tc, shm_slots_must_agree_over_shm);

@@ -50,6 +50,10 @@ typedef struct {
     /* Collective over all ranks of the communicator, for set-up steps. */
     tutti_status_t (*barrier)(void *arg);
     void *barrier_arg;
+    /* Asked by set-up waits (at least every 100 ms): non-zero once another
+     * rank gave up or died, having said so; the wait then ends with it. */
+    tutti_status_t (*watch)(void *arg);
+    void *watch_arg;
 } tt_tp_env_t;
 
 #define TT_MSG_MAGIC 0x74747431u /* "ttt1" */

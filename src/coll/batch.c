@@ -83,8 +83,12 @@ tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int 
         st = TUTTI_ERR_NO_MEMORY;
     for (int k = 0; cs && k < m; k++)
         cs->bytes_sent += (uint64_t)entries[k].sched.sent_count * entries[k].exec.elem;
-    if (!st && m > 0)
+    if (!st && m > 0) { /* the report of who is stuck names the batch's first call */
+        const tt_exec_t *x = &entries[0].exec;
+        tt_progress_begin(&comm->progress, x->seq, x->coll, x->dtype, x->op, x->root, x->count);
         st = tt_engine_run_batch(comm, items, m);
+        tt_progress_end(&comm->progress);
+    }
     if (st)
         tt_comm_fail(comm, st);
     for (int i = 0; entries && i < n; i++)

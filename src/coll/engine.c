@@ -239,6 +239,19 @@ static int lost_peers(const run_t *run, char *out, size_t len, int allow_aborted
     return ndied + naborted;
 }
 
+/* News from the other ranks (a rank gave up, died, left or timed out)
+ * ends this call: said once, with the cause. */
+static tutti_status_t check_news(run_t *run, int peer)
+{
+    if (!tt_comm_has_news(run->comm))
+        return TUTTI_SUCCESS;
+    const tt_exec_t *x = run->x;
+    char call[160];
+    describe_call(x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
+    int p2p = x->coll == TT_COLL_SEND || x->coll == TT_COLL_RECV;
+    return tt_comm_news(run->comm, call, p2p ? UINT64_MAX : x->seq, peer);
+}
+
 static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, int idx)
 {
     tutti_comm_t comm = run->comm;
@@ -259,18 +272,29 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
                              where, theirs, (unsigned long long)req->got.bytes,
                              (unsigned long long)req->hdr.bytes);
     }
-    if (st == TUTTI_ERR_TIMEOUT)
-        return tt_comm_error(comm, st, "%s: no progress for %lld ms (TUTTI_TIMEOUT); %s", call,
-                             (long long)comm->timeout_ms, where);
+    if (st == TUTTI_ERR_TIMEOUT) {
+        /* Every rank says where it is, so the report names the one at fault. */
+        static _Thread_local char stuck[TT_COMM_ERROR_BYTES];
+        tt_progress_timed_out(&comm->progress);
+        tt_comm_who_is_stuck(comm, stuck, sizeof stuck);
+        return tt_comm_error(comm, st, "%s: no progress for %lld ms (TUTTI_TIMEOUT); %s%s%s", call,
+                             (long long)comm->timeout_ms, where, *stuck ? ". " : "", stuck);
+    }
     /* A peer aborts because of something: usually another rank died and
-     * this rank's connections to it are still closing. Look again briefly
-     * so the report names the cause, not only who gave up. */
+     * this rank's connections to it are still closing, or it found a
+     * mismatch or a timeout and says why through rank 0. Look again
+     * briefly so the report names the cause, not only who gave up. */
     int lost = lost_peers(run, gone, sizeof gone, 0);
-    for (int64_t until = tt_now_ms() + CAUSE_WAIT_MS; lost < 0 && tt_now_ms() < until;) {
+    for (int64_t until = tt_now_ms() + CAUSE_WAIT_MS; !tt_comm_has_news(comm) && tt_now_ms() < until;) {
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
         lost = lost_peers(run, gone, sizeof gone, 0);
     }
+    /* Rank 0's word is better than a closed connection: a rank that gave
+     * up and then ended looks dead to the transports. */
+    tutti_status_t why = check_news(run, step->peer);
+    if (why)
+        return why;
     if (lost < 0)
         lost = lost_peers(run, gone, sizeof gone, 1);
     if (lost > 0)
@@ -297,6 +321,23 @@ static tutti_status_t report_failure(run_t *run)
             }
         }
     return report(run, first_lane->reqs[first].status, first_lane, first);
+}
+
+/* Tells the who-is-stuck report what this rank waits for: the first
+ * pending request. Returns its peer (-1 when none waits). */
+static int publish_wait(run_t *run, int64_t since_ns)
+{
+    for (int l = 0; l < run->nlanes; l++) {
+        const lane_t *lane = &run->lanes[l];
+        for (int i = 0; lane->slice >= 0 && i < lane->npending; i++)
+            if (lane->reqs[i].state == TT_REQ_PENDING) {
+                const tt_step_t *step = lane->req_step[i];
+                tt_progress_wait(&run->comm->progress, step->peer, (int)step->kind, lane->round + 1,
+                                 run->s->nrounds, lane->slice + 1, run->x->nslices, since_ns);
+                return step->peer;
+            }
+    }
+    return -1;
 }
 
 static void idle_wait(int *idle, int spin)
@@ -407,8 +448,9 @@ static tutti_status_t poll_runs(run_t *runs, int n, int *progressed, int *left)
     return TUTTI_SUCCESS;
 }
 
-/* A dead peer, or no progress for TUTTI_TIMEOUT: reported for the first
- * active run waiting on a request. */
+/* News from the other ranks, a dead peer, or no progress for TUTTI_TIMEOUT:
+ * reported for the first active run waiting on a request. Says what this
+ * rank waits for (the who-is-stuck report reads it). */
 static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t last_progress,
                                     int64_t *next_alive)
 {
@@ -416,6 +458,12 @@ static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t las
     if (now >= *next_alive) {
         char gone[256];
         *next_alive = now + ALIVE_CHECK_NS;
+        for (int r = 0; r < n; r++) /* the first active run speaks for the batch */
+            if (runs[r].state == RUN_ACTIVE) {
+                int peer = publish_wait(&runs[r], last_progress);
+                TT_TRY(check_news(&runs[r], peer));
+                break;
+            }
         if (lost_peers(&runs[0], gone, sizeof gone, 1) > 0)
             for (int r = 0; r < n; r++)
                 for (int l = 0; runs[r].state == RUN_ACTIVE && l < runs[r].nlanes; l++)

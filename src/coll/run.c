@@ -4,6 +4,7 @@
  * gets its algorithm and slice size from the policy, its schedule from the
  * cache, and runs on the engine; avg is finished afterwards.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "coll/coll.h"
@@ -76,15 +77,30 @@ static int is_p2p(const tt_call_t *c)
     return c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
 }
 
+/* A call that news from the other ranks has already ended (a rank gave
+ * up, died, or left before this call): it fails before it starts. */
+static tutti_status_t check_news(tutti_comm_t comm, const tt_call_t *c, uint64_t seq)
+{
+    if (!tt_comm_has_news(comm))
+        return TUTTI_SUCCESS;
+    char call[96];
+    snprintf(call, sizeof call, "%s #%llu", tt_coll_name(c->coll), (unsigned long long)seq);
+    tutti_status_t st = tt_comm_news(comm, call, is_p2p(c) ? UINT64_MAX : seq, is_p2p(c) ? c->root : -1);
+    if (st)
+        tt_comm_fail(comm, st);
+    return st;
+}
+
 tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct)
 {
     *seq = 0;
     *direct = 0;
     if (is_p2p(c)) {
         *seq = (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++;
-        return TUTTI_SUCCESS;
+        return check_news(comm, c, *seq);
     }
     *seq = comm->coll_seq++;
+    TT_TRY(check_news(comm, c, *seq));
     return tt_comm_agree(comm, *seq, capable, direct);
 }
 
@@ -213,7 +229,9 @@ tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t se
              choice.predicted < 0 ? 0.0 : choice.predicted * 1e6, s->nrounds, x.nslices,
              mem ? ", direct on device buffers" : "");
     cs->bytes_sent += (uint64_t)s->sent_count * x.elem;
+    tt_progress_begin(&comm->progress, seq, c->coll, c->dtype, c->op, c->root, c->count);
     st = tt_engine_run(comm, s, &x);
+    tt_progress_end(&comm->progress);
     if (!st)
         st = finish_avg(comm, c, mem);
     if (st)

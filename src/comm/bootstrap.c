@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The bootstrap star: admission by key, then gather-to-root and send-back. */
+/*
+ * The bootstrap star: admission by key (many connections at once, see
+ * core/admit.c), then the star's thread serves the connections (star.c):
+ * set-up exchanges, failures and destroy's barrier go through it.
+ */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -10,9 +14,12 @@
 #include <unistd.h>
 
 #include "comm/bootstrap.h"
+#include "comm/star_impl.h"
+#include "core/admit.h"
 #include "core/clock.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/ranks.h"
 
 /* What this process holds for a job, by key: a listening socket made
  * before the communicator (tutti_get_unique_id, a launcher's), and how the
@@ -116,23 +123,67 @@ static void root_note(const unsigned char *key, char *out, size_t outlen)
     pthread_mutex_unlock(&kept_lock);
 }
 
+/* The ranks that have not joined, for the message that says the job failed. */
+static void missing_ranks(const tt_bootstrap_t *bs, char *out, size_t len)
+{
+    unsigned char *missing = calloc((size_t)bs->nranks, 1);
+    if (!missing) {
+        snprintf(out, len, "some ranks");
+        return;
+    }
+    for (int r = 1; r < bs->nranks; r++)
+        missing[r] = bs->rank_fds[r] < 0;
+    tt_ranks_str(missing, bs->nranks, out, len);
+    free(missing);
+}
+
+/* Tells the ranks that joined why the job will not form (their star
+ * threads are already reading), so they fail at once with the reason.
+ * What they sent meanwhile is read and dropped until they close (1 s at
+ * most): a socket closed with unread bytes is reset, and the reason with it. */
+static void tell_joined(const tt_bootstrap_t *bs, tutti_status_t st, const char *why)
+{
+    for (int r = 1; r < bs->nranks; r++)
+        if (bs->rank_fds[r] >= 0) {
+            tt_star_send(bs->rank_fds[r], TT_STAR_FAILED, 0, st, 0, why, strlen(why) + 1, 1000);
+            shutdown(bs->rank_fds[r], SHUT_WR);
+        }
+    int64_t until = tt_now_ms() + 1000;
+    for (int r = 1; r < bs->nranks; r++)
+        while (bs->rank_fds[r] >= 0) {
+            char sink[512];
+            struct pollfd p = {.fd = bs->rank_fds[r], .events = POLLIN};
+            int64_t left = until - tt_now_ms();
+            if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+                break;
+            ssize_t n = recv(bs->rank_fds[r], sink, sizeof sink, MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                break;
+        }
+}
+
 static tutti_status_t root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t deadline, char *err,
                                  size_t errlen)
 {
     int joined = 1;
+    tt_admit_t *a = malloc(sizeof *a);
+    if (!a) {
+        snprintf(err, errlen, "bootstrap root: no memory to admit the ranks");
+        return TUTTI_ERR_NO_MEMORY;
+    }
+    tt_admit_init(a, listen_fd, bs->key, TT_SUB_INIT, "the bootstrap root");
+    tutti_status_t st = TUTTI_SUCCESS;
     while (joined < bs->nranks) {
         int fd;
-        tutti_status_t st = tt_sock_accept(listen_fd, deadline, &fd);
-        if (st != TUTTI_SUCCESS) {
-            snprintf(err, errlen, "bootstrap root: %d of %d ranks joined before %s", joined, bs->nranks,
-                     st == TUTTI_ERR_TIMEOUT ? "the timeout" : "accept failed");
-            return st;
-        }
-        int64_t hello_deadline = tt_now_ms() + TT_HELLO_WAIT_MS;
         tt_hello_t h;
-        if (tt_hello_recv(fd, bs->key, hello_deadline < deadline ? hello_deadline : deadline, &h)) {
-            close(fd); /* refused and logged by tt_hello_recv; keep serving */
-            continue;
+        st = tt_admit_next(a, deadline, &fd, &h);
+        if (st != TUTTI_SUCCESS) {
+            char missing[256];
+            missing_ranks(bs, missing, sizeof missing);
+            snprintf(err, errlen, "bootstrap root: %d of %d ranks joined before %s; missing: %s", joined,
+                     bs->nranks, st == TUTTI_ERR_TIMEOUT ? "the timeout" : "accept failed", missing);
+            tell_joined(bs, st, err);
+            break;
         }
         if (h.nranks != bs->nranks || h.rank <= 0 || h.rank >= bs->nranks || bs->rank_fds[h.rank] >= 0) {
             TT_WARN(TT_SUB_INIT, "refused rank %d of %d: this communicator has %d ranks%s", h.rank, h.nranks,
@@ -153,7 +204,9 @@ static tutti_status_t root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t dead
         joined++;
         TT_DEBUG(TT_SUB_INIT, "bootstrap: rank %d joined (%d/%d)", h.rank, joined, bs->nranks);
     }
-    return TUTTI_SUCCESS;
+    tt_admit_close(a);
+    free(a);
+    return st;
 }
 
 /* Why the first bytes from the root's address are not the job's root's. */
@@ -213,6 +266,8 @@ static tutti_status_t await_root(tt_bootstrap_t *bs, const char *where, int64_t 
     return TUTTI_SUCCESS;
 }
 
+static tutti_status_t start_star(tt_bootstrap_t *bs, char *err, size_t errlen);
+
 tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
                                  const tt_sockaddr_t *root, int64_t timeout_ms, char *err, size_t errlen)
 {
@@ -235,6 +290,8 @@ tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const
                      tutti_strerror(st));
         else
             st = await_root(bs, where, deadline, err, errlen);
+        if (!st)
+            st = start_star(bs, err, errlen);
         if (st)
             tt_bootstrap_close(bs);
         return st;
@@ -258,40 +315,36 @@ tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const
     tutti_status_t st = nranks > 1 ? root_admit(bs, listen_fd, deadline, err, errlen) : TUTTI_SUCCESS;
     if (listen_fd >= 0)
         close(listen_fd);
+    if (!st)
+        st = start_star(bs, err, errlen);
     if (st)
         tt_bootstrap_close(bs);
     return st;
 }
 
+/* Hands the joined connections to the star's thread. */
+static tutti_status_t start_star(tt_bootstrap_t *bs, char *err, size_t errlen)
+{
+    if (bs->nranks == 1)
+        return TUTTI_SUCCESS;
+    bs->star = tt_star_start(bs->rank, bs->nranks, bs->up_fd, bs->rank_fds, bs->timeout_ms);
+    if (!bs->star) {
+        snprintf(err, errlen, "rank %d: the bootstrap's service did not start", bs->rank);
+        return TUTTI_ERR_SYSTEM;
+    }
+    bs->up_fd = -1; /* the star's now */
+    for (int r = 1; bs->rank_fds && r < bs->nranks; r++)
+        bs->rank_fds[r] = -1;
+    return TUTTI_SUCCESS;
+}
+
 tutti_status_t tt_bootstrap_allgather(tt_bootstrap_t *bs, const void *mine, void *all, size_t size)
 {
-    int64_t deadline = tt_now_ms() + bs->timeout_ms;
-    char *out = all;
-    tutti_status_t st;
-    if (bs->rank != 0) {
-        st = tt_sock_send_all(bs->up_fd, mine, size, deadline);
-        if (!st)
-            st = tt_sock_recv_all(bs->up_fd, all, size * (size_t)bs->nranks, deadline);
-        if (st)
-            TT_ERROR(TT_SUB_INIT, "bootstrap exchange with rank 0 failed: %s", tutti_strerror(st));
-        return st;
+    if (!bs->star) {
+        memcpy(all, mine, size);
+        return TUTTI_SUCCESS;
     }
-    memcpy(out, mine, size);
-    for (int r = 1; r < bs->nranks; r++) {
-        st = tt_sock_recv_all(bs->rank_fds[r], out + (size_t)r * size, size, deadline);
-        if (st) {
-            TT_ERROR(TT_SUB_INIT, "bootstrap exchange: rank %d did not answer: %s", r, tutti_strerror(st));
-            return st;
-        }
-    }
-    for (int r = 1; r < bs->nranks; r++) {
-        st = tt_sock_send_all(bs->rank_fds[r], all, size * (size_t)bs->nranks, deadline);
-        if (st) {
-            TT_ERROR(TT_SUB_INIT, "bootstrap exchange: sending to rank %d failed: %s", r, tutti_strerror(st));
-            return st;
-        }
-    }
-    return TUTTI_SUCCESS;
+    return tt_star_allgather(bs->star, mine, all, size);
 }
 
 tutti_status_t tt_bootstrap_barrier(void *arg)
@@ -306,7 +359,35 @@ tutti_status_t tt_bootstrap_barrier(void *arg)
     return st;
 }
 
-void tt_bootstrap_close(tt_bootstrap_t *bs)
+tutti_status_t tt_bootstrap_leave(tt_bootstrap_t *bs, uint64_t ncalls)
+{
+    return bs->star ? tt_star_leave(bs->star, ncalls) : TUTTI_SUCCESS;
+}
+
+void tt_bootstrap_fail(tt_bootstrap_t *bs, tutti_status_t st, const char *why)
+{
+    tt_star_fail(bs->star, st, why);
+}
+
+tutti_status_t tt_bootstrap_watch(void *arg)
+{
+    tt_bootstrap_t *bs = arg;
+    if (!tt_star_has_news(bs->star))
+        return TUTTI_SUCCESS;
+    tt_star_news_t n;
+    tt_star_news(bs->star, &n);
+    if (n.died_rank >= 0) {
+        TT_ERROR(TT_SUB_INIT, "rank %d died or lost its connection during set-up", n.died_rank);
+        return TUTTI_ERR_PEER_FAILED;
+    }
+    if (n.failed_rank < 0)
+        return TUTTI_SUCCESS;
+    TT_ERROR(TT_SUB_INIT, "rank %d gave up during set-up (%s): %s", n.failed_rank,
+             tutti_status_name(n.failed_status), n.failed_text);
+    return n.failed_status == TUTTI_ERR_ABORTED ? TUTTI_ERR_PEER_FAILED : n.failed_status;
+}
+
+static void close_fds(tt_bootstrap_t *bs)
 {
     if (bs->up_fd >= 0)
         close(bs->up_fd);
@@ -318,4 +399,18 @@ void tt_bootstrap_close(tt_bootstrap_t *bs)
         free(bs->rank_fds);
         bs->rank_fds = NULL;
     }
+}
+
+void tt_bootstrap_close(tt_bootstrap_t *bs)
+{
+    tt_star_stop(bs->star);
+    bs->star = NULL;
+    close_fds(bs);
+}
+
+void tt_bootstrap_forget(tt_bootstrap_t *bs)
+{
+    tt_star_forget(bs->star);
+    bs->star = NULL;
+    close_fds(bs);
 }

@@ -16,8 +16,9 @@ typedef struct {
     int rank, nranks;
     unsigned char key[TT_KEY_BYTES];
     int64_t timeout_ms;
-    int up_fd;     /* non-root: connection to the root */
-    int *rank_fds; /* root: connection to each rank (rank_fds[0] unused) */
+    int up_fd;            /* non-root: connection to the root, until the star takes it */
+    int *rank_fds;        /* root: connection to each rank (rank_fds[0] unused), until the star takes them */
+    struct tt_star *star; /* serves the connections once every rank joined (NULL with one rank) */
 } tt_bootstrap_t;
 
 /* The unique id's layout inside tutti_unique_id_t. */
@@ -46,9 +47,18 @@ void tt_bootstrap_note_root(const unsigned char *key, const char *note);
  */
 tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
                                  const tt_sockaddr_t *root, int64_t timeout_ms, char *err, size_t errlen);
-/* all (nranks * size bytes) gets every rank's mine in rank order. */
+/* all (nranks * size bytes) gets every rank's mine in rank order; fails
+ * at once (logged) when a rank gave up or left meanwhile. */
 tutti_status_t tt_bootstrap_allgather(tt_bootstrap_t *bs, const void *mine, void *all, size_t size);
 tutti_status_t tt_bootstrap_barrier(void *bs);
+/* destroy's barrier: every rank called destroy after ncalls collectives. */
+tutti_status_t tt_bootstrap_leave(tt_bootstrap_t *bs, uint64_t ncalls);
+/* Tells every rank that this one gave up, with status and why. */
+void tt_bootstrap_fail(tt_bootstrap_t *bs, tutti_status_t st, const char *why);
+/* For set-up waits (tt_tp_env_t.watch): non-zero (logged) once a rank gave up. */
+tutti_status_t tt_bootstrap_watch(void *bs);
 void tt_bootstrap_close(tt_bootstrap_t *bs);
+/* In a forked child: closes this process's copies only. */
+void tt_bootstrap_forget(tt_bootstrap_t *bs);
 
 #endif

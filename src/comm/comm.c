@@ -14,10 +14,11 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/star.h"
 #include "core/env_config.h"
 #include "core/log.h"
 
-static _Thread_local char thread_error[512];
+static _Thread_local char thread_error[TT_COMM_ERROR_BYTES];
 
 static void record(tutti_comm_t comm, const char *text)
 {
@@ -28,7 +29,7 @@ static void record(tutti_comm_t comm, const char *text)
 
 static tutti_status_t report(tutti_comm_t comm, int sub, tutti_status_t st, const char *fmt, va_list ap)
 {
-    char text[512];
+    char text[TT_COMM_ERROR_BYTES];
     vsnprintf(text, sizeof text, fmt, ap);
     record(comm, text);
     TT_LOG(TT_LOG_WARN, (tt_log_subsys_t)sub, "%s", text);
@@ -55,7 +56,7 @@ tutti_status_t tt_comm_error_in(tutti_comm_t comm, int sub, tutti_status_t st, c
 
 tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
 {
-    char text[512];
+    char text[TT_COMM_ERROR_BYTES];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
@@ -66,7 +67,7 @@ tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const 
 
 tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
 {
-    char text[512];
+    char text[TT_COMM_ERROR_BYTES];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(text, sizeof text, fmt, ap);
@@ -90,6 +91,9 @@ void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
     if (comm->failed)
         return;
     comm->failed = st;
+    /* The others learn why through rank 0 (they see the transports' abort
+     * first, and wait a moment for this). */
+    tt_bootstrap_fail(&comm->bs, st, comm->last_error);
     for (int r = 0; r < comm->nranks; r++)
         if (comm->peers[r].ops)
             comm->peers[r].ops->abort(comm->peers[r].conn);
@@ -134,11 +138,20 @@ static void comm_free(tutti_comm_t comm, int local_only)
     if (!local_only)
         layers_free(comm);
     tt_comm_teardown(comm, local_only);
-    tt_bootstrap_close(&comm->bs);
+    if (local_only)
+        tt_bootstrap_forget(&comm->bs);
+    else
+        tt_bootstrap_close(&comm->bs);
     free(comm->endpoints);
     free(comm->send_seq);
     free(comm->recv_seq);
     free(comm);
+}
+
+/* For the who-is-stuck report: where this rank is (called by the star's thread). */
+static void describe(void *arg, tt_stuck_state_t *out)
+{
+    tt_progress_read(&((tutti_comm_t)arg)->progress, out);
 }
 
 /* TUTTI_TIMEOUT, TUTTI_PIPELINE and the params (the variables' ranges are
@@ -197,11 +210,17 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
                               .timeout_ms = comm->timeout_ms,
                               .endpoints = comm->endpoints,
                               .barrier = tt_bootstrap_barrier,
-                              .barrier_arg = &comm->bs};
+                              .barrier_arg = &comm->bs,
+                              .watch = tt_bootstrap_watch,
+                              .watch_arg = &comm->bs};
     memcpy(comm->env.key, key, TT_KEY_BYTES);
     st = tt_comm_setup(comm, node_id); /* says why itself */
-    if (st)
+    if (st) {
+        tt_bootstrap_fail(&comm->bs, st, thread_error); /* the others stop waiting for this rank */
         goto undo_alloc;
+    }
+    if (comm->bs.star)
+        tt_star_set_view(comm->bs.star, comm->endpoints, describe, comm);
     if (!tt_comm_handle_new(comm)) {
         st = tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "too many live communicators");
         goto undo_alloc;
@@ -245,8 +264,13 @@ TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t handle)
         if (comm->layers[l].state && comm->layers[l].ops->quiesce)
             comm->layers[l].ops->quiesce(comm, comm->layers[l].state);
     /* Peers may still be draining the last collective's messages from us;
-     * the barrier keeps our queues and sockets alive until they are done. */
-    tutti_status_t st = comm->failed ? TUTTI_SUCCESS : tt_bootstrap_barrier(&comm->bs);
+     * the barrier keeps our queues and sockets alive until they are done.
+     * The others learn at once that this rank is here, after how many
+     * collectives, so one still waiting for another call fails now. */
+    tt_log_fault_mark();
+    tutti_status_t st = comm->failed ? TUTTI_SUCCESS : tt_bootstrap_leave(&comm->bs, comm->coll_seq);
+    if (st)
+        tt_comm_context(NULL, st, "rank %d", comm->rank);
     comm_free(comm, 0);
     return st;
 }
@@ -262,6 +286,8 @@ TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t handle)
      * left and the device proxy (which sees the flag too) stopped. */
     tt_comm_wait_idle(comm);
     layers_free(comm);
+    if (!comm->failed)
+        snprintf(comm->last_error, sizeof comm->last_error, "it called tutti_comm_abort");
     tt_comm_fail(comm, TUTTI_ERR_ABORTED);
     comm_free(comm, 0);
     return TUTTI_SUCCESS;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "comm/bootstrap.h"
+#include "comm/stuck.h"
 #include "core/link.h"
 #include "sched/hosts.h"
 #include "transports/transport.h"
@@ -19,6 +20,7 @@
 #include "tutti.h"
 
 #define TT_MAX_TRANSPORTS 6
+#define TT_COMM_ERROR_BYTES 2048 /* room for a who-is-stuck report */
 
 typedef struct {
     const tt_transport_ops_t *ops;
@@ -63,10 +65,11 @@ struct tutti_comm {
         void *state;
         const tt_layer_ops_t *ops;
     } layers[TT_LAYER_COUNT];
-    tutti_comm_t handle; /* what the caller holds (handle.c) */
-    unsigned fork_epoch; /* the process's fork count when it was made */
-    int owner_pid;       /* the process that made it */
-    char last_error[512];
+    tt_progress_t progress; /* where this rank is, for the who-is-stuck report */
+    tutti_comm_t handle;    /* what the caller holds (handle.c) */
+    unsigned fork_epoch;    /* the process's fork count when it was made */
+    int owner_pid;          /* the process that made it */
+    char last_error[TT_COMM_ERROR_BYTES];
 };
 
 /*
@@ -112,6 +115,19 @@ tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char 
     __attribute__((format(printf, 3, 4)));
 /* Marks comm failed after a mid-collective error and tells the peers. */
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
+
+/*
+ * News from the other ranks (news.c), for a call described as `call`:
+ * collective number seq, or a send or receive with peer (seq UINT64_MAX).
+ * Non-zero (recorded and logged) when the call must end: a rank gave up or
+ * died, one entered destroy before making this call, or a rank timed out
+ * and the who-is-stuck report came. One load when there is no news.
+ */
+tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, int peer);
+/* Whether there is news at all (one relaxed load). */
+int tt_comm_has_news(tutti_comm_t comm);
+/* The who-is-stuck report for this rank's timed-out call, into out. */
+void tt_comm_who_is_stuck(tutti_comm_t comm, char *out, size_t len);
 
 /* The state layer keeps on comm (NULL until it set one). */
 void *tt_comm_layer(tutti_comm_t comm, tt_layer_t layer);

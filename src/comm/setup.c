@@ -343,9 +343,9 @@ tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id)
         st = pick_transports(comm);
     if (!st)
         st = listen_all(comm, &mine);
+    tt_log_fault_mark(); /* the bootstrap says why it failed */
     if (!st && (st = tt_bootstrap_allgather(&comm->bs, &mine, records, sizeof mine)) != TUTTI_SUCCESS)
-        tt_comm_error_in(NULL, TT_SUB_INIT, st, "rank %d: exchanging addresses through the bootstrap failed",
-                         comm->rank);
+        tt_comm_context(NULL, st, "rank %d: exchanging addresses through the bootstrap failed", comm->rank);
     for (int r = 0; !st && r < p; r++)
         comm->endpoints[r] = records[r].endpoint;
     if (!st)
@@ -358,8 +358,9 @@ tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id)
     }
     if (!st)
         st = connect_all(comm, records);
+    tt_log_fault_mark();
     if (!st && (st = tt_bootstrap_barrier(&comm->bs)) != TUTTI_SUCCESS)
-        tt_comm_error_in(NULL, TT_SUB_INIT, st, "rank %d: the last set-up barrier failed", comm->rank);
+        tt_comm_context(NULL, st, "rank %d: the last set-up barrier failed", comm->rank);
     free(records);
     return st;
 }

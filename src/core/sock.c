@@ -155,6 +155,12 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
 
 tutti_status_t tt_sock_connect(const tt_sockaddr_t *addr, int64_t deadline_ms, int *fd)
 {
+    return tt_sock_connect_watched(addr, deadline_ms, NULL, NULL, fd);
+}
+
+tutti_status_t tt_sock_connect_watched(const tt_sockaddr_t *addr, int64_t deadline_ms,
+                                       tutti_status_t (*watch)(void *arg), void *arg, int *fd)
+{
     char where[80];
     tt_sock_addr_str(addr, where, sizeof where);
     int delay_ms = 1;
@@ -176,6 +182,9 @@ tutti_status_t tt_sock_connect(const tt_sockaddr_t *addr, int64_t deadline_ms, i
             TT_ERROR(TT_SUB_INIT, "connect to %s failed: %s", where, strerror(err));
             return TUTTI_ERR_SYSTEM;
         }
+        tutti_status_t gone = watch ? watch(arg) : TUTTI_SUCCESS;
+        if (gone)
+            return gone; /* the set-up failed elsewhere, and the watch said why */
         if (tt_now_ms() + delay_ms >= deadline_ms) {
             TT_ERROR(TT_SUB_INIT, "connect to %s timed out: %s", where, strerror(err));
             return TUTTI_ERR_TIMEOUT;

@@ -247,24 +247,49 @@ static void describe(int status, char *out, size_t len)
         snprintf(out, len, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
 }
 
-/* Whether process pid is already on its way out (the kernel's PF_EXITING
- * flag, field 9 of /proc/PID/stat): killed but still freeing its memory. */
+/* A signal mask from /proc/PID/status ("SigPnd:\t0000000000000100"). */
+static unsigned long long status_mask(const char *text, const char *field)
+{
+    const char *p = strstr(text, field);
+    return p ? strtoull(p + strlen(field), NULL, 16) : 0;
+}
+
+/*
+ * Whether process pid is on its way out: the kernel's PF_EXITING flag
+ * (field 9 of /proc/PID/stat: killed, still freeing its memory), or a
+ * signal that will end it pending but not yet acted on (a loaded machine
+ * may not have run it since the kill).
+ */
 static int dying(pid_t pid)
 {
-    char path[64], line[512];
+    char path[64], text[4096];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;
-    size_t n = fread(line, 1, sizeof line - 1, f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
-    line[n] = '\0';
-    const char *end = strrchr(line, ')'); /* the command name may hold spaces */
+    text[n] = '\0';
+    const char *end = strrchr(text, ')'); /* the command name may hold spaces */
     unsigned flags = 0;
     char state = 0;
-    if (!end || sscanf(end + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
+    if (!end || sscanf(end + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2 || state == 'Z')
         return 0;
-    return state != 'Z' && (flags & 0x4u) != 0;
+    if (flags & 0x4u)
+        return 1;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (!(f = fopen(path, "r")))
+        return 0;
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    unsigned long long pending = status_mask(text, "SigPnd:") | status_mask(text, "ShdPnd:");
+    pending &= ~(status_mask(text, "SigBlk:") | status_mask(text, "SigIgn:") | status_mask(text, "SigCgt:"));
+    /* Signals whose default action does not end a process. */
+    static const int harmless[] = {SIGCHLD, SIGCONT, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU, SIGURG, SIGWINCH};
+    for (size_t i = 0; i < sizeof harmless / sizeof *harmless; i++)
+        pending &= ~(1ull << (harmless[i] - 1));
+    return pending != 0;
 }
 
 static int any_dying(const rank_proc_t *procs, int n)

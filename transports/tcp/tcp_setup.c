@@ -2,7 +2,9 @@
 /*
  * tcp transport set-up: each rank listens; for every pair the higher rank
  * connects to the lower one, one socket per channel, and opens each with a
- * hello carrying the job key. Connections with a wrong key are refused.
+ * hello carrying the job key. Connections are admitted many at once and
+ * those without the key refused (core/admit.c); a rank that gave up
+ * elsewhere ends the waits at once (env->watch).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/admit.h"
 #include "core/clock.h"
 #include "core/env_config.h"
 #include "core/log.h"
@@ -73,6 +76,45 @@ static void conn_adopt(tt_tcp_ctx_t *ctx, tt_tcp_conn_t *c, int channel, int fd)
     c->ch[channel].fd = fd;
 }
 
+/* Admits the expected connections from higher ranks, the keyed ones only,
+ * each into its peer's and channel's place. */
+static tutti_status_t accept_higher(tt_tcp_ctx_t *ctx, void **conns, const int *slot_of_rank, int expected,
+                                    int64_t deadline)
+{
+    const tt_tp_env_t *env = ctx->env;
+    if (!expected)
+        return TUTTI_SUCCESS;
+    tt_admit_t *admit = malloc(sizeof *admit);
+    if (!admit)
+        return TUTTI_ERR_NO_MEMORY;
+    tt_admit_init(admit, ctx->listen_fd, env->key, TT_SUB_NET, "tcp");
+    admit->watch = env->watch;
+    admit->watch_arg = env->watch_arg;
+    tutti_status_t st = TUTTI_SUCCESS;
+    while (expected > 0) {
+        int fd;
+        tt_hello_t h;
+        st = tt_admit_next(admit, deadline, &fd, &h);
+        if (st == TUTTI_ERR_TIMEOUT)
+            TT_ERROR(TT_SUB_NET, "tcp: %d connections from higher ranks never arrived", expected);
+        if (st)
+            break;
+        int slot = h.rank >= 0 && h.rank < env->nranks ? slot_of_rank[h.rank] : -1;
+        if (slot < 0 || h.channel < 0 || h.channel >= env->nchannels ||
+            ((tt_tcp_conn_t *)conns[slot])->ch[h.channel].fd >= 0) {
+            TT_WARN(TT_SUB_NET, "tcp: refused unexpected connection claiming rank %d channel %d", h.rank,
+                    h.channel);
+            close(fd);
+            continue;
+        }
+        conn_adopt(ctx, conns[slot], h.channel, fd);
+        expected--;
+    }
+    tt_admit_close(admit);
+    free(admit);
+    return st;
+}
+
 static tutti_status_t tcp_connect(void *ctxp, const int *peers, int npeers, const unsigned char *addrs,
                                   void **conns)
 {
@@ -105,7 +147,7 @@ static tutti_status_t tcp_connect(void *ctxp, const int *peers, int npeers, cons
         memcpy(&peer_addr, addrs + (size_t)peers[i] * TT_ADDR_MAX, sizeof peer_addr);
         for (int c = 0; c < nch; c++) {
             int fd;
-            st = tt_sock_connect(&peer_addr, deadline, &fd);
+            st = tt_sock_connect_watched(&peer_addr, deadline, env->watch, env->watch_arg, &fd);
             if (!st)
                 st = tt_hello_send(fd, env->key, env->rank, env->nranks, c, deadline);
             if (st) {
@@ -115,30 +157,9 @@ static tutti_status_t tcp_connect(void *ctxp, const int *peers, int npeers, cons
             conn_adopt(ctx, conns[i], c, fd);
         }
     }
-    while (expected > 0) {
-        int fd;
-        tt_hello_t h;
-        st = tt_sock_accept(ctx->listen_fd, deadline, &fd);
-        if (st) {
-            TT_ERROR(TT_SUB_NET, "tcp: %d connections from higher ranks never arrived", expected);
-            goto undo_conns;
-        }
-        int64_t hello_deadline = tt_now_ms() + TT_HELLO_WAIT_MS;
-        if (tt_hello_recv(fd, env->key, hello_deadline < deadline ? hello_deadline : deadline, &h)) {
-            close(fd); /* wrong key: refused and logged */
-            continue;
-        }
-        int slot = h.rank >= 0 && h.rank < env->nranks ? slot_of_rank[h.rank] : -1;
-        if (slot < 0 || h.channel < 0 || h.channel >= nch ||
-            ((tt_tcp_conn_t *)conns[slot])->ch[h.channel].fd >= 0) {
-            TT_WARN(TT_SUB_NET, "tcp: refused unexpected connection claiming rank %d channel %d", h.rank,
-                    h.channel);
-            close(fd);
-            continue;
-        }
-        conn_adopt(ctx, conns[slot], h.channel, fd);
-        expected--;
-    }
+    st = accept_higher(ctx, conns, slot_of_rank, expected, deadline);
+    if (st)
+        goto undo_conns;
     /* Every connection is up: nothing more to accept, so stop listening. */
     close(ctx->listen_fd);
     ctx->listen_fd = -1;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/admit.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "transports/verbs/verbs.h"
@@ -51,7 +52,7 @@ static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_ver
 {
     const tt_tp_env_t *env = ctx->env;
     int fd;
-    tutti_status_t st = tt_sock_connect(&peer->oob, deadline, &fd);
+    tutti_status_t st = tt_sock_connect_watched(&peer->oob, deadline, env->watch, env->watch_arg, &fd);
     if (!st && (st = tt_hello_send(fd, env->key, env->rank, env->nranks, 0, deadline)) != TUTTI_SUCCESS)
         close(fd);
     if (!st)
@@ -61,25 +62,31 @@ static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_ver
     return st;
 }
 
-/* Takes set-up connections from higher ranks until every one arrived. */
+/* Takes set-up connections from higher ranks until every one arrived:
+ * admitted many at once, the keyed ones only (core/admit.c), so that
+ * connections without the key cannot hold up the peers'. */
 static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npeers,
                                  const tt_verbs_addr_t *addrs, void **conns, const tt_verbs_wire_t *wires,
                                  int expected, int64_t deadline)
 {
     const tt_tp_env_t *env = ctx->env;
-    while (expected > 0) {
+    if (!expected)
+        return TUTTI_SUCCESS;
+    tt_admit_t *admit = malloc(sizeof *admit);
+    if (!admit)
+        return TUTTI_ERR_NO_MEMORY;
+    tt_admit_init(admit, ctx->listen_fd, env->key, TT_SUB_NET, "verbs");
+    admit->watch = env->watch;
+    admit->watch_arg = env->watch_arg;
+    tutti_status_t st = TUTTI_SUCCESS;
+    while (!st && expected > 0) {
         int fd, slot = -1;
         tt_hello_t h;
-        tutti_status_t st = tt_sock_accept(ctx->listen_fd, deadline, &fd);
-        if (st) {
+        st = tt_admit_next(admit, deadline, &fd, &h);
+        if (st == TUTTI_ERR_TIMEOUT)
             TT_ERROR(TT_SUB_NET, "verbs: %d set-up connections from higher ranks never arrived", expected);
-            return st;
-        }
-        int64_t hello_deadline = tt_now_ms() + TT_HELLO_WAIT_MS;
-        if (tt_hello_recv(fd, env->key, hello_deadline < deadline ? hello_deadline : deadline, &h)) {
-            close(fd); /* wrong key: refused and logged */
-            continue;
-        }
+        if (st)
+            break;
         for (int i = 0; i < npeers && slot < 0; i++)
             if (peers[i] == h.rank && peers[i] > env->rank && conns[i] &&
                 !((tt_verbs_conn_t *)conns[i])->peer_region)
@@ -90,13 +97,14 @@ static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npee
             continue;
         }
         st = exchange(ctx, fd, conns[slot], &addrs[slot], &wires[slot], deadline);
-        if (st) {
+        if (st)
             TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", h.rank, tutti_strerror(st));
-            return st;
-        }
-        expected--;
+        else
+            expected--;
     }
-    return TUTTI_SUCCESS;
+    tt_admit_close(admit);
+    free(admit);
+    return st;
 }
 
 /* Makes a connection to each peer; how many of them dial in to us. */

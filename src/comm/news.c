@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the star's news means for a call: a rank that gave up ends every
+ * call with its reason (a mismatch stays a mismatch, a timeout a timeout),
+ * a rank that died with TUTTI_ERR_PEER_FAILED, a rank in destroy ends the
+ * calls it will never make, and a who-is-stuck report ends the call that
+ * waits with the report. Also this rank's side of the report.
+ */
+#include <stdio.h>
+
+#include "comm/comm.h"
+#include "comm/star.h"
+#include "core/log.h"
+
+static const char *plural(uint64_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
+int tt_comm_has_news(tutti_comm_t comm)
+{
+    return tt_star_has_news(comm->bs.star);
+}
+
+tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, int peer)
+{
+    tt_star_t *star = comm->bs.star;
+    if (!tt_star_has_news(star))
+        return TUTTI_SUCCESS;
+    static _Thread_local tt_star_news_t n; /* too large for the engine's stack frame */
+    tt_star_news(star, &n);
+    if (n.died_rank >= 0)
+        return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED, "%s: rank %d died or lost its connection", call,
+                             n.died_rank);
+    if (n.failed_rank >= 0) {
+        tutti_status_t st = n.failed_status == TUTTI_ERR_MISMATCH || n.failed_status == TUTTI_ERR_TIMEOUT
+                                ? n.failed_status
+                                : TUTTI_ERR_PEER_FAILED;
+        return tt_comm_error(comm, st, "%s: rank %d gave up (%s): %s", call, n.failed_rank,
+                             tutti_status_name(n.failed_status), n.failed_text);
+    }
+    if (n.have_report)
+        return tt_comm_error(comm, TUTTI_ERR_TIMEOUT, "%s: a rank reached TUTTI_TIMEOUT; %s", call, n.report);
+    int never = seq == UINT64_MAX ? n.left_rank == peer : seq >= n.left_after;
+    if (n.left_rank >= 0 && never)
+        return tt_comm_error(
+            comm, TUTTI_ERR_MISMATCH,
+            "%s: rank %d called tutti_comm_destroy after %llu collective%s, before making this call", call,
+            n.left_rank, (unsigned long long)n.left_after, plural(n.left_after));
+    return TUTTI_SUCCESS;
+}
+
+void tt_comm_who_is_stuck(tutti_comm_t comm, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (!comm->bs.star)
+        return;
+    tt_stuck_state_t mine;
+    tt_progress_read(&comm->progress, &mine);
+    tt_star_who_is_stuck(comm->bs.star, &mine, out, len);
+}

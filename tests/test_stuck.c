@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Faults that used to surface only at the timeout, or nameless: the
+ * who-is-stuck report names a stopped rank and one that never reached the
+ * call; a rank that dies after joining, or never joins, is named to every
+ * rank at once.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "comm/bootstrap.h"
+#include "core/clock.h"
+#include "harness.h"
+
+#define NR 4
+#define STOPPED 2
+#define AWAY 3
+
+typedef struct {
+    int status;
+    int64_t ms;
+    char msg[2048];
+} seen_t;
+
+static seen_t *shared(void)
+{
+    seen_t *s = mmap(NULL, NR * sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(s, MAP_FAILED);
+    memset(s, 0, NR * sizeof *s);
+    return s;
+}
+
+/* Rank STOPPED stops itself after the first all-reduce; rank AWAY stays
+ * in its own code; the others wait in the second all-reduce. */
+static int stuck_body(tutti_comm_t comm, int r, int p, void *arg)
+{
+    seen_t *seen = arg;
+    float x[4096], y[4096];
+    memset(x, 0, sizeof x);
+    TT_FAIL_IF(tutti_allreduce(x, y, 4096, TUTTI_FP32, TUTTI_SUM, comm, NULL), "first allreduce: %s",
+               tutti_comm_last_error(comm));
+    if (r == STOPPED)
+        raise(SIGSTOP);
+    if (r == AWAY) {
+        sleep(8);
+        tutti_comm_abort(comm);
+        return -1;
+    }
+    (void)p;
+    int64_t t0 = tt_now_ms();
+    seen[r].status = tutti_allreduce(x, y, 4096, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+    seen[r].ms = tt_now_ms() - t0;
+    snprintf(seen[r].msg, sizeof seen[r].msg, "%s", tutti_comm_last_error(comm));
+    tutti_comm_abort(comm);
+    return -1;
+}
+
+static void stopped_rank_is_named(const char *transports)
+{
+    setenv("TUTTI_TRANSPORTS", transports, 1);
+    setenv("TUTTI_TIMEOUT", "3", 1);
+    seen_t *seen = shared();
+    pid_t pids[NR];
+    int codes[NR];
+    tt_spawn_ranks(NR, stuck_body, seen, pids);
+    /* The survivors end on their own; then the stopped rank is killed. */
+    for (int r = 0; r < NR; r++)
+        if (r != STOPPED && r != AWAY) {
+            int status;
+            ck_assert_int_eq(waitpid(pids[r], &status, 0), pids[r]);
+        }
+    kill(pids[STOPPED], SIGKILL);
+    tt_wait_ranks(NR, pids, codes, 30);
+    for (int r = 0; r < NR; r++) {
+        if (r == STOPPED || r == AWAY)
+            continue;
+        const char *m = seen[r].msg;
+        ck_assert_msg(seen[r].status == TUTTI_ERR_TIMEOUT && strstr(m, "rank 2 did not answer") &&
+                          strstr(m, "stopped") && strstr(m, "rank 3 has not reached it") && seen[r].ms < 8000,
+                      "%s, rank %d: %s after %lld ms: %s", transports, r, tutti_status_name(seen[r].status),
+                      (long long)seen[r].ms, m);
+    }
+    munmap(seen, NR * sizeof *seen);
+    unsetenv("TUTTI_TIMEOUT");
+}
+
+START_TEST(a_stopped_rank_is_named_over_tcp)
+{
+    stopped_rank_is_named("tcp");
+}
+END_TEST
+
+START_TEST(a_stopped_rank_is_named_over_shm)
+{
+    stopped_rank_is_named("shm,tcp");
+}
+END_TEST
+
+/* Starts ranks [0, started) of an nranks job on uid; each records what
+ * its tutti_comm_init said. */
+static void start_ranks(const tutti_unique_id_t *uid, int nranks, int started, seen_t *seen, pid_t *pids)
+{
+    fflush(stderr);
+    for (int r = 0; r < started; r++) {
+        pids[r] = fork();
+        ck_assert_int_ge(pids[r], 0);
+        if (pids[r] == 0) {
+            tutti_comm_t comm;
+            int64_t t0 = tt_now_ms();
+            seen[r].status = tutti_comm_init(&comm, nranks, r, uid, NULL);
+            seen[r].ms = tt_now_ms() - t0;
+            snprintf(seen[r].msg, sizeof seen[r].msg, "%s", tutti_comm_last_error(NULL));
+            if (!seen[r].status)
+                tutti_comm_destroy(comm);
+            _exit(0);
+        }
+    }
+}
+
+START_TEST(a_rank_that_never_joins_is_named)
+{
+    setenv("TUTTI_TIMEOUT", "3", 1);
+    seen_t *seen = shared();
+    tutti_unique_id_t uid;
+    ck_assert_int_eq(tutti_get_unique_id(&uid), TUTTI_SUCCESS);
+    pid_t pids[NR];
+    int codes[NR];
+    start_ranks(&uid, NR, NR - 1, seen, pids);
+    ck_assert(!tt_wait_ranks(NR - 1, pids, codes, 30));
+    for (int r = 0; r < NR - 1; r++)
+        ck_assert_msg(seen[r].status != TUTTI_SUCCESS && strstr(seen[r].msg, "missing: rank 3") &&
+                          seen[r].ms < 6000,
+                      "rank %d: %s after %lld ms: %s", r, tutti_status_name(seen[r].status),
+                      (long long)seen[r].ms, seen[r].msg);
+    munmap(seen, NR * sizeof *seen);
+    unsetenv("TUTTI_TIMEOUT");
+}
+END_TEST
+
+START_TEST(a_rank_that_dies_after_joining_is_named)
+{
+    setenv("TUTTI_TIMEOUT", "20", 1);
+    seen_t *seen = shared();
+    tutti_unique_id_t uid;
+    tt_id_t id;
+    ck_assert_int_eq(tutti_get_unique_id(&uid), TUTTI_SUCCESS);
+    memcpy(&id, uid.internal, sizeof id);
+    pid_t pids[NR];
+    int codes[NR];
+    start_ranks(&uid, NR, NR - 1, seen, pids);
+    /* Rank 3 joins with the right key, then its process is gone. */
+    int fd;
+    ck_assert_int_eq(tt_sock_connect(&id.root, tt_now_ms() + 5000, &fd), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_hello_send(fd, id.key, 3, NR, 0, tt_now_ms() + 1000), TUTTI_SUCCESS);
+    usleep(300000);
+    close(fd);
+    ck_assert(!tt_wait_ranks(NR - 1, pids, codes, 40));
+    for (int r = 0; r < NR - 1; r++)
+        ck_assert_msg(seen[r].status == TUTTI_ERR_PEER_FAILED && strstr(seen[r].msg, "rank 3 died") &&
+                          seen[r].ms < 5000,
+                      "rank %d: %s after %lld ms: %s", r, tutti_status_name(seen[r].status),
+                      (long long)seen[r].ms, seen[r].msg);
+    munmap(seen, NR * sizeof *seen);
+    unsetenv("TUTTI_TIMEOUT");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("stuck");
+    TCase *tc = tcase_create("stuck");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, a_stopped_rank_is_named_over_tcp);
+    tcase_add_test(tc, a_stopped_rank_is_named_over_shm);
+    tcase_add_test(tc, a_rank_that_never_joins_is_named);
+    tcase_add_test(tc, a_rank_that_dies_after_joining_is_named);
+    suite_add_tcase(s, tc);
+    return tt_run_suite(s);
+}
