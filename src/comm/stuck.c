@@ -137,22 +137,27 @@ static int at_fault(text_t *t, int r, const tt_stuck_state_t *st, int answered, 
                                    : "stopped, hung or cut off");
         return 1;
     }
-    if (!st->in_call && st->started <= at->seq) {
-        tt_stuck_call(st, call, sizeof call);
-        if (st->seq == UINT64_MAX)
-            say(t, "%srank %d has not reached it: it has made no collective call yet", sep, r);
-        else
-            say(t,
-                "%srank %d has not reached it: its last call, %s, ended %.1f s ago and it is outside tutti",
-                sep, r, call, (double)st->for_ms / 1000);
-        return 1;
-    }
-    if (st->in_call && st->seq != at->seq) {
-        tt_stuck_call(st, call, sizeof call);
-        say(t, "%srank %d is in %s for %.1f s", sep, r, call, (double)st->for_ms / 1000);
-        return 1;
-    }
-    return 0;
+    if (st->in_call || st->started > at->seq)
+        return 0; /* in the call, or past it */
+    tt_stuck_call(st, call, sizeof call);
+    if (st->seq == UINT64_MAX)
+        say(t, "%srank %d has not reached it: it has made no collective call yet", sep, r);
+    else
+        say(t, "%srank %d has not reached it: its last call, %s, ended %.1f s ago and it is outside tutti",
+            sep, r, call, (double)st->for_ms / 1000);
+    return 1;
+}
+
+/* The call the report is about: the oldest any rank is still in (later
+ * calls wait on it), else the asker's. */
+static const tt_stuck_state_t *oldest_call(int nranks, const tt_stuck_state_t *states,
+                                           const unsigned char *answered, int asker)
+{
+    const tt_stuck_state_t *at = &states[asker];
+    for (int r = 0; r < nranks; r++)
+        if (answered[r] && states[r].in_call && (!at->in_call || states[r].seq < at->seq))
+            at = &states[r];
+    return at;
 }
 
 void tt_stuck_compile(int nranks, const tt_stuck_state_t *states, const unsigned char *answered, int asker,
@@ -160,7 +165,7 @@ void tt_stuck_compile(int nranks, const tt_stuck_state_t *states, const unsigned
 {
     text_t t = {.out = out, .len = len};
     out[0] = '\0';
-    const tt_stuck_state_t *at = &states[asker];
+    const tt_stuck_state_t *at = oldest_call(nranks, states, answered, asker);
     char call[160];
     tt_stuck_call(at, call, sizeof call);
     say(&t, "who is stuck in %s: ", call);
@@ -168,20 +173,25 @@ void tt_stuck_compile(int nranks, const tt_stuck_state_t *states, const unsigned
     for (int r = 0; r < nranks; r++)
         faults += at_fault(&t, r, &states[r], answered[r], at, wait_ms, proc, arg, faults == 0);
     if (!faults)
-        say(&t, "every rank is in the call and none stopped");
+        say(&t, "every rank is in it or past it and none stopped");
     say(&t, ". ");
     int waits = 0;
     for (int r = 0; r < nranks; r++) {
         const tt_stuck_state_t *st = &states[r];
-        if (!answered[r] || !st->in_call || st->seq != at->seq)
+        if (!answered[r] || !st->in_call)
             continue;
         const char *sep = waits++ ? "; " : "";
+        char later[200] = "";
+        if (st->seq != at->seq) {
+            tt_stuck_call(st, call, sizeof call);
+            snprintf(later, sizeof later, " in %s", call);
+        }
         if (st->peer < 0)
-            say(&t, "%srank %d waits for no peer (busy in the call for %.1f s)", sep, r,
+            say(&t, "%srank %d waits for no peer%s (busy in the call for %.1f s)", sep, r, later,
                 (double)st->for_ms / 1000);
         else
-            say(&t, "%srank %d waits for rank %d (%s, round %d of %d, slice %d of %d) for %.1f s%s", sep, r,
-                st->peer, step_word(st->kind), st->round, st->nrounds, st->slice, st->nslices,
+            say(&t, "%srank %d waits for rank %d%s (%s, round %d of %d, slice %d of %d) for %.1f s%s", sep, r,
+                st->peer, later, step_word(st->kind), st->round, st->nrounds, st->slice, st->nslices,
                 (double)st->for_ms / 1000, st->timed_out ? ", timed out" : "");
     }
     if (!t.full && t.used >= 2 && out[t.used - 2] == '.')
