@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "comm/bootstrap.h"
+#include "comm/stuck.h"
 #include "core/clock.h"
 #include "harness.h"
 
@@ -171,11 +172,46 @@ START_TEST(a_rank_that_dies_after_joining_is_named)
 }
 END_TEST
 
+/* The report from snapshots alone: about the oldest call in progress, the
+ * silent rank and the one outside tutti first, then every wait. */
+START_TEST(the_report_names_the_ranks_at_fault_first)
+{
+    tt_stuck_state_t st[5] = {
+        {.in_call = 1, .seq = 5, .coll = 0, .dtype = TUTTI_FP32, .count = 8, .peer = 3, .kind = 1, .round = 2,
+         .nrounds = 6, .slice = 1, .nslices = 1, .for_ms = 3000, .started = 6},
+        {.in_call = 1, .seq = 6, .coll = 0, .dtype = TUTTI_FP32, .count = 8, .peer = 0, .kind = 2, .round = 1,
+         .nrounds = 6, .slice = 1, .nslices = 1, .for_ms = 2900, .started = 7, .timed_out = 1},
+        {0},
+        {.in_call = 1, .seq = 5, .coll = 0, .dtype = TUTTI_FP32, .count = 8, .peer = 2, .kind = 1, .round = 3,
+         .nrounds = 6, .slice = 1, .nslices = 1, .for_ms = 3000, .started = 6},
+        {.in_call = 0, .seq = 4, .coll = 3, .dtype = TUTTI_FP32, .count = 8, .peer = -1, .kind = TT_STUCK_NO_STEP,
+         .for_ms = 12000, .started = 5},
+    };
+    unsigned char answered[5] = {1, 1, 0, 1, 1};
+    char text[2048];
+    tt_stuck_compile(5, st, answered, 1, 1000, NULL, NULL, text, sizeof text);
+    const char *want[] = {"who is stuck in allreduce #5 (count 8, fp32, sum)",
+                          "rank 2 did not answer within 1000 ms (stopped, hung or cut off)",
+                          "rank 4 has not reached it: its last call, broadcast #4 (count 8, fp32, sum), ended 12.0 s ago",
+                          "rank 0 waits for rank 3 (receiving, round 2 of 6, slice 1 of 1) for 3.0 s",
+                          "rank 1 waits for rank 0 in allreduce #6 (count 8, fp32, sum) (receiving to reduce",
+                          "timed out", "rank 3 waits for rank 2 (receiving, round 3 of 6"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        ck_assert_msg(strstr(text, want[i]), "no \"%s\" in: %s", want[i], text);
+    ck_assert_msg(strstr(text, "rank 2 did") < strstr(text, "rank 0 waits"), "the faults come first: %s", text);
+    /* A small buffer ends cleanly. */
+    char small[120];
+    tt_stuck_compile(5, st, answered, 1, 1000, NULL, NULL, small, sizeof small);
+    ck_assert_msg(strlen(small) < sizeof small && strstr(small, "..."), "%s", small);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stuck");
     TCase *tc = tcase_create("stuck");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, the_report_names_the_ranks_at_fault_first);
     tcase_add_test(tc, a_stopped_rank_is_named_over_tcp);
     tcase_add_test(tc, a_stopped_rank_is_named_over_shm);
     tcase_add_test(tc, a_rank_that_never_joins_is_named);
