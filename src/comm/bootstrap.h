@@ -29,6 +29,10 @@ typedef struct {
     tt_sockaddr_t root;
 } tt_id_t;
 
+/* Reads a unique id's bytes into id: 0 when they are one tutti made (magic,
+ * version, an IPv4 or IPv6 address of the right length), else -1. */
+int tt_id_decode(const unsigned char bytes[TUTTI_UNIQUE_ID_BYTES], tt_id_t *id);
+
 /* Hands a socket listening for this key to a later rank-0 tt_bootstrap_init
  * in this process (tutti_get_unique_id, or a launcher's inherited socket). */
 void tt_bootstrap_keep_listener(const unsigned char *key, int fd);

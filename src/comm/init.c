@@ -37,6 +37,17 @@ TUTTI_API tutti_status_t tutti_get_unique_id(tutti_unique_id_t *id)
     return TUTTI_SUCCESS;
 }
 
+int tt_id_decode(const unsigned char bytes[TUTTI_UNIQUE_ID_BYTES], tt_id_t *id)
+{
+    memcpy(id, bytes, sizeof *id);
+    sa_family_t family = id->root.u.sa.sa_family;
+    return id->magic == TT_ID_MAGIC && id->version == 1 &&
+                   ((family == AF_INET && id->root.len == sizeof id->root.u.in4) ||
+                    (family == AF_INET6 && id->root.len == sizeof id->root.u.in6))
+               ? 0
+               : -1;
+}
+
 TUTTI_API tutti_status_t tutti_comm_init(tutti_comm_t *comm, int nranks, int rank,
                                          const tutti_unique_id_t *id, const tutti_comm_params_t *params)
 {
@@ -50,8 +61,7 @@ TUTTI_API tutti_status_t tutti_comm_init(tutti_comm_t *comm, int nranks, int ran
     if (rank < 0 || rank >= nranks)
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "rank: %d is outside 0..%d", rank, nranks - 1);
     tt_id_t tid;
-    memcpy(&tid, id->internal, sizeof tid);
-    if (tid.magic != TT_ID_MAGIC || tid.version != 1)
+    if (tt_id_decode(id->internal, &tid))
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "id: not made by tutti_get_unique_id");
     return tt_comm_create(comm, nranks, rank, tid.key, &tid.root, params);
 }

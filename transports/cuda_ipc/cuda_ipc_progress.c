@@ -101,28 +101,31 @@ static tutti_status_t pull_some(tt_ipc_conn_t *c, int ch, int *progressed)
         tt_local_slot_t *slot = &side->hdrs[side->pos % (uint64_t)ctx->nslots];
         if (atomic_load_explicit(&slot->seq, memory_order_acquire) != side->pos + 1)
             return TUTTI_SUCCESS; /* not published yet */
+        /* The peer wrote the header: read it once, and trust no size in it
+         * beyond the slot of its FIFO. */
         r->got = slot->hdr;
-        if (!tt_msg_hdr_match(&r->hdr, &slot->hdr) || slot->offset != r->done ||
-            slot->nbytes > r->len - r->done) {
+        uint64_t offset = slot->offset, nbytes = slot->nbytes;
+        if (!tt_msg_hdr_match(&r->hdr, &r->got) || offset != r->done || nbytes > r->len - r->done ||
+            nbytes > ctx->slot_bytes) {
             fail_all(c, TUTTI_ERR_MISMATCH);
             return TUTTI_ERR_MISMATCH;
         }
         int e = 0;
-        if (slot->nbytes && !c->peer_fifo) { /* a direct run needs every FIFO open (tt_ipc_open_peers) */
+        if (nbytes && !c->peer_fifo) { /* a direct run needs every FIFO open (tt_ipc_open_peers) */
             TT_ERROR(TT_SUB_NET, "cuda_ipc: rank %d's FIFO is not open on this rank", c->peer);
             fail_all(c, TUTTI_ERR_SYSTEM);
             return TUTTI_ERR_SYSTEM;
         }
-        if (slot->nbytes) {
+        if (nbytes) {
             const char *src = payload(ctx, c->peer_fifo, ctx->env->rank, ch, side->pos);
             if (r->combine)
-                r->combine(r->combine_ctx, r->done, src, slot->nbytes);
+                r->combine(r->combine_ctx, r->done, src, nbytes);
             else
-                e = ctx->be->copy(ctx->dev, r->buf + r->done, src, slot->nbytes);
+                e = ctx->be->copy(ctx->dev, r->buf + r->done, src, nbytes);
         }
         if (e)
             return fail_device(c, "copying out of the peer's FIFO", e);
-        r->done += slot->nbytes;
+        r->done += nbytes;
         atomic_store_explicit(&side->q->tail, ++side->pos, memory_order_release);
         *progressed = 1;
         if (r->done == r->len) {

@@ -84,18 +84,21 @@ static int pull_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
         tt_local_slot_t *slot = slot_at(c, side, side->pos);
         if (atomic_load_explicit(&slot->seq, memory_order_acquire) != side->pos + 1)
             return 0; /* not filled yet */
+        /* The peer wrote the header: read it once, and trust no size in it
+         * beyond the slot it sits in. */
         r->got = slot->hdr;
-        if (!tt_msg_hdr_match(&r->hdr, &slot->hdr) || slot->offset != r->done ||
-            slot->nbytes > r->len - r->done) {
+        uint64_t offset = slot->offset, nbytes = slot->nbytes;
+        if (!tt_msg_hdr_match(&r->hdr, &r->got) || offset != r->done || nbytes > r->len - r->done ||
+            nbytes > c->slot_bytes) {
             side->reqs = r->next;
             tt_req_finish(r, TUTTI_ERR_MISMATCH);
             return -1;
         }
         if (r->combine)
-            r->combine(r->combine_ctx, r->done, slot + 1, slot->nbytes);
-        else if (slot->nbytes)
-            memcpy(r->buf + r->done, slot + 1, slot->nbytes);
-        r->done += slot->nbytes;
+            r->combine(r->combine_ctx, r->done, slot + 1, nbytes);
+        else if (nbytes)
+            memcpy(r->buf + r->done, slot + 1, nbytes);
+        r->done += nbytes;
         atomic_store_explicit(&side->q->tail, ++side->pos, memory_order_release);
         *progressed = 1;
         if (r->done == r->len) {

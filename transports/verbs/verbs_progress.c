@@ -52,6 +52,12 @@ static void on_receive(tt_verbs_conn_t *c, const struct ibv_wc *wc)
     }
     switch (kind) {
     case TT_IMM_DATA:
+        /* No size the peer gives is trusted beyond its slot, nor more
+         * slots filled than it had credits for. */
+        if (wc->byte_len > c->slot_bytes || c->rx[ch].arrived - c->rx[ch].used >= (uint64_t)c->nslots) {
+            tt_verbs_conn_fail(c, TUTTI_ERR_MISMATCH, "the peer wrote past its slot or its credits");
+            return;
+        }
         c->rx[ch].piece[c->rx[ch].arrived % (uint64_t)c->nslots] = wc->byte_len;
         c->rx[ch].arrived++;
         break;
