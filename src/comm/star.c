@@ -93,7 +93,7 @@ static void note_failed(tt_star_t *s, int rank, tutti_status_t st, const char *t
     }
 }
 
-static void member_frame(tt_star_t *s, int from, const tt_star_hdr_t *h, const char *payload)
+void tt_star_member_frame(tt_star_t *s, int from, const tt_star_hdr_t *h, const char *payload)
 {
     (void)from;
     if (h->type == TT_STAR_POLL) {
@@ -178,7 +178,7 @@ static void *star_thread(void *arg)
                     tt_star_hub_gone(s, r);
             break;
         }
-        if (mfd_open && pfds[1].revents && tt_star_read(s->mfd, &s->mrd, n, member_frame, s, 0) < 0) {
+        if (mfd_open && pfds[1].revents && tt_star_read(s->mfd, &s->mrd, n, tt_star_member_frame, s, 0) < 0) {
             mfd_open = 0;
             member_lost(s);
         }

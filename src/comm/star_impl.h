@@ -74,6 +74,9 @@ int tt_star_read(int fd, tt_star_reader_t *rd, int nranks,
                  tt_star_t *s, int from);
 void tt_star_reader_reset(tt_star_reader_t *rd);
 
+/* A member's handling of one whole frame from the hub. */
+void tt_star_member_frame(tt_star_t *s, int from, const tt_star_hdr_t *h, const char *payload);
+
 /* The hub: set up with rank 0's connections, a frame from rank r, rank r's
  * connection closing, the report's deadline passing. */
 tt_star_hub_t *tt_star_hub_new(int nranks, int own_fd, int *rank_fds);
