@@ -98,8 +98,12 @@ void tt_star_member_frame(tt_star_t *s, int from, const tt_star_hdr_t *h, const 
     (void)from;
     if (h->type == TT_STAR_POLL) {
         tt_stuck_state_t st = {.seq = UINT64_MAX, .peer = -1, .kind = TT_STUCK_NO_STEP};
-        if (s->describe)
-            s->describe(s->describe_arg, &st);
+        pthread_mutex_lock(&s->lock);
+        tt_star_describe_fn describe = s->describe;
+        void *arg = s->describe_arg;
+        pthread_mutex_unlock(&s->lock);
+        if (describe)
+            describe(arg, &st);
         pthread_mutex_lock(&s->send_lock);
         tt_star_send(s->mfd, TT_STAR_STATE, s->rank, 0, h->seq, &st, sizeof st, s->timeout_ms);
         pthread_mutex_unlock(&s->send_lock);
