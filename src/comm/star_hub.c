@@ -215,8 +215,12 @@ void tt_star_hub_gone(tt_star_t *s, int r)
     if (h->gone[r])
         return;
     h->gone[r] = 1;
-    if (!h->failed[r] && !h->done_sent) {
-        static const char why[] = "its process ended or its connection to rank 0 closed";
-        to_all(s, TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, 1, why, sizeof why, r);
-    }
+    if (h->failed[r] || h->done_sent)
+        return; /* it said why, or the job is over */
+    /* A rank in destroy that closes was announced as leaving: only those
+     * waiting with it in destroy's barrier need to hear it is gone. */
+    static const char why[] = "its process ended or its connection to rank 0 closed";
+    for (int q = 0; q < h->n; q++)
+        if (q != r && !h->gone[q] && (!h->leaving[r] || h->leaving[q]))
+            tt_star_send(h->fds[q], TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, 1, why, sizeof why, s->timeout_ms);
 }
