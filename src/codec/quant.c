@@ -33,7 +33,9 @@ size_t tt_quant_bytes(const tt_quant_t *q, size_t n)
 /* The hot loops, one per kind and direction, written so the compiler can
  * vectorise them (no calls, no branches on the kind inside); on x86 they
  * are also built for AVX2 and picked at load time. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+/* (Not under ThreadSanitizer: it instruments the clones' resolver, which the
+ * loader runs before the sanitizer's runtime exists.) */
 #define TT_KERNEL __attribute__((target_clones("avx2", "default"), optimize("O3")))
 #else
 #define TT_KERNEL
