@@ -120,8 +120,8 @@ void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
  * News from the other ranks (news.c), for a call described as `call`:
  * collective number seq, or a send or receive with peer (seq UINT64_MAX).
  * Non-zero (recorded and logged) when the call must end: a rank gave up or
- * died, one entered destroy before making this call, or a rank timed out
- * and the who-is-stuck report came. One load when there is no news.
+ * died, one entered destroy before making this collective, or a rank timed
+ * out and the who-is-stuck report came. One load when there is no news.
  */
 tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, int peer);
 /* Whether there is news at all (one relaxed load). */

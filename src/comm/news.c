@@ -3,7 +3,8 @@
  * What the star's news means for a call: a rank that gave up ends every
  * call with its reason (a mismatch stays a mismatch, a timeout a timeout),
  * a rank that died with TUTTI_ERR_PEER_FAILED, a rank in destroy ends the
- * calls it will never make, and a who-is-stuck report ends the call that
+ * collectives it will never make (not sends and receives: what it sent
+ * before it left is still to be received), and a who-is-stuck report ends the call that
  * waits with the report. Also this rank's side of the report.
  */
 #include <stdio.h>
@@ -41,8 +42,10 @@ tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, i
     }
     if (n.have_report)
         return tt_comm_error(comm, TUTTI_ERR_TIMEOUT, "%s: a rank reached TUTTI_TIMEOUT; %s", call, n.report);
-    int never = seq == UINT64_MAX ? n.left_rank == peer : seq >= n.left_after;
-    if (n.left_rank >= 0 && never)
+    /* A send or receive is not ended by a peer in destroy: what it sent
+     * before it left is still there to be received. */
+    (void)peer;
+    if (n.left_rank >= 0 && seq != UINT64_MAX && seq >= n.left_after)
         return tt_comm_error(
             comm, TUTTI_ERR_MISMATCH,
             "%s: rank %d called tutti_comm_destroy after %llu collective%s, before making this call", call,

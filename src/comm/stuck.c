@@ -23,7 +23,7 @@ void tt_progress_begin(tt_progress_t *p, uint64_t seq, int coll, int dtype, int 
     atomic_store_explicit(&p->count, count, memory_order_relaxed);
     atomic_store_explicit(&p->peer, -1, memory_order_relaxed);
     atomic_store_explicit(&p->timed_out, 0, memory_order_relaxed);
-    atomic_store_explicit(&p->since_ns, tt_now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&p->since_ns, tt_now_coarse_ns(), memory_order_relaxed);
     atomic_fetch_add_explicit(&p->started, 1, memory_order_relaxed);
     atomic_store_explicit(&p->ran, 1, memory_order_relaxed);
     atomic_store_explicit(&p->in_call, 1, memory_order_release);
@@ -48,7 +48,7 @@ void tt_progress_timed_out(tt_progress_t *p)
 
 void tt_progress_end(tt_progress_t *p)
 {
-    atomic_store_explicit(&p->since_ns, tt_now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&p->since_ns, tt_now_coarse_ns(), memory_order_relaxed);
     atomic_store_explicit(&p->in_call, 0, memory_order_release);
 }
 
@@ -71,7 +71,8 @@ void tt_progress_read(const tt_progress_t *p, tt_stuck_state_t *out)
     out->nrounds = atomic_load_explicit(&p->nrounds, memory_order_relaxed);
     out->slice = atomic_load_explicit(&p->slice, memory_order_relaxed);
     out->nslices = atomic_load_explicit(&p->nslices, memory_order_relaxed);
-    out->for_ms = (tt_now_ns() - atomic_load_explicit(&p->since_ns, memory_order_relaxed)) / 1000000;
+    int64_t since = atomic_load_explicit(&p->since_ns, memory_order_relaxed), now = tt_now_ns();
+    out->for_ms = now > since ? (now - since) / 1000000 : 0;
     out->started = atomic_load_explicit(&p->started, memory_order_relaxed);
     if (!atomic_load_explicit(&p->ran, memory_order_relaxed))
         out->seq = UINT64_MAX; /* no call yet */
