@@ -197,6 +197,8 @@ static void *star_thread(void *arg)
     return NULL;
 }
 
+static void release(tt_star_t *s, int everything);
+
 tt_star_t *tt_star_start(int rank, int nranks, int fd, int *rank_fds, int64_t timeout_ms)
 {
     tt_star_t *s = calloc(1, sizeof *s);
@@ -235,7 +237,7 @@ fail:
     if (s->hub)
         tt_star_hub_free(s->hub, 0);
     s->hub = NULL;
-    tt_star_forget(s);
+    release(s, 1);
     return NULL;
 }
 
@@ -399,6 +401,27 @@ void tt_star_news(tt_star_t *s, tt_star_news_t *out)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* Closes the star's descriptors; with everything, also frees what its
+ * thread used (not in a forked child, where that thread may have been
+ * anywhere in its work when the parent forked: its copy is left alone). */
+static void release(tt_star_t *s, int everything)
+{
+    for (int i = 0; i < 2; i++)
+        if (s->stop_pipe[i] >= 0)
+            close(s->stop_pipe[i]);
+    if (s->mfd >= 0)
+        close(s->mfd);
+    if (!everything) {
+        for (int r = 0; s->hub && s->hub->fds && r < s->hub->n; r++)
+            close(s->hub->fds[r]);
+        return;
+    }
+    tt_star_reader_reset(&s->mrd);
+    if (s->hub)
+        tt_star_hub_free(s->hub, 1);
+    free(s);
+}
+
 void tt_star_stop(tt_star_t *s)
 {
     if (!s)
@@ -409,20 +432,11 @@ void tt_star_stop(tt_star_t *s)
             TT_DEBUG(TT_SUB_INIT, "star: could not wake the thread: %s", strerror(errno));
         pthread_join(s->thread, NULL);
     }
-    tt_star_forget(s);
+    release(s, 1);
 }
 
 void tt_star_forget(tt_star_t *s)
 {
-    if (!s)
-        return;
-    for (int i = 0; i < 2; i++)
-        if (s->stop_pipe[i] >= 0)
-            close(s->stop_pipe[i]);
-    if (s->mfd >= 0)
-        close(s->mfd);
-    tt_star_reader_reset(&s->mrd);
-    if (s->hub)
-        tt_star_hub_free(s->hub, 1);
-    free(s);
+    if (s)
+        release(s, 0);
 }

@@ -99,7 +99,9 @@ void tt_star_news(tt_star_t *s, tt_star_news_t *out);
 
 /* Stops the thread and closes the connections. */
 void tt_star_stop(tt_star_t *s);
-/* In a forked child: closes this process's copies only (no thread to stop). */
+/* In a forked child: closes this process's copies of the descriptors and
+ * frees nothing (the parent's thread may have been mid-way through its
+ * memory when it forked). */
 void tt_star_forget(tt_star_t *s);
 
 #endif
