@@ -12,7 +12,7 @@ static ncclResult_t submit(tt_nccl_kind_t kind, const void *send, void *recv, si
                            ncclDataType_t dtype, ncclRedOp_t op, int root, ncclComm_t comm,
                            cudaStream_t stream, const char *call)
 {
-    ncclResult_t res = tt_nccl_enter(comm, call);
+    ncclResult_t res = tt_nccl_enter(&comm, call);
     if (res) {
         tt_nccl_group_note(res);
         return res;

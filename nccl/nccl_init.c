@@ -139,12 +139,17 @@ static ncclResult_t wait_init(ncclComm_t comm, ncclComm_t *out)
     return res;
 }
 
-/* Registers comm, hands it out and starts its init: at the group's end
- * inside a group, in the background when non-blocking, else here. */
+/* Registers comm, hands out its handle and starts its init: at the group's
+ * end inside a group, in the background when non-blocking, else here. */
 static ncclResult_t launch(ncclComm_t comm, ncclComm_t *out)
 {
-    tt_nccl_register(comm);
-    *out = comm;
+    *out = tt_nccl_register(comm);
+    if (!*out) {
+        if (comm->init.split_of)
+            tt_nccl_leave(comm->init.split_of);
+        tt_nccl_free(comm);
+        return tt_nccl_error(NULL, ncclSystemError, "too many live communicators in this process");
+    }
     if (tt_nccl_group_defer_init(comm))
         return ncclSuccess;
     ncclResult_t res = tt_nccl_start_init(comm);
@@ -228,7 +233,8 @@ TT_NCCL_EXPORT ncclResult_t pncclCommInitRankScalable(ncclComm_t *newcomm, int n
 }
 TT_NCCL_ALIAS(ncclCommInitRankScalable)
 
-/* ndev ranks in this process, each joining on its own thread. */
+/* ndev ranks in this process, each joining on its own thread; comms gets
+ * their handles. */
 TT_NCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
 {
     tt_nccl_once();
@@ -240,35 +246,40 @@ TT_NCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const 
     tutti_status_t st = tutti_get_unique_id(&id);
     if (st)
         return tt_nccl_failed(NULL, st);
-    ncclResult_t res = ncclSuccess;
+    ncclComm_t *made = calloc((size_t)ndev, sizeof *made);
+    ncclResult_t res =
+        made ? ncclSuccess
+             : tt_nccl_error(NULL, ncclSystemError, "ncclCommInitAll: no memory for %d ranks", ndev);
     int dev0 = current_device();
-    for (int i = 0; i < ndev; i++) {
-        comms[i] = tt_nccl_new(ndev, i, 1);
-        if (!comms[i]) {
-            res =
-                tt_nccl_error(NULL, ncclSystemError, "ncclCommInitAll: no memory for %d communicators", ndev);
-            break;
-        }
-        comms[i]->device = devlist ? devlist[i] : dev0 < 0 ? -1 : i;
-        comms[i]->init.nranks = ndev;
-        comms[i]->init.rank = i;
-        comms[i]->init.id = id;
-        tt_nccl_register(comms[i]);
-        if (tt_nccl_start_init(comms[i]) != ncclSuccess) {
-            res = ncclSystemError;
-            break;
-        }
-    }
-    for (int i = 0; i < ndev && comms[i]; i++) {
-        tt_nccl_join(comms[i]);
-        if (!res && comms[i]->state)
-            res = tt_nccl_context(comms[i]->state, "ncclCommInitAll: rank %d: %s", i, comms[i]->error);
-    }
-    for (int i = 0; res && i < ndev && comms[i]; i++) { /* all or none */
-        tt_nccl_retire(comms[i], 1);
-        tt_nccl_free(comms[i]);
+    for (int i = 0; i < ndev && !res; i++) {
         comms[i] = NULL;
+        made[i] = tt_nccl_new(ndev, i, 1);
+        if (made[i] && !(comms[i] = tt_nccl_register(made[i]))) {
+            tt_nccl_free(made[i]);
+            made[i] = NULL;
+        }
+        if (!made[i]) {
+            res = tt_nccl_error(NULL, ncclSystemError, "ncclCommInitAll: no memory or handle for rank %d", i);
+            break;
+        }
+        made[i]->device = devlist ? devlist[i] : dev0 < 0 ? -1 : i;
+        made[i]->init.nranks = ndev;
+        made[i]->init.rank = i;
+        made[i]->init.id = id;
+        res = tt_nccl_start_init(made[i]); /* it says why it failed */
     }
+    for (int i = 0; made && i < ndev && made[i]; i++) {
+        tt_nccl_join(made[i]);
+        if (!res && made[i]->state)
+            res = tt_nccl_context(made[i]->state, "ncclCommInitAll: rank %d: %s", i, made[i]->error);
+    }
+    for (int i = 0; res && made && i < ndev && made[i]; i++) { /* all or none */
+        tt_nccl_retire(made[i], 1);
+        tt_nccl_free(made[i]);
+    }
+    for (int i = 0; res && i < ndev; i++)
+        comms[i] = NULL;
+    free(made);
     return res;
 }
 TT_NCCL_ALIAS(ncclCommInitAll)

@@ -42,6 +42,7 @@ struct ncclComm {
     pthread_t worker;   /* the init or finalize running in the background */
     int has_worker;
     int finalized; /* tc was destroyed by ncclCommFinalize */
+    int owner_pid; /* the process that made it: a forked child's copy is refused */
     tt_nccl_redop_t redops[TT_NCCL_MAX_REDOPS];
     char error[512]; /* what the background work or a queued call failed with */
     /* A deferred or background init: what to join. */
@@ -75,20 +76,32 @@ ncclResult_t tt_nccl_dtype(ncclDataType_t in, tutti_dtype_t *out, const char *ca
 ncclResult_t tt_nccl_op(ncclComm_t comm, ncclRedOp_t in, ncclDataType_t dtype, tutti_op_t *out,
                         const tt_nccl_redop_t **premul, const char *call);
 
-/* The registry of live handles. enter checks that comm is one (and waits
- * for its background init), counts the call in, and gives tc; leave
- * counts it out. */
-ncclResult_t tt_nccl_enter(ncclComm_t comm, const char *call);
+/*
+ * The registry of live communicators. What the application holds is a
+ * handle (a registry slot and a generation, never the address), which the
+ * exported calls turn into the communicator: enter checks that *comm is a
+ * live handle (and waits for its background init), counts the call in and
+ * replaces *comm by the communicator; leave counts it out. reenter does
+ * the same for a communicator the library already holds (a group's calls).
+ */
+ncclResult_t tt_nccl_enter(ncclComm_t *comm, const char *call);
+/* Whether comm was made by another process (this one is a fork of it). */
+int tt_nccl_forked(ncclComm_t comm);
+ncclResult_t tt_nccl_reenter(ncclComm_t comm, const char *call);
 void tt_nccl_leave(ncclComm_t comm);
 ncclComm_t tt_nccl_new(int nranks, int rank, int blocking);
-void tt_nccl_register(ncclComm_t comm);
+/* Registers comm: its handle, NULL when the registry is full. */
+ncclComm_t tt_nccl_register(ncclComm_t comm);
 /* Takes comm out of the registry (no call enters it after) and waits for
- * the calls inside to leave; 0 when it was not a live handle. */
+ * the calls inside to leave; 0 when it was not live. retire_handle does so
+ * for the communicator behind a handle, which it returns (NULL: not live);
+ * in a forked child it waits for nothing (the calls were the parent's). */
 int tt_nccl_retire(ncclComm_t comm, int aborting);
+ncclComm_t tt_nccl_retire_handle(ncclComm_t handle, int aborting);
 void tt_nccl_free(ncclComm_t comm);
-/* Copies the text of comm's background failure; 0 when there is none or
- * comm is not live. */
-int tt_nccl_copy_error(ncclComm_t comm, char *out, size_t len);
+/* Copies the text of the background failure of the communicator behind
+ * handle; 0 when there is none or the handle is not live. */
+int tt_nccl_copy_error(ncclComm_t handle, char *out, size_t len);
 /* comm's tutti communicator (NULL once aborted): read once per use, since
  * an abort on another thread clears it. */
 /* tutti's communicator behind the handle tc, for the calls that reach
@@ -114,10 +127,10 @@ ncclResult_t tt_nccl_start_init(ncclComm_t comm);
 ncclResult_t tt_nccl_start_finalize(ncclComm_t comm);
 /* Splits parent (inside tt_nccl_enter) as ncclCommSplit does. */
 ncclResult_t tt_nccl_split(ncclComm_t parent, int color, int key, int blocking, ncclComm_t *out);
-/* Under the registry lock: whether comm is live, and its state (an
- * asynchronous failure of its tutti communicator included), size, rank
- * and device, without waiting. */
-int tt_nccl_snapshot(ncclComm_t comm, ncclResult_t *state, int *nranks, int *rank, int *device);
+/* Under the registry lock: whether handle is live, and its communicator's
+ * state (an asynchronous failure of its tutti communicator included), size,
+ * rank and device, without waiting. */
+int tt_nccl_snapshot(ncclComm_t handle, ncclResult_t *state, int *nranks, int *rank, int *device);
 /* What an init config says: blocking or not; an invalid config is an error. */
 ncclResult_t tt_nccl_config(const ncclConfig_t *config, int inherit, int *blocking, const char *call);
 

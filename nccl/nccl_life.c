@@ -5,6 +5,7 @@
  * queries that must not wait (ncclCommGetAsyncError, the watchdog's poll).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm/comm.h"
@@ -46,8 +47,9 @@ static ncclResult_t query(ncclComm_t comm, int *out, int which, const char *call
     if (!out)
         return tt_nccl_error(NULL, ncclInvalidArgument, "%s: NULL output pointer", call);
     ncclResult_t res = peek(comm, &p, call);
-    if (!res && p.nranks == 0 && (res = tt_nccl_enter(comm, call)) == ncclSuccess) {
-        tt_nccl_leave(comm);
+    ncclComm_t inside = comm;
+    if (!res && p.nranks == 0 && (res = tt_nccl_enter(&inside, call)) == ncclSuccess) {
+        tt_nccl_leave(inside);
         res = peek(comm, &p, call);
     }
     if (!res)
@@ -134,15 +136,30 @@ static ncclResult_t destroy_or_wait(ncclComm_t comm)
     return res;
 }
 
+/* In a forked child the communicator is the parent's: only this process's
+ * copy is released (tutti_comm(3), FORK), waiting for nothing the parent's
+ * threads were doing at the fork. */
+static ncclResult_t release_copy(ncclComm_t comm)
+{
+    tutti_comm_t tc = comm->tc;
+    if (tc)
+        tutti_comm_destroy(tc); /* here it releases the copy and tells no one */
+    free(comm);
+    return ncclSuccess;
+}
+
 /* Frees comm, its tutti communicator destroyed (collective) or aborted. */
-static ncclResult_t close_comm(ncclComm_t comm, int aborting, const char *call)
+static ncclResult_t close_comm(ncclComm_t handle, int aborting, const char *call)
 {
     tt_nccl_once();
-    if (!comm)
+    if (!handle)
         return ncclSuccess; /* as NCCL: nothing to do */
-    if (!tt_nccl_retire(comm, aborting))
+    ncclComm_t comm = tt_nccl_retire_handle(handle, aborting);
+    if (!comm)
         return tt_nccl_error(NULL, ncclInvalidArgument,
                              "%s: comm: not a live communicator (destroyed or aborted)", call);
+    if (tt_nccl_forked(comm))
+        return release_copy(comm);
     tt_nccl_join(comm); /* an init or finalize still running: it cannot be interrupted */
     tutti_comm_t tc = tt_nccl_tc(comm);
     if (tc && !aborting && comm->state == ncclSuccess)
@@ -200,7 +217,7 @@ ncclResult_t tt_nccl_start_finalize(ncclComm_t comm)
  * thread. */
 TT_NCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm)
 {
-    ncclResult_t res = tt_nccl_enter(comm, "ncclCommFinalize");
+    ncclResult_t res = tt_nccl_enter(&comm, "ncclCommFinalize");
     if (res)
         return res;
     tt_nccl_leave(comm); /* the communicator is no longer used by calls */
@@ -218,7 +235,7 @@ TT_NCCL_ALIAS(ncclCommFinalize)
 TT_NCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                            ncclConfig_t *config)
 {
-    ncclResult_t res = tt_nccl_enter(comm, "ncclCommSplit");
+    ncclResult_t res = tt_nccl_enter(&comm, "ncclCommSplit");
     if (res)
         return res;
     int blocking;

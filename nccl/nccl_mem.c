@@ -108,11 +108,12 @@ typedef struct {
     ncclComm_t comm;
 } registration_t;
 
-TT_NCCL_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle)
+TT_NCCL_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t ncomm, void *buff, size_t size, void **handle)
 {
     (void)buff;
     (void)size;
-    ncclResult_t res = tt_nccl_enter(comm, "ncclCommRegister");
+    ncclComm_t comm = ncomm;
+    ncclResult_t res = tt_nccl_enter(&comm, "ncclCommRegister");
     if (res)
         return res;
     registration_t *reg = handle ? malloc(sizeof *reg) : NULL;
@@ -132,9 +133,10 @@ TT_NCCL_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t comm, void *buff,
 }
 TT_NCCL_ALIAS(ncclCommRegister)
 
-TT_NCCL_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void *handle)
+TT_NCCL_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t ncomm, void *handle)
 {
-    ncclResult_t res = tt_nccl_enter(comm, "ncclCommDeregister");
+    ncclComm_t comm = ncomm;
+    ncclResult_t res = tt_nccl_enter(&comm, "ncclCommDeregister");
     if (res)
         return res;
     registration_t *reg = handle;

@@ -25,7 +25,7 @@ TT_NCCL_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *sca
                                                       ncclScalarResidence_t residence, ncclComm_t comm)
 {
     const char *call = "ncclRedOpCreatePreMulSum";
-    ncclResult_t res = tt_nccl_enter(comm, call);
+    ncclResult_t res = tt_nccl_enter(&comm, call);
     if (res)
         return res;
     tt_nccl_redop_t r = {.used = 1, .ndtype = datatype};
@@ -61,7 +61,7 @@ TT_NCCL_ALIAS(ncclRedOpCreatePreMulSum)
 
 TT_NCCL_EXPORT ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 {
-    ncclResult_t res = tt_nccl_enter(comm, "ncclRedOpDestroy");
+    ncclResult_t res = tt_nccl_enter(&comm, "ncclRedOpDestroy");
     if (res)
         return res;
     unsigned slot = (unsigned)op - ncclNumOps;

@@ -4,7 +4,8 @@
  * nccl.h, linked with libnccl.so.2 alone): which library answers, errors
  * and their texts, the calls tutti does not offer, non-blocking init,
  * ncclCommAbort from another thread while a collective waits, a dead peer,
- * finalize, split, memory and registration, NCCL_DEBUG.
+ * finalize, split, memory and registration, NCCL_DEBUG; destroyed handles
+ * that stay dead, and a forked child that cannot act for its parent.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -323,6 +324,131 @@ START_TEST(a_dead_peer_is_a_remote_error)
 }
 END_TEST
 
+/* Each round destroys a communicator and makes another, which the allocator
+ * tends to place where the old one was: the old handle stays dead. */
+static int stale_handles(int rank, int nranks, const ncclUniqueId *id, void *arg)
+{
+    (void)rank;
+    (void)nranks;
+    (void)id;
+    (void)arg;
+    for (int round = 0; round < 16; round++) {
+        ncclUniqueId one;
+        ncclComm_t old, fresh;
+        int count = -1;
+        float x = 1;
+        NCCL_OK(ncclGetUniqueId(&one));
+        NCCL_OK(ncclCommInitRank(&old, 1, one, 0));
+        NCCL_OK(ncclCommDestroy(old));
+        NCCL_OK(ncclGetUniqueId(&one));
+        NCCL_OK(ncclCommInitRank(&fresh, 1, one, 0));
+        NCCL_FAIL_IF(ncclCommCount(old, &count) != ncclInvalidArgument,
+                     "round %d: the destroyed handle works again (%s handle)", round,
+                     old == fresh ? "the new communicator has the same" : "another");
+        NCCL_FAILS(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, old, NULL), ncclInvalidArgument,
+                   "not a live communicator");
+        NCCL_FAIL_IF(ncclCommDestroy(old) != ncclInvalidArgument, "round %d: destroyed twice", round);
+        NCCL_OK(ncclCommCount(fresh, &count));
+        NCCL_OK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, fresh, NULL));
+        NCCL_OK(ncclCommDestroy(fresh));
+    }
+    return 0;
+}
+
+START_TEST(destroyed_handles_stay_dead)
+{
+    nccl_run(1, stale_handles, NULL, 60);
+}
+END_TEST
+
+/* What rank 0's forked child does with its parent's communicator: every
+ * call that would act for the parent fails naming the fork, and destroying
+ * its copy leaves the parent's job alone; exits 0 when all is so. */
+static int child_of_rank0(ncclComm_t comm, int end_with_abort)
+{
+    float x = 1;
+    ncclComm_t part = NULL;
+    NCCL_FAIL_IF(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess,
+                 "the child's all-reduce ran");
+    NCCL_FAIL_IF(!strstr(ncclGetLastError(comm), "fork"), "child: last error: %s", ncclGetLastError(comm));
+    NCCL_FAIL_IF(ncclCommSplit(comm, 0, 0, &part, NULL) == ncclSuccess, "the child's split ran");
+    NCCL_FAIL_IF(!strstr(ncclGetLastError(comm), "fork"), "child: split: %s", ncclGetLastError(comm));
+    NCCL_OK(end_with_abort ? ncclCommAbort(comm) : ncclCommDestroy(comm));
+    return 0;
+}
+
+static int fork_then_collect(int rank, int nranks, const ncclUniqueId *id, void *arg)
+{
+    ncclComm_t comm;
+    NCCL_OK(ncclCommInitRank(&comm, nranks, *id, rank));
+    if (rank == 0) {
+        fflush(stderr);
+        pid_t child = fork();
+        if (child == 0)
+            _exit(child_of_rank0(comm, arg != NULL));
+        int status;
+        NCCL_FAIL_IF(waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status),
+                     "the forked child's calls were not refused (status %d)", status);
+    }
+    for (int i = 0; i < 3; i++) {
+        float x = (float)(rank + 1);
+        NCCL_OK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL));
+        NCCL_FAIL_IF(x != (float)(nranks * (nranks + 1) / 2), "rank %d: all-reduce %d gave %g", rank, i,
+                     (double)x);
+    }
+    NCCL_OK(ncclCommDestroy(comm));
+    return 0;
+}
+
+/* Rank 0 forks while its non-blocking init is still running: the child
+ * has no copy of the init's thread, so its calls must fail at once instead
+ * of waiting for an init that never ends there (the alarm ends a hang). */
+static int fork_during_init(int rank, int nranks, const ncclUniqueId *id, void *arg)
+{
+    (void)arg;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm;
+    if (rank == 1)
+        usleep(500000); /* rank 0's init waits for this one */
+    ncclResult_t res = ncclCommInitRankConfig(&comm, nranks, *id, rank, &config);
+    NCCL_FAIL_IF(res != ncclInProgress && res != ncclSuccess, "rank %d: %s", rank, ncclGetLastError(NULL));
+    if (rank == 0) {
+        fflush(stderr);
+        pid_t child = fork();
+        if (child == 0) {
+            alarm(20);
+            float x = 1;
+            int bad = ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL) != ncclInvalidArgument ||
+                      !strstr(ncclGetLastError(NULL), "fork") || ncclCommDestroy(comm) != ncclSuccess;
+            _exit(bad);
+        }
+        int status;
+        NCCL_FAIL_IF(waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status),
+                     "the child forked during the init: status %d", status);
+    }
+    ncclResult_t state = ncclInProgress;
+    for (double until = nccl_now() + 60; state == ncclInProgress && nccl_now() < until;)
+        NCCL_OK(ncclCommGetAsyncError(comm, &state));
+    NCCL_FAIL_IF(state != ncclSuccess, "rank %d: init: %s", rank, ncclGetLastError(comm));
+    float x = (float)(rank + 1);
+    NCCL_OK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL));
+    NCCL_FAIL_IF(x != 3.0f, "rank %d: all-reduce gave %g", rank, (double)x);
+    NCCL_OK(ncclCommDestroy(comm));
+    return 0;
+}
+
+START_TEST(a_forked_child_cannot_act_for_its_parent)
+{
+    static int abort_it = 1;
+    setenv("TUTTI_TIMEOUT", "10", 1);
+    nccl_run(2, fork_then_collect, NULL, 60);
+    nccl_run(3, fork_then_collect, &abort_it, 60);
+    nccl_run(2, fork_during_init, NULL, 60);
+    unsetenv("TUTTI_TIMEOUT");
+}
+END_TEST
+
 /* Colors rank % 2, keys reversing the order; the last of five ranks joins
  * no communicator. Blocking and non-blocking. */
 static int split(int rank, int nranks, const ncclUniqueId *id, void *arg)
@@ -465,6 +591,8 @@ int main(void)
     tcase_add_test(tc, split_by_color_and_key);
     tcase_add_test(tc, memory_and_registration);
     tcase_add_test(tc, nccl_debug_sets_tuttis_log);
+    tcase_add_test(tc, destroyed_handles_stay_dead);
+    tcase_add_test(tc, a_forked_child_cannot_act_for_its_parent);
     suite_add_tcase(s, tc);
     return nccl_run_suite(s);
 }

@@ -79,6 +79,10 @@ struct tutti_comm {
  * the registry is full.
  */
 tutti_comm_t tt_comm_handle_new(tutti_comm_t comm);
+/* Installs the registry's fork handlers (once). A library above with a
+ * registry of its own installs its handlers after these, so that fork takes
+ * its lock first, the order in which its calls take both. */
+void tt_comm_fork_handlers(void);
 /* Takes handle out of the registry: the communicator behind it (NULL when
  * it was not live), with its abort flag raised when abort is set. */
 tutti_comm_t tt_comm_handle_take(tutti_comm_t handle, int abort, int *forked);

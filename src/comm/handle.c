@@ -64,9 +64,14 @@ static int decode(tutti_comm_t handle, uintptr_t *gen)
     return (v & 1u) && slot < TT_MAX_COMMS ? slot : -1;
 }
 
-tutti_comm_t tt_comm_handle_new(tutti_comm_t comm)
+void tt_comm_fork_handlers(void)
 {
     pthread_once(&atfork_once, register_atfork);
+}
+
+tutti_comm_t tt_comm_handle_new(tutti_comm_t comm)
+{
+    tt_comm_fork_handlers();
     tutti_comm_t handle = NULL;
     pthread_mutex_lock(&registry_lock);
     for (int i = 0; i < TT_MAX_COMMS && !handle; i++)
