@@ -202,6 +202,7 @@ static void *finalize_main(void *arg)
 
 ncclResult_t tt_nccl_start_finalize(ncclComm_t comm)
 {
+    tt_nccl_join(comm); /* a non-blocking init's worker, done by now: joined before the next one starts */
     pthread_mutex_lock(&comm->lock);
     comm->state = ncclInProgress;
     comm->has_worker = pthread_create(&comm->worker, NULL, finalize_main, comm) == 0;
