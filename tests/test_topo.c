@@ -129,6 +129,12 @@ START_TEST(bad_xml_is_reported)
                      TUTTI_ERR_CONFIG);
     ck_assert_int_eq(tt_topo_parse_xml(t, "<html></html>", err, sizeof err), TUTTI_ERR_CONFIG);
     ck_assert_msg(strstr(err, "not an hwloc topology"), "%s", err);
+    /* Deeper than the reader keeps frames for (found by fuzz-topo-xml): refused, not read past them. */
+    char deep[200 * 40] = "<topology>";
+    for (int i = 0; i < 200; i++)
+        strcat(deep, "<object type=\"Group\">");
+    ck_assert_int_eq(tt_topo_parse_xml(t, deep, err, sizeof err), TUTTI_ERR_CONFIG);
+    ck_assert_msg(strstr(err, "nested more than 64 deep"), "%s", err);
     free(t);
 }
 END_TEST

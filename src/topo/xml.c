@@ -338,9 +338,14 @@ tutti_status_t tt_topo_parse_xml(tt_topo_t *t, const char *xml, char *err, size_
         if (strcmp(tag.tag, "topology") == 0)
             seen_topology = 1;
         else if (strcmp(tag.tag, "object") == 0) {
-            if (tag.closing)
+            if (tag.closing) {
                 r->depth -= r->depth > 0;
-            else {
+            } else if (r->depth >= MAX_NESTING) { /* open_object reads its parent's frame */
+                snprintf(err, errlen, "objects nested more than %d deep near byte %zu", MAX_NESTING,
+                         (size_t)(lt - xml));
+                st = TUTTI_ERR_CONFIG;
+                break;
+            } else {
                 open_object(r, &tag);
                 if (tag.self_closing)
                     r->depth--;
