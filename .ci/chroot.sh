@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: MIT
+# Sourced by .ci/fresh-debian and .ci/torch2: a throw-away minimal Debian in
+# a temporary folder, with /proc, /sys, /dev, /dev/pts and /dev/shm bound
+# into it and a clone of the repository's committed HEAD in /root/tutti. On
+# every way out of the sourcing script, what still runs inside is killed,
+# everything is unmounted, and the folder deleted.
+#
+# The sourcing script sets, before calling anything here:
+#   ci_name     its name, which starts every message
+#   suite       the Debian suite to bootstrap (bookworm, trixie)
+#   mirror      the Debian mirror, and mirror_var the variable that sets it
+#   keep        1 keeps the tree for inspection
+#   repo        the repository's top folder
+# then calls chroot_checks (exits 77 saying why when it cannot run),
+# chroot_create PREFIX, chroot_bootstrap PACKAGES and chroot_enter, and runs
+# commands inside with in_chroot.
+
+say() { echo "$ci_name: $*"; }
+skip() {
+    say "SKIP: $*"
+    exit 77
+}
+now() { date +%s; }
+
+# Root, debootstrap, git and the mirror; sets rev, the commit to clone.
+chroot_checks() {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap, chroot and mounts)"
+    command -v debootstrap >/dev/null 2>&1 || skip "debootstrap is not installed (apt-get install debootstrap)"
+    command -v git >/dev/null 2>&1 || skip "git is not installed"
+    # debootstrap depends on wget, so wget is here to ask the mirror first.
+    wget -q -T 20 -t 2 -O /dev/null "$mirror/dists/$suite/Release" ||
+        skip "the Debian mirror $mirror cannot be reached (set $mirror_var)"
+    rev=$(git -C "$repo" rev-parse HEAD) || exit 1
+    git -C "$repo" diff --quiet HEAD 2>/dev/null ||
+        say "note: uncommitted changes in $repo are not tried; the clone has $rev"
+}
+
+# Runs a command in a process group of its own, in the background, so that
+# a signal to this script is acted on at once (the wait returns) and the
+# whole group can be stopped.
+job=""
+run() {
+    setsid "$@" &
+    job=$!
+    wait "$job"
+    st=$?
+    job=""
+    return "$st"
+}
+
+# Kills the running job's group and what still runs inside the new system
+# (a command cut short).
+kill_inside() {
+    if [ -n "$job" ]; then
+        env kill -KILL -- "-$job" 2>/dev/null # the group: dash's kill takes no -PGID
+        wait "$job" 2>/dev/null
+        for i in 1 2 3 4 5 6 7 8 9 10; do
+            env kill -0 -- "-$job" 2>/dev/null || break
+            sleep 1
+        done
+        job=""
+    fi
+    for pass in 1 2 3 4 5; do
+        pids=""
+        for p in /proc/[0-9]*; do
+            case $(readlink "$p/root" 2>/dev/null) in
+            "$root" | "$root"/*) pids="$pids ${p#/proc/}" ;;
+            esac
+        done
+        [ -z "$pids" ] && return 0
+        kill -KILL $pids 2>/dev/null
+        sleep 1
+    done
+}
+
+# Stops what runs inside, unmounts what is mounted under $root, deepest
+# first, then deletes it. Never deletes while anything is still mounted
+# there: that would reach into the host's /dev or /proc.
+cleanup() {
+    status=$?
+    trap - EXIT INT TERM HUP
+    kill_inside
+    for pass in 1 2 3; do
+        mounts=$(awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts | sort -r)
+        [ -z "$mounts" ] && break
+        for m in $mounts; do umount "$m" 2>/dev/null || [ "$pass" -lt 3 ] || umount -l "$m"; done
+    done
+    if awk -v r="$root" '$2 == r || index($2, r "/") == 1 { found = 1 } END { exit !found }' /proc/self/mounts; then
+        say "could not unmount everything under $root; not deleting it"
+        [ "$status" -ne 0 ] || status=1
+    elif [ "$keep" = 1 ]; then
+        say "kept $root (log: $log)"
+    else
+        rm -rf --one-file-system "$root" "$log" 2>/dev/null || {
+            kill_inside
+            rm -rf --one-file-system "$root" "$log"
+        }
+    fi
+    exit "$status"
+}
+
+# chroot_create PREFIX: the temporary folder (root) and its log beside it;
+# from here on, every way out cleans up.
+chroot_create() {
+    root=$(mktemp -d "$1.XXXXXX") || exit 1
+    chmod 755 "$root" # it becomes /, which every user must be able to enter
+    log=$root.log
+    trap cleanup EXIT
+    trap 'exit 130' INT TERM HUP
+}
+
+# chroot_bootstrap PACKAGES: debootstrap's minbase with the comma-separated
+# PACKAGES added, and the suite's updates and security suites in apt's
+# sources, as on an installed system. Sets t0 and t1 (its start and end).
+chroot_bootstrap() {
+    t0=$(now)
+    say "bootstrapping Debian $suite (minbase) into $root"
+    if ! run debootstrap --variant=minbase --include="$1" "$suite" "$root" "$mirror" >"$log" 2>&1; then
+        tail -n 20 "$log"
+        say "debootstrap failed (log above)"
+        exit 1
+    fi
+    cat >"$root/etc/apt/sources.list" <<EOF
+deb $mirror $suite main
+deb $mirror $suite-updates main
+deb ${mirror%/debian}/debian-security $suite-security main
+EOF
+    t1=$(now)
+    say "bootstrap took $((t1 - t0)) s"
+}
+
+# The mounts, and the clone of $rev in /root/tutti.
+chroot_enter() {
+    # The new root is made a mount point of its own (ip netns exec, in the test
+    # suite, remounts / there), private so nothing mounted in it reaches the host.
+    mount --bind "$root" "$root" && mount --make-private "$root" || exit 1
+    for fs in proc sys dev dev/pts dev/shm; do
+        mount --bind "/$fs" "$root/$fs" || exit 1
+    done
+    git clone -q --no-checkout "$repo" "$root/root/tutti" && git -C "$root/root/tutti" checkout -q --detach "$rev" ||
+        exit 1
+}
+
+# Runs a command in the new system as a new user's root shell would, in /root/tutti.
+in_chroot() {
+    run chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 \
+        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/sh -c "cd /root/tutti && $1" </dev/null
+}
