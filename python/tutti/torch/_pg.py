@@ -9,20 +9,31 @@ CUDA tensors are handled as torch's NCCL backend does: the worker waits for
 an event recorded on the caller's current stream, runs tutti on a side
 stream of the group, and the Work finishes when that stream has.
 """
+import atexit
 import datetime
 import threading
+import weakref
 
 import torch
 import torch.distributed as dist
 
 import tutti
 
-from . import _ops
+from . import _ops, _p2p
 from ._work import Work, Worker, completed, cuda_fence
 
 _UID_KEY = "tutti/unique_id"
 _count = 0
 _count_lock = threading.Lock()
+_GROUPS = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_groups():
+    # An isend nobody waited on still goes out (before the workers stop:
+    # atexit runs this first, having registered it after them).
+    for pg in list(_GROUPS):
+        pg._flush()
 
 
 def _one(tensors, call):
@@ -55,7 +66,8 @@ class ProcessGroupTutti(dist.ProcessGroup):
             name = f"tutti-pg{_count}-r{rank}"
         self._worker = Worker(name)
         self._streams = {}
-        self._batch = None  # point-to-point calls held between _start/_end_coalescing
+        self._held = _p2p.Held(self._flush)  # isend/irecv not yet queued
+        _GROUPS.add(self)
 
     # identity
     def getBackendName(self):
@@ -74,22 +86,37 @@ class ProcessGroupTutti(dist.ProcessGroup):
         return self._streams[dev]
 
     def _submit(self, tensors, outputs, body, single=False):
-        """Queues body(stream) on the worker; stream is None for CPU tensors."""
-        fence = cuda_fence(tensors)
+        """Queues body(stream) on the worker after the held point-to-point
+        calls; stream is None for CPU tensors."""
+        self._flush()
+        return self._queue(tensors, outputs, body, single)
+
+    def _flush(self):
+        """Queues the held isend/irecv calls as one batch; returns its Work, or None."""
+        ops = self._held.take()
+        if not ops or self.comm is None:
+            return None
+        return self._queue(_p2p.tensors_of(ops), [], _p2p.runner(self.comm, ops), fences=_p2p.fences_of(ops))
+
+    def _queue(self, tensors, outputs, body, single=False, fences=None):
+        """Queues body(stream) as it is. fences: CUDA events the call waits
+        for, recorded when it was issued (held calls); by default one on the
+        current stream now."""
+        fences = [f for f in (fences if fences is not None else [cuda_fence(tensors)]) if f is not None]
         side = None
-        if fence is not None:
-            side = self._side_stream(fence[0])
+        if fences:
+            side = self._side_stream(fences[0][0])
             for t in tensors:
                 if t.is_cuda:
                     t.record_stream(side)
 
         def run():
-            if fence is None:
+            if not fences:
                 body(None)
                 return
-            dev, ev = fence
-            with torch.cuda.device(dev):
-                side.wait_event(ev)
+            with torch.cuda.device(fences[0][0]):
+                for _, ev in fences:
+                    side.wait_event(ev)
                 body(side)
                 done = torch.cuda.Event()
                 done.record(side)
@@ -307,70 +334,29 @@ class ProcessGroupTutti(dist.ProcessGroup):
 
         return self._submit([t, *ins], outputs, body)
 
-    # point to point
+    # point to point: held, then run in batches (_p2p)
     def send(self, tensors, dst, tag=0):
-        v = _ops.data_view(_one(tensors, "send"))
-        if self._batch is not None:
-            return self._hold(("send", dst, v, tensors))
-        return self._submit(tensors, tensors, lambda s: self.comm.send(v, dst, stream=s))
+        return self._held.add("send", dst, _ops.data_view(_one(tensors, "send")), tensors)
 
     def recv(self, tensors, src, tag=0):
         t = _one(tensors, "recv")
         if not t.is_contiguous():
             raise ValueError("tutti: recv needs a contiguous tensor")
-        v = _ops.data_view(t)
-        if self._batch is not None:
-            return self._hold(("recv", src, v, tensors))
-        return self._submit(tensors, tensors, lambda s: self.comm.recv(v, src, stream=s))
+        return self._held.add("recv", src, _ops.data_view(t), tensors)
 
     def recv_anysource(self, tensors, tag=0):
         raise RuntimeError("tutti: recv from any source is not supported; name the source rank")
 
-    # batch_isend_irecv (torch 1.13 brackets it with these)
+    # torch 1.13's batch_isend_irecv, and torch 2.x's on CUDA tensors, bracket
+    # the batch with these: it is exactly what was issued in between.
     def _start_coalescing(self, device=None):
-        self._batch = []
+        self._flush()
 
-    def _hold(self, op):
-        w = Work(op[3])
-        self._batch.append((op, w))
-        return w
-
-    def _end_coalescing(self, reqs=None):
-        batch, self._batch = self._batch or [], None
-        if not batch:
-            return completed([])
-        me = self.rank()
-        # Blocking sends cannot all go first: every rank takes its peers in one
-        # global order of pairs (lower rank first), the lower rank of a pair
-        # sending before it receives. The smallest pair not yet done can then
-        # always proceed, so the batch cannot deadlock; messages between two
-        # ranks keep their order.
-        order = sorted(range(len(batch)), key=lambda k: (
-            min(me, batch[k][0][1]), max(me, batch[k][0][1]),
-            (batch[k][0][0] == "recv") == (me < batch[k][0][1]), k))
-        tensors = [t for (op, _) in batch for t in op[3]]
-
-        def body(s):
-            for k in order:
-                kind, peer, v, _ = batch[k][0]
-                if kind == "send":
-                    self.comm.send(v, peer, stream=s)
-                else:
-                    self.comm.recv(v, peer, stream=s)
-
-        def run(s):
-            try:
-                body(s)
-            except BaseException as e:
-                for _, w in batch:
-                    w._finish(e)
-                raise
-            for _, w in batch:
-                w._finish(None)
-
-        return self._submit(tensors, [], run)
+    def _end_coalescing(self, arg=None):
+        return self._flush() or completed([])
 
     def _destroy(self):
+        self._flush()
         self._worker.shutdown()
         if self.comm is not None:
             self.comm.destroy()

@@ -45,13 +45,16 @@ class Work(dist.Work):
 
     wait() blocks until it ran and raises the TuttiError it failed with;
     get_future() gives a torch Future holding the output tensors (or the
-    error); is_completed() and exception() ask without blocking.
+    error); is_completed() and exception() ask without blocking. ``before``,
+    when given, is called first by each of them (a held isend/irecv is queued
+    then).
     """
 
-    def __init__(self, outputs, single=False):
+    def __init__(self, outputs, single=False, before=None):
         super().__init__()
         self._outputs = outputs
         self._single = single  # the future holds one tensor (DDP comm hooks), not a list
+        self._before = before
         self._fut = Future()
         self._done = threading.Event()
         self._exc = None
@@ -68,7 +71,12 @@ class Work(dist.Work):
         if self._claimed:
             _release(self)
 
+    def _ask(self):
+        if self._before is not None:
+            self._before()
+
     def wait(self, timeout=None):
+        self._ask()
         seconds = None
         if isinstance(timeout, datetime.timedelta):
             seconds = timeout.total_seconds() or None  # C++'s kNoTimeout arrives as 0
@@ -83,18 +91,22 @@ class Work(dist.Work):
         return True
 
     def get_future(self):
+        self._ask()
         self._claimed = True
         if self._done.is_set():
             _release(self)
         return self._fut
 
     def is_completed(self):
+        self._ask()
         return self._done.is_set()
 
     def is_success(self):
+        self._ask()
         return self._done.is_set() and self._exc is None
 
     def exception(self):
+        self._ask()
         return self._exc
 
     def result(self):
