@@ -18,6 +18,9 @@ fails the call with an error naming it instead of hanging.
 that all-reduces gradients compressed (top-k, int8, sign) with error
 feedback per bucket, on any process group.
 """
+import datetime
+import os
+
 import torch.distributed as dist
 
 from ._hook import CompressionState, compression_hook
@@ -28,6 +31,25 @@ BACKEND = "tutti"
 
 def _create(store, rank, size, timeout):
     return ProcessGroupTutti(store, rank, size, timeout)
+
+
+def _store_default():
+    """torch 2.4 and later make env://'s TCPStore use libuv unless USE_LIBUV=0,
+    and fail at once where torch was built without it (Debian 13's
+    python3-torch): no env:// group could ever start there, so the working
+    store is chosen instead. A USE_LIBUV the user set is left alone."""
+    if "USE_LIBUV" in os.environ or not hasattr(dist, "TCPStore"):
+        return
+    try:
+        store = dist.TCPStore("127.0.0.1", 0, 1, True, datetime.timedelta(seconds=5), wait_for_workers=False,
+                              use_libuv=True)
+    except TypeError:
+        return  # torch before 2.4: no libuv option, nothing to choose
+    except RuntimeError as e:
+        if "libuv" in str(e):
+            os.environ["USE_LIBUV"] = "0"
+        return
+    del store
 
 
 def _register():
@@ -44,6 +66,7 @@ def _register():
     dist.Backend.register_backend(BACKEND, _create, **kwargs)
 
 
+_store_default()
 _register()
 
 __all__ = ["BACKEND", "ProcessGroupTutti", "CompressionState", "compression_hook"]

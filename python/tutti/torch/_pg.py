@@ -67,6 +67,7 @@ class ProcessGroupTutti(dist.ProcessGroup):
         self._worker = Worker(name)
         self._streams = {}
         self._held = _p2p.Held(self._flush)  # isend/irecv not yet queued
+        self._group_name = ""
         _GROUPS.add(self)
 
     # identity
@@ -75,6 +76,15 @@ class ProcessGroupTutti(dist.ProcessGroup):
 
     def name(self):
         return "tutti"
+
+    # torch 2.x names each group; functional collectives find it by name. The
+    # C++ base keeps the name in its backends, and this group has none.
+    def _set_group_name(self, name):
+        self._group_name = name
+
+    @property
+    def group_name(self):
+        return self._group_name
 
     def __repr__(self):
         return f"<ProcessGroupTutti rank {self.rank()} of {self.size()}>"
@@ -188,9 +198,17 @@ class ProcessGroupTutti(dist.ProcessGroup):
 
         return self._submit([t, *outs], output_lists, body)
 
+    def _all_of(self, works, outputs):
+        """A Work that finishes after works (queued before it), failing as the first of them that failed."""
+        return self._submit([], outputs, lambda s: [w.wait() for w in works])
+
     def allgather_coalesced(self, output_lists, inputs, opts=None):
-        works = [self.allgather([o], [i], opts) for o, i in zip(output_lists, inputs)]
-        return works[-1] if works else completed(output_lists)
+        return self._all_of([self.allgather([o], [i], opts) for o, i in zip(output_lists, inputs)], output_lists)
+
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        return self._all_of([self._allgather_base(o, i, opts) for o, i in zip(outputs, inputs)], outputs)
+
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
 
     def _reduce_scatter_base(self, output, input, opts=None):
         if input.numel() != output.numel() * self.size():
@@ -212,6 +230,11 @@ class ProcessGroupTutti(dist.ProcessGroup):
         return self._submit([input, output], [output], body)
 
     reduce_scatter_single = reduce_scatter_tensor = _reduce_scatter_base
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        return self._all_of([self._reduce_scatter_base(o, i, opts) for o, i in zip(outputs, inputs)], outputs)
+
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
 
     def reduce_scatter(self, outputs, input_lists, opts=None):
         out = _one(outputs, "reduce_scatter")
