@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The PyTorch backend on 2 and 3 ranks under tutti-run (tests/python/torch_ranks.py).
+# The PyTorch backend on 2 and 3 ranks under tutti-run (tests/python/torch_ranks.py),
+# on whichever torch $PYTHON has (Debian 12: 1.13; .ci/torch2: 2.6, Debian 13).
 # Skips (77) only when torch cannot be imported at all.
 . "${TT_SRCDIR:-.}/tests/python-env.sh"
 tt_python_need torch || exit 77
@@ -8,3 +9,15 @@ for n in 2 3; do
     echo "torch_ranks.py on $n ranks"
     "$TT_BUILDDIR/tutti-run" -n "$n" "$PYTHON" "$TT_SRCDIR/tests/python/torch_ranks.py" || exit 1
 done
+# An isend never waited on still reaches its peer when its rank exits.
+"$TT_BUILDDIR/tutti-run" -n 2 "$PYTHON" -c '
+import datetime, torch, torch.distributed as dist, tutti.torch
+dist.init_process_group("tutti", timeout=datetime.timedelta(seconds=20))
+if dist.get_rank() == 0:
+    dist.isend(torch.full((1 << 20,), 5.0), 1)
+else:
+    t = torch.empty(1 << 20)
+    dist.recv(t, 0)
+    assert torch.all(t == 5), t[:3]
+    print("an isend left unwaited at exit arrived")
+' || exit 1

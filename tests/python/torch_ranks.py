@@ -5,6 +5,7 @@ values, every ReduceOp, async Work, new_group, DDP against gloo, the
 compression hook on tutti and on gloo groups, and errors raised on wait().
 Exits non-zero naming what failed."""
 import datetime
+import inspect
 import sys
 import time
 
@@ -129,6 +130,40 @@ dist.all_to_all(outl, [torch.full((r + 1,), float(r * 10 + q)) for q in range(p)
 expect(all(torch.all(o == q * 10 + r) for q, o in enumerate(outl)), f"all_to_all gave {outl}")
 dist.barrier()
 
+# torch 2.x only (torch 1.13 has neither): collectives coalesced by
+# _coalescing_manager, and functional collectives, which find the group by name.
+ran = []
+if "async_ops" in inspect.signature(dist.distributed_c10d._coalescing_manager).parameters:
+    ag, rs, ar = [torch.empty(2 * p) for _ in range(2)], [torch.empty(2) for _ in range(2)], [torch.ones(3)] * 2
+    for kind in ("all_gather_into_tensor", "reduce_scatter_tensor", "all_reduce"):
+        with dist.distributed_c10d._coalescing_manager(async_ops=True) as cm:
+            for k in range(2):
+                if kind == "all_gather_into_tensor":
+                    dist.all_gather_into_tensor(ag[k], torch.full((2,), float(r + k)))
+                elif kind == "reduce_scatter_tensor":
+                    dist.reduce_scatter_tensor(rs[k], torch.arange(2 * p, dtype=torch.float32) + k)
+                else:
+                    dist.all_reduce(ar[k])
+        cm.wait()
+    expect(all(torch.equal(ag[k], (ranks.float() + k).repeat_interleave(2)) for k in range(2)), f"coalesced "
+           f"all_gather_into_tensor gave {ag}")
+    expect(all(torch.equal(rs[k], p * (torch.arange(2 * r, 2 * r + 2).float() + k)) for k in range(2)),
+           f"coalesced reduce_scatter_tensor gave {rs}")
+    expect(torch.all(ar[0] == p * p), f"coalesced all_reduce (one tensor twice) gave {ar[0]}")
+    ran.append("_coalescing_manager")
+try:
+    import torch.distributed._functional_collectives as funcol
+except ImportError:
+    funcol = None
+if funcol is not None:
+    t = funcol.all_reduce(torch.full((3,), float(r + 1)), "sum", dist.group.WORLD)
+    expect(torch.all(funcol.wait_tensor(t) == p * (p + 1) / 2), f"functional all_reduce gave {t}")
+    g = funcol.all_gather_tensor(torch.full((2,), float(r)), 0, dist.group.WORLD)
+    expect(torch.equal(funcol.wait_tensor(g), ranks.float().repeat_interleave(2)), f"functional all_gather gave {g}")
+    ran.append("functional collectives")
+if r == 0:
+    print(f"torch {torch.__version__}: also checked {', '.join(ran) or 'nothing version-specific'}")
+
 # point to point: a ring batch large enough that both sends cannot go first
 if p > 1:
     big = 1 << 22
@@ -144,6 +179,31 @@ if p > 1:
     elif r == 1:
         dist.recv(small, 0)
         expect(torch.all(small == 0), f"recv gave {small}")
+    # Code written for gloo: plain isend then irecv on every rank, the recv
+    # waited on first; its wait must let the held send out too.
+    send2, recv2 = torch.full((big,), float(r + 10)), torch.empty(big)
+    ws = [dist.isend(send2, right), dist.irecv(recv2, left)]
+    for w in reversed(ws):
+        w.wait()
+    expect(torch.all(recv2 == left + 10), f"isend/irecv ring got {recv2[:3]} from {left}")
+    # An isend nobody waited on goes out ahead of the group's next call.
+    if r == 0:
+        w = dist.isend(torch.full((big,), 7.0), 1)
+        dist.barrier()
+        w.wait()
+    elif r == 1:
+        got = torch.empty(big)
+        dist.recv(got, 0)
+        expect(torch.all(got == 7), f"recv of an unwaited isend gave {got[:3]}")
+        dist.barrier()
+    else:
+        dist.barrier()
+    # Polling is_completed, as code that overlaps its work does, lets them out too.
+    ws = [dist.isend(send, right), dist.irecv(recv2, left)]
+    deadline = time.monotonic() + 30
+    while not all(w.is_completed() for w in ws) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    expect(all(w.is_success() for w in ws) and torch.all(recv2 == left), "polled isend/irecv did not finish")
 
 # async: calls return before the peers arrive, run in order, finish on wait
 if p > 1:
