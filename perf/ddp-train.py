@@ -4,7 +4,7 @@
 
     tutti-run -n 4 python3 perf/ddp-train.py                  # tutti, gloo, tutti + compression
     tutti-run -n 4 python3 perf/ddp-train.py --backend tutti  # tutti alone
-    torchrun --nproc-per-node 4 perf/ddp-train.py             # torch 2.x launcher
+    torchrun --nproc-per-node 4 perf/ddp-train.py             # torch 2.x launcher (Debian 13: README)
 
 Every configuration trains the same model from the same seed on the same
 data: a 4-layer MLP (26.0M parameters at the default width) learning
