@@ -21,3 +21,17 @@ else:
     assert torch.all(t == 5), t[:3]
     print("an isend left unwaited at exit arrived")
 ' || exit 1
+# isend/irecv held on a destroyed group fail their wait instead of hanging.
+"$TT_BUILDDIR/tutti-run" -n 1 "$PYTHON" -c '
+import torch, torch.distributed as dist, tutti.torch
+dist.init_process_group("tutti")
+pg = dist.distributed_c10d._get_default_group()
+pg._destroy()
+w = pg.send([torch.ones(2)], 0)
+try:
+    w.wait(timeout=20)
+    raise SystemExit("a send on a destroyed group succeeded")
+except RuntimeError as e:
+    assert "destroyed" in str(e), e
+print("a send on a destroyed group failed:", w.exception())
+' || exit 1

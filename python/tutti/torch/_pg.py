@@ -104,8 +104,13 @@ class ProcessGroupTutti(dist.ProcessGroup):
     def _flush(self):
         """Queues the held isend/irecv calls as one batch; returns its Work, or None."""
         ops = self._held.take()
-        if not ops or self.comm is None:
+        if not ops:
             return None
+        if self.comm is None:  # issued after the group was destroyed: fail them, never leave them waiting
+            err = RuntimeError("tutti: isend/irecv on a destroyed process group")
+            for op in ops:
+                op[4]._finish(err)
+            return completed([], err)
         return self._queue(_p2p.tensors_of(ops), [], _p2p.runner(self.comm, ops), fences=_p2p.fences_of(ops))
 
     def _queue(self, tensors, outputs, body, single=False, fences=None):
