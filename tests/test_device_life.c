@@ -21,12 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cuda/kernels.h"
 #include "device/direct_run.h"
 #include "device/memkind.h"
+#include "gpu_probe.h"
 #include "harness.h"
 
 int tt_test_lazy_kernel(int *p, size_t n, void *stream); /* tests/lazy_kernel.cu */
@@ -392,31 +392,6 @@ START_TEST(more_streams_than_hardware_queues)
 }
 END_TEST
 
-/* As test_device.c: CUDA is asked in a child, since the ranks fork. */
-static int gpu_usable(char *why, size_t len)
-{
-    int fds[2];
-    if (pipe(fds))
-        return snprintf(why, len, "pipe failed"), 0;
-    pid_t pid = fork();
-    if (pid == 0) {
-        char msg[200] = "";
-        int ok = tt_cuda_usable(msg, sizeof msg);
-        if (write(fds[1], &ok, sizeof ok) < 0 || write(fds[1], msg, sizeof msg) < 0)
-            _exit(1);
-        _exit(0);
-    }
-    close(fds[1]);
-    int ok = 0;
-    char msg[200] = "the CUDA probe died";
-    if (read(fds[0], &ok, sizeof ok) != sizeof ok || read(fds[0], msg, sizeof msg) <= 0)
-        ok = 0;
-    close(fds[0]);
-    waitpid(pid, NULL, 0);
-    snprintf(why, len, "%s", msg);
-    return ok;
-}
-
 int main(int argc, char **argv)
 {
     const tt_case_t cases[] = {
@@ -430,7 +405,7 @@ int main(int argc, char **argv)
         {"many_streams", more_streams_than_hardware_queues, 0, 0},
     };
     char why[200];
-    if (!(argc == 2 && strcmp(argv[1], "--list") == 0) && !gpu_usable(why, sizeof why)) {
+    if (!(argc == 2 && strcmp(argv[1], "--list") == 0) && !tt_test_gpu_usable(why, sizeof why)) {
         printf("1..0 # SKIP %s\n", why);
         return 0;
     }
