@@ -239,3 +239,17 @@ void tt_fabric_end(void)
         }
     closedir(d);
 }
+
+int tt_named_as_dead(const char *msg, int rank)
+{
+    const char *died = strstr(msg, " died");
+    if (!died)
+        return 0;
+    const char *start = died;
+    while (start > msg && strncmp(start, "rank", 4) != 0)
+        start--;
+    for (const char *p = start; p < died; p++)
+        if ((p[-1] == ' ' || p[-1] == ',') && atoi(p) == rank && p[0] >= '0' && p[0] <= '9')
+            return 1;
+    return 0;
+}

@@ -70,6 +70,10 @@ typedef struct {
  * argument, prints the names instead, one a line, and runs nothing. */
 int tt_run_cases(const char *suite, const tt_case_t *cases, size_t n, int timeout_s, int argc, char **argv);
 
+/* Whether an error message's "rank(s) A, B died" list holds rank. Over tcp
+ * a rank that aborted may be listed there too, since its notice can be lost. */
+int tt_named_as_dead(const char *msg, int rank);
+
 /* Key tag of the job the last tt_spawn_ranks started. */
 uint64_t tt_last_job_tag(void);
 /* Number of /dev/shm segments still named for the job with this key tag. */

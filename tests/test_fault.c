@@ -24,22 +24,6 @@ typedef struct {
     int *ready; /* shared counter: ranks that finished one all-reduce */
 } fault_arg_t;
 
-/* Whether msg's "rank(s) A, B died" list holds rank. Over tcp a rank that
- * aborted may be listed there too, since its notice can be lost. */
-static int named_as_dead(const char *msg, int rank)
-{
-    const char *died = strstr(msg, " died");
-    if (!died)
-        return 0;
-    const char *start = died;
-    while (start > msg && strncmp(start, "rank", 4) != 0)
-        start--;
-    for (const char *p = start; p < died; p++)
-        if ((p[-1] == ' ' || p[-1] == ',') && atoi(p) == rank && p[0] >= '0' && p[0] <= '9')
-            return 1;
-    return 0;
-}
-
 static int allreduce_until_failure(tutti_comm_t comm, int r, int p, void *argp)
 {
     fault_arg_t *arg = argp;
@@ -55,7 +39,7 @@ static int allreduce_until_failure(tutti_comm_t comm, int r, int p, void *argp)
             continue;
         int64_t waited = tt_now_ms() - t0;
         const char *msg = tutti_comm_last_error(comm);
-        int ok = st == TUTTI_ERR_PEER_FAILED && named_as_dead(msg, VICTIM) && waited < DEADLINE_S * 1000;
+        int ok = st == TUTTI_ERR_PEER_FAILED && tt_named_as_dead(msg, VICTIM) && waited < DEADLINE_S * 1000;
         if (!ok)
             fprintf(stderr, "rank %d: %s after %lld ms: %s\n", r, tutti_status_name(st), (long long)waited,
                     msg);

@@ -118,21 +118,6 @@ START_TEST(registration_cache_hits_and_forgets_freed_memory)
 }
 END_TEST
 
-/* Whether msg's "rank(s) A, B died" list holds rank. */
-static int named_as_dead(const char *msg, int rank)
-{
-    const char *died = strstr(msg, " died");
-    if (!died)
-        return 0;
-    const char *start = died;
-    while (start > msg && strncmp(start, "rank", 4) != 0)
-        start--;
-    for (const char *q = start; q < died; q++)
-        if ((q[-1] == ' ' || q[-1] == ',') && atoi(q) == rank && q[0] >= '0' && q[0] <= '9')
-            return 1;
-    return 0;
-}
-
 #define VICTIM 2
 
 static int allreduce_until_failure(tutti_comm_t comm, int r, int p, void *argp)
@@ -150,7 +135,7 @@ static int allreduce_until_failure(tutti_comm_t comm, int r, int p, void *argp)
             continue;
         int64_t waited = tt_now_ms() - t0;
         const char *msg = tutti_comm_last_error(comm);
-        int ok = st == TUTTI_ERR_PEER_FAILED && named_as_dead(msg, VICTIM) && waited < DEADLINE_S * 1000;
+        int ok = st == TUTTI_ERR_PEER_FAILED && tt_named_as_dead(msg, VICTIM) && waited < DEADLINE_S * 1000;
         if (!ok)
             fprintf(stderr, "rank %d: %s after %lld ms: %s\n", r, tutti_status_name(st), (long long)waited,
                     msg);
