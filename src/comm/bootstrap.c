@@ -166,12 +166,11 @@ static tutti_status_t root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t dead
                                  size_t errlen)
 {
     int joined = 1;
-    tt_admit_t *a = malloc(sizeof *a);
+    tt_admit_t *a = tt_admit_new(listen_fd, bs->key, TT_SUB_INIT, "the bootstrap root", NULL, NULL);
     if (!a) {
         snprintf(err, errlen, "bootstrap root: no memory to admit the ranks");
         return TUTTI_ERR_NO_MEMORY;
     }
-    tt_admit_init(a, listen_fd, bs->key, TT_SUB_INIT, "the bootstrap root");
     tutti_status_t st = TUTTI_SUCCESS;
     while (joined < bs->nranks) {
         int fd;
@@ -204,8 +203,7 @@ static tutti_status_t root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t dead
         joined++;
         TT_DEBUG(TT_SUB_INIT, "bootstrap: rank %d joined (%d/%d)", h.rank, joined, bs->nranks);
     }
-    tt_admit_close(a);
-    free(a);
+    tt_admit_free(a);
     return st;
 }
 

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -161,4 +162,22 @@ void tt_admit_close(tt_admit_t *a)
     for (int i = 0; i < a->npending; i++)
         close(a->pending[i].fd);
     a->npending = 0;
+}
+
+tt_admit_t *tt_admit_new(int listen_fd, const unsigned char *key, int sub, const char *what,
+                         tutti_status_t (*watch)(void *arg), void *watch_arg)
+{
+    tt_admit_t *a = malloc(sizeof *a);
+    if (!a)
+        return NULL;
+    tt_admit_init(a, listen_fd, key, sub, what);
+    a->watch = watch;
+    a->watch_arg = watch_arg;
+    return a;
+}
+
+void tt_admit_free(tt_admit_t *a)
+{
+    tt_admit_close(a);
+    free(a);
 }

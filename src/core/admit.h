@@ -49,5 +49,11 @@ void tt_admit_init(tt_admit_t *a, int listen_fd, const unsigned char *key, int s
 tutti_status_t tt_admit_next(tt_admit_t *a, int64_t deadline_ms, int *fd, tt_hello_t *hello);
 /* Closes the connections still waiting (not the listening socket). */
 void tt_admit_close(tt_admit_t *a);
+/* An admission on the heap (it is large), as tt_admit_init makes it, with
+ * watch (may be NULL) asked between waits; NULL when out of memory. */
+tt_admit_t *tt_admit_new(int listen_fd, const unsigned char *key, int sub, const char *what,
+                         tutti_status_t (*watch)(void *arg), void *watch_arg);
+/* tt_admit_close, then frees a. */
+void tt_admit_free(tt_admit_t *a);
 
 #endif

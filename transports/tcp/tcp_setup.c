@@ -84,12 +84,9 @@ static tutti_status_t accept_higher(tt_tcp_ctx_t *ctx, void **conns, const int *
     const tt_tp_env_t *env = ctx->env;
     if (!expected)
         return TUTTI_SUCCESS;
-    tt_admit_t *admit = malloc(sizeof *admit);
+    tt_admit_t *admit = tt_admit_new(ctx->listen_fd, env->key, TT_SUB_NET, "tcp", env->watch, env->watch_arg);
     if (!admit)
         return TUTTI_ERR_NO_MEMORY;
-    tt_admit_init(admit, ctx->listen_fd, env->key, TT_SUB_NET, "tcp");
-    admit->watch = env->watch;
-    admit->watch_arg = env->watch_arg;
     tutti_status_t st = TUTTI_SUCCESS;
     while (expected > 0) {
         int fd;
@@ -110,8 +107,7 @@ static tutti_status_t accept_higher(tt_tcp_ctx_t *ctx, void **conns, const int *
         conn_adopt(ctx, conns[slot], h.channel, fd);
         expected--;
     }
-    tt_admit_close(admit);
-    free(admit);
+    tt_admit_free(admit);
     return st;
 }
 

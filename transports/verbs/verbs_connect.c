@@ -72,12 +72,10 @@ static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npee
     const tt_tp_env_t *env = ctx->env;
     if (!expected)
         return TUTTI_SUCCESS;
-    tt_admit_t *admit = malloc(sizeof *admit);
+    tt_admit_t *admit =
+        tt_admit_new(ctx->listen_fd, env->key, TT_SUB_NET, "verbs", env->watch, env->watch_arg);
     if (!admit)
         return TUTTI_ERR_NO_MEMORY;
-    tt_admit_init(admit, ctx->listen_fd, env->key, TT_SUB_NET, "verbs");
-    admit->watch = env->watch;
-    admit->watch_arg = env->watch_arg;
     tutti_status_t st = TUTTI_SUCCESS;
     while (!st && expected > 0) {
         int fd, slot = -1;
@@ -102,8 +100,7 @@ static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npee
         else
             expected--;
     }
-    tt_admit_close(admit);
-    free(admit);
+    tt_admit_free(admit);
     return st;
 }
 
