@@ -14,6 +14,7 @@
 #ifndef TT_TRANSPORT_H
 #define TT_TRANSPORT_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,8 @@
 #define TT_HOSTNAME_MAX 64
 /* Name of a rank's shm segment: key tag, rank (tutti-run sweeps these). */
 #define TT_SHM_NAME_FORMAT "/tutti-%016llx-%d"
+/* ... the doorbell its same-host peers ring when it sleeps (a FIFO) ... */
+#define TT_SHM_BELL_FORMAT "/dev/shm/tutti-%016llx-%d-bell"
 /* ... and of its cuda_ipc segment. */
 #define TT_IPC_NAME_FORMAT "/tutti-%016llx-%d-ipc"
 
@@ -96,6 +99,32 @@ typedef struct tt_req {
     tt_req_state_t state;
     tutti_status_t status;
 } tt_req_t;
+
+/*
+ * What an idle engine sleeps on: descriptors for poll(2). A transport's arm
+ * op adds the ones that become ready when its connection can move again
+ * (a socket, a completion channel, a same-host doorbell); the engine adds
+ * its communicator's own wake-up (abort, news from the other ranks).
+ */
+typedef struct {
+    struct pollfd *fds;
+    int n, cap;
+} tt_wait_set_t;
+
+/* Adds fd for events (merged with an entry it already has); 0, or -1
+ * when the set is full (the engine then naps instead of sleeping). */
+static inline int tt_wait_add(tt_wait_set_t *ws, int fd, short events)
+{
+    for (int i = 0; i < ws->n; i++)
+        if (ws->fds[i].fd == fd) {
+            ws->fds[i].events |= events;
+            return 0;
+        }
+    if (ws->n == ws->cap)
+        return -1;
+    ws->fds[ws->n++] = (struct pollfd){.fd = fd, .events = events};
+    return 0;
+}
 
 #define TT_CAP_HOST_MEM (1u << 0)   /* moves host buffers between peers */
 #define TT_CAP_DEVICE_MEM (1u << 1) /* moves device buffers: has device ops */
@@ -173,6 +202,17 @@ typedef struct {
     /* Moves whatever can move without blocking; sets *progressed if any did.
      * A failure of the connection fails its pending requests and is returned. */
     tutti_status_t (*progress)(void *conn, int *progressed);
+    /*
+     * Before the engine sleeps in poll(2) on ws: arms whatever wakes this
+     * connection once it can move again and adds its descriptors to ws.
+     * Returns 1 when something can move already (the engine polls again
+     * instead of sleeping), 0 when armed, -1 when this connection has no
+     * way to wake a sleeper (the engine then naps a few microseconds at a
+     * time). NULL: as -1. Every armed connection is disarmed after the
+     * sleep, woken or not.
+     */
+    int (*arm)(void *conn, tt_wait_set_t *ws);
+    void (*disarm)(void *conn);
     /* TUTTI_SUCCESS while the peer runs; TUTTI_ERR_ABORTED once it gave up
      * (its abort op ran); TUTTI_ERR_PEER_FAILED once it died or vanished. */
     tutti_status_t (*alive)(void *conn);

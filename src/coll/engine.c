@@ -6,7 +6,6 @@
  * complete. Lanes interleave, so several slices are in flight and per-channel
  * FIFO order matches on both sides because both walk the same schedule.
  */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +14,13 @@
 #include "core/clock.h"
 #include "coll/engine.h"
 #include "coll/state.h"
+#include "coll/wait.h"
 #include "core/log.h"
 
-#define ALIVE_CHECK_NS 20000000                       /* 20 ms between peer liveness scans when idle */
-#define CAUSE_WAIT_MS 200                             /* how long a report waits to see why a peer aborted */
-#define SPIN_BEFORE_YIELD 4096                        /* idle polls before yielding a CPU of our own ... */
-#define SPIN_OVERSUBSCRIBED 2                         /* ... or this few when ranks outnumber CPUs */
-#define YIELD_BEFORE_SLEEP (SPIN_BEFORE_YIELD + 2048) /* then yield until here, then nap */
-#define CLOCK_EVERY_IDLE 32                           /* idle polls between deadline and liveness checks */
+#define ALIVE_CHECK_NS 20000000 /* 20 ms between peer liveness scans when idle: the longest sleep */
+#define CAUSE_WAIT_MS 200       /* how long a report waits to see why a peer aborted */
+#define FIRST_CLOCK_IDLE 2      /* idle polls before an idle spell reads the clock ... */
+#define CLOCK_EVERY_IDLE 32     /* ... and between its later reads while it spins */
 
 typedef struct {
     char *dst;
@@ -340,20 +338,6 @@ static int publish_wait(run_t *run, int64_t since_ns)
     return -1;
 }
 
-static void idle_wait(int *idle, int spin)
-{
-    ++*idle;
-    if (*idle < spin)
-        return;
-    if (*idle < YIELD_BEFORE_SLEEP) {
-        sched_yield();
-        return;
-    }
-    /* Long waits (a slow peer, oversubscribed cores) stop burning a core. */
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, NULL);
-}
-
 /* Moves the lanes of an active run whose rounds completed; marks the run
  * done once every lane finished. */
 static tutti_status_t run_poll(run_t *run, int *progressed)
@@ -479,12 +463,21 @@ static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t las
     return TUTTI_SUCCESS;
 }
 
+/*
+ * Polls the connections and moves the runs until all are done. An idle
+ * spell (no progress) first polls on for the waiter's spin time, then
+ * sleeps until something can move (coll/wait.c); the clock is read on the
+ * spell's second poll and every CLOCK_EVERY_IDLE polls after, and after
+ * every sleep, for the liveness checks and TUTTI_TIMEOUT.
+ */
 static tutti_status_t run_loop(run_t *runs, int n)
 {
     tutti_comm_t comm = runs[0].comm;
     const tt_peer_t *peers = runs[0].peers;
-    int64_t last_progress = tt_now_ns(), next_alive = last_progress + ALIVE_CHECK_NS;
-    int idle = 0, spin = comm->oversubscribed ? SPIN_OVERSUBSCRIBED : SPIN_BEFORE_YIELD;
+    int64_t last_progress = tt_now_ns(), next_alive = last_progress + ALIVE_CHECK_NS, spin_ns = 0;
+    int idle = 0;
+    tt_waiter_t waiter;
+    tt_waiter_init(&waiter, comm, peers);
     for (;;) {
         int progressed = 0, left;
         for (int r = 0; r < comm->nranks; r++)
@@ -501,13 +494,19 @@ static tutti_status_t run_loop(run_t *runs, int n)
             idle = 0;
             continue;
         }
-        idle_wait(&idle, spin);
-        if (idle % CLOCK_EVERY_IDLE != 0 && idle != spin)
+        if (++idle < FIRST_CLOCK_IDLE || (idle - FIRST_CLOCK_IDLE) % CLOCK_EVERY_IDLE != 0)
             continue; /* reading the clock on every idle poll costs more than the poll */
         int64_t now = tt_now_ns();
-        if (idle == spin)
-            last_progress = now; /* the clock is read only once we start idling */
+        if (idle == FIRST_CLOCK_IDLE) { /* the spell begins: how long may it spin? */
+            last_progress = now;
+            spin_ns = tt_waiter_spin_ns(&waiter);
+        }
         TT_TRY(check_stalled(runs, n, now, last_progress, &next_alive));
+        if (now - last_progress < spin_ns)
+            continue;
+        int64_t deadline = last_progress + comm->timeout_ms * 1000000;
+        tt_waiter_sleep(&waiter, next_alive < deadline ? next_alive : deadline);
+        idle = FIRST_CLOCK_IDLE + CLOCK_EVERY_IDLE - 1; /* the next idle poll reads the clock and sleeps */
     }
 }
 

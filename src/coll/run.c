@@ -22,6 +22,7 @@ static void state_destroy(tutti_comm_t comm, void *state)
     tt_sched_cache_free(&s->sched_cache);
     free(s->scratch);
     free(s->engine_ws);
+    free(s->wait_fds);
     free(s);
 }
 

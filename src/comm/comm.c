@@ -17,6 +17,7 @@
 #include "comm/star.h"
 #include "core/env_config.h"
 #include "core/log.h"
+#include "core/wake.h"
 
 static _Thread_local char thread_error[TT_COMM_ERROR_BYTES];
 
@@ -105,6 +106,11 @@ void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
         }
 }
 
+void tt_comm_wake(tutti_comm_t comm)
+{
+    tt_wake_ring(comm->wake_fd);
+}
+
 void *tt_comm_layer(tutti_comm_t comm, tt_layer_t layer)
 {
     return comm->layers[layer].state;
@@ -142,6 +148,7 @@ static void comm_free(tutti_comm_t comm, int local_only)
         tt_bootstrap_forget(&comm->bs);
     else
         tt_bootstrap_close(&comm->bs);
+    tt_wake_close(comm->wake_fd); /* the star's thread, which rings it, has stopped */
     free(comm->endpoints);
     free(comm->send_seq);
     free(comm->recv_seq);
@@ -182,6 +189,7 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     if (!comm)
         return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "no memory for a communicator");
     comm->bs.up_fd = -1;
+    comm->wake_fd = tt_wake_open();
     comm->device_tp = -1;
     comm->device_bound = -1;
     comm->rank = rank;
@@ -203,6 +211,8 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
         tt_comm_error_in(NULL, st == TUTTI_ERR_CONFIG ? TT_SUB_CONFIG : TT_SUB_INIT, st, "%s", msg);
         goto undo_alloc;
     }
+    if (comm->bs.star)
+        tt_star_set_wake(comm->bs.star, comm->wake_fd);
     comm->env = (tt_tp_env_t){.rank = rank,
                               .nranks = nranks,
                               .nchannels = comm->nchannels,

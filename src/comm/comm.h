@@ -59,6 +59,9 @@ struct tutti_comm {
     int aborting;                    /* atomic: tutti_comm_abort began; waits stop */
     int busy;                        /* calls inside the library (tt_comm_enter), under the registry lock */
     int oversubscribed;              /* more ranks on this host than CPUs they may use */
+    int local_ranks;                 /* ranks on this host, this one included */
+    int cpus_online;                 /* the CPUs of this host */
+    int wake_fd;                     /* rung to wake a call asleep in the engine (tt_comm_wake); -1: none */
     tt_hosts_t hosts;                /* which ranks share a host */
     tt_algo_policy_t policy;
     struct {
@@ -117,6 +120,11 @@ tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const 
  * tt_log_fault_mark); logs nothing. */
 tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Wakes a call of comm that sleeps in the engine waiting for its peers, so
+ * that it looks at once at a flag just raised (aborting); without it the
+ * call would see the flag only at its next liveness check (ALIVE_CHECK_NS,
+ * src/coll/engine.c). Any thread may call it. */
+void tt_comm_wake(tutti_comm_t comm);
 /* Marks comm failed after a mid-collective error and tells the peers. */
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
 

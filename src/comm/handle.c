@@ -98,8 +98,10 @@ tutti_comm_t tt_comm_handle_take(tutti_comm_t handle, int abort, int *forked)
     if (slot >= 0 && slots[slot].comm && slots[slot].gen == gen) {
         comm = slots[slot].comm;
         slots[slot].comm = NULL;
-        if (abort)
+        if (abort) {
             __atomic_store_n(&comm->aborting, 1, __ATOMIC_RELAXED);
+            tt_comm_wake(comm); /* a call asleep in the engine sees the flag now */
+        }
     }
     *forked = comm && comm->fork_epoch != fork_epoch;
     pthread_mutex_unlock(&registry_lock);

@@ -14,6 +14,7 @@
 #include "comm/comm.h"
 #include "core/env_config.h"
 #include "core/hash.h"
+#include "core/load.h"
 #include "core/log.h"
 #include "topo/topo.h"
 
@@ -63,12 +64,17 @@ static void fill_endpoint(int node_id, tt_endpoint_t *ep)
 }
 
 /* Ranks per CPU on rank r's host, as r sees its CPUs. */
-static double ranks_per_cpu(tutti_comm_t comm, int r)
+static int ranks_beside(tutti_comm_t comm, int r)
 {
     int local = 0;
     for (int q = 0; q < comm->nranks; q++)
         local += comm->endpoints[q].host_id == comm->endpoints[r].host_id;
-    return comm->endpoints[r].cpus > 0 ? (double)local / comm->endpoints[r].cpus : 1;
+    return local;
+}
+
+static double ranks_per_cpu(tutti_comm_t comm, int r)
+{
+    return comm->endpoints[r].cpus > 0 ? (double)ranks_beside(comm, r) / comm->endpoints[r].cpus : 1;
 }
 
 /* How crowded the most crowded host is. Every rank computes it from the
@@ -353,6 +359,8 @@ tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id)
     if (!st) {
         /* More ranks here than CPUs: a waiting rank gives its CPU away at once. */
         comm->oversubscribed = ranks_per_cpu(comm, comm->rank) > 1;
+        comm->local_ranks = ranks_beside(comm, comm->rank);
+        comm->cpus_online = tt_load_cpus();
         comm->policy.tuner.model.crowding = job_crowding(comm);
         st = hosts_from_endpoints(comm);
     }

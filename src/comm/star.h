@@ -80,6 +80,10 @@ tt_star_t *tt_star_start(int rank, int nranks, int fd, int *rank_fds, int64_t ti
 /* Where the ranks run (set-up's records), for the report's view of stopped ranks. */
 void tt_star_set_view(tt_star_t *s, const void *endpoints, tt_star_describe_fn describe, void *arg);
 
+/* fd (tt_wake_ring) is rung with every piece of news, so that a call
+ * asleep in the engine looks at it at once; -1: none. */
+void tt_star_set_wake(tt_star_t *s, int fd);
+
 /* all (nranks * size bytes) gets every rank's mine in rank order; fails at
  * once, saying why, when a rank gave up or left meanwhile. */
 tutti_status_t tt_star_allgather(tt_star_t *s, const void *mine, void *all, size_t size);

@@ -16,6 +16,8 @@
     X(LOG, STR, "warn", "log level: none, error, warn, info, debug, trace")                                  \
     X(LOG_SUBSYS, STR, "all", "comma-separated subsystems to log: init,coll,engine,net,config")              \
     X(TIMEOUT, INT, "300", "seconds a blocking call may wait without progress before it fails")              \
+    X(SPIN_US, INT, "50",                                                                                    \
+      "microseconds a waiting rank polls before it sleeps in the kernel, when a core is free for it")       \
     X(TRANSPORTS, STR, TT_DEFAULT_TRANSPORTS,                                                                \
       "transports to use, in priority order (cuda_ipc: device buffers; shm: same host; verbs: RDMA)")       \
     X(SOCKET_IFNAME, STR, "",                                                                                \
@@ -88,6 +90,7 @@
     R(LOG, .words = "none,error,warn,info,debug,trace")                                                      \
     R(LOG_SUBSYS, .words = "all,init,coll,engine,net,config", .list = 1)                                     \
     R(TIMEOUT, .min = 1, .max = 100000000)                                                                   \
+    R(SPIN_US, .min = 0, .max = 1000000)                                                                     \
     R(DETERMINISTIC, .min = 0, .max = 1)                                                                     \
     R(SLICE_BYTES, .min = 64, .zero_ok = 1)                                                                  \
     R(PIPELINE, .min = 1, .max = TT_CFG_PIPELINE_MAX)                                                        \

@@ -515,7 +515,7 @@ int main(int argc, char **argv)
         if (procs[r].err_fd >= 0)
             flush_lines(r, procs[r].err_line, &procs[r].err_len, stderr, 1);
     }
-    /* Shared segments are unlinked once mapped; sweep any left by a rank
+    /* Shared segments (and doorbells) are unlinked once mapped; sweep any left by a rank
      * that died during set-up. */
     for (int r = 0; r < n; r++) {
         char name[96];
@@ -523,6 +523,8 @@ int main(int argc, char **argv)
         shm_unlink(name);
         snprintf(name, sizeof name, TT_IPC_NAME_FORMAT, (unsigned long long)tt_key_tag(key), r);
         shm_unlink(name);
+        snprintf(name, sizeof name, TT_SHM_BELL_FORMAT, (unsigned long long)tt_key_tag(key), r);
+        unlink(name);
     }
     free(procs);
     return first_code;

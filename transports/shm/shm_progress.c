@@ -112,15 +112,21 @@ static int pull_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
 tutti_status_t tt_shm_progress(void *connp, int *progressed)
 {
     tt_shm_conn_t *c = connp;
+    int moved = 0;
     if (c->failed)
         return c->failed;
     for (int i = 0; i < c->nchannels; i++) {
-        if (c->in[i].reqs && pull_some(c, &c->in[i], progressed)) {
+        if (c->in[i].reqs && pull_some(c, &c->in[i], &moved)) {
             fail_all(c, TUTTI_ERR_MISMATCH);
             return TUTTI_ERR_MISMATCH;
         }
         if (c->out[i].reqs)
-            push_some(c, &c->out[i], progressed);
+            push_some(c, &c->out[i], &moved);
+    }
+    /* A slot published or freed is what a sleeping peer waits for. */
+    if (moved) {
+        *progressed = 1;
+        tt_shm_ring(c);
     }
     return TUTTI_SUCCESS;
 }

@@ -206,6 +206,7 @@ const tt_transport_ops_t tt_tcp_ops = {
     .isend = tt_tcp_isend,
     .irecv = tt_tcp_irecv,
     .progress = tt_tcp_progress,
+    .arm = tt_tcp_arm,
     .alive = tt_tcp_alive,
     .abort = tcp_abort,
     .close = tcp_close,

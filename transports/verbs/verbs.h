@@ -52,6 +52,12 @@ typedef struct {
     int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
     int (*destroy_qp)(struct ibv_qp *qp);
     const char *(*wc_status_str)(enum ibv_wc_status status);
+    /* Completion channels, for an engine that sleeps (optional: without
+     * them a waiting rank naps instead). */
+    struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *ctx);
+    int (*destroy_comp_channel)(struct ibv_comp_channel *ch);
+    int (*get_cq_event)(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_ctx);
+    void (*ack_cq_events)(struct ibv_cq *cq, unsigned int n);
 } tt_ibv_t;
 
 /* libibverbs (or TUTTI_IBVERBS_LIB), opened once per process; NULL with
@@ -220,6 +226,8 @@ typedef struct {
     int peer_aborted;
     char why[TT_VERBS_WHY]; /* the first failure, as the NIC reported it */
     struct ibv_cq *cq;
+    struct ibv_comp_channel *chan; /* the cq's events, for a sleeping engine; NULL: none */
+    int notify_armed;              /* an event was requested and has not come */
     tt_verbs_qp_t qp[TT_VERBS_MAX_QPS];
     char *region; /* ours, registered: rings in, staging out, RTR in, RTR out */
     size_t region_bytes;
@@ -287,6 +295,8 @@ tutti_status_t tt_verbs_isend(void *conn, int channel, tt_req_t *req);
 tutti_status_t tt_verbs_irecv(void *conn, int channel, tt_req_t *req);
 tutti_status_t tt_verbs_progress(void *conn, int *progressed);
 tutti_status_t tt_verbs_alive(void *conn);
+int tt_verbs_arm(void *conn, tt_wait_set_t *ws);
+void tt_verbs_disarm(void *conn);
 void tt_verbs_abort(void *conn);
 
 #endif

@@ -50,6 +50,10 @@ static const struct {
     SYM(modify_qp, "ibv_modify_qp", 0),
     SYM(destroy_qp, "ibv_destroy_qp", 0),
     SYM(wc_status_str, "ibv_wc_status_str", 1),
+    SYM(create_comp_channel, "ibv_create_comp_channel", 1),
+    SYM(destroy_comp_channel, "ibv_destroy_comp_channel", 1),
+    SYM(get_cq_event, "ibv_get_cq_event", 1),
+    SYM(ack_cq_events, "ibv_ack_cq_events", 1),
 };
 
 static void load(void)

@@ -2,7 +2,8 @@
 /*
  * The verbs data path as the engine drives it: isend and irecv queue work
  * per channel; progress polls the connection's completion queue (no thread
- * of tutti's own on the hot path), hands each completion to its channel,
+ * of tutti's own on the hot path; an idle engine sleeps on the queue's
+ * completion channel instead), hands each completion to its channel,
  * sends credits back and reposts receives. A failed completion (retries
  * exhausted, flushed, access error) fails the connection and every request
  * on it. alive keeps a zero-length write outstanding while the engine
@@ -101,7 +102,7 @@ static int on_completion(tt_verbs_conn_t *c, const struct ibv_wc *wc)
 }
 
 /* Polls once; returns the number of completions, *moved when any counted. */
-static int poll(tt_verbs_conn_t *c, int *moved)
+static int poll_once(tt_verbs_conn_t *c, int *moved)
 {
     struct ibv_wc wc[16];
     int n = ibv_poll_cq(c->cq, 16, wc);
@@ -119,7 +120,7 @@ tutti_status_t tt_verbs_progress(void *connp, int *progressed)
     tt_verbs_conn_t *c = connp;
     if (c->failed)
         return c->failed;
-    while (poll(c, progressed) > 0)
+    while (poll_once(c, progressed) > 0)
         ;
     for (int ch = 0; ch < c->nch && !c->failed; ch++) {
         tt_verbs_rx_drive(c, ch, progressed);
@@ -135,6 +136,42 @@ tutti_status_t tt_verbs_progress(void *connp, int *progressed)
         if (c->qp[qi].recv_owed && !tt_verbs_post_recvs(c, qi, c->qp[qi].recv_owed))
             c->qp[qi].recv_owed = 0;
     return c->failed;
+}
+
+int tt_verbs_arm(void *connp, tt_wait_set_t *ws)
+{
+    tt_verbs_conn_t *c = connp;
+    if (c->failed)
+        return 1; /* progress reports it */
+    if (!c->chan)
+        return -1;
+    /* Ask for an event at the next completion, then poll once more: what
+     * completed before the request raises no event and is found here. */
+    if (!c->notify_armed) {
+        if (ibv_req_notify_cq(c->cq, 0))
+            return -1;
+        c->notify_armed = 1;
+    }
+    int progressed = 0;
+    tt_verbs_progress(c, &progressed);
+    if (progressed || c->failed)
+        return 1;
+    return tt_wait_add(ws, c->chan->fd, POLLIN) ? -1 : 0;
+}
+
+void tt_verbs_disarm(void *connp)
+{
+    tt_verbs_conn_t *c = connp;
+    struct ibv_cq *cq;
+    void *cq_ctx;
+    if (!c->chan)
+        return;
+    /* Each event is taken and acknowledged at once: destroying the cq
+     * waits for every event to be acknowledged. */
+    while (c->ctx->ibv->get_cq_event(c->chan, &cq, &cq_ctx) == 0) {
+        c->ctx->ibv->ack_cq_events(cq, 1);
+        c->notify_armed = 0;
+    }
 }
 
 tutti_status_t tt_verbs_isend(void *connp, int channel, tt_req_t *req)

@@ -6,6 +6,7 @@
  * queue pairs taken through INIT, RTR and RTS with the peer's numbers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -14,6 +15,27 @@
 #include "core/log.h"
 #include "core/try.h"
 #include "transports/verbs/verbs.h"
+
+/* The channel an idle engine sleeps on (tt_verbs_arm), non-blocking so
+ * that disarming takes what came without waiting; NULL where the library
+ * or the provider has none (the engine then naps). */
+static struct ibv_comp_channel *completion_channel(tt_verbs_ctx_t *ctx)
+{
+    const tt_ibv_t *ibv = ctx->ibv;
+    if (!ibv->create_comp_channel || !ibv->destroy_comp_channel || !ibv->get_cq_event || !ibv->ack_cq_events)
+        return NULL;
+    struct ibv_comp_channel *ch = ibv->create_comp_channel(ctx->port.ctx);
+    int flags = ch ? fcntl(ch->fd, F_GETFL) : -1;
+    if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        TT_INFO(TT_SUB_NET,
+                "verbs: no completion channel on %s (%s): a waiting rank naps instead of sleeping",
+                ctx->port.dev, strerror(errno));
+        if (ch)
+            ibv->destroy_comp_channel(ch);
+        return NULL;
+    }
+    return ch;
+}
 
 size_t tt_verbs_region_bytes(int nch, int nslots, size_t slot_bytes)
 {
@@ -133,7 +155,8 @@ tutti_status_t tt_verbs_conn_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, tt_
         q->sig_every = need / 4 ? need / 4 : 1;
         cqe += (int)(q->sq_depth + q->rq_depth);
     }
-    c->cq = ctx->ibv->create_cq(ctx->port.ctx, cqe, NULL, NULL, 0);
+    c->chan = completion_channel(ctx);
+    c->cq = ctx->ibv->create_cq(ctx->port.ctx, cqe, NULL, c->chan, 0);
     if (!c->cq) {
         TT_ERROR(TT_SUB_NET, "verbs: creating a completion queue of %d entries failed: %s", cqe,
                  strerror(errno));
@@ -218,7 +241,9 @@ void tt_verbs_conn_destroy(tt_verbs_conn_t *c)
         if (c->qp[qi].qp)
             ibv->destroy_qp(c->qp[qi].qp);
     if (c->cq)
-        ibv->destroy_cq(c->cq);
+        ibv->destroy_cq(c->cq); /* every event it raised was acknowledged (tt_verbs_disarm) */
+    if (c->chan)
+        ibv->destroy_comp_channel(c->chan);
     for (int ch = 0; ch < c->nch; ch++) {
         tt_verbs_cache_put(c->ctx->cache, c->tx[ch].reg);
         for (int i = 0; i < TT_VERBS_RTR_DEPTH; i++)
