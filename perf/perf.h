@@ -34,6 +34,7 @@ typedef struct {
     int average;                 /* -a: 0 rank 0, 1 mean, 2 min, 3 max over ranks */
     int blocking;                /* -z 0..3 */
     int cputime;                 /* -C: report the host's time to issue the calls */
+    int proc_cpu;                /* --cpu: a column of the processor time each rank spends per call */
     int timestamps;              /* -S */
     int memreport;               /* -M */
     int unalign;                 /* -u: elements the buffers start past their allocation */
@@ -78,6 +79,7 @@ long long perf_count_wrong(const perf_data_t *d, const void *got, size_t count, 
 /* What one size measured. */
 typedef struct {
     double us, cpu_us, algbw, busbw;
+    double proc_us;  /* processor time per call (user + system, every thread), the mean over ranks */
     long long wrong; /* -1: not checked */
     int skipped;
     double ratio;  /* --compress: dense bytes / bytes sent, on this rank */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "core/clock.h"
 #include "devmem.h"
@@ -166,11 +167,23 @@ static tutti_status_t per_iteration(perf_ctx_t *c, perf_result_t *res)
     return TUTTI_SUCCESS;
 }
 
-/* The timed iterations: -m calls each, waiting and meeting as -z says. */
-static tutti_status_t timed(perf_ctx_t *c, coll_t coll, size_t n, int in_place, double *us, double *cpu_us)
+/* Processor time of the whole process (every thread: the star's too), in us. */
+static double process_cpu_us(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* The timed iterations: -m calls each, waiting and meeting as -z says.
+ * *proc_us: the processor time per call, -z's barriers included. */
+static tutti_status_t timed(perf_ctx_t *c, coll_t coll, size_t n, int in_place, double *us, double *cpu_us,
+                            double *proc_us)
 {
     const perf_opts_t *o = c->o;
     tutti_status_t st = TUTTI_SUCCESS;
+    double proc0 = process_cpu_us();
     int64_t excluded = 0, t0 = tt_now_ns();
     for (int i = 0; i < o->iters && !st; i++) {
         int64_t ti = tt_now_ns();
@@ -196,6 +209,7 @@ static tutti_status_t timed(perf_ctx_t *c, coll_t coll, size_t n, int in_place, 
     if (!st)
         st = device_sync(c); /* device calls return once queued */
     *us = (double)(tt_now_ns() - t0 - excluded) / 1e3 / calls;
+    *proc_us = (process_cpu_us() - proc0) / calls;
     return st;
 }
 
@@ -220,11 +234,13 @@ tutti_status_t perf_measure(perf_ctx_t *c, coll_t coll, size_t n, size_t size_by
         st = device_sync(c);
     if (!st)
         st = tutti_barrier(c->comm, NULL);
-    double t[2] = {0, 0};
+    double t[2] = {0, 0}, proc = 0;
     if (!st)
-        st = timed(c, coll, n, in_place, &t[0], &t[1]);
+        st = timed(c, coll, n, in_place, &t[0], &t[1], &proc);
     if (!st)
         st = combine(c, t, 2);
+    if (!st)
+        st = tutti_allreduce(&proc, &proc, 1, TUTTI_FP64, TUTTI_SUM, c->comm, NULL);
     if (!st && o->per_iter)
         st = per_iteration(c, res);
     if (!st && o->compress) {
@@ -243,6 +259,7 @@ tutti_status_t perf_measure(perf_ctx_t *c, coll_t coll, size_t n, size_t size_by
         return st;
     res->us = t[0];
     res->cpu_us = t[1];
+    res->proc_us = proc / c->nranks;
     res->algbw = t[0] > 0 ? (double)size_bytes / (t[0] * 1e-6) / 1e9 : 0;
     res->busbw = res->algbw * bus_factor(coll, c->nranks);
     return TUTTI_SUCCESS;

@@ -52,6 +52,8 @@ static void usage(FILE *out, const char *prog)
         "                           only, 3 wait and barrier after each iteration (default 0)\n"
         "  -y, --stream_null 0|1    device buffers: calls on the default stream (default 0)\n"
         "  -C, --report_cputime 0|1 report the host's time to issue the calls (default 0)\n"
+        "      --cpu 0|1            a column of the processor time a rank spends per call: user +\n"
+        "                           system of all its threads, the mean over ranks (default 0)\n"
         "  -S, --report_timestamps 0|1  a timestamp on each line (default 0)\n"
         "  -I, --per_iter_timing 0|1  time each iteration: min, max, p99 and cv columns\n"
         "  -K, --per_iter_skip N    leave the first N iterations out of those (default 0)\n"
@@ -165,7 +167,7 @@ static int parse_coll(const char *prog, const char *arg, perf_opts_t *o)
     return -1;
 }
 
-enum { OPT_COLL = 256, OPT_MEM, OPT_CSV, OPT_JSON, OPT_COMPRESS, OPT_NOEF, OPT_MINBW };
+enum { OPT_COLL = 256, OPT_MEM, OPT_CSV, OPT_JSON, OPT_COMPRESS, OPT_NOEF, OPT_MINBW, OPT_CPU };
 
 static const struct option longopts[] = {{"nthreads", required_argument, 0, 't'},
                                          {"ngpus", required_argument, 0, 'g'},
@@ -204,6 +206,7 @@ static const struct option longopts[] = {{"nthreads", required_argument, 0, 't'}
                                          {"compress", required_argument, 0, OPT_COMPRESS},
                                          {"no-ef", no_argument, 0, OPT_NOEF},
                                          {"min-bw", required_argument, 0, OPT_MINBW},
+                                         {"cpu", required_argument, 0, OPT_CPU},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
 
@@ -279,6 +282,7 @@ static int one_option(const char *p, int opt, const char *arg, perf_opts_t *o, i
         return -1;
     case OPT_NOEF: o->how.no_error_feedback = 1; return 0;
     case OPT_MINBW: return tt_opt_double(p, "--min-bw", arg, 0, 1e9, &o->min_bw);
+    case OPT_CPU: return tt_opt_int(p, "--cpu", arg, 0, 1, &o->proc_cpu);
     default: return -1;
     }
 }

@@ -57,7 +57,7 @@ void perf_print_header(perf_out_t *out, const char *const *rank_lines)
                "ip_algbw,"
                "ip_busbw,ip_wrong,compression_ratio,algorithm,predicted_us,oop_i_min_us,oop_i_max_us,oop_i_"
                "p99_us,"
-               "oop_i_cv\n");
+               "oop_i_cv,oop_cpu_us,ip_cpu_us\n");
     if (!o->json && !*o->json_file)
         return;
     char date[32];
@@ -115,6 +115,8 @@ void perf_print_table_head(perf_out_t *out, coll_t coll, const char *algorithms,
     printf("# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
     for (int ip = 0; ip < 2; ip++) {
         printf("  %7s  %6s  %6s  %6s", t, "algbw", "busbw", "#wrong");
+        if (o->proc_cpu)
+            printf("  %7s", "cpu");
         if (o->per_iter)
             printf("  %7s  %7s  %7s  %7s", "i_min", "i_max", "i_p99", "i_cv%");
     }
@@ -122,6 +124,8 @@ void perf_print_table_head(perf_out_t *out, coll_t coll, const char *algorithms,
            "");
     for (int ip = 0; ip < 2; ip++) {
         printf("  %7s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
+        if (o->proc_cpu)
+            printf("  %7s", "(us)");
         if (o->per_iter)
             printf("  %7s  %7s  %7s  %7s", "(us)", "(us)", "(us)", "(%)");
     }
@@ -137,6 +141,7 @@ static void json_side(tt_json_t *j, const char *key, const perf_result_t *r)
     tt_json_obj(j, key);
     tt_json_num(j, "time_us", r->us);
     tt_json_num(j, "cputime_us", r->cpu_us);
+    tt_json_num(j, "cpu_per_rank_us", r->proc_us);
     tt_json_num(j, "algbw", r->algbw);
     tt_json_num(j, "busbw", r->busbw);
     if (r->wrong < 0)
@@ -168,6 +173,8 @@ static void text_row(perf_out_t *out, const perf_row_t *w, const perf_result_t r
         const perf_result_t *r = &res[ip];
         if (r->skipped) {
             printf("  %7s  %6s  %6s  %6s", "-", "-", "-", "-");
+            if (o->proc_cpu)
+                printf("  %7s", "-");
             if (o->per_iter)
                 printf("  %7s  %7s  %7s  %7s", "-", "-", "-", "-");
             continue;
@@ -175,6 +182,8 @@ static void text_row(perf_out_t *out, const perf_row_t *w, const perf_result_t r
         char wrong[24];
         snprintf(wrong, sizeof wrong, r->wrong < 0 ? "N/A" : "%lld", r->wrong);
         printf("  %7.2f  %6.2f  %6.2f  %6s", o->cputime ? r->cpu_us : r->us, r->algbw, r->busbw, wrong);
+        if (o->proc_cpu)
+            printf("  %7.2f", r->proc_us);
         if (o->per_iter)
             printf("  %7.2f  %7.2f  %7.2f  %7.2f", r->i_min, r->i_max, r->i_p99, 100 * r->i_cv);
     }
@@ -213,6 +222,11 @@ void perf_print_row(perf_out_t *out, const perf_row_t *w, const perf_result_t re
             printf(",%.3f,%.3f,%.3f,%.4f", res[0].i_min, res[0].i_max, res[0].i_p99, res[0].i_cv);
         else
             printf(",,,,");
+        for (int ip = 0; ip < 2; ip++)
+            if (res[ip].skipped)
+                printf(",");
+            else
+                printf(",%.3f", res[ip].proc_us);
         printf("\n");
     }
     if (o->json || *o->json_file) {
