@@ -60,7 +60,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "tuner-bench: %s (run it under tutti-run)\n", tutti_comm_last_error(NULL));
         return 1;
     }
-    int rank = tuned->rank, p = tuned->nranks;
+    tutti_comm_t tc =
+        tt_comm_lookup(tuned, NULL); /* the handle is no address: the internals, for the tuner's pick */
+    int rank = tc->rank, p = tc->nranks;
     if ((rank == 0 && tutti_get_unique_id(&id)) ||
         tutti_broadcast(&id, &id, sizeof id, TUTTI_UINT8, 0, tuned, NULL))
         return 1;
@@ -94,9 +96,8 @@ int main(int argc, char **argv)
         qsort(t_tuned, (size_t)reps, sizeof(double), by_value);
         qsort(t_ring, (size_t)reps, sizeof(double), by_value);
         double a = t_tuned[reps / 2], b = t_ring[reps / 2];
-        tt_coll_args_t args = {
-            .coll = TT_COLL_ALLREDUCE, .nranks = p, .count = count, .hosts = &tuned->hosts};
-        const tt_algorithm_t *pick = tt_algo_choose(&tuned->policy, &args, count * 4, 4).algo;
+        tt_coll_args_t args = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .count = count, .hosts = &tc->hosts};
+        const tt_algorithm_t *pick = tt_algo_choose(&tc->policy, &args, count * 4, 4).algo;
         int bad = pick != &tt_algo_ring && a > 1.10 * b;
         worse += bad;
         if (rank == 0)
