@@ -467,8 +467,9 @@ static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t las
  * Polls the connections and moves the runs until all are done. An idle
  * spell (no progress) first polls on for the waiter's spin time, then
  * sleeps until something can move (coll/wait.c); the clock is read on the
- * spell's second poll and every CLOCK_EVERY_IDLE polls after, and after
- * every sleep, for the liveness checks and TUTTI_TIMEOUT.
+ * spell's second poll and every CLOCK_EVERY_IDLE polls after (every poll
+ * when the spin yields the core), and after every sleep, for the liveness
+ * checks and TUTTI_TIMEOUT.
  */
 static tutti_status_t run_loop(run_t *runs, int n)
 {
@@ -478,6 +479,7 @@ static tutti_status_t run_loop(run_t *runs, int n)
     int idle = 0;
     tt_waiter_t waiter;
     tt_waiter_init(&waiter, comm, peers);
+    const int clock_every = waiter.yield ? 1 : CLOCK_EVERY_IDLE;
     for (;;) {
         int progressed = 0, left;
         for (int r = 0; r < comm->nranks; r++)
@@ -494,7 +496,8 @@ static tutti_status_t run_loop(run_t *runs, int n)
             idle = 0;
             continue;
         }
-        if (++idle < FIRST_CLOCK_IDLE || (idle - FIRST_CLOCK_IDLE) % CLOCK_EVERY_IDLE != 0)
+        tt_waiter_pause(&waiter);
+        if (++idle < FIRST_CLOCK_IDLE || (idle - FIRST_CLOCK_IDLE) % clock_every != 0)
             continue; /* reading the clock on every idle poll costs more than the poll */
         int64_t now = tt_now_ns();
         if (idle == FIRST_CLOCK_IDLE) { /* the spell begins: how long may it spin? */
@@ -506,7 +509,7 @@ static tutti_status_t run_loop(run_t *runs, int n)
             continue;
         int64_t deadline = last_progress + comm->timeout_ms * 1000000;
         tt_waiter_sleep(&waiter, next_alive < deadline ? next_alive : deadline);
-        idle = FIRST_CLOCK_IDLE + CLOCK_EVERY_IDLE - 1; /* the next idle poll reads the clock and sleeps */
+        idle = FIRST_CLOCK_IDLE + clock_every - 1; /* the next idle poll reads the clock and sleeps */
     }
 }
 

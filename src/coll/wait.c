@@ -17,15 +17,15 @@
 #include "coll/state.h"
 #include "coll/wait.h"
 #include "core/clock.h"
-#include "core/env_config.h"
 #include "core/load.h"
 #include "core/wake.h"
 
-#define NAP_NS 20000 /* where a connection cannot arm: short naps, as before sleeping existed */
+#define NAP_NS 20000          /* where a connection cannot arm: short naps, as before sleeping existed */
+#define CROWDED_SPIN_NS 20000 /* the most a spin takes from other work on the core */
 
 void tt_waiter_init(tt_waiter_t *w, tutti_comm_t comm, const tt_peer_t *peers)
 {
-    *w = (tt_waiter_t){.comm = comm, .peers = peers, .spin_ns = tt_config_int(TT_CFG_SPIN_US) * 1000};
+    *w = (tt_waiter_t){.comm = comm, .peers = peers, .yield = comm->oversubscribed};
     tt_coll_state_t *cs = tt_comm_layer(comm, TT_LAYER_COLL);
     int cap = comm->nranks * TT_MAX_CHANNELS + 1;
     if (cs && cs->wait_cap < cap) {
@@ -39,17 +39,19 @@ void tt_waiter_init(tt_waiter_t *w, tutti_comm_t comm, const tt_peer_t *peers)
         w->ws = (tt_wait_set_t){.fds = cs->wait_fds, .cap = cs->wait_cap};
 }
 
+/* Whether other work leaves fewer free cores than this host has ranks.
+ * The runnable count includes those of this job's ranks that run; the
+ * rest is other work. */
+static int crowded(const tutti_comm_t comm)
+{
+    int runnable = tt_load_runnable();
+    return runnable >= 0 && comm->local_ranks > comm->cpus_online - (runnable - comm->local_ranks);
+}
+
 int64_t tt_waiter_spin_ns(const tt_waiter_t *w)
 {
-    const tutti_comm_t comm = w->comm;
-    if (comm->oversubscribed || w->spin_ns == 0)
-        return 0;
-    /* The runnable count includes this job's ranks that are running; the
-     * rest is other work. A rank spins only while every local rank could
-     * have a core beside that work. */
-    int runnable = tt_load_runnable();
-    int others = runnable - comm->local_ranks;
-    return runnable >= 0 && comm->local_ranks > comm->cpus_online - others ? 0 : w->spin_ns;
+    int64_t most = w->comm->spin_ns;
+    return (w->yield || crowded(w->comm)) && most > CROWDED_SPIN_NS ? CROWDED_SPIN_NS : most;
 }
 
 static void nap(int64_t until_ns)

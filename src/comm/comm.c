@@ -166,6 +166,7 @@ static void describe(void *arg, tt_stuck_state_t *out)
 static tutti_status_t comm_settings(tutti_comm_t comm, const tutti_comm_params_t *params, int *node_id)
 {
     comm->timeout_ms = tt_config_int(TT_CFG_TIMEOUT) * 1000;
+    comm->spin_ns = tt_config_int(TT_CFG_SPIN_US) * 1000;
     *node_id = (int)tt_config_int(TT_CFG_NODE_ID);
     if (params && (params->field_mask & TUTTI_PARAM_TIMEOUT_MS))
         comm->timeout_ms = params->timeout_ms;

@@ -41,6 +41,7 @@ typedef struct {
 struct tutti_comm {
     int rank, nranks;
     int64_t timeout_ms;
+    int64_t spin_ns; /* TUTTI_SPIN_US: the longest a waiting rank polls before it sleeps */
     int nchannels;
     tt_bootstrap_t bs;
     tt_tp_env_t env;
