@@ -185,6 +185,32 @@ static int staged_collectives(tutti_comm_t handle, int r, int p, void *arg)
 }
 
 /* _i picks the algorithm: every one that serves a collective staged. */
+/* The engine divides an average slice by slice only where each output
+ * byte is written by exactly one slice. */
+START_TEST(partitions_need_each_output_byte_in_one_slice)
+{
+    tt_piece_t p[8];
+    tt_sched_t s;
+    tt_sched_init(&s);
+    ck_assert_int_eq(tt_sched_round(&s), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_sched_recv(&s, 1, tt_region(TT_BUF_OUTPUT, 0, 100)), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_sched_round(&s), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_sched_recv(&s, 1, tt_region(TT_BUF_OUTPUT, 100, 60)), TUTTI_SUCCESS);
+    /* Two regions side by side: any slicing keeps every byte in one slice. */
+    ck_assert(tt_stage_partitions(&s, 4, 1, TT_BUF_OUTPUT, 160 * 4, p));
+    ck_assert(tt_stage_partitions(&s, 4, 7, TT_BUF_OUTPUT, 160 * 4, p));
+    /* Not the whole output written: the rest would never be divided. */
+    ck_assert(!tt_stage_partitions(&s, 4, 3, TT_BUF_OUTPUT, 200 * 4, p));
+    /* A region that overlaps the first with other bounds: its slices cut
+     * elsewhere, so a byte is in slice k of one and slice j of the other. */
+    ck_assert_int_eq(tt_sched_copy(&s, tt_region(TT_BUF_OUTPUT, 50, 100), tt_region(TT_BUF_INPUT, 0, 100)),
+                     TUTTI_SUCCESS);
+    ck_assert(tt_stage_partitions(&s, 4, 1, TT_BUF_OUTPUT, 160 * 4, p)); /* one slice: still once */
+    ck_assert(!tt_stage_partitions(&s, 4, 4, TT_BUF_OUTPUT, 160 * 4, p));
+    tt_sched_free(&s);
+}
+END_TEST
+
 START_TEST(staged_slices_give_the_unstaged_results)
 {
     const tt_algorithm_t *a = tt_algorithms[_i];
@@ -275,6 +301,7 @@ static Suite *stage_suite(void)
     TCase *tc = tcase_create("stage");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, pieces_merge_and_follow_the_slice);
+    tcase_add_test(tc, partitions_need_each_output_byte_in_one_slice);
     tcase_add_loop_test(tc, staged_slices_give_the_unstaged_results, 0, tt_num_algorithms);
     tcase_add_loop_test(tc, the_proxys_staging_on_the_stream_model_gives_the_host_results, 0, 2);
     suite_add_tcase(s, tc);

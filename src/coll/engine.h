@@ -29,6 +29,7 @@ typedef struct {
     const tt_stage_hooks_t *stage; /* when set: slices wait for their input and hand over their output */
     const tt_peer_t *peers;        /* the connections to use; NULL: comm->peers */
     const tt_mem_ops_t *mem;       /* NULL: the buffers are host memory */
+    int avg_ranks; /* > 0: divide each slice's output by it as soon as the slice is done (the average) */
 } tt_exec_t;
 
 /*

@@ -2,7 +2,8 @@
 /*
  * The host runner: a validated call takes its place in the call sequence,
  * gets its algorithm and slice size from the policy, its schedule from the
- * cache, and runs on the engine; avg is finished afterwards.
+ * cache, and runs on the engine; avg is divided by the engine slice by
+ * slice where each output byte is written by one slice, else afterwards.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,10 +137,28 @@ static tutti_status_t scratch_for(tutti_comm_t comm, tt_coll_state_t *cs, const 
     return TUTTI_SUCCESS;
 }
 
+static int wants_avg(const tt_call_t *c)
+{
+    return c->op == TUTTI_AVG && c->out_bytes && c->coll != TT_COLL_BROADCAST;
+}
+
+/* Whether the engine can divide the average slice by slice as the output
+ * becomes final (host buffers, each output byte written by one slice). */
+static int avg_by_slice(tutti_comm_t comm, const tt_call_t *c, const tt_sched_t *s, const tt_exec_t *x)
+{
+    if (!wants_avg(c) || x->mem || x->stage || comm->nranks < 2)
+        return 0;
+    tt_piece_t *scratch = malloc(2 * (size_t)s->nsteps * sizeof *scratch);
+    int yes =
+        scratch && tt_stage_partitions(s, x->elem, x->nslices, TT_BUF_OUTPUT, c->count * x->elem, scratch);
+    free(scratch);
+    return yes;
+}
+
 /* avg: the sum divided by the ranks, where the call has an output. */
 static tutti_status_t finish_avg(tutti_comm_t comm, const tt_call_t *c, const tt_mem_ops_t *mem)
 {
-    if (c->op != TUTTI_AVG || !c->out_bytes || c->coll == TT_COLL_BROADCAST)
+    if (!wants_avg(c))
         return TUTTI_SUCCESS;
     if (!mem) {
         tt_reduce_avg_finish(c->recv, c->count, c->dtype, comm->nranks);
@@ -224,16 +243,17 @@ tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t se
     if (s->scratch_count)
         TT_TRY(scratch_for(comm, cs, c, mem, s->scratch_count * x.elem, (void **)&x.bufs[TT_BUF_SCRATCH]));
     trace_call(cs, algo, s, &x);
-    TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s (%s %.1f us), %d rounds, %d slices%s",
+    x.avg_ranks = avg_by_slice(comm, c, s, &x) ? comm->nranks : 0;
+    TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s (%s %.1f us), %d rounds, %d slices%s%s",
              tt_coll_name(c->coll), (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype),
              tutti_op_name(c->op), algo->name, choice.predicted < 0 ? "forced" : "tuner predicts",
              choice.predicted < 0 ? 0.0 : choice.predicted * 1e6, s->nrounds, x.nslices,
-             mem ? ", direct on device buffers" : "");
+             mem ? ", direct on device buffers" : "", x.avg_ranks ? ", avg divided slice by slice" : "");
     cs->bytes_sent += (uint64_t)s->sent_count * x.elem;
     tt_progress_begin(&comm->progress, seq, c->coll, c->dtype, c->op, c->root, c->count);
     st = tt_engine_run(comm, s, &x);
     tt_progress_end(&comm->progress);
-    if (!st)
+    if (!st && !x.avg_ranks)
         st = finish_avg(comm, c, mem);
     if (st)
         tt_comm_fail(comm, st);

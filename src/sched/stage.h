@@ -43,4 +43,13 @@ typedef struct {
 int tt_stage_pieces(const tt_sched_t *s, size_t elem, int nslices, int slice, unsigned mask, int writes,
                     tt_piece_t *out);
 
+/*
+ * Whether the pieces that the slices of s write in buffer buf cover its
+ * first bytes exactly once: each byte is written by one slice only, so
+ * its value is final when that slice is done (the average can be divided
+ * there). scratch has room for 2 s->nsteps pieces.
+ */
+int tt_stage_partitions(const tt_sched_t *s, size_t elem, int nslices, tt_buf_t buf, size_t bytes,
+                        tt_piece_t *scratch);
+
 #endif
