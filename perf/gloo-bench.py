@@ -3,7 +3,8 @@
 """The Gloo side of perf/compare: PyTorch's CPU backend (torch.distributed
 with gloo over TCP loopback), timed as tutti-perf times tutti: warm-up,
 barrier, mean over iterations, slowest rank; the whole buffer as the size and
-the same busbw factors. Gloo in PyTorch 1.13 has no reduce_scatter, so only
+the same busbw factors; cpu_us is the processor time each rank spends per call
+(every thread of the process), the mean over ranks, as tutti-perf --cpu. Gloo in PyTorch 1.13 has no reduce_scatter, so only
 allreduce and allgather are measured.
 
 usage: gloo-bench.py -n RANKS -C allreduce|allgather -b SIZE -e SIZE -f F
@@ -11,6 +12,7 @@ usage: gloo-bench.py -n RANKS -C allreduce|allgather -b SIZE -e SIZE -f F
 """
 import argparse
 import os
+import resource
 import socket
 import sys
 import time
@@ -30,6 +32,11 @@ def sizes(lo, hi, factor):
     while size <= hi:
         yield size
         size *= factor
+
+
+def cpu_seconds():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 def worker(rank, args, port, queue):
@@ -56,17 +63,19 @@ def worker(rank, args, port, queue):
         for _ in range(args.warmup):
             once()
         dist.barrier()
-        t0 = time.perf_counter()
+        c0, t0 = cpu_seconds(), time.perf_counter()
         for _ in range(args.iters):
             once()
         local = torch.tensor([(time.perf_counter() - t0) / max(args.iters, 1) * 1e6], dtype=torch.float64)
+        cpu = torch.tensor([(cpu_seconds() - c0) / max(args.iters, 1) * 1e6], dtype=torch.float64)
         dist.all_reduce(local, op=dist.ReduceOp.MAX)
+        dist.all_reduce(cpu)
         if rank == 0:
             us = local.item()
             used = count * 4
             algbw = used / (us * 1e-6) / 1e9 if us > 0 else 0.0
             factor = 2.0 * (p - 1) / p if args.C == "allreduce" else (p - 1) / p
-            queue.put(f"{args.C},{used},{count},{us:.3f},{algbw:.4f},{algbw * factor:.4f}")
+            queue.put(f"{args.C},{used},{count},{us:.3f},{algbw:.4f},{algbw * factor:.4f},{cpu.item() / p:.3f}")
     dist.destroy_process_group()
 
 
@@ -90,7 +99,7 @@ def main():
     procs = [ctx.Process(target=worker, args=(r, args, port, queue)) for r in range(args.n)]
     for proc in procs:
         proc.start()
-    print("collective,size,count,time_us,algbw,busbw", flush=True)
+    print("collective,size,count,time_us,algbw,busbw,cpu_us", flush=True)
     # Rows arrive as rank 0 measures; stop once every worker has ended.
     while any(proc.is_alive() for proc in procs) or not queue.empty():
         try:

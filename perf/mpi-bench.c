@@ -3,7 +3,8 @@
  * The MPI side of perf/compare: MPI_Allreduce, MPI_Reduce_scatter_block and
  * MPI_Allgather on fp32, timed exactly as tutti-perf times tutti (warm-up,
  * barrier, mean over iterations, slowest rank), with the same size
- * convention (the whole buffer) and busbw factors.
+ * convention (the whole buffer) and busbw factors, and the processor time
+ * each rank spends per call (tutti-perf --cpu).
  * usage: mpirun -np N perf/mpi-bench [-C allreduce|reducescatter|allgather]
  *        [-b SIZE] [-e SIZE] [-f F] [-n ITERS] [-w WARMUP] [--csv]
  */
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/env_config.h"
@@ -28,6 +30,15 @@ static size_t parse_size(const char *text)
 }
 
 enum { ALLREDUCE, REDUCESCATTER, ALLGATHER };
+
+/* Processor time of this process (every thread), in us: what a rank costs while it waits. */
+static double cpu_us(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
 
 static void run(int coll, float *send, float *recv, int n, int p)
 {
@@ -79,9 +90,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     float *send = calloc(maxb / 4 + 4, 4), *recv = calloc(maxb / 4 + 4, 4);
     if (rank == 0)
-        printf(csv ? "collective,size,count,time_us,algbw,busbw\n"
-                   : "# MPI %s fp32 sum, %d ranks\n# %10s %9s %7s %7s\n",
-               names[coll], p, "size(B)", "time(us)", "algbw", "busbw");
+        printf(csv ? "collective,size,count,time_us,algbw,busbw,cpu_us\n"
+                   : "# MPI %s fp32 sum, %d ranks; cpu: processor time per call, the mean over ranks\n"
+                     "# %10s %9s %7s %7s %9s\n",
+               names[coll], p, "size(B)", "time(us)", "algbw", "busbw", "cpu(us)");
     for (size_t size = minb; size <= maxb && factor > 1; size *= (size_t)factor) {
         int n = (int)(size / 4);
         if (coll != ALLREDUCE)
@@ -90,18 +102,21 @@ int main(int argc, char **argv)
         for (int i = 0; i < warmup; i++)
             run(coll, send, recv, n, p);
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
+        double c0 = cpu_us(), t0 = MPI_Wtime();
         for (int i = 0; i < iters; i++)
             run(coll, send, recv, n, p);
-        double local = (MPI_Wtime() - t0) / (iters > 0 ? iters : 1) * 1e6, us;
+        double local = (MPI_Wtime() - t0) / (iters > 0 ? iters : 1) * 1e6, us, cpu;
+        double local_cpu = (cpu_us() - c0) / (iters > 0 ? iters : 1);
         MPI_Allreduce(&local, &us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Allreduce(&local_cpu, &cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        cpu /= p;
         double algbw = us > 0 ? (double)used / (us * 1e-6) / 1e9 : 0;
         double busbw = algbw * (coll == ALLREDUCE ? 2.0 * (p - 1) / p : (double)(p - 1) / p);
         if (rank == 0) {
             if (csv)
-                printf("%s,%zu,%d,%.3f,%.4f,%.4f\n", names[coll], used, n, us, algbw, busbw);
+                printf("%s,%zu,%d,%.3f,%.4f,%.4f,%.3f\n", names[coll], used, n, us, algbw, busbw, cpu);
             else
-                printf("  %10zu %9.2f %7.3f %7.3f\n", used, us, algbw, busbw);
+                printf("  %10zu %9.2f %7.3f %7.3f %9.2f\n", used, us, algbw, busbw, cpu);
         }
     }
     free(send);
