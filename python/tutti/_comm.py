@@ -94,7 +94,7 @@ class Communicator:
     """A tutti communicator (tutti_comm_t).
 
     Create it from the launcher's environment with ``Communicator.from_env()``
-    (tutti-run, torchrun, mpirun/srun with PMIx) or from a unique id with
+    (tutti-run, torchrun, mpirun/srun with PMIx, srun) or from a unique id with
     ``Communicator(nranks, rank, uid)``. Every rank must call the collectives
     in the same order with the same counts, dtypes, ops and roots; a rank that
     does not makes the call fail with TUTTI_ERR_MISMATCH instead of hanging.

@@ -61,8 +61,8 @@
     X(IBVERBS_LIB, STR, "",                                                                                  \
       "testing hook: the libibverbs to open instead of libibverbs.so.1 (the test suites' stand-in)")        \
     X(REDUCE_ISA, STR, "auto", "reduction kernels: auto, portable, avx2, avx512, avx512bf16")                \
-    X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun)")                \
-    X(ROOT_ADDR, STR, "", "host:port of the bootstrap root (set by tutti-run)")                              \
+    X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun and srun)")       \
+    X(ROOT_ADDR, STR, "", "host:port of the bootstrap root (set by tutti-run; optional under srun)")         \
     X(ROOT_FD, INT, "-1", "listening socket inherited by rank 0 from tutti-run")                             \
     X(RANK, INT, "-1", "this process's rank (set by tutti-run)")                                             \
     X(NRANKS, INT, "-1", "number of ranks (set by tutti-run)")                                               \
