@@ -179,6 +179,21 @@ static unsigned long job_with_free_port(void)
     }
 }
 
+/* A TUTTI_KEY of this run's own: a fixed one would name the same shared
+ * memory as the same test running in another build tree at the same time. */
+static const char *fresh_key(void)
+{
+    static char hex[33];
+    unsigned char raw[16] = {0};
+    FILE *f = fopen("/dev/urandom", "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(raw, 1, sizeof raw, f), sizeof raw);
+    fclose(f);
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    return hex;
+}
+
 /* What srun gives the tasks of step 0 of job, n tasks on localhost. */
 static void srun_vars(char *out, size_t len, int n, unsigned long job, const char *more)
 {
@@ -214,7 +229,7 @@ START_TEST(srun_variables_with_tutti_key_and_a_reserved_port)
     char vars[1024], more[128], text[MAX_RANKS][TEXT_BYTES];
     int codes[MAX_RANKS];
     unsigned long job = job_with_free_port();
-    snprintf(more, sizeof more, "TUTTI_KEY=00112233445566778899aabbccddeeff SLURM_STEP_RESV_PORTS=%d-%d",
+    snprintf(more, sizeof more, "TUTTI_KEY=%s SLURM_STEP_RESV_PORTS=%d-%d", fresh_key(),
              tt_slurm_root_port(job, 0, NULL), tt_slurm_root_port(job, 0, NULL) + 1);
     srun_vars(vars, sizeof vars, 2, job + 1, more); /* the reserved port, not job + 1's own */
     run_job(2, vars, codes, text);
@@ -232,10 +247,8 @@ START_TEST(tutti_run_and_torchrun_inside_a_step_win)
                        "SLURM_STEP_NODELIST=nosuchnode[1-4] SLURMD_NODENAME=nosuchnode4 ";
     char vars[1024], text[MAX_RANKS][TEXT_BYTES];
     int codes[MAX_RANKS], port = tt_slurm_root_port(job_with_free_port(), 0, NULL);
-    snprintf(vars, sizeof vars,
-             "%sTUTTI_RANK=@ TUTTI_NRANKS=2 TUTTI_ROOT_ADDR=127.0.0.1:%d "
-             "TUTTI_KEY=0123456789abcdef0123456789abcdef",
-             step, port);
+    snprintf(vars, sizeof vars, "%sTUTTI_RANK=@ TUTTI_NRANKS=2 TUTTI_ROOT_ADDR=127.0.0.1:%d TUTTI_KEY=%s",
+             step, port, fresh_key());
     run_job(2, vars, codes, text);
     expect_joined(2, codes, text, 2);
     snprintf(vars, sizeof vars, "%sRANK=@ WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=%d", step, port - 1);
