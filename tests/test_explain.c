@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "tune/cost.h"
 #include "tune/tuner.h"
 #include "tools/explain_formula.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "device/memkind.h"
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "core/env_config.h"
 #include "reduce/reduce.h"
 #include "transports/transport.h"

@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 
 /* Registration order is the fallback preference per collective. */
 const tt_algorithm_t *const tt_algorithms[] = {&tt_algo_ring,
