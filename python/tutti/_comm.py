@@ -11,15 +11,11 @@ from ._errors import TuttiError, check
 lib = _lib.lib
 
 
-class Op(enum.IntEnum):
-    """Reduction operators (tutti_op_t). AVG divides the sum by the number of
-    ranks (truncating for integers); fp16/bf16 are reduced in fp32."""
-
-    SUM = 0
-    PROD = 1
-    MIN = 2
-    MAX = 3
-    AVG = 4
+Op = enum.IntEnum("Op", {name.upper(): value
+                         for name, value in _lib.enum_values(lib.tutti_op_name, "unknown").items()})
+Op.__doc__ = """Reduction operators (tutti_op_t), named and numbered by the library. AVG
+divides the sum by the number of ranks (truncating for integers); fp16/bf16
+are reduced in fp32."""
 
 
 class UniqueId:

@@ -205,10 +205,6 @@ static tutti_status_t join_alone(tt_join_t *j)
     return tt_random_key(j->key);
 }
 
-#ifdef TT_HAVE_PMIX
-tutti_status_t tt_comm_init_pmix(tutti_comm_t *comm, const tutti_comm_params_t *params);
-#endif
-
 TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_comm_params_t *params)
 {
     if (!comm)

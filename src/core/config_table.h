@@ -15,6 +15,7 @@
 #define TT_CONFIG_TABLE(X)                                                                                   \
     X(LOG, STR, "warn", "log level: none, error, warn, info, debug, trace")                                  \
     X(LOG_SUBSYS, STR, "all", "comma-separated subsystems to log: init,coll,engine,net,config")              \
+    X(LOG_PREFIX, STR, "none", "what goes before each log line, comma-separated: time,host,pid,tid; none")   \
     X(TIMEOUT, INT, "300", "seconds a blocking call may wait without progress before it fails")              \
     X(TRANSPORTS, STR, TT_DEFAULT_TRANSPORTS,                                                                \
       "transports to use, in priority order (cuda_ipc: device buffers; shm: same host; verbs: RDMA)")       \
@@ -87,6 +88,7 @@
 #define TT_CONFIG_RULES(R)                                                                                   \
     R(LOG, .words = "none,error,warn,info,debug,trace")                                                      \
     R(LOG_SUBSYS, .words = "all,init,coll,engine,net,config", .list = 1)                                     \
+    R(LOG_PREFIX, .words = "none,time,host,pid,tid", .list = 1)                                              \
     R(TIMEOUT, .min = 1, .max = 100000000)                                                                   \
     R(DETERMINISTIC, .min = 0, .max = 1)                                                                     \
     R(SLICE_BYTES, .min = 64, .zero_ok = 1)                                                                  \

@@ -344,6 +344,11 @@ typedef struct {
 
 TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats);
 
+/** Name of a compression kind ("topk") or rounding mode ("stochastic");
+ * "unknown" when out of range. */
+TUTTI_API const char *tutti_compress_kind_name(tutti_compress_kind_t kind);
+TUTTI_API const char *tutti_rounding_name(tutti_rounding_t rounding);
+
 #ifdef __cplusplus
 }
 #endif
