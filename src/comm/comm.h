@@ -155,13 +155,6 @@ int tt_comm_device_bind(tutti_comm_t comm, int device);
 tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
                               const tt_sockaddr_t *root, const tutti_comm_params_t *params);
 
-#ifdef TT_HAVE_PMIX
-/* Joins under a PMIx launcher (mpirun, srun --mpi=pmix), in pmix.c. */
-tutti_status_t tt_comm_init_pmix(tutti_comm_t *comm, const tutti_comm_params_t *params);
-/* Whether libpmix.so.2 opens here: 1, or 0; why says which, either way. */
-int tt_comm_pmix_usable(char *why, size_t len);
-#endif
-
 /* Between the bootstrap and a ready communicator (setup.c): publishes
  * this rank's endpoint and transport addresses, checks that every rank
  * steers alike, connects the host and device transports and works out

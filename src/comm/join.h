@@ -33,6 +33,13 @@ void tt_join_derive_key(const char *material, unsigned char key[TT_KEY_BYTES]);
  */
 tutti_status_t tt_join_serve_root(tt_join_t *j, const char *where, const char *note);
 
+#ifdef TT_HAVE_PMIX
+/* Joins under a PMIx launcher (mpirun, srun --mpi=pmix), in pmix.c. */
+tutti_status_t tt_comm_init_pmix(tutti_comm_t *comm, const tutti_comm_params_t *params);
+/* Whether libpmix.so.2 opens here: 1, or 0; why says which, either way. */
+int tt_comm_pmix_usable(char *why, size_t len);
+#endif
+
 /*
  * srun's step (slurm.c). The step's task count when this process is one
  * of a step's tasks and no other launcher inside the step started it

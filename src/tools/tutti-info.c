@@ -6,7 +6,7 @@
 
 #include "device/memkind.h"
 #include "algorithms/registry.h"
-#include "comm/comm.h"
+#include "comm/join.h"
 #include "topo/hwloc_lib.h"
 #include "core/env_config.h"
 #include "reduce/reduce.h"
