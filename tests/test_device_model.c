@@ -97,7 +97,7 @@ static int staged_variant(int i)
 }
 
 /*
- * Defect 1. Rank 1 comes a second late, so rank 0's call is held; rank 0
+ * A lazily loaded kernel. Rank 1 comes a second late, so rank 0's call is held; rank 0
  * then launches a kernel of its own that is not loaded yet: the load takes
  * the context lock and waits for every queued operation, the held call's
  * among them. Whatever releases that call may make no runtime call.
@@ -130,7 +130,7 @@ START_TEST(a_kernel_loaded_lazily_while_a_call_is_held)
 END_TEST
 
 /*
- * Defect 2. Forty streams share CUDA's eight hardware queues; rank 0
+ * Shared hardware queues. Forty streams share CUDA's eight hardware queues; rank 0
  * queues a call on each, each followed by dependent work of its own, all
  * before rank 1 arrives. Nothing a call needs may sit behind a later
  * call's held stream in a shared hardware queue.
@@ -171,7 +171,7 @@ START_TEST(more_streams_than_hardware_queues)
 END_TEST
 
 /*
- * Defect 3. Another thread of the application captures a stream of its own
+ * A capture on another thread. Another thread of the application captures a stream of its own
  * in global mode (PyTorch's default) for the whole time the calls run,
  * each larger than the last: no runtime call of tutti's, on any thread,
  * may break that capture.
@@ -248,7 +248,7 @@ START_TEST(a_capture_in_global_mode_on_another_thread)
 END_TEST
 
 /*
- * Defect 4. Calls each larger than the last queue while the stream is
+ * Growth. Calls each larger than the last queue while the stream is
  * held: _i = 0 by the application's own work, which it releases only once
  * it has queued them all (the calls must return without waiting for the
  * device); _i = 1 by tutti itself, rank 1 coming late to direct calls.
@@ -290,7 +290,7 @@ START_TEST(calls_that_grow_while_a_stream_is_held)
 END_TEST
 
 /*
- * Defect 5. The application's own work holds the stream for good, a call
+ * Abort. The application's own work holds the stream for good, a call
  * waits behind it, and another thread aborts the communicator: the abort
  * returns, whatever the stream does.
  */
@@ -326,7 +326,7 @@ START_TEST(abort_returns_while_a_call_waits_for_its_stream)
 END_TEST
 
 /*
- * Defect 9, first part. The runtime refuses rank 0's copy into the staging
+ * A call one rank could not queue. The runtime refuses rank 0's copy into the staging
  * of its second call; rank 1's copies all work. Rank 0 may not skip that
  * collective while rank 1 runs it: rank 1's calls from it on must fail
  * (never pair with rank 0's next call, never hang).
@@ -382,7 +382,7 @@ START_TEST(a_call_one_rank_could_not_queue_fails_on_every_rank)
 END_TEST
 
 /*
- * Defect 9, second part. The caller's thread has GPU 1 current; the
+ * The GPU current. The caller's thread has GPU 1 current; the
  * communicator's calls use GPU 0: the peers' windows are opened with GPU 0
  * current (the backend exits 92 otherwise), and GPU 1 is current again
  * after each call.
@@ -415,7 +415,7 @@ START_TEST(peers_windows_open_with_the_communicators_gpu_current)
 END_TEST
 
 /*
- * Defect 9, third part. A compressed all-reduce with error feedback waits
+ * The error state. A compressed all-reduce with error feedback waits
  * behind the application's work (released 300 ms later by another thread);
  * reading the error state meanwhile must give the state after that call,
  * as the same call on host buffers leaves it.
