@@ -25,7 +25,7 @@ static int current_device(void)
 {
     int dev = -1;
     char why[160];
-    if (!tt_cuda_usable(why, sizeof why))
+    if (tt_device_usable(why, sizeof why) != TUTTI_SUCCESS)
         return -1;
 #ifdef TT_HAVE_CUDA
     if (cudaGetDevice(&dev) != cudaSuccess)

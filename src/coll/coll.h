@@ -64,6 +64,10 @@ tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c);
  * communicator, as a collective's does.
  */
 tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int n);
+/* The same in two steps, for a batch queued on a stream: the calls'
+ * sequence numbers now (seqs[i] for calls[i]), the batch later at them. */
+tutti_status_t tt_coll_batch_begin(tutti_comm_t comm, const tt_call_t *calls, int n, uint64_t *seqs);
+tutti_status_t tt_coll_run_batch_at(tutti_comm_t comm, const tt_call_t *calls, int n, const uint64_t *seqs);
 
 /* Bytes this rank's collectives put on the wire so far. */
 uint64_t tt_coll_bytes_sent(tutti_comm_t comm);

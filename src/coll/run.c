@@ -9,6 +9,7 @@
 
 #include "algorithms/registry.h"
 #include "coll/coll.h"
+#include "core/hash.h"
 #include "coll/engine.h"
 #include "coll/exec.h"
 #include "coll/state.h"
@@ -102,7 +103,9 @@ tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable,
     }
     *seq = comm->coll_seq++;
     TT_TRY(check_news(comm, c, *seq));
-    return tt_comm_agree(comm, *seq, capable, direct);
+    /* What the ranks must agree on to go direct (no message headers then). */
+    uint64_t sig[] = {(uint64_t)c->coll, (uint64_t)c->dtype, (uint64_t)c->op, (uint64_t)c->root, c->count};
+    return tt_comm_agree(comm, *seq, capable, tt_hash(sig, sizeof sig, TT_HASH_SEED), direct);
 }
 
 tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c)

@@ -56,7 +56,7 @@ struct tutti_comm {
     uint64_t coll_seq;               /* collectives started on this communicator */
     uint64_t *send_seq, *recv_seq;   /* point-to-point messages per peer */
     tutti_status_t failed;           /* set once a collective failed mid-flight */
-    int aborting;                    /* atomic: tutti_comm_abort began; waits stop */
+    _Atomic int aborting;            /* tutti_comm_abort began; waits stop */
     int busy;                        /* calls inside the library (tt_comm_enter), under the registry lock */
     int oversubscribed;              /* more ranks on this host than CPUs they may use */
     tt_hosts_t hosts;                /* which ranks share a host */
@@ -141,12 +141,14 @@ void tt_comm_layer_set(tutti_comm_t comm, tt_layer_t layer, void *state, const t
 tt_link_t tt_comm_link(tutti_comm_t comm, int a, int b);
 
 /*
- * Announces collective seq to the device transport's board; capable says
- * this rank could run it on its device buffers. When it could, waits for
- * every rank's announcement: *all says whether every rank could and their
- * devices reach each other. Without a device transport, *all is 0.
+ * Announces collective seq (signature sig) to the device transport's
+ * board; capable says this rank could run it on its device buffers. When
+ * it could, waits for every rank's announcement: *all says whether every
+ * rank could and their devices reach each other; a rank that could but
+ * announced another signature is a mismatch. Without a device transport,
+ * *all is 0.
  */
-tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, int *all);
+tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, uint64_t sig, int *all);
 /* Binds the device transport to GPU device on the first call (later calls
  * say what the first found): 1 when direct runs are possible from here. */
 int tt_comm_device_bind(tutti_comm_t comm, int device);

@@ -23,8 +23,10 @@ static const struct {
     tt_config_id_t id;
     int per_host;
 } agreed[] = {
-    {TT_CFG_PIPELINE, 0},  {TT_CFG_SHM_SLOT_BYTES, 1}, {TT_CFG_SHM_SLOTS, 1},
-    {TT_CFG_IPC_SLOTS, 1}, {TT_CFG_IPC_SLOT_BYTES, 1},
+    {TT_CFG_PIPELINE, 0},
+    {TT_CFG_SHM_SLOT_BYTES, 1},
+    {TT_CFG_SHM_SLOTS, 1},
+    {TT_CFG_IPC_WINDOW_BYTES, 1},
 };
 #define NAGREED (sizeof agreed / sizeof *agreed)
 

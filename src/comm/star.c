@@ -282,7 +282,7 @@ static tutti_status_t send_up(tt_star_t *s, int type, tutti_status_t status, uin
 
 /* Once every rank is past destroy's barrier (done), a rank that left is no
  * news: the transports' teardown may still exchange (cuda_ipc frees its
- * FIFO only after every peer closed it). */
+ * window only after every peer closed it). */
 static int exchange_over(const tt_star_t *s, const void *arg)
 {
     return s->all_round == *(const uint64_t *)arg || s->n.died_rank >= 0 || s->n.failed_rank >= 0 ||

@@ -56,6 +56,8 @@ TUTTI_API tutti_status_t tutti_ef_create(tutti_ef_state_t *state, size_t count, 
         return TUTTI_ERR_NO_MEMORY;
     (*state)->count = count;
     (*state)->nranks = nranks;
+    pthread_mutex_init(&(*state)->lock, NULL);
+    pthread_cond_init(&(*state)->idle, NULL);
     (*state)->worker = calloc(count ? count : 1, sizeof(float));
     (*state)->server = calloc(tt_block_count(count, nranks, 0) + 1, sizeof(float));
     if (!(*state)->worker || !(*state)->server) {
@@ -70,6 +72,7 @@ TUTTI_API tutti_status_t tutti_ef_reset(tutti_ef_state_t state)
 {
     if (!state)
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_reset: state is NULL");
+    tt_ef_wait_idle(state);
     memset(state->worker, 0, (state->count ? state->count : 1) * sizeof(float));
     memset(state->server, 0, (tt_block_count(state->count, state->nranks, 0) + 1) * sizeof(float));
     state->server_count = 0;
@@ -80,7 +83,10 @@ TUTTI_API tutti_status_t tutti_ef_reset(tutti_ef_state_t state)
 TUTTI_API tutti_status_t tutti_ef_destroy(tutti_ef_state_t state)
 {
     if (state) {
+        tt_ef_wait_idle(state);
         tt_ef_free_device(state);
+        pthread_cond_destroy(&state->idle);
+        pthread_mutex_destroy(&state->lock);
         free(state->worker);
         free(state->server);
         free(state);
@@ -93,6 +99,7 @@ TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **w
 {
     if (!state || !worker || !worker_count || !server || !server_count)
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_errors: NULL argument");
+    tt_ef_wait_idle(state); /* calls queued with it come first */
     TT_TRY(tt_ef_worker_to_host(state));
     *worker = state->worker;
     *worker_count = state->count;
@@ -198,7 +205,94 @@ tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const vo
 {
     tt_call_t c = {.coll = coll, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op};
     TT_TRY(tt_coll_validate(comm, &c, tt_coll_name(coll)));
-    return tt_coll_run(comm, &c);
+    tt_compress_state_t *s = tt_compress_state(comm);
+    if (!s || !s->reserved)
+        return tt_coll_run(comm, &c);
+    if (s->next >= s->nseqs)
+        return tt_comm_error(comm, TUTTI_ERR_INTERNAL,
+                             "compressed all-reduce: more collectives than the %d it was queued with",
+                             s->nseqs);
+    return tt_coll_run_at(comm, &c, s->seqs[s->next++], NULL);
+}
+
+/* The collectives a call is made of, in order (as topk, dense and
+ * two_phase below run them). */
+static int inner_colls(const tutti_compress_t *how, size_t count, int p, tt_coll_t *colls)
+{
+    if (how->kind == TUTTI_COMPRESS_NONE || count == 0 ||
+        (how->kind == TUTTI_COMPRESS_TOPK &&
+         tt_compress_topk_costly(tt_compress_topk_k(how, count), count, p))) {
+        colls[0] = TT_COLL_ALLREDUCE;
+        return 1;
+    }
+    if (how->kind == TUTTI_COMPRESS_TOPK) {
+        colls[0] = how->sampled ? TT_COLL_ALLREDUCE : TT_COLL_ALLGATHER; /* the sampled count first */
+        colls[1] = TT_COLL_ALLGATHER;
+        return how->sampled ? 2 : 1;
+    }
+    colls[0] = TT_COLL_ALLTOALL;
+    colls[1] = TT_COLL_ALLGATHER;
+    return 2;
+}
+
+tutti_status_t tt_compress_reserve(tutti_comm_t comm, const tutti_compress_t *how, size_t count,
+                                   uint64_t seqs[TT_COMPRESS_INNER_MAX], int *nseqs, uint64_t *rng)
+{
+    tt_coll_t colls[TT_COMPRESS_INNER_MAX];
+    *rng = comm->coll_seq * (uint64_t)comm->nranks + (uint64_t)comm->rank; /* as tt_compress_rng_key */
+    *nseqs = inner_colls(how, count, comm->nranks, colls);
+    for (int i = 0; i < *nseqs; i++) {
+        tt_call_t c = {.coll = colls[i]};
+        int direct;
+        TT_TRY(tt_coll_begin(comm, &c, 0, &seqs[i], &direct));
+    }
+    return TUTTI_SUCCESS;
+}
+
+void tt_compress_use(tutti_comm_t comm, const uint64_t *seqs, int nseqs, uint64_t rng)
+{
+    tt_compress_state_t *s = tt_compress_state(comm);
+    if (!s)
+        return;
+    *s = (tt_compress_state_t){
+        .ws = s->ws, .ws_bytes = s->ws_bytes, .stats = s->stats, .reserved = 1, .nseqs = nseqs, .rng = rng};
+    for (int i = 0; i < nseqs; i++)
+        s->seqs[i] = seqs[i];
+}
+
+tutti_status_t tt_compress_done(tutti_comm_t comm, const char *name)
+{
+    tt_compress_state_t *s = tt_compress_state(comm);
+    if (!s)
+        return TUTTI_ERR_NO_MEMORY;
+    int used = s->next, had = s->nseqs;
+    s->reserved = s->nseqs = s->next = 0;
+    if (used != had)
+        return tt_comm_error(comm, TUTTI_ERR_INTERNAL, "%s: %d collectives run, %d queued", name, used, had);
+    return TUTTI_SUCCESS;
+}
+
+void tt_ef_hold(tutti_ef_state_t ef)
+{
+    pthread_mutex_lock(&ef->lock);
+    ef->queued++;
+    pthread_mutex_unlock(&ef->lock);
+}
+
+void tt_ef_let_go(tutti_ef_state_t ef)
+{
+    pthread_mutex_lock(&ef->lock);
+    if (--ef->queued == 0)
+        pthread_cond_broadcast(&ef->idle);
+    pthread_mutex_unlock(&ef->lock);
+}
+
+void tt_ef_wait_idle(tutti_ef_state_t ef)
+{
+    pthread_mutex_lock(&ef->lock);
+    while (ef->queued)
+        pthread_cond_wait(&ef->idle, &ef->lock);
+    pthread_mutex_unlock(&ef->lock);
 }
 
 static tutti_status_t dense(call_t *c)
@@ -237,6 +331,9 @@ int tt_compress_topk_dense(tutti_comm_t comm, size_t k, size_t n)
 
 uint64_t tt_compress_rng_key(tutti_comm_t comm)
 {
+    tt_compress_state_t *s = tt_compress_state(comm);
+    if (s && s->reserved)
+        return s->rng;
     return comm->coll_seq * (uint64_t)comm->nranks + (uint64_t)comm->rank;
 }
 
@@ -409,19 +506,6 @@ static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t coun
     return tt_compress_run(comm, &call, how, ef);
 }
 
-#ifndef TT_HAVE_CUDA
-tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
-                                   tutti_ef_state_t ef, void *stream)
-{
-    (void)call;
-    (void)how;
-    (void)ef;
-    (void)stream;
-    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
-                         "tutti_allreduce_compressed: this tutti was built without CUDA");
-}
-#endif
-
 tutti_status_t tt_compress_run(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
                                tutti_ef_state_t ef)
 {
@@ -434,7 +518,7 @@ tutti_status_t tt_compress_run(tutti_comm_t comm, const tt_call_t *call, const t
     *stats = (tutti_compress_stats_t){0};
     if (how->kind == TUTTI_COMPRESS_NONE || count == 0) {
         uint64_t before = tt_coll_bytes_sent(comm);
-        TT_TRY(tt_coll_run(comm, call));
+        TT_TRY(tt_compress_host_coll(comm, TT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op));
         stats->bytes_sent = stats->dense_bytes_sent = tt_coll_bytes_sent(comm) - before;
         return TUTTI_SUCCESS;
     }

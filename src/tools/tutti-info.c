@@ -69,7 +69,7 @@ static void print_build(void)
     printf("features: pmix=%s hwloc=%s\n", pmix, hwloc);
     char why[160] = "";
 #ifdef TT_HAVE_CUDA
-    if (tt_cuda_usable(why, sizeof why))
+    if (tt_device_usable(why, sizeof why) == TUTTI_SUCCESS)
         snprintf(why, sizeof why, "a GPU is usable here");
     printf("cuda: built (device buffers, GPU kernels, the cuda_ipc transport); %s\n", why);
 #else
