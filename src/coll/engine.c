@@ -420,11 +420,13 @@ static tutti_status_t run_start(run_t *run)
 }
 
 /* tutti_comm_abort was called from another thread while this rank waited. */
+/* The flag of tt_comm_interrupt: a revocation, or an abort. */
 static tutti_status_t interrupted(const run_t *run)
 {
     const tt_exec_t *x = run->x;
     char call[160];
     describe_call(x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
+    TT_TRY(tt_comm_revoked(run->comm, call));
     return tt_comm_error(run->comm, TUTTI_ERR_ABORTED,
                          "%s: interrupted on rank %d: the communicator is being aborted", call,
                          run->comm->rank);

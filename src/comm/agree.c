@@ -6,6 +6,7 @@
  * others' announcements, so host calls pay one store.
  */
 #include <sched.h>
+#include <stdio.h>
 
 #include "comm/comm.h"
 #include "core/clock.h"
@@ -20,6 +21,25 @@ static tutti_status_t agree_failed(tutti_comm_t comm, tutti_status_t st)
     return st;
 }
 
+/* Whether the wait for collective seq must end (and ended it): news from
+ * the star (a revocation, a rank that died or gave up) or this rank's
+ * abort, as the engine's waits do. */
+static int stopped(tutti_comm_t comm, uint64_t seq)
+{
+    int aborting = __atomic_load_n(&comm->aborting, __ATOMIC_RELAXED);
+    if (!aborting && !tt_comm_has_news(comm))
+        return 0;
+    char call[48];
+    snprintf(call, sizeof call, "collective #%llu", (unsigned long long)seq);
+    tutti_status_t st = tt_comm_news(comm, call, seq, -1);
+    if (!st && aborting)
+        st = tt_comm_error(comm, TUTTI_ERR_ABORTED,
+                           "%s: interrupted on rank %d: the communicator is being aborted", call, comm->rank);
+    if (st)
+        agree_failed(comm, st);
+    return st != TUTTI_SUCCESS;
+}
+
 /* Waits for rank r's announcement of seq: 1 or 0, or -1 after a failure. */
 static int announcement_of(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int r, uint64_t seq)
 {
@@ -32,6 +52,8 @@ static int announcement_of(tutti_comm_t comm, const tt_device_ops_t *dev, void *
         if (now < next_alive)
             continue;
         next_alive = now + ALIVE_EVERY_NS;
+        if (stopped(comm, seq))
+            return -1;
         tutti_status_t st = peer->ops->alive(peer->conn);
         if (st) {
             agree_failed(comm, tt_comm_error(comm, st, "collective #%llu: rank %d %s before reaching it",

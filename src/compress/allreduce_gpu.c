@@ -188,8 +188,8 @@ static tutti_status_t two_phase(dcall_t *c)
            "copying the codes to the host");
     TT_TRY(gpu_sync(c, "copying the codes to the host"));
     TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLTOALL, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
-    tt_compress_server(&pl->q, got, slot, mine, p, c->op, base + (uint64_t)p + (uint64_t)c->rank, c->ef,
-                       c->h[H_SERVER], enc);
+    tt_compress_server(&pl->q, got, slot, tt_block_off(c->n, p, c->rank), mine, p, c->op,
+                       base + (uint64_t)p + (uint64_t)c->rank, c->ef, c->h[H_SERVER], enc);
     TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
     CU_TRY(cudaMemcpy2DAsync(dgot, pitch, got, slot, slot, (size_t)p, cudaMemcpyHostToDevice, c->s),
            "copying the codes to the GPU");
