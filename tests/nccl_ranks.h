@@ -44,8 +44,10 @@ static inline double nccl_now(void)
 }
 
 /* Runs body as nranks forked processes; fails the test unless all exit 0
- * within timeout_s (the late ones are killed). */
-static inline void nccl_run(int nranks, nccl_body_t body, void *arg, int timeout_s)
+ * within timeout_s (the late ones are killed), but the ranks of bit mask
+ * killed, which must end by SIGKILL. */
+static inline void nccl_run_killing(int nranks, nccl_body_t body, void *arg, int timeout_s,
+                                    unsigned long killed)
 {
     ncclUniqueId id;
     ck_assert_int_eq(ncclGetUniqueId(&id), ncclSuccess);
@@ -79,7 +81,13 @@ static inline void nccl_run(int nranks, nccl_body_t body, void *arg, int timeout
         usleep(2000);
     }
     for (int r = 0; r < nranks; r++)
-        ck_assert_msg(codes[r] == 0, "rank %d of %d exited with %d", r, nranks, codes[r]);
+        ck_assert_msg(codes[r] == (killed >> r & 1 ? 128 + SIGKILL : 0), "rank %d of %d exited with %d", r,
+                      nranks, codes[r]);
+}
+
+static inline void nccl_run(int nranks, nccl_body_t body, void *arg, int timeout_s)
+{
+    nccl_run_killing(nranks, body, arg, timeout_s, 0);
 }
 
 /* Runs a suite with TAP output on stdout. */
