@@ -237,6 +237,12 @@ tt_star_t *tt_star_start(int rank, int nranks, int fd, int *rank_fds, int64_t ti
         (rank == 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp)))
         goto fail;
     s->mfd = rank == 0 ? sp[0] : fd;
+    /* A frame goes out as a header, then its payload: Nagle would hold the
+     * payload until the peer's delayed ACK (40 ms per exchange on Linux). */
+    if (rank != 0)
+        tt_sock_tune(fd, 0);
+    for (int r = 1; rank == 0 && r < nranks; r++)
+        tt_sock_tune(rank_fds[r], 0);
     if (rank == 0 && !(s->hub = tt_star_hub_new(nranks, sp[1], rank_fds))) {
         close(sp[1]);
         goto fail;
