@@ -292,13 +292,15 @@ static tutti_status_t topk(call_t *c)
         TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLREDUCE, &mine, &most, 1, TUTTI_INT64, TUTTI_MAX));
     for (int64_t i = 0; i < most; i++) /* padding: an index past the end */
         pairs[i] = i < mine ? (tt_pair_t){idx[i], c->x[idx[i]]} : (tt_pair_t){UINT32_MAX, 0};
-    if (c->ef) { /* what was sent leaves the error; the rest stays */
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, pairs, all, (size_t)most * sizeof *pairs,
+                                 TUTTI_UINT8, TUTTI_SUM));
+    /* Once sent (a call that fails leaves the error as it was): what was
+     * sent leaves the error; the rest stays. */
+    if (c->ef) {
         memcpy(c->ef->worker, c->x, c->n * sizeof(float));
         for (int64_t i = 0; i < mine; i++)
             c->ef->worker[idx[i]] = 0;
     }
-    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, pairs, all, (size_t)most * sizeof *pairs,
-                                 TUTTI_UINT8, TUTTI_SUM));
     /* In rank order: rank 0's values are placed, the others added, which is
      * bit for bit the dense sum of the sparse vectors in rank order. */
     memset(c->out, 0, c->n * sizeof(float));
