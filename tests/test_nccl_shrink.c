@@ -107,9 +107,11 @@ START_TEST(revoke_ends_the_calls_of_every_rank)
 }
 END_TEST
 
-/* How a case shrinks: flags, and the config's blocking (-1: no config). */
+/* How a case shrinks: flags, and the config's blocking (-1: no config);
+ * and the ranks past their first all-reduce (shared). */
 typedef struct {
     int flags, blocking;
+    int *past_first;
 } how_t;
 
 /* Rank 2 of 4 dies after the first all-reduce; the others shrink it away. */
@@ -120,9 +122,17 @@ static int shrink_after_kill(int rank, int nranks, const ncclUniqueId *id, void 
     float x[N] = {0};
     NCCL_OK(ncclCommInitRank(&comm, nranks, *id, rank));
     NCCL_OK(ncclAllReduce(x, x, N, ncclFloat32, ncclSum, comm, NULL));
+    __atomic_add_fetch(how->past_first, 1, __ATOMIC_SEQ_CST);
+    while (rank == 2 && __atomic_load_n(how->past_first, __ATOMIC_SEQ_CST) < nranks)
+        usleep(1000); /* so that a survivor's revocation cannot end a first all-reduce */
     if (rank == 2)
         raise(SIGKILL);
-    NCCL_FAILS(ncclAllReduce(x, x, N, ncclFloat32, ncclSum, comm, NULL), ncclRemoteError, "rank 2");
+    /* The dead rank is named, unless a faster survivor's NCCL_SHRINK_ABORT revoked the communicator first. */
+    ncclResult_t lost = ncclAllReduce(x, x, N, ncclFloat32, ncclSum, comm, NULL);
+    NCCL_FAIL_IF(!(lost == ncclRemoteError && strstr(ncclGetLastError(NULL), "rank 2")) &&
+                     !(lost == ncclInvalidUsage && strstr(ncclGetLastError(NULL), "revoked")),
+                 "rank %d: the all-reduce after the kill gave %s: %s", rank, ncclGetErrorString(lost),
+                 ncclGetLastError(NULL));
     int gone[1] = {2}, self[1] = {rank};
     NCCL_FAILS(ncclCommShrink(comm, NULL, 1, &small, NULL, 0), ncclInvalidArgument, "excludeRanksList");
     NCCL_FAILS(ncclCommShrink(comm, gone, 0, &small, NULL, 0), ncclInvalidArgument, "excludeRanksCount");
@@ -155,9 +165,15 @@ static int shrink_after_kill(int rank, int nranks, const ncclUniqueId *id, void 
  * 2: no config, so the parent's (blocking). */
 START_TEST(shrink_after_kill_9)
 {
-    static const how_t how[] = {{NCCL_SHRINK_ABORT, 1}, {NCCL_SHRINK_DEFAULT, 0}, {NCCL_SHRINK_DEFAULT, -1}};
+    static const how_t cases[] = {
+        {NCCL_SHRINK_ABORT, 1, NULL}, {NCCL_SHRINK_DEFAULT, 0, NULL}, {NCCL_SHRINK_DEFAULT, -1, NULL}};
+    how_t how = cases[_i];
+    how.past_first = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(how.past_first, MAP_FAILED);
+    *how.past_first = 0;
     setenv("TUTTI_TIMEOUT", "20", 1);
-    nccl_run_killing(4, shrink_after_kill, (void *)&how[_i], 60, 1ul << 2);
+    nccl_run_killing(4, shrink_after_kill, &how, 60, 1ul << 2);
+    munmap(how.past_first, sizeof(int));
 }
 END_TEST
 

@@ -6,7 +6,8 @@
  * simulated hosts, the survivors shrink and every collective on the new
  * communicator is right; a rank that dies during the shrink is excluded
  * with TUTTI_SHRINK_DEAD and fails the shrink cleanly without it; ranks
- * that disagree are told; a replacement joins with tutti_comm_grow.
+ * that disagree are told; a replacement joins with tutti_comm_grow; error
+ * feedback carries over to the new number of ranks.
  */
 #include <check.h>
 #include <pthread.h>
@@ -18,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compress/allreduce.h"
 #include "core/clock.h"
 #include "harness.h"
 
@@ -246,8 +248,9 @@ END_TEST
 
 /* A rank that was to remain dies during the shrink: rank `second` never
  * calls it (dies as the others wait for it), or calls it on a thread and
- * dies meanwhile. With TUTTI_SHRINK_DEAD the others leave it out too;
- * without, all of them fail with TUTTI_ERR_PEER_FAILED. */
+ * dies while the coordinator waits for rank 4, which comes late. With
+ * TUTTI_SHRINK_DEAD the others leave it out too; without, all of them fail
+ * with TUTTI_ERR_PEER_FAILED. */
 typedef struct {
     shared_t *sh;
     int dead_flag, in_shrink;
@@ -269,9 +272,11 @@ static int die_during_shrink(tutti_comm_t comm, int r, int p, void *arg)
         pthread_t t;
         if (d->in_shrink)
             pthread_create(&t, NULL, shrink_thread, comm);
-        usleep(d->in_shrink ? 20000 : 300000);
+        usleep(d->in_shrink ? 50000 : 300000);
         raise(SIGKILL);
     }
+    if (d->in_shrink && r == p - 1)
+        usleep(300000);
     tutti_comm_t next = NULL;
     int64_t t0 = tt_now_ms();
     int excl[1] = {sh->victim};
@@ -295,7 +300,8 @@ static int die_during_shrink(tutti_comm_t comm, int r, int p, void *arg)
 
 /* 0: a rank dies as the coordinator waits for it (excluded); 1: the same
  * without TUTTI_SHRINK_DEAD (all fail); 2: the coordinator, rank 0, dies
- * in its shrink; 3: another rank dies in its shrink. */
+ * with ranks 2 and 3 waiting for its answer; 3: rank 2 dies after joining
+ * the coordinator. */
 START_TEST(a_rank_dies_during_the_shrink)
 {
     static const int second[] = {3, 3, 0, 2}, in_shrink[] = {0, 0, 1, 1};
@@ -403,6 +409,29 @@ START_TEST(a_replacement_joins_with_grow)
 }
 END_TEST
 
+/* White box: the server error of this rank's old chunk moves into the
+ * worker error where that chunk lies, scaled as the op says. */
+START_TEST(error_feedback_carries_over)
+{
+    tutti_ef_state_t ef;
+    ck_assert_int_eq(tutti_ef_create(&ef, 16, 4), TUTTI_SUCCESS);
+    for (int i = 0; i < 16; i++)
+        ef->worker[i] = (float)i;
+    ef->server_off = 8; /* rank 2's chunk of 4 */
+    ef->server_count = 4;
+    for (int i = 0; i < 4; i++)
+        ef->server[i] = 0.5f;
+    ck_assert_int_eq(tutti_ef_regroup(ef, 3, TUTTI_AVG), TUTTI_SUCCESS);
+    for (int i = 0; i < 16; i++)
+        ck_assert_float_eq(ef->worker[i], (float)i + (i >= 8 && i < 12 ? 1.5f : 0.0f));
+    ck_assert_int_eq(ef->nranks, 3);
+    ck_assert_uint_eq(ef->server_count, 0);
+    ck_assert_int_eq(tutti_ef_regroup(ef, 0, TUTTI_SUM), TUTTI_ERR_INVALID_ARG);
+    ck_assert_int_eq(tutti_ef_regroup(NULL, 2, TUTTI_SUM), TUTTI_ERR_INVALID_ARG);
+    tutti_ef_destroy(ef);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     const tt_case_t cases[] = {
@@ -411,6 +440,7 @@ int main(int argc, char **argv)
         {"a_rank_dies_during_the_shrink", a_rank_dies_during_the_shrink, 0, 4},
         {"shrink_arguments_and_live_ranks", shrink_arguments_and_live_ranks, 0, 0},
         {"a_replacement_joins_with_grow", a_replacement_joins_with_grow, 0, 0},
+        {"error_feedback_carries_over", error_feedback_carries_over, 0, 0},
     };
     return tt_run_cases("shrink", cases, sizeof cases / sizeof *cases, 180, argc, argv);
 }
