@@ -8,25 +8,13 @@ import ctypes
 import os
 from pathlib import Path
 
-STATUS_NAMES = {
-    0: "TUTTI_SUCCESS",
-    1: "TUTTI_ERR_INVALID_ARG",
-    2: "TUTTI_ERR_NO_MEMORY",
-    3: "TUTTI_ERR_SYSTEM",
-    4: "TUTTI_ERR_TIMEOUT",
-    5: "TUTTI_ERR_PEER_FAILED",
-    6: "TUTTI_ERR_MISMATCH",
-    7: "TUTTI_ERR_UNSUPPORTED",
-    8: "TUTTI_ERR_AUTH",
-    9: "TUTTI_ERR_ABORTED",
-    10: "TUTTI_ERR_CONFIG",
-    11: "TUTTI_ERR_INTERNAL",
-}
 
 UNIQUE_ID_BYTES = 128
 PARAM_TIMEOUT_MS = 1 << 0
 PARAM_NODE_ID = 1 << 1
 SPLIT_NOCOLOR = -1
+SHRINK_ABORT = 0x1
+SHRINK_DEAD = 0x2
 
 
 class UniqueIdStruct(ctypes.Structure):
@@ -106,6 +94,9 @@ _SIGNATURES = {
                               _c.POINTER(CommParams)]),
     "tutti_comm_init_env": (_st, [_c.POINTER(_comm), _c.POINTER(CommParams)]),
     "tutti_comm_split": (_st, [_comm, _c.c_int, _c.c_int, _c.POINTER(_comm)]),
+    "tutti_comm_revoke": (_st, [_comm]),
+    "tutti_comm_shrink": (_st, [_comm, _c.POINTER(_c.c_int), _c.c_int, _c.c_uint, _c.POINTER(_comm)]),
+    "tutti_comm_grow": (_st, [_comm, _c.c_int, _c.POINTER(UniqueIdStruct), _c.POINTER(_comm)]),
     "tutti_comm_destroy": (_st, [_comm]),
     "tutti_comm_abort": (_st, [_comm]),
     "tutti_comm_rank": (_st, [_comm, _c.POINTER(_c.c_int)]),
@@ -125,6 +116,7 @@ _SIGNATURES = {
     "tutti_ef_create": (_st, [_c.POINTER(_c.c_void_p), _c.c_size_t, _c.c_int]),
     "tutti_ef_reset": (_st, [_c.c_void_p]),
     "tutti_ef_destroy": (_st, [_c.c_void_p]),
+    "tutti_ef_regroup": (_st, [_c.c_void_p, _c.c_int, _c.c_int]),
     "tutti_ef_errors": (_st, [_c.c_void_p, _c.POINTER(_c.POINTER(_c.c_float)), _c.POINTER(_c.c_size_t),
                               _c.POINTER(_c.POINTER(_c.c_float)), _c.POINTER(_c.c_size_t)]),
     "tutti_allreduce_compressed": (_st, [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int,
@@ -135,6 +127,19 @@ for _name, (_res, _args) in _SIGNATURES.items():
     _fn = getattr(lib, _name)
     _fn.restype = _res
     _fn.argtypes = _args
+
+
+def _status_names():
+    """Every status code's name, as the library has them."""
+    names = {}
+    for value in range(64):
+        name = lib.tutti_status_name(value).decode()
+        if name != "TUTTI_ERR_UNKNOWN":
+            names[value] = name
+    return names
+
+
+STATUS_NAMES = _status_names()
 
 
 def last_error(comm):
