@@ -109,9 +109,13 @@ class Trainer:
 
     def wrap(self, pg):
         """DDP over pg: rank 0's parameters, momentum and step count reach every rank."""
+        import gc
+
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        self.pg = pg
+        # The old wrapper's gradient hooks must go before the next backward pass.
+        self.pg, self.ddp = pg, None
+        gc.collect()
         self.ddp = DDP(self.model, process_group=pg)  # broadcasts rank 0's parameters
         if self.state is None:
             self.state = self.tt.CompressionState("topk", density=0.05, process_group=pg)
@@ -329,6 +333,7 @@ def run_tutti(args, tmp):
             "detect_s": max((first_after(events, "failed", t_kill, r) or float("nan")) - t_kill for r in survivors),
             "shrunk_s": max((first_after(events, "shrunk", t_kill, r) or float("nan")) - t_kill for r in survivors),
             "recovery_s": recovery(events, t_kill, survivors),
+            "joined_s": (first_after(events, "joined", 0, "replacement") or float("nan")) - at.get("join", float("nan")),
             "curve": curve(events, "rank0"), "events": events}
 
 
@@ -361,7 +366,9 @@ def run_restart(args, tmp):
     again = min((e["t"] for e in events if e["event"] == "step" and e["t"] > t_kill and e["src"] == "rank0"
                  and e["step"] >= last), default=float("nan"))
     loaded = [e["step"] for e in events if e["event"] == "loaded" and e["src"] == "rank0"]
+    up = min((e["t"] for e in events if e["event"] == "start" and e.get("restart") == 1), default=float("nan"))
     return {"name": "restart", "codes": {"torchrun": procs["torchrun"].returncode}, "kill_t": at.get("kill"),
+            "up_s": up - t_kill,
             "recovery_s": recovery(events, t_kill, [f"rank{r}" for r in range(args.ranks)]),
             "caught_up_s": again - t_kill, "resumed_from": loaded[0] if loaded else None,
             "curve": curve(events, "rank0"), "events": events}
@@ -388,15 +395,18 @@ def check(run, args):
     return not problems
 
 
-def report(runs):
+def report(runs, args):
     print(f"{'run':8} {'kill->detect':>13} {'kill->shrunk':>13} {'kill->next step':>16}  notes")
     for r in runs:
         notes = ""
         if r["name"] == "restart":
-            notes = f"resumed from checkpoint step {r['resumed_from']}, back at the killed step after " \
-                    f"{r['caught_up_s']:.2f} s"
+            notes = f"workers up again {r['up_s']:.1f} s after the kill, resumed from checkpoint step " \
+                    f"{r['resumed_from']}, back at the killed step after {r['caught_up_s']:.2f} s"
         else:
-            notes = f"world {sorted(set(p['world'] for p in r['curve']))}"
+            grown = next((p["step"] for p in r["curve"] if p["t"] > (r["join_t"] or 0) and p["world"] == args.ranks),
+                         None)
+            notes = f"{args.ranks - 1} ranks from step {args.kill_at + 1}; the replacement, started then, joined " \
+                    f"{r['joined_s']:.1f} s later: {args.ranks} ranks from step {grown}"
         fmt = lambda v: "-" if v is None else f"{v:.3f} s"  # noqa: E731
         print(f"{r['name']:8} {fmt(r.get('detect_s')):>13} {fmt(r.get('shrunk_s')):>13} "
               f"{fmt(r['recovery_s']):>16}  {notes}")
@@ -420,7 +430,7 @@ def main():
             runs.append(run_restart(args, tmp))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    report(runs)
+    report(runs, args)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "load": os.getloadavg(), "runs": runs}, f)

@@ -409,6 +409,27 @@ START_TEST(a_replacement_joins_with_grow)
 }
 END_TEST
 
+/* A communicator of one rank revokes, shrinks to itself and works. */
+static int alone(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    float x = 1;
+    TT_FAIL_IF(tutti_comm_revoke(comm), "revoke");
+    TT_FAIL_IF(tutti_allreduce(&x, &x, 1, TUTTI_FP32, TUTTI_SUM, comm, NULL) != TUTTI_ERR_REVOKED,
+               "a call after the revocation");
+    tutti_comm_t next;
+    TT_FAIL_IF(tutti_comm_shrink(comm, NULL, 0, TUTTI_SHRINK_DEAD, &next), "shrink: %s",
+               tutti_comm_last_error(comm));
+    unsigned char gone[1] = {0};
+    return check_shrunk(comm, next, r, p, gone);
+}
+
+START_TEST(a_lone_rank_revokes_and_shrinks)
+{
+    tt_run_ranks(1, alone, NULL, 30);
+}
+END_TEST
+
 /* White box: the server error of this rank's old chunk moves into the
  * worker error where that chunk lies, scaled as the op says. */
 START_TEST(error_feedback_carries_over)
@@ -441,6 +462,7 @@ int main(int argc, char **argv)
         {"shrink_arguments_and_live_ranks", shrink_arguments_and_live_ranks, 0, 0},
         {"a_replacement_joins_with_grow", a_replacement_joins_with_grow, 0, 0},
         {"error_feedback_carries_over", error_feedback_carries_over, 0, 0},
+        {"a_lone_rank_revokes_and_shrinks", a_lone_rank_revokes_and_shrinks, 0, 0},
     };
     return tt_run_cases("shrink", cases, sizeof cases / sizeof *cases, 180, argc, argv);
 }

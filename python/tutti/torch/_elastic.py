@@ -9,10 +9,12 @@ survivors agree on who is left without needing any working collective
 (rank 0 may be the one that died), and each gets a ProcessGroupTutti of
 the survivors, in their old order. A replacement comes in with ``grow`` on
 the group's ranks and ``join`` on the newcomer, which meet through a torch
-Store. DDP is wrapped anew over the new group; ``regroup`` (or the
-``states`` argument) carries a CompressionState's error feedback over.
+Store. DDP is wrapped anew over the new group, once the old wrapper is
+dropped (its gradient hooks go with it); ``regroup`` (or the ``states``
+argument) carries a CompressionState's error feedback over.
 
     pg = tutti.torch.shrink(pg, states=[hook_state])
+    ddp = None; gc.collect()                 # the old wrapper's hooks go
     ddp = DistributedDataParallel(model, process_group=pg)
     ddp.register_comm_hook(hook_state, tutti.torch.compression_hook)
 
