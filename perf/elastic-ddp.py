@@ -110,12 +110,18 @@ class Trainer:
     def wrap(self, pg):
         """DDP over pg: rank 0's parameters, momentum and step count reach every rank."""
         import gc
+        import weakref
 
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        # The old wrapper's gradient hooks must go before the next backward pass.
-        self.pg, self.ddp = pg, None
-        gc.collect()
+        # The old wrapper's gradient hooks must go before the next backward
+        # pass; a full collection (a second, under load) only if a cycle kept it.
+        old, self.ddp, self.pg = self.ddp, None, pg
+        if old is not None:
+            alive = weakref.ref(old)
+            del old
+            if alive() is not None:
+                gc.collect()
         self.ddp = DDP(self.model, process_group=pg)  # broadcasts rank 0's parameters
         if self.state is None:
             self.state = self.tt.CompressionState("topk", density=0.05, process_group=pg)
