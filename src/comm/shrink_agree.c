@@ -199,7 +199,7 @@ static tutti_status_t decide(tt_shrink_t *sh, int *fds, tutti_status_t st, const
         st = tt_comm_error(NULL, TUTTI_ERR_MISMATCH, "tutti_comm_shrink: %s", mismatch);
     if (!st)
         st = check_lost(sh);
-    unsigned char key[TT_KEY_BYTES];
+    unsigned char key[TT_KEY_BYTES] = {0};
     if (!st)
         st = tt_random_key(key);
     int n = 0;
@@ -316,12 +316,16 @@ static tutti_status_t await_answer(tt_shrink_t *sh, int c, int fd)
     if (!msg)
         return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory");
     tutti_status_t st = TUTTI_ERR_TIMEOUT;
-    while (st == TUTTI_ERR_TIMEOUT) {
-        int64_t now = tt_now_ms();
-        learn(sh, NULL);
-        if (sh->dead[c] || aborted(sh) || now >= sh->until)
+    for (;;) {
+        /* An answer already here is read even if its sender died since. */
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, STEP_MS) > 0) { /* the answer (sent whole), or the connection closing */
+            st = tt_sock_recv_all(fd, msg, size, tt_now_ms() + sh->comm->timeout_ms);
             break;
-        st = tt_sock_recv_all(fd, msg, size, now + STEP_MS);
+        }
+        learn(sh, NULL);
+        if (sh->dead[c] || aborted(sh) || tt_now_ms() >= sh->until)
+            break;
     }
     if (st == TUTTI_SUCCESS) {
         memcpy(&sh->d, msg, sizeof sh->d);
