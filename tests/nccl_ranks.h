@@ -11,6 +11,7 @@
 #include <nccl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,16 @@ typedef int (*nccl_body_t)(int rank, int nranks, const ncclUniqueId *id, void *a
         ncclResult_t res_ = (call);                                                                          \
         NCCL_FAIL_IF(res_ != ncclSuccess, "%s:%d: %s: %s: %s", __FILE__, __LINE__, #call,                    \
                      ncclGetErrorString(res_), ncclGetLastError(NULL));                                      \
+    } while (0)
+
+/* A call that must fail with want, its text naming what. */
+#define NCCL_FAILS(call, want, what)                                                                         \
+    do {                                                                                                     \
+        ncclResult_t res_ = (call);                                                                          \
+        NCCL_FAIL_IF(res_ != (want), "%s gave %s, not %s: %s", #call, ncclGetErrorString(res_),              \
+                     ncclGetErrorString(want), ncclGetLastError(NULL));                                      \
+        NCCL_FAIL_IF(!strstr(ncclGetLastError(NULL), what), "%s: last error \"%s\" does not say \"%s\"",     \
+                     #call, ncclGetLastError(NULL), what);                                                   \
     } while (0)
 
 static inline double nccl_now(void)

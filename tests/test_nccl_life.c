@@ -43,16 +43,6 @@ START_TEST(the_library_is_tuttis_and_speaks_nccl_2_28)
 }
 END_TEST
 
-/* A call that must fail with want, its text naming what. */
-#define NCCL_FAILS(call, want, what)                                                                         \
-    do {                                                                                                     \
-        ncclResult_t res_ = (call);                                                                          \
-        NCCL_FAIL_IF(res_ != (want), "%s gave %s, not %s", #call, ncclGetErrorString(res_),                  \
-                     ncclGetErrorString(want));                                                              \
-        NCCL_FAIL_IF(!strstr(ncclGetLastError(NULL), what), "%s: last error \"%s\" does not say \"%s\"",     \
-                     #call, ncclGetLastError(NULL), what);                                                   \
-    } while (0)
-
 static int bad_arguments(int rank, int nranks, const ncclUniqueId *id, void *arg)
 {
     (void)arg;

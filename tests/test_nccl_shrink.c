@@ -27,16 +27,6 @@ ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqu
 #define PROMPT_S 5.0 /* every wait here ends well within this; TUTTI_TIMEOUT is 20 s */
 #define N 1000
 
-/* A call that must fail with want, its text naming what. */
-#define NCCL_FAILS(call, want, what)                                                                         \
-    do {                                                                                                     \
-        ncclResult_t res_ = (call);                                                                          \
-        NCCL_FAIL_IF(res_ != (want), "%s gave %s, not %s: %s", #call, ncclGetErrorString(res_),              \
-                     ncclGetErrorString(want), ncclGetLastError(NULL));                                      \
-        NCCL_FAIL_IF(!strstr(ncclGetLastError(NULL), what), "%s: last error \"%s\" does not say \"%s\"",     \
-                     #call, ncclGetLastError(NULL), what);                                                   \
-    } while (0)
-
 /* A sum over comm's ranks, checked. */
 static int sums_right(ncclComm_t comm)
 {
