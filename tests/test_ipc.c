@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "call_place.h"
 #include "coll/coll.h"
 #include "core/clock.h"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "call_place.h"
 #include "coll/coll.h"
 #include "harness.h"

@@ -4,8 +4,12 @@
  * several independent channels per peer (one per slice in flight); messages on
  * one channel arrive in the order they were posted. Every message carries a
  * header naming the call it belongs to, so a receiver detects ranks that run
- * different collectives. Transports include this header and core utilities
- * (log, sock, config) only; the core reaches them through tt_transports[].
+ * different collectives. Transports include this header, transports/local.h
+ * (what the local ones share) and the layers below them only: core
+ * utilities (log, sock, config), the topology (verbs picks the NIC nearest
+ * a rank's GPU) and the CUDA kernels' header (cuda_ipc reduces on the GPU);
+ * never each other. The communicator layer reaches them through
+ * tt_transports[] (the one arrow up, ARCHITECTURE.md).
  *
  * A transport serves host buffers (TT_CAP_HOST_MEM: the communicator's
  * connections to every peer) or device buffers (TT_CAP_DEVICE_MEM: the

@@ -11,15 +11,11 @@ from ._errors import TuttiError, check
 lib = _lib.lib
 
 
-class Op(enum.IntEnum):
-    """Reduction operators (tutti_op_t). AVG divides the sum by the number of
-    ranks (truncating for integers); fp16/bf16 are reduced in fp32."""
-
-    SUM = 0
-    PROD = 1
-    MIN = 2
-    MAX = 3
-    AVG = 4
+Op = enum.IntEnum("Op", {name.upper(): value
+                         for name, value in _lib.enum_values(lib.tutti_op_name, "unknown").items()})
+Op.__doc__ = """Reduction operators (tutti_op_t), named and numbered by the library. AVG
+divides the sum by the number of ranks (truncating for integers); fp16/bf16
+are reduced in fp32."""
 
 
 class UniqueId:
@@ -94,7 +90,7 @@ class Communicator:
     """A tutti communicator (tutti_comm_t).
 
     Create it from the launcher's environment with ``Communicator.from_env()``
-    (tutti-run, torchrun, mpirun/srun with PMIx) or from a unique id with
+    (tutti-run, torchrun, mpirun/srun with PMIx, srun) or from a unique id with
     ``Communicator(nranks, rank, uid)``. Every rank must call the collectives
     in the same order with the same counts, dtypes, ops and roots; a rank that
     does not makes the call fail with TUTTI_ERR_MISMATCH instead of hanging.

@@ -8,8 +8,9 @@ from ._errors import check
 
 lib = _lib.lib
 
-KINDS = {"none": 0, "topk": 1, "int8": 2, "int4": 3, "sign": 4}
-ROUNDING = {"nearest": 0, "stochastic": 1}
+# tutti_compress_kind_t and tutti_rounding_t by name, from the library.
+KINDS = _lib.enum_values(lib.tutti_compress_kind_name, "unknown")
+ROUNDING = _lib.enum_values(lib.tutti_rounding_name, "unknown")
 
 CompressStats = collections.namedtuple("CompressStats", "bytes_sent dense_bytes_sent k_sent fell_back")
 CompressStats.__doc__ = """What a rank's last compressed all-reduce did: bytes it put on the wire,

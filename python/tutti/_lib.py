@@ -8,7 +8,8 @@ import ctypes
 import os
 from pathlib import Path
 
-
+# The values of tutti.h's macros (not enums, so the library cannot be asked
+# for them); tests/python/abi_values.py checks them against the header.
 UNIQUE_ID_BYTES = 128
 PARAM_TIMEOUT_MS = 1 << 0
 PARAM_NODE_ID = 1 << 1
@@ -89,6 +90,10 @@ _SIGNATURES = {
     "tutti_status_name": (_c.c_char_p, [_st]),
     "tutti_get_version": (_c.c_int, [_c.POINTER(_c.c_int)] * 3),
     "tutti_dtype_size": (_c.c_size_t, [_c.c_int]),
+    "tutti_dtype_name": (_c.c_char_p, [_c.c_int]),
+    "tutti_op_name": (_c.c_char_p, [_c.c_int]),
+    "tutti_compress_kind_name": (_c.c_char_p, [_c.c_int]),
+    "tutti_rounding_name": (_c.c_char_p, [_c.c_int]),
     "tutti_get_unique_id": (_st, [_c.POINTER(UniqueIdStruct)]),
     "tutti_comm_init": (_st, [_c.POINTER(_comm), _c.c_int, _c.c_int, _c.POINTER(UniqueIdStruct),
                               _c.POINTER(CommParams)]),
@@ -129,17 +134,18 @@ for _name, (_res, _args) in _SIGNATURES.items():
     _fn.argtypes = _args
 
 
-def _status_names():
-    """Every status code's name, as the library has them."""
-    names = {}
-    for value in range(64):
-        name = lib.tutti_status_name(value).decode()
-        if name != "TUTTI_ERR_UNKNOWN":
-            names[value] = name
-    return names
+def enum_values(name_of, unknown, limit=256):
+    """{name: value} of a tutti enum, read from the library's name function
+    (tutti_dtype_name and its kin), so no value is copied here."""
+    values = {}
+    for v in range(limit):
+        name = name_of(v).decode()
+        if name != unknown:
+            values[name] = v
+    return values
 
 
-STATUS_NAMES = _status_names()
+STATUS_NAMES = {v: k for k, v in enum_values(lib.tutti_status_name, "TUTTI_ERR_UNKNOWN").items()}
 
 
 def last_error(comm):

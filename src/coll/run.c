@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "algorithms/registry.h"
 #include "coll/coll.h"
 #include "coll/engine.h"
 #include "coll/exec.h"

@@ -285,7 +285,7 @@ static tutti_status_t topk(call_t *c)
     float *mag = c->buf[1];
     tt_pair_t *pairs = c->buf[2], *all = c->buf[3];
     int64_t mine = (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->rng, idx, mag)
-                                             : tt_topk_exact(c->x, c->n, k, idx, mag));
+                                             : tt_topk_exact(c->x, c->n, k, idx));
     /* Exact selection sends k pairs everywhere; sampled ones agree on the largest count first. */
     int64_t most = mine;
     if (c->how->sampled)

@@ -15,6 +15,7 @@
 #define TT_CONFIG_TABLE(X)                                                                                   \
     X(LOG, STR, "warn", "log level: none, error, warn, info, debug, trace")                                  \
     X(LOG_SUBSYS, STR, "all", "comma-separated subsystems to log: init,coll,engine,net,config")              \
+    X(LOG_PREFIX, STR, "none", "what goes before each log line, comma-separated: time,host,pid,tid; none")   \
     X(TIMEOUT, INT, "300", "seconds a blocking call may wait without progress before it fails")              \
     X(TRANSPORTS, STR, TT_DEFAULT_TRANSPORTS,                                                                \
       "transports to use, in priority order (cuda_ipc: device buffers; shm: same host; verbs: RDMA)")       \
@@ -61,8 +62,8 @@
     X(IBVERBS_LIB, STR, "",                                                                                  \
       "testing hook: the libibverbs to open instead of libibverbs.so.1 (the test suites' stand-in)")        \
     X(REDUCE_ISA, STR, "auto", "reduction kernels: auto, portable, avx2, avx512, avx512bf16")                \
-    X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun)")                \
-    X(ROOT_ADDR, STR, "", "host:port of the bootstrap root (set by tutti-run)")                              \
+    X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun and srun)")       \
+    X(ROOT_ADDR, STR, "", "host:port of the bootstrap root (set by tutti-run; optional under srun)")         \
     X(ROOT_FD, INT, "-1", "listening socket inherited by rank 0 from tutti-run")                             \
     X(RANK, INT, "-1", "this process's rank (set by tutti-run)")                                             \
     X(NRANKS, INT, "-1", "number of ranks (set by tutti-run)")                                               \
@@ -87,6 +88,7 @@
 #define TT_CONFIG_RULES(R)                                                                                   \
     R(LOG, .words = "none,error,warn,info,debug,trace")                                                      \
     R(LOG_SUBSYS, .words = "all,init,coll,engine,net,config", .list = 1)                                     \
+    R(LOG_PREFIX, .words = "none,time,host,pid,tid", .list = 1)                                              \
     R(TIMEOUT, .min = 1, .max = 100000000)                                                                   \
     R(DETERMINISTIC, .min = 0, .max = 1)                                                                     \
     R(SLICE_BYTES, .min = 64, .zero_ok = 1)                                                                  \

@@ -161,11 +161,12 @@ TUTTI_API tutti_status_t tutti_comm_init(tutti_comm_t *comm, int nranks, int ran
 /**
  * Joins a communicator described by the launcher's environment: tutti-run
  * (TUTTI_RANK, TUTTI_NRANKS, TUTTI_ROOT_ADDR, TUTTI_KEY), torchrun (RANK,
- * WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK), or mpirun/srun through
- * PMIx when tutti was built with it. With none of these, the process is a
- * communicator of one rank, as an MPI singleton is. See tutti(7).
+ * WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK), mpirun/srun through
+ * PMIx when tutti was built with it, or srun without PMIx (SLURM_PROCID,
+ * SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST). With none of these, the
+ * process is a communicator of one rank, as an MPI singleton is. See tutti(7).
  * @return as tutti_comm_init; TUTTI_ERR_CONFIG for half-set launcher
- *         variables, or mpirun/srun without PMIx.
+ *         variables, mpirun without PMIx, or an srun step tutti cannot join.
  */
 TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_comm_params_t *params);
 
@@ -412,6 +413,11 @@ typedef struct {
 } tutti_compress_stats_t;
 
 TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats);
+
+/** Name of a compression kind ("topk") or rounding mode ("stochastic");
+ * "unknown" when out of range. */
+TUTTI_API const char *tutti_compress_kind_name(tutti_compress_kind_t kind);
+TUTTI_API const char *tutti_rounding_name(tutti_rounding_t rounding);
 
 #ifdef __cplusplus
 }
