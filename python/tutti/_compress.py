@@ -76,6 +76,14 @@ class ErrorFeedback:
         """Zeroes the errors (after a change of model or learning-rate schedule)."""
         check(lib.tutti_ef_reset(self._live()), None, "tutti_ef_reset")
 
+    def regroup(self, nranks, op=0):
+        """Carries the state over to a communicator of ``nranks`` ranks, after
+        a shrink or a grow (tutti_ef_regroup): what this rank has yet to send
+        is kept, and so is the error of its chunk of the two-phase schemes
+        (folded into it; ``op`` is the all-reduce's, SUM or AVG)."""
+        check(lib.tutti_ef_regroup(self._live(), int(nranks), int(op)), None, "tutti_ef_regroup")
+        self.nranks = int(nranks)
+
     def errors(self):
         """Copies of the errors as lists of floats: (worker, server); server is
         this rank's chunk for the two-phase schemes, [] until one ran."""

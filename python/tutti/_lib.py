@@ -14,6 +14,8 @@ UNIQUE_ID_BYTES = 128
 PARAM_TIMEOUT_MS = 1 << 0
 PARAM_NODE_ID = 1 << 1
 SPLIT_NOCOLOR = -1
+SHRINK_ABORT = 0x1
+SHRINK_DEAD = 0x2
 
 
 class UniqueIdStruct(ctypes.Structure):
@@ -97,6 +99,9 @@ _SIGNATURES = {
                               _c.POINTER(CommParams)]),
     "tutti_comm_init_env": (_st, [_c.POINTER(_comm), _c.POINTER(CommParams)]),
     "tutti_comm_split": (_st, [_comm, _c.c_int, _c.c_int, _c.POINTER(_comm)]),
+    "tutti_comm_revoke": (_st, [_comm]),
+    "tutti_comm_shrink": (_st, [_comm, _c.POINTER(_c.c_int), _c.c_int, _c.c_uint, _c.POINTER(_comm)]),
+    "tutti_comm_grow": (_st, [_comm, _c.c_int, _c.POINTER(UniqueIdStruct), _c.POINTER(_comm)]),
     "tutti_comm_destroy": (_st, [_comm]),
     "tutti_comm_abort": (_st, [_comm]),
     "tutti_comm_rank": (_st, [_comm, _c.POINTER(_c.c_int)]),
@@ -116,6 +121,7 @@ _SIGNATURES = {
     "tutti_ef_create": (_st, [_c.POINTER(_c.c_void_p), _c.c_size_t, _c.c_int]),
     "tutti_ef_reset": (_st, [_c.c_void_p]),
     "tutti_ef_destroy": (_st, [_c.c_void_p]),
+    "tutti_ef_regroup": (_st, [_c.c_void_p, _c.c_int, _c.c_int]),
     "tutti_ef_errors": (_st, [_c.c_void_p, _c.POINTER(_c.POINTER(_c.c_float)), _c.POINTER(_c.c_size_t),
                               _c.POINTER(_c.POINTER(_c.c_float)), _c.POINTER(_c.c_size_t)]),
     "tutti_allreduce_compressed": (_st, [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int,

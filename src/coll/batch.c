@@ -71,10 +71,7 @@ static tutti_status_t prepare(tutti_comm_t comm, const tt_call_t *calls, int n, 
 
 tutti_status_t tt_coll_run_batch_at(tutti_comm_t comm, const tt_call_t *calls, int n, const uint64_t *seqs)
 {
-    if (comm->failed)
-        return tt_comm_error(comm, TUTTI_ERR_ABORTED,
-                             "a batch of %d calls: this communicator failed earlier (%s); abort it", n,
-                             tutti_strerror(comm->failed));
+    TT_TRY(tt_comm_usable(comm, "a batch of sends and receives"));
     if (n <= 0)
         return TUTTI_SUCCESS;
     batch_entry_t *entries = calloc((size_t)n, sizeof *entries);

@@ -25,9 +25,7 @@ static size_t buffer_blocks(tt_coll_t coll, int nranks)
 
 tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *name)
 {
-    if (comm->failed)
-        return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
-                             name, tutti_strerror(comm->failed));
+    TT_TRY(tt_comm_usable(comm, name));
     if (!tt_dtype_valid(c->dtype))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: dtype: %d is not a tutti_dtype_t", name,
                              (int)c->dtype);

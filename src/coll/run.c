@@ -207,9 +207,7 @@ void tt_coll_exec(const tt_call_t *c, uint64_t seq, const tt_route_t *route, con
 
 tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route)
 {
-    if (comm->failed) /* a queued device call, or a host call behind one, after a failure */
-        return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
-                             tt_coll_name(c->coll), tutti_strerror(comm->failed));
+    TT_TRY(tt_comm_usable(comm, tt_coll_name(c->coll))); /* a queued device call, or a host call behind one */
     tt_coll_state_t *cs = tt_coll_state(comm);
     if (!cs)
         return TUTTI_ERR_NO_MEMORY;

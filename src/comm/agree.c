@@ -8,6 +8,7 @@
  */
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "comm/comm.h"
 #include "core/clock.h"
@@ -20,6 +21,25 @@ static tutti_status_t agree_failed(tutti_comm_t comm, tutti_status_t st)
 {
     tt_comm_fail(comm, st);
     return st;
+}
+
+/* Whether the wait for collective seq must end (and ended it): news from
+ * the star (a revocation, a rank that died or gave up) or this rank's
+ * abort, as the engine's waits do. */
+static int stopped(tutti_comm_t comm, uint64_t seq)
+{
+    int aborting = atomic_load_explicit(&comm->aborting, memory_order_relaxed);
+    if (!aborting && !tt_comm_has_news(comm))
+        return 0;
+    char call[48];
+    snprintf(call, sizeof call, "collective #%llu", (unsigned long long)seq);
+    tutti_status_t st = tt_comm_news(comm, call, seq, -1);
+    if (!st && aborting)
+        st = tt_comm_error(comm, TUTTI_ERR_ABORTED,
+                           "%s: interrupted on rank %d: the communicator is being aborted", call, comm->rank);
+    if (st)
+        agree_failed(comm, st);
+    return st != TUTTI_SUCCESS;
 }
 
 /* Waits for rank r's announcement of seq (and its signature); after a
@@ -36,11 +56,8 @@ static tt_board_t announcement_of(tutti_comm_t comm, const tt_device_ops_t *dev,
         if (now < next_alive)
             continue;
         next_alive = now + ALIVE_EVERY_NS;
-        if (atomic_load_explicit(&comm->aborting, memory_order_relaxed)) {
-            agree_failed(comm, tt_comm_error(comm, TUTTI_ERR_ABORTED, "collective #%llu: tutti_comm_abort",
-                                             (unsigned long long)seq));
+        if (stopped(comm, seq))
             return TT_BOARD_NOT_YET;
-        }
         tutti_status_t st = peer->ops->alive(peer->conn);
         if (st) {
             agree_failed(comm, tt_comm_error(comm, st, "collective #%llu: rank %d %s before reaching it",

@@ -80,6 +80,28 @@ TUTTI_API tutti_status_t tutti_ef_reset(tutti_ef_state_t state)
     return TUTTI_SUCCESS;
 }
 
+TUTTI_API tutti_status_t tutti_ef_regroup(tutti_ef_state_t state, int nranks, tutti_op_t op)
+{
+    if (!state || nranks < 1)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_regroup: %s",
+                             !state ? "state is NULL" : "nranks must be >= 1");
+    TT_TRY(tt_ef_worker_to_host(state));
+    float *server = calloc(tt_block_count(state->count, nranks, 0) + 1, sizeof(float));
+    if (!server)
+        return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "tutti_ef_regroup: no memory");
+    /* The server error is owed to the result; this rank's contribution
+     * reaches the result divided by nranks under avg. */
+    float scale = op == TUTTI_AVG ? (float)nranks : 1.0f;
+    for (size_t i = 0; i < state->server_count; i++)
+        state->worker[state->server_off + i] += scale * state->server[i];
+    free(state->server);
+    state->server = server;
+    state->server_count = 0;
+    state->nranks = nranks;
+    state->worker_on_device = 0; /* the next device call copies the worker error over */
+    return TUTTI_SUCCESS;
+}
+
 TUTTI_API tutti_status_t tutti_ef_destroy(tutti_ef_state_t state)
 {
     if (state) {
@@ -367,13 +389,15 @@ static tutti_status_t topk(call_t *c)
         TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLREDUCE, &mine, &most, 1, TUTTI_INT64, TUTTI_MAX));
     for (int64_t i = 0; i < most; i++) /* padding: an index past the end */
         pairs[i] = i < mine ? (tt_pair_t){idx[i], c->x[idx[i]]} : (tt_pair_t){UINT32_MAX, 0};
-    if (c->ef) { /* what was sent leaves the error; the rest stays */
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, pairs, all, (size_t)most * sizeof *pairs,
+                                 TUTTI_UINT8, TUTTI_SUM));
+    /* Once sent (a call that fails leaves the error as it was): what was
+     * sent leaves the error; the rest stays. */
+    if (c->ef) {
         memcpy(c->ef->worker, c->x, c->n * sizeof(float));
         for (int64_t i = 0; i < mine; i++)
             c->ef->worker[idx[i]] = 0;
     }
-    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, pairs, all, (size_t)most * sizeof *pairs,
-                                 TUTTI_UINT8, TUTTI_SUM));
     /* In rank order: rank 0's values are placed, the others added, which is
      * bit for bit the dense sum of the sparse vectors in rank order. */
     memset(c->out, 0, c->n * sizeof(float));
@@ -390,15 +414,18 @@ static tutti_status_t topk(call_t *c)
     return TUTTI_SUCCESS;
 }
 
-void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t mine, int p,
-                        tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y, unsigned char *enc)
+void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t off, size_t mine,
+                        int p, tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y,
+                        unsigned char *enc)
 {
     for (int j = 0; j < p; j++) /* rank order */
         tt_quant_decode(q, got + slot * (size_t)j, mine, y, j > 0);
     for (size_t i = 0; op == TUTTI_AVG && i < mine; i++)
         y[i] /= (float)p;
-    if (ef)
+    if (ef) {
         ef->server_count = mine;
+        ef->server_off = off;
+    }
     tt_quant_encode(q, y, ef ? ef->server : NULL, mine, stream, enc);
 }
 
@@ -418,8 +445,8 @@ static tutti_status_t two_phase(call_t *c)
                         c->rng * 2 * (uint64_t)p + (uint64_t)j, enc + slot * (size_t)j);
     }
     TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLTOALL, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
-    tt_compress_server(&q, got, slot, mine, p, c->op, c->rng * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r,
-                       c->ef, y, enc);
+    tt_compress_server(&q, got, slot, tt_block_off(c->n, p, r), mine, p, c->op,
+                       c->rng * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r, c->ef, y, enc);
     TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
     for (int j = 0; j < p; j++)
         tt_quant_decode(&q, got + slot * (size_t)j, tt_block_count(c->n, p, j),

@@ -20,6 +20,7 @@ struct tutti_ef_state {
     float *worker;       /* count */
     float *server;       /* the largest chunk */
     size_t server_count; /* this rank's chunk, 0 until a two-phase call */
+    size_t server_off;   /* where that chunk starts in the tensor */
     /* The worker error moves to the GPU with the first device-buffer call
      * and stays there while device calls follow; worker is then stale. */
     float *worker_dev;
@@ -89,13 +90,14 @@ uint64_t tt_compress_rng_key(tutti_comm_t comm);
 tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv,
                                      size_t count, tutti_dtype_t dtype, tutti_op_t op);
 /*
- * The two-phase server step on this rank's chunk (mine elements): decode
- * the p copies in got (slot bytes apart) into y in rank order, average if
- * op says so, then encode y plus the server error into enc, keeping the
- * loss in the server error.
+ * The two-phase server step on this rank's chunk (mine elements from
+ * element off): decode the p copies in got (slot bytes apart) into y in
+ * rank order, average if op says so, then encode y plus the server error
+ * into enc, keeping the loss in the server error.
  */
-void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t mine, int p,
-                        tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y, unsigned char *enc);
+void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t off, size_t mine,
+                        int p, tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y,
+                        unsigned char *enc);
 /* The last call's bytes: what this rank sent since before, and what the
  * dense ring all-reduce of count elements of dtype would have sent. */
 void tt_compress_account(tutti_comm_t comm, uint64_t before, size_t count, tutti_dtype_t dtype);

@@ -124,8 +124,8 @@ static tutti_status_t exchange(tutti_comm_t comm, const tt_cqueued_t *q, char *h
     unsigned char *enc = (unsigned char *)h + q->hoff[H_MINE], *got = (unsigned char *)h + q->hoff[H_ALL];
     uint64_t base = q->rng * 2 * (uint64_t)p;
     TT_TRY(tt_compress_host_coll(comm, TT_COLL_ALLTOALL, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
-    tt_compress_server(&q->pl.q, got, slot, mine, p, q->call.op, base + (uint64_t)p + (uint64_t)q->rank,
-                       q->ef, (float *)(h + q->hoff[H_SERVER]), enc);
+    tt_compress_server(&q->pl.q, got, slot, tt_block_off(n, p, q->rank), mine, p, q->call.op,
+                       base + (uint64_t)p + (uint64_t)q->rank, q->ef, (float *)(h + q->hoff[H_SERVER]), enc);
     return tt_compress_host_coll(comm, TT_COLL_ALLGATHER, enc, got, slot, TUTTI_UINT8, TUTTI_SUM);
 }
 

@@ -36,7 +36,8 @@ lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "tutti.h"', 'int
          'TUTTI_STATUS_TABLE(P)',
          'printf("TUTTI_NUM_DTYPES %d\\n", (int)TUTTI_NUM_DTYPES);',
          'printf("TUTTI_NUM_OPS %d\\n", (int)TUTTI_NUM_OPS);']
-names = ["TUTTI_UNIQUE_ID_BYTES", "TUTTI_PARAM_TIMEOUT_MS", "TUTTI_PARAM_NODE_ID", "TUTTI_SPLIT_NOCOLOR"]
+names = ["TUTTI_UNIQUE_ID_BYTES", "TUTTI_PARAM_TIMEOUT_MS", "TUTTI_PARAM_NODE_ID", "TUTTI_SPLIT_NOCOLOR",
+         "TUTTI_SHRINK_ABORT", "TUTTI_SHRINK_DEAD"]
 names += [f"TUTTI_{c}" for c in DTYPE_C_NAMES.values()]
 for held in ENUMS.values():
     names += list(held)
@@ -79,6 +80,8 @@ same("TUTTI_UNIQUE_ID_BYTES", _lib.UNIQUE_ID_BYTES, c["TUTTI_UNIQUE_ID_BYTES"])
 same("TUTTI_PARAM_TIMEOUT_MS", _lib.PARAM_TIMEOUT_MS, c["TUTTI_PARAM_TIMEOUT_MS"])
 same("TUTTI_PARAM_NODE_ID", _lib.PARAM_NODE_ID, c["TUTTI_PARAM_NODE_ID"])
 same("TUTTI_SPLIT_NOCOLOR", _lib.SPLIT_NOCOLOR, c["TUTTI_SPLIT_NOCOLOR"])
+same("TUTTI_SHRINK_ABORT", _lib.SHRINK_ABORT, c["TUTTI_SHRINK_ABORT"])
+same("TUTTI_SHRINK_DEAD", _lib.SHRINK_DEAD, c["TUTTI_SHRINK_DEAD"])
 for struct, (ctype, fields) in STRUCTS.items():
     same(f"sizeof {ctype}", ctypes.sizeof(struct), c[f"sizeof {ctype}"])
     for f in fields:

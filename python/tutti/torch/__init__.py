@@ -23,12 +23,18 @@ cannot start there.
 ``compression_hook`` with a ``CompressionState`` is a DDP communication hook
 that all-reduces gradients compressed (top-k, int8, sign) with error
 feedback per bucket, on any process group.
+
+When a rank dies, the survivors go on without restarting: ``shrink(pg)``
+gives the group of the ranks left, ``grow(pg, store, n)`` with ``join`` on
+a newcomer brings a replacement in, and both carry a CompressionState's
+error feedback over (``states=``); see _elastic.py.
 """
 import datetime
 import os
 
 import torch.distributed as dist
 
+from ._elastic import grow, join, regroup, shrink
 from ._hook import CompressionState, compression_hook
 from ._pg import ProcessGroupTutti
 
@@ -75,4 +81,5 @@ def _register():
 _store_default()
 _register()
 
-__all__ = ["BACKEND", "ProcessGroupTutti", "CompressionState", "compression_hook"]
+__all__ = ["BACKEND", "ProcessGroupTutti", "CompressionState", "compression_hook", "shrink", "grow", "join",
+           "regroup"]

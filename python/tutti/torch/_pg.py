@@ -57,10 +57,11 @@ class ProcessGroupTutti(dist.ProcessGroup):
     ``dist.init_process_group("tutti")`` and ``dist.new_group(..., backend="tutti")``
     once ``tutti.torch`` is imported; ``.comm`` is its tutti.Communicator."""
 
-    def __init__(self, store, rank, size, timeout=datetime.timedelta(minutes=30)):
+    def __init__(self, store, rank, size, timeout=datetime.timedelta(minutes=30), comm=None):
         super().__init__(rank, size)
         global _count
-        self.comm = _rendezvous(store, rank, size, timeout)
+        # comm: a communicator made already (a shrink's or a grow's, see _elastic.py)
+        self.comm = comm if comm is not None else _rendezvous(store, rank, size, timeout)
         with _count_lock:
             _count += 1
             name = f"tutti-pg{_count}-r{rank}"
