@@ -128,6 +128,15 @@ expect(torch.equal(dst, want), f"uneven all_to_all_single gave {dst.tolist()}")
 outl = [torch.empty(q + 1) for q in range(p)]
 dist.all_to_all(outl, [torch.full((r + 1,), float(r * 10 + q)) for q in range(p)])
 expect(all(torch.all(o == q * 10 + r) for q, o in enumerate(outl)), f"all_to_all gave {outl}")
+# all_gather_coalesced: outs[q][i] gets rank q's ins[i]. As many inputs as
+# ranks, of one shape, is the case where pairing the wrong indices would
+# go unnoticed (a transposed result); then shapes that differ.
+for shapes in ([(2,)] * p, [(2, 2), (1,), (0,), (3,)]):
+    ins = [torch.full(s, float(10 * r + i)) for i, s in enumerate(shapes)]
+    outs = [[torch.full(s, -1.0) for s in shapes] for _ in range(p)]
+    dist.all_gather_coalesced(outs, ins)
+    expect(all(torch.all(o == 10 * q + i) and o.shape == shapes[i] for q in range(p) for i, o in enumerate(outs[q])),
+           f"all_gather_coalesced of {shapes} gave {[[o.tolist() for o in oq] for oq in outs]}")
 dist.barrier()
 
 # torch 2.x only (torch 1.13 has neither): collectives coalesced by

@@ -208,7 +208,25 @@ class ProcessGroupTutti(dist.ProcessGroup):
         return self._submit([], outputs, lambda s: [w.wait() for w in works])
 
     def allgather_coalesced(self, output_lists, inputs, opts=None):
-        return self._all_of([self.allgather([o], [i], opts) for o, i in zip(output_lists, inputs)], output_lists)
+        """output_lists[q][i] gets rank q's inputs[i]: one all-gather of the inputs laid end to end."""
+        p = self.size()
+        if len(output_lists) != p or any(len(outs) != len(inputs) for outs in output_lists) or any(
+                o.numel() != i.numel() or o.dtype != i.dtype for outs in output_lists for o, i in zip(outs, inputs)):
+            raise ValueError(f"tutti: all_gather_coalesced needs {p} output lists (one per rank), each of "
+                             f"{len(inputs)} tensors of the inputs' sizes and dtypes")
+        views = [_ops.data_view(t).reshape(-1) for t in inputs]
+        sizes = [v.numel() for v in views]
+        flat = torch.cat(views) if views else torch.empty(0)
+
+        def body(s):
+            gathered = self.comm.allgather(flat, stream=s)
+            for q, outs in enumerate(output_lists):
+                at = 0
+                for o, n in zip(outs, sizes):
+                    _ops.copy_into(o, gathered[q, at:at + n])
+                    at += n
+
+        return self._submit([*inputs, *[o for outs in output_lists for o in outs]], output_lists, body)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
         return self._all_of([self._allgather_base(o, i, opts) for o, i in zip(outputs, inputs)], outputs)
