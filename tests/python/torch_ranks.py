@@ -248,6 +248,62 @@ if r % 2 == 1:
     expect(t.item() == max(q for q in range(p) if q % 2 == 1), f"odd group max gave {t}")
 
 
+# monitored_barrier (torch.distributed's is for gloo only; the group's own):
+# everyone arrives; then the last rank stays away, and rank 0 names it once
+# the timeout passed (ranks 1.. stay away: the first, or all of them with
+# wait_all_ranks). Each case on a group of its own: the one that stays away
+# has not counted that barrier.
+def monitored(group, absent, wait_all=False):
+    if r in absent:
+        return None
+    start = time.monotonic()
+    try:
+        group.monitored_barrier(datetime.timedelta(seconds=1), wait_all_ranks=wait_all)
+        return None
+    except RuntimeError as e:
+        took = time.monotonic() - start
+        expect(took > 0.9, f"monitored_barrier failed after {took:.2f} s, before its 1 s timeout: {e}")
+        return str(e)
+
+
+g = dist.new_group(backend="tutti")
+expect(monitored(g, []) is None, "monitored_barrier with every rank failed")
+if p > 1:
+    err = monitored(dist.new_group(backend="tutti"), [p - 1])
+    want = f"Rank {p - 1} failed to pass monitoredBarrier in 1000 ms" if r == 0 else "did not let it pass"
+    expect(r == p - 1 or (err and want in err and " timeout " in err), f"monitored_barrier without rank {p - 1}: {err}")
+if p > 2:
+    for wait_all in (False, True):
+        err = monitored(dist.new_group(backend="tutti"), range(1, p), wait_all)
+        want = ("Ranks " + ", ".join(map(str, range(1, p))) if wait_all else "Rank 1") + " failed to pass"
+        expect(r != 0 or (err and want in err), f"monitored_barrier (wait_all_ranks={wait_all}): {err}")
+dist.barrier()
+
+# recv from any source: rank 0 takes one message from every other rank, by
+# recv and irecv without src, each naming its sender.
+if r == 0:
+    seen = []
+    for k in range(p - 1):
+        t = torch.full((2, 3), -1.0)
+        if k % 2:
+            w = dist.irecv(t)
+            w.wait()
+            src = w._source_rank()
+        else:
+            src = dist.recv(t)
+        expect(torch.all(t == src) and src not in seen and 0 < src < p, f"recv from any source: {src} gave {t}")
+        seen.append(src)
+elif p > 1:
+    dist.send(torch.full((2, 3), float(r)), 0)
+try:
+    dist.isend(torch.ones(1), (r + 1) % p)._source_rank() if p > 1 else dist.barrier(async_op=True)._source_rank()
+    expect(False, "a send's Work named a source")
+except RuntimeError as e:
+    expect("any source" in str(e), f"a send's source_rank() says {e}")
+if p > 1:
+    dist.recv(torch.empty(1), (r - 1) % p)
+dist.barrier()
+
 # DDP on tutti against DDP on gloo, then the compression hook
 def train(group, hook_state=None, steps=6):
     torch.manual_seed(0)

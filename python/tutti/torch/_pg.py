@@ -19,7 +19,7 @@ import torch.distributed as dist
 
 import tutti
 
-from . import _ops, _p2p
+from . import _monitor, _ops, _p2p
 from ._work import Work, Worker, completed, cuda_fence
 
 _UID_KEY = "tutti/unique_id"
@@ -68,6 +68,7 @@ class ProcessGroupTutti(dist.ProcessGroup):
         self._streams = {}
         self._held = _p2p.Held(self._flush)  # isend/irecv not yet queued
         self._group_name = ""
+        self._store, self._timeout, self._monitored = store, timeout, 0  # for monitored_barrier
         _GROUPS.add(self)
 
     # identity
@@ -332,7 +333,12 @@ class ProcessGroupTutti(dist.ProcessGroup):
         return self._submit([], [], lambda s: self.comm.barrier())
 
     def monitored_barrier(self, timeout=None, wait_all_ranks=False):
-        self.barrier().wait()
+        """Raises on rank 0 naming the rank that did not arrive within timeout
+        (every such rank with wait_all_ranks), as gloo does (_monitor)."""
+        if timeout is None or not timeout.total_seconds():  # C++'s kNoTimeout arrives as 0
+            timeout = self._timeout
+        self._monitored += 1
+        _monitor.monitored_barrier(self._store, self.rank(), self.size(), self._monitored, timeout, wait_all_ranks)
 
     def gather(self, output_lists, inputs, opts):
         t = _one(inputs, "gather")
@@ -391,7 +397,11 @@ class ProcessGroupTutti(dist.ProcessGroup):
         return self._held.add("recv", src, _ops.data_view(t), tensors)
 
     def recv_anysource(self, tensors, tag=0):
-        raise RuntimeError("tutti: recv from any source is not supported; name the source rank")
+        """Held as a recv is; its Work's source_rank() names the sender once it finished."""
+        t = _one(tensors, "recv")
+        if not t.is_contiguous():
+            raise ValueError("tutti: recv needs a contiguous tensor")
+        return self._held.add("recv", None, _ops.data_view(t), tensors)
 
     # torch 1.13's batch_isend_irecv, and torch 2.x's on CUDA tensors, bracket
     # the batch with these: it is exactly what was issued in between.
