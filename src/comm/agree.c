@@ -40,10 +40,11 @@ static int announcement_of(tutti_comm_t comm, const tt_device_ops_t *dev, void *
             return -1;
         }
         if (now > deadline) {
-            agree_failed(comm, tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
-                                             "collective #%llu: rank %d did not reach it within %lld ms "
-                                             "(TUTTI_TIMEOUT)",
-                                             (unsigned long long)seq, r, (long long)comm->timeout_ms));
+            agree_failed(comm,
+                         tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
+                                       "collective #%llu: timeout after %lld ms: rank %d did not reach it "
+                                       "(TUTTI_TIMEOUT)",
+                                       (unsigned long long)seq, (long long)comm->timeout_ms, r));
             return -1;
         }
     }
@@ -58,10 +59,11 @@ tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, int *
     const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
     void *ctx = comm->tp_ctx[comm->device_tp];
     if (dev->announce(ctx, seq, capable, comm->timeout_ms))
-        return agree_failed(comm, tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
-                                                "collective #%llu: some rank stayed far behind for %lld ms "
-                                                "(TUTTI_TIMEOUT)",
-                                                (unsigned long long)seq, (long long)comm->timeout_ms));
+        return agree_failed(comm,
+                            tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
+                                          "collective #%llu: timeout after %lld ms: some rank stayed far "
+                                          "behind (TUTTI_TIMEOUT)",
+                                          (unsigned long long)seq, (long long)comm->timeout_ms));
     if (!capable)
         return TUTTI_SUCCESS;
     for (int r = 0; r < comm->nranks; r++) {

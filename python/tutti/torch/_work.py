@@ -84,7 +84,7 @@ class Work(dist.Work):
         elif timeout:
             seconds = float(timeout)
         if not self._done.wait(seconds):
-            raise RuntimeError(f"tutti: operation did not finish within {seconds} s")
+            raise RuntimeError(f"tutti: wait timeout after {seconds} s: the operation has not finished")
         self._claimed = True
         _release(self)
         if self._exc is not None:
