@@ -67,6 +67,11 @@ for dtype in (torch.float32, torch.float64, torch.int64, torch.int32, torch.int8
         tol = 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-6
         ok = torch.allclose(t.double(), want.double(), rtol=tol) if floating else torch.equal(t, want)
         expect(ok, f"all_reduce {dtype} {name}: {t.tolist()} want {want.tolist()}")
+# sparse (COO): rank q holds ones at rows 0..q of a (p, 2) tensor; the sum keeps the sparse layout
+sp = torch.sparse_coo_tensor(torch.arange(r + 1).reshape(1, -1), torch.ones(r + 1, 2), (p, 2))
+dist.all_reduce(sp)
+expect(sp.is_sparse and torch.equal(sp.to_dense(), (p - torch.arange(p)).float().reshape(-1, 1).expand(p, 2)),
+       f"sparse all_reduce gave {sp}")
 w16 = torch.full((3,), 1000 * (r + 1), dtype=torch.int16)  # past int8: the widening must be to int32
 dist.all_reduce(w16)
 expect(torch.all(w16 == 1000 * p * (p + 1) // 2), f"int16 all_reduce gave {w16}")
@@ -253,16 +258,16 @@ if r % 2 == 1:
 # the timeout passed (ranks 1.. stay away: the first, or all of them with
 # wait_all_ranks). Each case on a group of its own: the one that stays away
 # has not counted that barrier.
-def monitored(group, absent, wait_all=False):
+def monitored(group, absent, wait_all=False, timeout=1.0):
     if r in absent:
         return None
     start = time.monotonic()
     try:
-        group.monitored_barrier(datetime.timedelta(seconds=1), wait_all_ranks=wait_all)
+        group.monitored_barrier(datetime.timedelta(seconds=timeout), wait_all_ranks=wait_all)
         return None
     except RuntimeError as e:
         took = time.monotonic() - start
-        expect(took > 0.9, f"monitored_barrier failed after {took:.2f} s, before its 1 s timeout: {e}")
+        expect(took >= 0.9 * timeout, f"monitored_barrier failed after {took:.2f} s, before its {timeout} s timeout: {e}")
         return str(e)
 
 
@@ -270,8 +275,12 @@ g = dist.new_group(backend="tutti")
 expect(monitored(g, []) is None, "monitored_barrier with every rank failed")
 if p > 1:
     err = monitored(dist.new_group(backend="tutti"), [p - 1])
-    want = f"Rank {p - 1} failed to pass monitoredBarrier in 1000 ms" if r == 0 else "did not let it pass"
+    want = f"Rank {p - 1} failed to pass monitoredBarrier in 1000 ms" if r == 0 else \
+        f"Rank {r} successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0"
     expect(r == p - 1 or (err and want in err and " timeout " in err), f"monitored_barrier without rank {p - 1}: {err}")
+if p > 1:  # rank 0 out of time before any rank's turn
+    err = monitored(dist.new_group(backend="tutti"), range(1, p), timeout=0)
+    expect(r != 0 or (err and "Rank 0 timed out in monitoredBarrier" in err), f"monitored_barrier, 0 s: {err}")
 if p > 2:
     for wait_all in (False, True):
         err = monitored(dist.new_group(backend="tutti"), range(1, p), wait_all)

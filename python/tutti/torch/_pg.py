@@ -19,7 +19,7 @@ import torch.distributed as dist
 
 import tutti
 
-from . import _monitor, _ops, _p2p
+from . import _monitor, _ops, _p2p, _sparse
 from ._work import Work, Worker, completed, cuda_fence
 
 _UID_KEY = "tutti/unique_id"
@@ -156,6 +156,8 @@ class ProcessGroupTutti(dist.ProcessGroup):
     # collectives
     def allreduce(self, tensors, opts=None):
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        if any(t.is_sparse for t in tensors):
+            return self._submit(tensors, tensors, lambda s: [_sparse.allreduce(self.comm, t, op, s) for t in tensors])
         plans = [_ops.plan(t, op) for t in tensors]
         return self._submit(tensors, tensors, lambda s: [self._reduce_into(p, s) for p in plans])
 
@@ -335,7 +337,7 @@ class ProcessGroupTutti(dist.ProcessGroup):
     def monitored_barrier(self, timeout=None, wait_all_ranks=False):
         """Raises on rank 0 naming the rank that did not arrive within timeout
         (every such rank with wait_all_ranks), as gloo does (_monitor)."""
-        if timeout is None or not timeout.total_seconds():  # C++'s kNoTimeout arrives as 0
+        if timeout is None:
             timeout = self._timeout
         self._monitored += 1
         _monitor.monitored_barrier(self._store, self.rank(), self.size(), self._monitored, timeout, wait_all_ranks)
