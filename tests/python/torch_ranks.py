@@ -267,7 +267,8 @@ def monitored(group, absent, wait_all=False, timeout=1.0):
         return None
     except RuntimeError as e:
         took = time.monotonic() - start
-        expect(took >= 0.9 * timeout, f"monitored_barrier failed after {took:.2f} s, before its {timeout} s timeout: {e}")
+        expect(took >= 0.9 * timeout, f"monitored_barrier failed after {took:.2f} s, before its {timeout} s "
+               f"timeout: {e}")
         return str(e)
 
 
