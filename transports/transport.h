@@ -196,6 +196,11 @@ typedef struct {
                               void **conns);
     tutti_status_t (*isend)(void *conn, int channel, tt_req_t *req);
     tutti_status_t (*irecv)(void *conn, int channel, tt_req_t *req);
+    /* The header of the next message on channel, once it has arrived
+     * whole, while no receive is posted there: 1 and *hdr; else 0. Consumes
+     * nothing. A receive from any source finds its sender with it; NULL
+     * where the transport cannot tell. */
+    int (*peek)(void *conn, int channel, tt_msg_hdr_t *hdr);
     /* Moves whatever can move without blocking; sets *progressed if any did.
      * A failure of the connection fails its pending requests and is returned. */
     tutti_status_t (*progress)(void *conn, int *progressed);

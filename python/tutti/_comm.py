@@ -336,6 +336,18 @@ class Communicator:
         self._call("tutti_recv", o.ptr, o.count, o.dtype, int(peer), _stream(stream, o))
         return buf
 
+    def recv_any(self, buf):
+        """Receives into buf (host memory) the next message any peer sends
+        this rank, as recv from that peer would; returns the sender's rank.
+        A timeout raises TuttiError (TUTTI_ERR_TIMEOUT) and leaves the
+        communicator usable: nothing was received."""
+        o = as_buffer(buf, "recv_any buffer", True)
+        source = ctypes.c_int(-1)
+        with self._lock:
+            check(lib.tutti_recv_any(o.ptr, o.count, o.dtype, ctypes.byref(source), self._live(), None), self._h,
+                  "tutti_recv_any")
+        return source.value
+
     def allreduce_compressed(self, buf, compression, state=None, op=Op.SUM, out=None, stream=None):
         """Compressed all-reduce (tutti_allreduce_compressed): sum or avg of buf
         over ranks, compressed as ``compression`` (a :class:`tutti.Compression`)

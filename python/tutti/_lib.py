@@ -118,6 +118,7 @@ _SIGNATURES = {
     "tutti_barrier": (_st, [_comm, _c.c_void_p]),
     "tutti_send": (_st, [_c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int, _comm, _c.c_void_p]),
     "tutti_recv": (_st, [_c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int, _comm, _c.c_void_p]),
+    "tutti_recv_any": (_st, [_c.c_void_p, _c.c_size_t, _c.c_int, _c.POINTER(_c.c_int), _comm, _c.c_void_p]),
     "tutti_ef_create": (_st, [_c.POINTER(_c.c_void_p), _c.c_size_t, _c.c_int]),
     "tutti_ef_reset": (_st, [_c.c_void_p]),
     "tutti_ef_destroy": (_st, [_c.c_void_p]),

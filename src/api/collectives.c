@@ -119,3 +119,32 @@ TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t d
     tt_call_t c = {.coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .root = peer};
     return run_call(comm, &c, stream);
 }
+
+static tutti_status_t route_recv_any(tutti_comm_t comm, tt_call_t *c, int *source, tutti_stream_t stream)
+{
+    const char *name = "tutti_recv_any";
+    if (!source)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: source: NULL", name);
+    TT_TRY(tt_coll_validate(comm, c, name));
+    TT_TRY(tt_device_classify(comm, c, name));
+    if (c->recv_on_device || stream)
+        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
+                             "%s: takes host memory and no stream; receive into a host buffer, then copy",
+                             name);
+    TT_TRY(tt_device_wait_turn(comm, name, NULL)); /* after the device calls queued before it */
+    return tt_coll_recv_any(comm, c, source);
+}
+
+TUTTI_API tutti_status_t tutti_recv_any(void *recvbuf, size_t count, tutti_dtype_t dtype, int *source,
+                                        tutti_comm_t handle, tutti_stream_t stream)
+{
+    tt_call_t c = {
+        .coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .root = TT_PEER_ANY};
+    tutti_comm_t comm;
+    if (source)
+        *source = -1;
+    TT_TRY(tt_comm_enter(handle, "tutti_recv_any", &comm));
+    tutti_status_t st = route_recv_any(comm, &c, source, stream);
+    tt_comm_leave(comm);
+    return st;
+}

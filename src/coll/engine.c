@@ -278,8 +278,8 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
         static _Thread_local char stuck[TT_COMM_ERROR_BYTES];
         tt_progress_timed_out(&comm->progress);
         tt_comm_who_is_stuck(comm, stuck, sizeof stuck);
-        return tt_comm_error(comm, st, "%s: no progress for %lld ms (TUTTI_TIMEOUT); %s%s%s", call,
-                             (long long)comm->timeout_ms, where, *stuck ? ". " : "", stuck);
+        return tt_comm_error(comm, st, "%s: timeout after %lld ms without progress (TUTTI_TIMEOUT); %s%s%s",
+                             call, (long long)comm->timeout_ms, where, *stuck ? ". " : "", stuck);
     }
     /* A peer aborts because of something: usually another rank died and
      * this rank's connections to it are still closing, or it found a

@@ -66,10 +66,11 @@ static tt_board_t announcement_of(tutti_comm_t comm, const tt_device_ops_t *dev,
             return TT_BOARD_NOT_YET;
         }
         if (now > deadline) {
-            agree_failed(comm, tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
-                                             "collective #%llu: rank %d did not reach it within %lld ms "
-                                             "(TUTTI_TIMEOUT)",
-                                             (unsigned long long)seq, r, (long long)comm->timeout_ms));
+            agree_failed(comm,
+                         tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
+                                       "collective #%llu: timeout after %lld ms: rank %d did not reach it "
+                                       "(TUTTI_TIMEOUT)",
+                                       (unsigned long long)seq, (long long)comm->timeout_ms, r));
             return TT_BOARD_NOT_YET;
         }
     }
@@ -84,10 +85,11 @@ tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, uint6
     const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
     void *ctx = comm->tp_ctx[comm->device_tp];
     if (dev->announce(ctx, seq, capable, sig, comm->timeout_ms))
-        return agree_failed(comm, tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
-                                                "collective #%llu: some rank stayed far behind for %lld ms "
-                                                "(TUTTI_TIMEOUT)",
-                                                (unsigned long long)seq, (long long)comm->timeout_ms));
+        return agree_failed(comm,
+                            tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
+                                          "collective #%llu: timeout after %lld ms: some rank stayed far "
+                                          "behind (TUTTI_TIMEOUT)",
+                                          (unsigned long long)seq, (long long)comm->timeout_ms));
     if (!capable)
         return TUTTI_SUCCESS;
     for (int r = 0; r < comm->nranks; r++) {

@@ -66,7 +66,8 @@ tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, i
                              tutti_status_name(n.failed_status), n.failed_text);
     }
     if (n.have_report)
-        return tt_comm_error(comm, TUTTI_ERR_TIMEOUT, "%s: a rank reached TUTTI_TIMEOUT; %s", call, n.report);
+        return tt_comm_error(comm, TUTTI_ERR_TIMEOUT, "%s: a rank reached its timeout (TUTTI_TIMEOUT); %s",
+                             call, n.report);
     /* A send or receive is not ended by a peer in destroy: what it sent
      * before it left is still there to be received. */
     (void)peer;

@@ -343,6 +343,22 @@ TUTTI_API tutti_status_t tutti_send(const void *sendbuf, size_t count, tutti_dty
 TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t dtype, int peer,
                                     tutti_comm_t comm, tutti_stream_t stream);
 
+/**
+ * Receives the next message that any peer sends this rank, as tutti_recv
+ * from that peer would, blocking; the senders use plain tutti_send.
+ * @param recvbuf host memory of count elements of dtype (the send's count
+ *        and dtype, as for tutti_recv)
+ * @param source gets the sender's rank
+ * @param stream must be NULL (host memory only)
+ * @return TUTTI_SUCCESS; TUTTI_ERR_TIMEOUT when no peer sent within the
+ *         timeout (nothing was received and the communicator stays usable);
+ *         TUTTI_ERR_UNSUPPORTED for device memory, or a peer reached over a
+ *         transport that cannot tell a message arrived; TUTTI_ERR_INVALID_ARG;
+ *         then the errors of tutti_recv.
+ */
+TUTTI_API tutti_status_t tutti_recv_any(void *recvbuf, size_t count, tutti_dtype_t dtype, int *source,
+                                        tutti_comm_t comm, tutti_stream_t stream);
+
 /*
  * Compressed all-reduce (tutti_compression(3)). Each rank sends a compressed
  * form of its gradient plus the error it kept from earlier calls; what the
