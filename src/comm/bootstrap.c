@@ -341,14 +341,6 @@ static tutti_status_t start_star(tt_bootstrap_t *bs, char *err, size_t errlen)
 {
     if (bs->nranks == 1)
         return TUTTI_SUCCESS;
-    /* The star's messages are small and each is answered: with Nagle's
-     * algorithm on, a header and its payload written apart wait for the
-     * peer's delayed ACK (about 40 ms) at every set-up exchange. */
-    if (bs->up_fd >= 0)
-        tt_sock_tune(bs->up_fd, 0);
-    for (int r = 1; bs->rank_fds && r < bs->nranks; r++)
-        if (bs->rank_fds[r] >= 0)
-            tt_sock_tune(bs->rank_fds[r], 0);
     bs->star = tt_star_start(bs->rank, bs->nranks, bs->up_fd, bs->rank_fds, bs->timeout_ms);
     if (!bs->star) {
         snprintf(err, errlen, "rank %d: the bootstrap's service did not start", bs->rank);
