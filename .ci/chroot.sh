@@ -8,7 +8,8 @@
 # The sourcing script sets, before calling anything here:
 #   ci_name     its name, which starts every message
 #   suite       the Debian suite to bootstrap (bookworm, trixie)
-#   mirror      the Debian mirror, and mirror_var the variable that sets it
+#   mirror      the Debian mirror, empty for the one this machine's apt
+#               uses, and mirror_var the variable that sets it
 #   keep        1 keeps the tree for inspection
 #   repo        the repository's top folder
 # then calls chroot_checks (exits 77 saying why when it cannot run),
@@ -22,11 +23,30 @@ skip() {
 }
 now() { date +%s; }
 
+# apt_site RELEASE: the site this machine's apt fetches RELEASE's packages
+# from (its own sources: a site's or a user's mirror), or nothing.
+apt_site() {
+    apt-get indextargets --no-release-info --format '$(TARGET_OF) $(IDENTIFIER) $(RELEASE) $(SITE)' 2>/dev/null |
+        awk -v r="$1" '$1 == "deb" && $2 == "Packages" && $3 == r { print $4; exit }'
+}
+
+# The mirror, when the sourcing script was given none, and the security
+# suite's site (security, possibly empty): those this machine's apt uses for
+# its own Debian release.
+chroot_mirror() {
+    codename=$(. /etc/os-release 2>/dev/null && [ "${ID:-}" = debian ] && echo "${VERSION_CODENAME:-}")
+    [ -n "$mirror" ] || [ -z "$codename" ] || mirror=$(apt_site "$codename")
+    [ -n "$mirror" ] || skip "no Debian mirror in this machine's apt sources (set $mirror_var)"
+    security=""
+    [ -z "$codename" ] || security=$(apt_site "$codename-security")
+}
+
 # Root, debootstrap, git and the mirror; sets rev, the commit to clone.
 chroot_checks() {
     [ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap, chroot and mounts)"
     command -v debootstrap >/dev/null 2>&1 || skip "debootstrap is not installed (apt-get install debootstrap)"
-    command -v git >/dev/null 2>&1 || skip "git is not installed"
+    command -v git >/dev/null 2>&1 || skip "git is not installed (apt-get install git)"
+    chroot_mirror
     # debootstrap depends on wget, so wget is here to ask the mirror first.
     wget -q -T 20 -t 2 -O /dev/null "$mirror/dists/$suite/Release" ||
         skip "the Debian mirror $mirror cannot be reached (set $mirror_var)"
@@ -114,17 +134,18 @@ chroot_create() {
 # sources, as on an installed system. Sets t0 and t1 (its start and end).
 chroot_bootstrap() {
     t0=$(now)
-    say "bootstrapping Debian $suite (minbase) into $root"
+    say "bootstrapping Debian $suite (minbase) from $mirror into $root"
     if ! run debootstrap --variant=minbase --include="$1" "$suite" "$root" "$mirror" >"$log" 2>&1; then
         tail -n 20 "$log"
         say "debootstrap failed (log above)"
         exit 1
     fi
-    cat >"$root/etc/apt/sources.list" <<EOF
-deb $mirror $suite main
-deb $mirror $suite-updates main
-deb ${mirror%/debian}/debian-security $suite-security main
-EOF
+    {
+        echo "deb $mirror $suite main"
+        echo "deb $mirror $suite-updates main"
+        [ -z "$security" ] || echo "deb $security $suite-security main"
+    } >"$root/etc/apt/sources.list"
+    [ -n "$security" ] || say "note: this machine's apt has no security suite, so the new system has none"
     t1=$(now)
     say "bootstrap took $((t1 - t0)) s"
 }
