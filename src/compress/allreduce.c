@@ -496,6 +496,24 @@ static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t coun
                                  tutti_op_t op, const tutti_compress_t *how, tutti_ef_state_t state,
                                  tutti_comm_t comm, tutti_stream_t stream);
 
+/* How a call compresses and its error feedback, for its route. */
+typedef struct {
+    const tutti_compress_t *how;
+    tutti_ef_state_t ef;
+} compressed_t;
+
+static tutti_status_t enqueue_compressed(tutti_comm_t comm, const tt_call_t *c, void *arg, void *stream)
+{
+    const compressed_t *x = arg;
+    return tt_compress_enqueue(comm, c, x->how, x->ef, stream);
+}
+
+static tutti_status_t run_compressed(tutti_comm_t comm, const tt_call_t *c, void *arg)
+{
+    const compressed_t *x = arg;
+    return tt_compress_run(comm, c, x->how, x->ef);
+}
+
 /* Device buffers go to the communicator's proxy thread in stream order,
  * as every collective's do: it runs allreduce_gpu.c's GPU path when both
  * buffers are on the GPU, and otherwise the CPU path below on staged copies. */
@@ -525,12 +543,9 @@ static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t coun
                       .count = count,
                       .dtype = dtype,
                       .op = op};
-    TT_TRY(tt_coll_validate(comm, &call, name));
-    TT_TRY(tt_device_classify(comm, &call, name));
-    if (call.send_on_device || call.recv_on_device)
-        return tt_compress_enqueue(comm, &call, how, ef, stream);
-    TT_TRY(tt_device_wait_turn(comm, name, stream));
-    return tt_compress_run(comm, &call, how, ef);
+    compressed_t how_ef = {how, ef};
+    tt_device_route_t route = {.enqueue = enqueue_compressed, .run = run_compressed, .arg = &how_ef};
+    return tt_device_route(comm, &call, name, &route, stream);
 }
 
 tutti_status_t tt_compress_run(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,

@@ -26,6 +26,17 @@ tutti_status_t tt_device_wait_turn(tutti_comm_t comm, const char *name, void *st
     return tt_device_drain(comm);
 }
 
+tutti_status_t tt_device_route(tutti_comm_t comm, tt_call_t *c, const char *name,
+                               const tt_device_route_t *route, void *stream)
+{
+    TT_TRY(tt_coll_validate(comm, c, name));
+    TT_TRY(tt_device_classify(comm, c, name));
+    if (c->send_on_device || c->recv_on_device)
+        return route->enqueue(comm, c, route->arg, stream);
+    TT_TRY(tt_device_wait_turn(comm, name, stream));
+    return route->run(comm, c, route->arg);
+}
+
 /* A queued collective: the caller's call, its place in the stand-in,
  * whether this rank could run it directly, and its sequence number. */
 typedef struct {
