@@ -19,6 +19,7 @@ typedef struct {
     struct pollfd *wait_fds; /* what the engine sleeps on (coll/wait.c) */
     int wait_cap;
     uint64_t bytes_sent;
+    int any_next;              /* the peer a receive from any source asks first */
     struct {                   /* tutti-explain --measure: what the last call ran */
         int64_t *round_end_ns; /* caller's array of cap entries; NULL: not traced */
         int cap, nrounds, nslices;

@@ -209,6 +209,7 @@ const tt_transport_ops_t tt_shm_ops = {
     .connect = shm_connect,
     .isend = tt_shm_isend,
     .irecv = tt_shm_irecv,
+    .peek = tt_shm_peek,
     .progress = tt_shm_progress,
     .arm = tt_shm_arm,
     .disarm = tt_shm_disarm,
