@@ -88,7 +88,7 @@ static tutti_status_t wait_for_sender(tutti_comm_t comm, const char *call, int f
 {
     int64_t start = tt_now_ns(), next_check = start + ALIVE_CHECK_NS;
     for (long polls = 0; (*source = find_sender(comm, first)) < 0; polls++) {
-        if (__atomic_load_n(&comm->aborting, __ATOMIC_RELAXED))
+        if (atomic_load_explicit(&comm->aborting, memory_order_relaxed))
             return tt_comm_error(comm, TUTTI_ERR_ABORTED,
                                  "%s: interrupted on rank %d: the communicator is being aborted", call,
                                  comm->rank);

@@ -185,7 +185,8 @@ static void revoked_elsewhere(void *arg, int rank)
 {
     tutti_comm_t comm = arg;
     int none = -1;
-    __atomic_compare_exchange_n(&comm->revoked_by, &none, rank, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    atomic_compare_exchange_strong_explicit(&comm->revoked_by, &none, rank, memory_order_relaxed,
+                                            memory_order_relaxed);
     tt_comm_interrupt(comm);
 }
 
@@ -350,7 +351,7 @@ TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t handle)
      * The others learn at once that this rank is here, after how many
      * collectives, so one still waiting for another call fails now. */
     tt_log_fault_mark();
-    int revoked = __atomic_load_n(&comm->revoked_by, __ATOMIC_RELAXED) >= 0;
+    int revoked = atomic_load_explicit(&comm->revoked_by, memory_order_relaxed) >= 0;
     tutti_status_t st =
         comm->failed || revoked ? TUTTI_SUCCESS : tt_bootstrap_leave(&comm->bs, comm->coll_seq);
     if (st)

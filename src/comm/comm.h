@@ -9,6 +9,7 @@
 #ifndef TT_COMM_H
 #define TT_COMM_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "comm/bootstrap.h"
@@ -56,10 +57,10 @@ struct tutti_comm {
     tt_link_t *links;                /* [a * nranks + b]: the class of the host link between a and b */
     uint64_t coll_seq;               /* collectives started on this communicator */
     uint64_t *send_seq, *recv_seq;   /* point-to-point messages per peer */
-    tutti_status_t failed;           /* set once a collective failed mid-flight */
+    _Atomic tutti_status_t failed;   /* set once a collective failed mid-flight */
     _Atomic int aborting;            /* waits stop (abort began, or comm was revoked) */
-    int revoked_by;                  /* atomic: the rank that revoked comm (this one too), -1 */
-    int revoking;                    /* atomic: calls of tutti_comm_revoke inside */
+    _Atomic int revoked_by;          /* the rank that revoked comm (this one too), -1 */
+    _Atomic int revoking;            /* calls of tutti_comm_revoke inside */
     int rescue_fd;                   /* listens for a later shrink's coordinator (rescue.c), -1 */
     tt_sockaddr_t *rescue;           /* every rank's listener, by rank */
     unsigned nshrinks;               /* shrinks begun on comm: each has a key of its own */
@@ -108,7 +109,7 @@ tutti_status_t tt_comm_enter(tutti_comm_t handle, const char *name, tutti_comm_t
 void tt_comm_leave(tutti_comm_t comm);
 /* Until no more calls are inside comm than *keep says (read as it
  * changes; NULL: until all have left). */
-void tt_comm_wait_idle(tutti_comm_t comm, const int *keep);
+void tt_comm_wait_idle(tutti_comm_t comm, _Atomic int *keep);
 /* Raises the flag the engine reads on every poll: whatever waits on comm
  * stops now (abort and revoke both come through here). */
 void tt_comm_interrupt(tutti_comm_t comm);

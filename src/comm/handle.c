@@ -160,13 +160,13 @@ void tt_comm_interrupt(tutti_comm_t comm)
 }
 
 /* The engine sees the flag of tt_comm_interrupt within one poll, so this is short. */
-void tt_comm_wait_idle(tutti_comm_t comm, const int *keep)
+void tt_comm_wait_idle(tutti_comm_t comm, _Atomic int *keep)
 {
     for (;;) {
         pthread_mutex_lock(&registry_lock);
         int busy = comm->busy;
         pthread_mutex_unlock(&registry_lock);
-        if (busy <= (keep ? __atomic_load_n(keep, __ATOMIC_RELAXED) : 0))
+        if (busy <= (keep ? atomic_load_explicit(keep, memory_order_relaxed) : 0))
             return;
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);

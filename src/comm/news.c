@@ -22,12 +22,13 @@ static const char *plural(uint64_t n)
 
 int tt_comm_has_news(tutti_comm_t comm)
 {
-    return tt_star_has_news(comm->bs.star) || __atomic_load_n(&comm->revoked_by, __ATOMIC_RELAXED) >= 0;
+    return tt_star_has_news(comm->bs.star) ||
+           atomic_load_explicit(&comm->revoked_by, memory_order_relaxed) >= 0;
 }
 
 tutti_status_t tt_comm_revoked(tutti_comm_t comm, const char *call)
 {
-    int by = __atomic_load_n(&comm->revoked_by, __ATOMIC_RELAXED);
+    int by = atomic_load_explicit(&comm->revoked_by, memory_order_relaxed);
     if (by < 0)
         return TUTTI_SUCCESS;
     return by == comm->rank
