@@ -40,6 +40,8 @@ def parse():
     ap.add_argument("--steps", type=int, default=30, help="timed steps per backend")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--bucket-view", action="store_true", help="DDP's gradient_as_bucket_view=True")
+    ap.add_argument("--zero-grad", choices=["none", "zero"], default="none",
+                    help="zero_grad(set_to_none=True), torch 2's default, or zeroing in place, 1.13's")
     ap.add_argument("--backends", default="tutti,gloo", help="comma list, in turn step by step")
     ap.add_argument("--single", action="store_true", help="one process, no DDP: the reference step")
     ap.add_argument("--profile", help="write a torch profiler trace of tutti's steps here (rank 0)")
@@ -102,7 +104,7 @@ class Trainer:
         x, y = batch_of(args.model, args.batch, self.gen)
         c0, t0 = cpu_seconds(), time.perf_counter()
         loss = self.lossf(self.net(x), y)
-        self.opt.zero_grad(set_to_none=True)
+        self.opt.zero_grad(set_to_none=args.zero_grad == "none")
         loss.backward()
         self.opt.step()
         t1, c1 = time.perf_counter(), cpu_seconds()
