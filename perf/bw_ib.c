@@ -13,6 +13,8 @@
 #ifdef TT_HAVE_VERBS
 #include <infiniband/verbs.h>
 
+#include "transports/verbs/verbs.h"
+
 /* Gb/s of one lane for ibv_port_attr.active_speed. */
 static double lane_gbit(unsigned speed, const char **name)
 {
@@ -52,8 +54,9 @@ typedef const char *(*dev_name_fn)(struct ibv_device *);
 double tt_bw_ib_rate_gbps(char *what, size_t len)
 {
     /* The library the verbs transport opens (TUTTI_IBVERBS_LIB), so the peak is the same NIC's. */
-    const char *name =
-        *tt_config_str(TT_CFG_IBVERBS_LIB) ? tt_config_str(TT_CFG_IBVERBS_LIB) : "libibverbs.so.1";
+    const char *name = tt_config_table_str(&tt_verbs_config, TT_CFG_IBVERBS_LIB);
+    if (!*name)
+        name = "libibverbs.so.1";
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(what, len, "libibverbs is not installed");

@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/env_config.h"
 #include "core/sock.h"
+#include "transports/tcp/tcp.h"
 
 #define STREAM_SECONDS 0.3
 #define STREAM_CHUNK ((size_t)4 << 20)
@@ -57,7 +58,7 @@ static double tcp_loopback_gbps(void)
     int64_t deadline = tt_now_ms() + 5000;
     if (tt_sock_connect(&addr, deadline, &a) || tt_sock_accept(lfd, deadline, &b))
         goto out;
-    int bufbytes = (int)tt_config_int(TT_CFG_TCP_BUF_BYTES);
+    int bufbytes = (int)tt_config_table_int(&tt_tcp_config, TT_CFG_TCP_BUF_BYTES);
     tt_sock_tune(a, bufbytes);
     tt_sock_tune(b, bufbytes);
     stream_end_t w = {.fd = a, .buf = calloc(1, STREAM_CHUNK)};

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/env_config.h"
 #include "core/key.h"
 #include "core/link.h"
 #include "tutti.h"
@@ -251,7 +252,8 @@ typedef struct {
     void (*abort)(void *conn);
     void (*close)(void *conn);
     void (*finalize)(void *ctx);
-    const tt_device_ops_t *device; /* TT_CAP_DEVICE_MEM transports only */
+    const tt_device_ops_t *device;   /* TT_CAP_DEVICE_MEM transports only */
+    const tt_config_table_t *config; /* its own TUTTI_* variables (NULL: none) */
 } tt_transport_ops_t;
 
 extern const tt_transport_ops_t tt_tcp_ops;
@@ -259,8 +261,12 @@ extern const tt_transport_ops_t tt_shm_ops;
 extern const tt_transport_ops_t tt_cuda_ipc_ops;
 extern const tt_transport_ops_t tt_verbs_ops;
 
-/* Every built transport, in default priority order, NULL-terminated. */
+/* Every built transport, in default priority order, NULL-terminated: the
+ * order TUTTI_TRANSPORTS takes when it is not set. */
 extern const tt_transport_ops_t *const tt_transports[];
+/* The variable tables of the built transports that have one, in the same
+ * order, NULL-terminated (for tt_config_check and the tools). */
+const tt_config_table_t *const *tt_transport_configs(void);
 
 /* Helpers shared by transports for the request queues. */
 static inline void tt_req_queue_push(tt_req_t **head, tt_req_t *req)

@@ -28,6 +28,17 @@
 
 #define TT_SHM_MAGIC 0x74747368u /* "ttsh" */
 
+/* shm's variables (see config_table.h for the two lists' form). The slot
+ * layout is shared memory: every rank of a host must set it alike. */
+#define TT_SHM_CONFIG(X)                                                                                     \
+    X(SHM_SLOT_BYTES, SIZE, "256K", "bytes of one shm queue slot")                                           \
+    X(SHM_SLOTS, INT, "2", "slots in each shm queue (one queue per peer and slice in flight)")
+#define TT_SHM_CONFIG_RULES(R)                                                                               \
+    R(SHM_SLOT_BYTES, .min = 64, .max = 1 << 30, .multiple = 64, .agreed = TT_CFG_AGREE_HOST)                \
+    R(SHM_SLOTS, .min = 1, .max = 1024, .agreed = TT_CFG_AGREE_HOST)
+enum { TT_SHM_CONFIG(TT_CONFIG_ID) };
+extern const tt_config_table_t tt_shm_config;
+
 typedef struct {
     uint32_t magic;
     int32_t owner;

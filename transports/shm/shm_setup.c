@@ -46,8 +46,8 @@ static tutti_status_t shm_listen(const tt_tp_env_t *env, void **ctxp, void *addr
     ctx->env = env;
     ctx->bell_fd = -1;
     ctx->nchannels = env->nchannels;
-    ctx->nslots = (int)tt_config_int(TT_CFG_SHM_SLOTS);
-    ctx->slot_bytes = (size_t)tt_config_int(TT_CFG_SHM_SLOT_BYTES);
+    ctx->nslots = (int)tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOTS);
+    ctx->slot_bytes = (size_t)tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOT_BYTES);
     if (ctx->nslots < 1 || ctx->slot_bytes < 64 || ctx->slot_bytes % 64) {
         TT_ERROR(TT_SUB_CONFIG, "TUTTI_SHM_SLOTS must be >= 1 and TUTTI_SHM_SLOT_BYTES a multiple of 64");
         free(ctx);
@@ -199,8 +199,11 @@ static void shm_finalize(void *ctxp)
     free(ctx);
 }
 
+TT_CONFIG_TABLE_DEFINE(tt_shm_config, "shm", TT_SHM_CONFIG, TT_SHM_CONFIG_RULES);
+
 const tt_transport_ops_t tt_shm_ops = {
     .name = "shm",
+    .config = &tt_shm_config,
     .summary = "shared-memory slot queues between ranks of one host; reduces straight from the sender's slot",
     .caps = TT_CAP_HOST_MEM,
     .link = TT_LINK_SHM,

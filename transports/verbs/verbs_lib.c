@@ -58,7 +58,7 @@ static const struct {
 
 static void load(void)
 {
-    const char *path = tt_config_str(TT_CFG_IBVERBS_LIB);
+    const char *path = tt_config_table_str(&tt_verbs_config, TT_CFG_IBVERBS_LIB);
     struct stat st;
     if (!*path) {
         /* rdma-core lists devices from sysfs; no class directory means no
