@@ -58,7 +58,7 @@ static int find_sender(tutti_comm_t comm, int first)
 /* News from the other ranks, or a peer that died or gave up: the wait ends. */
 static tutti_status_t check_peers(tutti_comm_t comm, const char *call)
 {
-    tutti_status_t st = tt_comm_news(comm, call, UINT64_MAX, TT_PEER_ANY);
+    tutti_status_t st = tt_comm_news(comm, call, UINT64_MAX);
     for (int q = 0; !st && q < comm->nranks; q++) {
         if (q == comm->rank)
             continue;

@@ -144,12 +144,12 @@ void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
 
 /*
  * News from the other ranks (news.c), for a call described as `call`:
- * collective number seq, or a send or receive with peer (seq UINT64_MAX).
+ * collective number seq, or a send or receive (seq UINT64_MAX).
  * Non-zero (recorded and logged) when the call must end: a rank gave up or
  * died, one entered destroy before making this collective, or a rank timed
  * out and the who-is-stuck report came. One load when there is no news.
  */
-tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, int peer);
+tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq);
 /* Whether there is news at all (two relaxed loads). */
 int tt_comm_has_news(tutti_comm_t comm);
 /* TUTTI_ERR_REVOKED (recorded and logged) once comm was revoked, by this
