@@ -136,23 +136,6 @@ static inline int tt_wait_add(tt_wait_set_t *ws, int fd, short events)
 #define TT_CAP_DEVICE_MEM (1u << 1) /* moves device buffers: has device ops */
 
 /*
- * How the engine touches device memory when a route gives it some: copies
- * and reductions by the device's kernels, scratch on the device. Each op
- * returns once its work is done: 0, or an error code that error() names.
- */
-typedef struct {
-    int (*copy)(void *arg, void *dst, const void *src, size_t bytes);
-    int (*reduce)(void *arg, void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
-                  tutti_op_t op);
-    /* Scratch of at least bytes, kept by arg between runs. */
-    int (*scratch)(void *arg, size_t bytes, void **out);
-    /* buf[i] /= nranks, as the host path's average does. */
-    int (*avg_finish)(void *arg, void *buf, size_t count, tutti_dtype_t dtype, int nranks);
-    const char *(*error)(int code);
-    void *arg;
-} tt_mem_ops_t;
-
-/*
  * How this rank's GPU reaches rank q's side of a direct run (device
  * addresses, usable on this rank's streams): q's window, the two words
  * q's stream writes for this rank (in this rank's host segment) and the
@@ -275,6 +258,18 @@ static inline void tt_req_queue_push(tt_req_t **head, tt_req_t *req)
     while (*head)
         head = &(*head)->next;
     *head = req;
+}
+
+/* Queues req as pending on a connection that has not failed (else its
+ * failure, which the caller returns as isend's or irecv's status). */
+static inline tutti_status_t tt_req_queue_post(tt_req_t **head, tt_req_t *req, tutti_status_t failed)
+{
+    if (failed)
+        return failed;
+    req->state = TT_REQ_PENDING;
+    req->done = 0;
+    tt_req_queue_push(head, req);
+    return TUTTI_SUCCESS;
 }
 
 static inline void tt_req_finish(tt_req_t *req, tutti_status_t status)

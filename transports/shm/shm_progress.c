@@ -32,23 +32,13 @@ static void fail_all(tt_shm_conn_t *c, tutti_status_t st)
 tutti_status_t tt_shm_isend(void *connp, int channel, tt_req_t *req)
 {
     tt_shm_conn_t *c = connp;
-    if (c->failed)
-        return c->failed;
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
-    tt_req_queue_push(&c->out[channel].reqs, req);
-    return TUTTI_SUCCESS;
+    return tt_req_queue_post(&c->out[channel].reqs, req, c->failed);
 }
 
 tutti_status_t tt_shm_irecv(void *connp, int channel, tt_req_t *req)
 {
     tt_shm_conn_t *c = connp;
-    if (c->failed)
-        return c->failed;
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
-    tt_req_queue_push(&c->in[channel].reqs, req);
-    return TUTTI_SUCCESS;
+    return tt_req_queue_post(&c->in[channel].reqs, req, c->failed);
 }
 
 static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)

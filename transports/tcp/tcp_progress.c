@@ -44,12 +44,7 @@ static void conn_fail(tt_tcp_conn_t *c, tutti_status_t st)
 tutti_status_t tt_tcp_isend(void *connp, int channel, tt_req_t *req)
 {
     tt_tcp_conn_t *c = connp;
-    if (c->failed)
-        return c->failed;
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
-    tt_req_queue_push(&c->ch[channel].sendq, req);
-    return TUTTI_SUCCESS;
+    return tt_req_queue_post(&c->ch[channel].sendq, req, c->failed);
 }
 
 tutti_status_t tt_tcp_irecv(void *connp, int channel, tt_req_t *req)
@@ -62,10 +57,7 @@ tutti_status_t tt_tcp_irecv(void *connp, int channel, tt_req_t *req)
         if (!c->ch[channel].bounce)
             return TUTTI_ERR_NO_MEMORY;
     }
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
-    tt_req_queue_push(&c->ch[channel].recvq, req);
-    return TUTTI_SUCCESS;
+    return tt_req_queue_post(&c->ch[channel].recvq, req, TUTTI_SUCCESS);
 }
 
 /* Returns bytes moved, 0 if the socket would block, -1 on a dead socket. */

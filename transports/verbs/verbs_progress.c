@@ -17,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/try.h"
 #include "transports/verbs/verbs.h"
 
 #define PROBE_EVERY_MS 20
@@ -177,11 +178,7 @@ void tt_verbs_disarm(void *connp)
 tutti_status_t tt_verbs_isend(void *connp, int channel, tt_req_t *req)
 {
     tt_verbs_conn_t *c = connp;
-    if (c->failed)
-        return c->failed;
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
-    tt_req_queue_push(&c->tx[channel].q, req);
+    TT_TRY(tt_req_queue_post(&c->tx[channel].q, req, c->failed));
     int progressed = 0;
     tt_verbs_tx_drive(c, channel, &progressed);
     return TUTTI_SUCCESS;
@@ -190,12 +187,8 @@ tutti_status_t tt_verbs_isend(void *connp, int channel, tt_req_t *req)
 tutti_status_t tt_verbs_irecv(void *connp, int channel, tt_req_t *req)
 {
     tt_verbs_conn_t *c = connp;
-    if (c->failed)
-        return c->failed;
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
     tt_verbs_rx_t *rx = &c->rx[channel];
-    tt_req_queue_push(&rx->q, req);
+    TT_TRY(tt_req_queue_post(&rx->q, req, c->failed));
     if (!rx->rtr_next)
         rx->rtr_next = req;
     tt_verbs_rx_offer(c, channel); /* the sender may be waiting for it already */
