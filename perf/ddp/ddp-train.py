@@ -31,7 +31,7 @@ import time
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "python"))
 import tutti.torch  # noqa: E402  (registers the backend)
 
 from torch.futures import Future  # noqa: E402

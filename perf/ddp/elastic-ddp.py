@@ -39,7 +39,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "python"))
+sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "python"))
 
 
 def parse(argv=None):
