@@ -8,7 +8,7 @@
  * exit status 1 if, where the tuner picks something other than the ring, it
  * is more than 10% slower.
  *
- *     tutti-run -n 4 perf/tuner-bench [-b 8] [-e 256M] [-r 7]
+ *     tutti-run -n 4 perf/compare/tuner-bench [-b 8] [-e 256M] [-r 7]
  */
 #include <getopt.h>
 #include <stdio.h>

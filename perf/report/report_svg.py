@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""SVG drawing for perf/report: line plots with log axes, heat maps, a
+"""SVG drawing for perf/report/report: line plots with log axes, heat maps, a
 topology graph and a step-by-step schedule animation, all written as plain
 SVG text so the page needs no script library and no network."""
 

@@ -6,7 +6,7 @@
 # a Markdown table and fails unless 1-bit two-phase is at least 8x faster
 # than dense. Skips (exit 77) without the privilege to make namespaces.
 #
-#     sudo perf/compress-netns.sh          # from the top of a built tree
+#     sudo perf/compare/compress-netns.sh          # from the top of a built tree
 set -u
 B=${TT_BUILDDIR:-.}
 RATE_MBIT=${RATE_MBIT:-1000}

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Plots perf/elastic-ddp.py's JSON: the loss across the failure, against time and step.
+"""Plots perf/ddp/elastic-ddp.py's JSON: the loss across the failure, against time and step.
 
-    python3 perf/elastic-plot.py perf/plots/elastic.json -o perf/plots/elastic-loss.png
+    python3 perf/ddp/elastic-plot.py perf/plots/elastic.json -o perf/plots/elastic-loss.png
 
 Left: the global loss of each completed step against seconds since the run
 began, the kill marked, for both runs (the restart run's replayed steps

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """DDP training that survives kill -9 of a rank, against torchrun restarting the job.
 
-    python3 perf/elastic-ddp.py --json perf/plots/elastic.json    # both runs, one after the other
-    python3 perf/elastic-ddp.py --run tutti --steps 24 --kill-at 8 --join-at 14 --check   # short (make check)
+    python3 perf/ddp/elastic-ddp.py --json perf/plots/elastic.json    # both runs, one after the other
+    python3 perf/ddp/elastic-ddp.py --run tutti --steps 24 --kill-at 8 --join-at 14 --check   # short (make check)
 
 Both runs train the same model (an MLP on 16 Gaussian clusters, SGD with
 momentum) on 4 CPU ranks with tutti's backend, gradients averaged by
@@ -24,7 +24,7 @@ checkpoint.
 
 Measured: from the kill (this process's clock) to the next step completed
 by every rank of the job, and the global loss of every step. With --json,
-everything goes there (perf/elastic-plot.py draws it).
+everything goes there (perf/ddp/elastic-plot.py draws it).
 """
 import argparse
 import datetime
@@ -39,7 +39,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "python"))
+sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "python"))
 
 
 def parse(argv=None):

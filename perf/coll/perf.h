@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "json_out.h"
+#include "perf/common/json_out.h"
 #include "tutti.h"
 
 typedef enum {

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 """DDP training on generated data with tutti and gloo in one job.
 
-    tutti-run -n 4 python3 perf/ddp-train.py                  # tutti, gloo, tutti + compression
-    tutti-run -n 4 python3 perf/ddp-train.py --backend tutti  # tutti alone
-    torchrun --nproc-per-node 4 perf/ddp-train.py             # torch 2.x launcher (Debian 13: README)
+    tutti-run -n 4 python3 perf/ddp/ddp-train.py                  # tutti, gloo, tutti + compression
+    tutti-run -n 4 python3 perf/ddp/ddp-train.py --backend tutti  # tutti alone
+    torchrun --nproc-per-node 4 perf/ddp/ddp-train.py             # torch 2.x launcher (Debian 13: README)
 
 Every configuration trains the same model from the same seed on the same
 data: a 4-layer MLP (26.0M parameters at the default width) learning
@@ -18,7 +18,7 @@ The compression configurations run tutti.torch.compression_hook the same way
 and count the bytes it sent. The configurations take turns step by step
 (each its own model, optimizer and data stream, all from the same seeds), so
 load from other work on the machine falls on all of them alike. Rank 0 prints a table and writes JSON (--json)
-for perf/ddp-plot.py.
+for perf/ddp/ddp-plot.py.
 """
 import argparse
 import datetime
@@ -31,7 +31,7 @@ import time
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "python"))
 import tutti.torch  # noqa: E402  (registers the backend)
 
 from torch.futures import Future  # noqa: E402

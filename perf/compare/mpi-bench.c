@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The MPI side of perf/compare: MPI_Allreduce, MPI_Reduce_scatter_block and
+ * The MPI side of perf/compare/compare: MPI_Allreduce, MPI_Reduce_scatter_block and
  * MPI_Allgather on fp32, timed exactly as tutti-perf times tutti (warm-up,
  * barrier, mean over iterations, slowest rank), with the same size
  * convention (the whole buffer) and busbw factors, and the processor time
  * each rank spends per call (tutti-perf --cpu).
- * usage: mpirun -np N perf/mpi-bench [-C allreduce|reducescatter|allgather]
+ * usage: mpirun -np N perf/compare/mpi-bench [-C allreduce|reducescatter|allgather]
  *        [-b SIZE] [-e SIZE] [-f F] [-n ITERS] [-w WARMUP] [--csv]
  */
 #include <mpi.h>

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The sections of perf/report's page, one per kind of result, and the diff
+"""The sections of perf/report/report's page, one per kind of result, and the diff
 of two runs. Each returns HTML text with inline SVG."""
 
 import html

@@ -8,7 +8,7 @@
  * dst); memcpy's counts two. Every round runs every kernel once; the
  * table shows medians of -r rounds.
  *
- *     perf/reduce-bench [-r 7] [-s 64M]
+ *     perf/compare/reduce-bench [-r 7] [-s 64M]
  */
 #include <getopt.h>
 #include <stdio.h>

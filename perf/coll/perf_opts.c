@@ -13,7 +13,7 @@
 
 #include "core/dtype.h"
 #include "core/env_config.h"
-#include "opt_parse.h"
+#include "perf/common/opt_parse.h"
 #include "perf.h"
 #include "sched/schedule.h"
 

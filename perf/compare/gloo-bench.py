@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The Gloo side of perf/compare: PyTorch's CPU backend (torch.distributed
+"""The Gloo side of perf/compare/compare: PyTorch's CPU backend (torch.distributed
 with gloo over TCP loopback), timed as tutti-perf times tutti: warm-up,
 barrier, mean over iterations, slowest rank; the whole buffer as the size and
 the same busbw factors; cpu_us is the processor time each rank spends per call

@@ -15,7 +15,7 @@
 
 #include "bw.h"
 #include "comm/comm.h"
-#include "opt_parse.h"
+#include "perf/common/opt_parse.h"
 
 static void usage(FILE *f)
 {

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "bw_pair.h"
-#include "json_out.h"
+#include "perf/common/json_out.h"
 #include "tutti.h"
 
 typedef struct {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Plots perf/ddp-train.py's JSON: loss curves and communication time per step.
+"""Plots perf/ddp/ddp-train.py's JSON: loss curves and communication time per step.
 
-    python3 perf/ddp-plot.py perf/out/ddp-2.json perf/out/ddp-4.json -o perf/plots/ddp
+    python3 perf/ddp/ddp-plot.py perf/out/ddp-2.json perf/out/ddp-4.json -o perf/plots/ddp
 
 writes ddp-loss.png and ddp-comm.png (one panel per JSON file). Needs
 matplotlib (Debian: python3-matplotlib).

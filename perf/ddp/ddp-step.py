@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """The DDP training step as a trainer runs it, tutti against gloo in one job.
 
-    tutti-run -n 2 python3 perf/ddp-step.py --model mlp --batch 2       # both backends, step by step
-    python3 perf/ddp-step.py --single --model mlp --batch 2             # one process, no DDP
+    tutti-run -n 2 python3 perf/ddp/ddp-step.py --model mlp --batch 2       # both backends, step by step
+    python3 perf/ddp/ddp-step.py --single --model mlp --batch 2             # one process, no DDP
 
 Plain DistributedDataParallel: default buckets, overlap of the all-reduces
 with the backward pass on, no communication hook, no barrier, one torch
@@ -14,7 +14,7 @@ two take turns step by step, so load from elsewhere falls on both alike.
 perfectly scaling job would take (scaling efficiency = that step / the DDP
 step). A step is forward, backward and the optimizer's step; its time is
 rank 0's, its CPU time the process's (every thread) averaged over ranks.
-Prints one JSON line (perf/ddp-bench gathers them).
+Prints one JSON line (perf/ddp/ddp-bench gathers them).
 """
 import argparse
 import datetime
@@ -28,7 +28,7 @@ import time
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "python"))
 
 CLASSES = 16
 

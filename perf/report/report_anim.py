@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""perf/report's animation of a schedule (tutti-explain --json): one SVG
+"""perf/report/report's animation of a schedule (tutti-explain --json): one SVG
 panel per global step, with the messages of the step as arrows between the
 ranks' rows and every rank's chunks coloured by how many ranks' terms they
 hold. The panels play in turn by CSS animation (no script), a row of radio
