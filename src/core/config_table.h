@@ -12,7 +12,7 @@
     X(LOG_SUBSYS, STR, "all", "comma-separated subsystems to log: init,coll,engine,net,config")              \
     X(LOG_PREFIX, STR, "none", "what goes before each log line, comma-separated: time,host,pid,tid; none")   \
     X(TIMEOUT, INT, "300", "seconds a blocking call may wait without progress before it fails")              \
-    X(SPIN_US, INT, "50",                                                                                    \
+    X(SPIN_US, INT, "200",                                                                                   \
       "microseconds a waiting rank polls before it sleeps in the kernel, when a core is free for it")        \
     X(TRANSPORTS, STR, "",                                                                                   \
       "transports to use, in priority order; default: every one built, in the order tutti-info -l lists")    \
