@@ -26,6 +26,7 @@
 
 #include "comm/bootstrap.h"
 #include "core/key.h"
+#include "core/load.h"
 #include "core/clock.h"
 #include "core/env_config.h"
 #include "core/sock.h"
