@@ -1,16 +1,22 @@
 # SPDX-License-Identifier: MIT
 # Sourced by .ci/fresh-debian and .ci/torch2: a throw-away minimal Debian in
 # a temporary folder, with /proc, /sys, /dev, /dev/pts and /dev/shm bound
-# into it and a clone of the repository's committed HEAD in /root/tutti. On
-# every way out of the sourcing script, what still runs inside is killed,
-# everything is unmounted, and the folder deleted.
+# into it and a clone of the repository's committed HEAD (or a release
+# tarball, unpacked) in /root/tutti. On every way out of the sourcing
+# script, what still runs inside is killed, everything is unmounted, and the
+# folder deleted.
 #
 # The sourcing script sets, before calling anything here:
 #   ci_name     its name, which starts every message
 #   suite       the Debian suite to bootstrap (bookworm, trixie)
-#   mirror      the Debian mirror, and mirror_var the variable that sets it
+#   mirror      the Debian mirror, empty for the one this machine's apt
+#               uses, and mirror_var the variable that sets it
 #   keep        1 keeps the tree for inspection
 #   repo        the repository's top folder
+# and may set:
+#   plain_root  1 leaves the new root a plain folder, as pbuilder's chroots
+#               are, instead of a mount point of its own
+#   tarball     a release tarball to unpack in /root/tutti instead of the clone
 # then calls chroot_checks (exits 77 saying why when it cannot run),
 # chroot_create PREFIX, chroot_bootstrap PACKAGES and chroot_enter, and runs
 # commands inside with in_chroot.
@@ -22,14 +28,38 @@ skip() {
 }
 now() { date +%s; }
 
-# Root, debootstrap, git and the mirror; sets rev, the commit to clone.
+# apt_site RELEASE: the site this machine's apt fetches RELEASE's packages
+# from (its own sources: a site's or a user's mirror), or nothing.
+apt_site() {
+    apt-get indextargets --no-release-info --format '$(TARGET_OF) $(IDENTIFIER) $(RELEASE) $(SITE)' 2>/dev/null |
+        awk -v r="$1" '$1 == "deb" && $2 == "Packages" && $3 == r { print $4; exit }'
+}
+
+# The mirror, when the sourcing script was given none, and the security
+# suite's site (security, possibly empty): those this machine's apt uses for
+# its own Debian release.
+chroot_mirror() {
+    codename=$(. /etc/os-release 2>/dev/null && [ "${ID:-}" = debian ] && echo "${VERSION_CODENAME:-}")
+    [ -n "$mirror" ] || [ -z "$codename" ] || mirror=$(apt_site "$codename")
+    [ -n "$mirror" ] || skip "no Debian mirror in this machine's apt sources (set $mirror_var)"
+    security=""
+    [ -z "$codename" ] || security=$(apt_site "$codename-security")
+}
+
+# Root, debootstrap, the mirror, and git (or the tarball); sets rev, the
+# commit to clone.
 chroot_checks() {
     [ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap, chroot and mounts)"
     command -v debootstrap >/dev/null 2>&1 || skip "debootstrap is not installed (apt-get install debootstrap)"
-    command -v git >/dev/null 2>&1 || skip "git is not installed"
+    chroot_mirror
     # debootstrap depends on wget, so wget is here to ask the mirror first.
     wget -q -T 20 -t 2 -O /dev/null "$mirror/dists/$suite/Release" ||
         skip "the Debian mirror $mirror cannot be reached (set $mirror_var)"
+    if [ -n "${tarball:-}" ]; then
+        [ -f "$tarball" ] || skip "no tarball $tarball"
+        return 0
+    fi
+    command -v git >/dev/null 2>&1 || skip "git is not installed (apt-get install git)"
     rev=$(git -C "$repo" rev-parse HEAD) || exit 1
     git -C "$repo" diff --quiet HEAD 2>/dev/null ||
         say "note: uncommitted changes in $repo are not tried; the clone has $rev"
@@ -109,34 +139,42 @@ chroot_create() {
     trap 'exit 130' INT TERM HUP
 }
 
-# chroot_bootstrap PACKAGES: debootstrap's minbase with the comma-separated
+# chroot_bootstrap [PACKAGES]: debootstrap's minbase with the comma-separated
 # PACKAGES added, and the suite's updates and security suites in apt's
 # sources, as on an installed system. Sets t0 and t1 (its start and end).
 chroot_bootstrap() {
     t0=$(now)
-    say "bootstrapping Debian $suite (minbase) into $root"
-    if ! run debootstrap --variant=minbase --include="$1" "$suite" "$root" "$mirror" >"$log" 2>&1; then
+    say "bootstrapping Debian $suite (minbase) from $mirror into $root"
+    if ! run debootstrap --variant=minbase ${1:+--include="$1"} "$suite" "$root" "$mirror" >"$log" 2>&1; then
         tail -n 20 "$log"
         say "debootstrap failed (log above)"
         exit 1
     fi
-    cat >"$root/etc/apt/sources.list" <<EOF
-deb $mirror $suite main
-deb $mirror $suite-updates main
-deb ${mirror%/debian}/debian-security $suite-security main
-EOF
+    {
+        echo "deb $mirror $suite main"
+        echo "deb $mirror $suite-updates main"
+        [ -z "$security" ] || echo "deb $security $suite-security main"
+    } >"$root/etc/apt/sources.list"
+    [ -n "$security" ] || say "note: this machine's apt has no security suite, so the new system has none"
     t1=$(now)
     say "bootstrap took $((t1 - t0)) s"
 }
 
-# The mounts, and the clone of $rev in /root/tutti.
+# The mounts, and the clone of $rev (or the tarball's tree) in /root/tutti.
 chroot_enter() {
-    # The new root is made a mount point of its own (ip netns exec, in the test
-    # suite, remounts / there), private so nothing mounted in it reaches the host.
-    mount --bind "$root" "$root" && mount --make-private "$root" || exit 1
+    # The new root is made a mount point of its own (ip netns exec remounts /
+    # there), private so nothing mounted in it reaches the host; or left a
+    # plain folder, where the test suite must get by without that.
+    if [ "${plain_root:-0}" != 1 ]; then
+        mount --bind "$root" "$root" && mount --make-private "$root" || exit 1
+    fi
     for fs in proc sys dev dev/pts dev/shm; do
         mount --bind "/$fs" "$root/$fs" || exit 1
     done
+    if [ -n "${tarball:-}" ]; then
+        mkdir "$root/root/tutti" && tar -xzf "$tarball" -C "$root/root/tutti" --strip-components=1 || exit 1
+        return 0
+    fi
     git clone -q --no-checkout "$repo" "$root/root/tutti" && git -C "$root/root/tutti" checkout -q --detach "$rev" ||
         exit 1
 }

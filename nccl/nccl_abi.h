@@ -49,6 +49,9 @@ typedef enum {
 
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
 #define NCCL_SPLIT_NOCOLOR -1
+#define NCCL_SHRINK_DEFAULT 0x00 /* shrink the parent communicator */
+#define NCCL_SHRINK_ABORT 0x01   /* first stop the parent's calls in progress, then shrink */
+#define NCCL_REVOKE_DEFAULT 0x00 /* the only ncclCommRevoke flag */
 #define NCCL_CONFIG_MAGIC 0xcafebeefu
 
 /* ncclConfig_t as NCCL 2.28 lays it out; later versions append fields,

@@ -106,6 +106,7 @@ ncclComm_t tt_nccl_register(ncclComm_t comm)
 void tt_nccl_free(ncclComm_t comm)
 {
     comm->magic = 0;
+    free(comm->init.exclude);
     pthread_cond_destroy(&comm->changed);
     pthread_mutex_destroy(&comm->lock);
     free(comm);
@@ -289,6 +290,9 @@ int tt_nccl_snapshot(ncclComm_t handle, ncclResult_t *state, int *nranks, int *r
         tutti_comm_t tc = comm->tc;
         tutti_comm_t inner = tt_nccl_inner(tc);
         tutti_status_t failed = inner ? __atomic_load_n(&inner->failed, __ATOMIC_RELAXED) : TUTTI_SUCCESS;
+        /* A revoked communicator is quiescent, ready for shrink or destroy, as NCCL reports it. */
+        if (inner && __atomic_load_n(&inner->revoked_by, __ATOMIC_RELAXED) >= 0)
+            failed = TUTTI_SUCCESS;
         if (*state == ncclSuccess && failed) {
             *state = tt_nccl_result(failed);
             if (!comm->error[0])

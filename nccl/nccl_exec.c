@@ -17,10 +17,6 @@
 #include "device/queue.h"
 #include "nccl/nccl_int.h"
 
-#ifdef TT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 /* A copy within this rank: the root's own block of a gather or scatter, a
  * send to itself. */
 typedef struct {
@@ -48,15 +44,7 @@ static tutti_status_t local_copies(tutti_comm_t tc, const local_t *copies, int n
             memcpy(copies[i].dst, copies[i].src, copies[i].bytes);
             continue;
         }
-#ifdef TT_HAVE_CUDA
-        cudaError_t e = cudaMemcpyAsync(copies[i].dst, copies[i].src, copies[i].bytes, cudaMemcpyDefault,
-                                        (cudaStream_t)stream);
-        if (e)
-            return tt_device_error(tc, name, "copying within this rank", e);
-#else
-        (void)stream;
-        return tt_comm_error(tc, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA", name);
-#endif
+        TT_TRY(tt_device_copy(tc, name, copies[i].dst, copies[i].src, copies[i].bytes, stream));
     }
     return TUTTI_SUCCESS;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "nccl/nccl_int.h"
 
 typedef struct {
@@ -28,21 +29,6 @@ typedef struct {
 
 static _Thread_local group_t group;
 
-static int grow(void **p, int *cap, int need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    int ncap = *cap ? 2 * *cap : 16;
-    while (ncap < need)
-        ncap *= 2;
-    void *np = realloc(*p, (size_t)ncap * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
 void tt_nccl_group_note(ncclResult_t res)
 {
     if (group.depth > 0 && res && !group.error)
@@ -53,7 +39,7 @@ ncclResult_t tt_nccl_submit(const tt_nccl_op_t *op, const char *call)
 {
     if (group.depth == 0)
         return tt_nccl_run(op->comm, op, 1);
-    if (grow((void **)&group.ops, &group.ops_cap, group.nops + 1, sizeof *group.ops)) {
+    if (tt_grow((void **)&group.ops, &group.ops_cap, group.nops + 1, sizeof *group.ops)) {
         tt_nccl_group_note(ncclSystemError);
         return tt_nccl_error(op->comm, ncclSystemError, "%s: no memory to keep the call for ncclGroupEnd",
                              call);
@@ -66,7 +52,7 @@ static int defer(ncclComm_t comm, int finalize)
 {
     if (group.depth == 0)
         return 0;
-    if (grow((void **)&group.jobs, &group.jobs_cap, group.njobs + 1, sizeof *group.jobs)) {
+    if (tt_grow((void **)&group.jobs, &group.jobs_cap, group.njobs + 1, sizeof *group.jobs)) {
         tt_nccl_group_note(ncclSystemError);
         return 0; /* then it runs at once */
     }

@@ -25,7 +25,7 @@ static int current_device(void)
 {
     int dev = -1;
     char why[160];
-    if (!tt_cuda_usable(why, sizeof why))
+    if (tt_device_usable(why, sizeof why) != TUTTI_SUCCESS)
         return -1;
 #ifdef TT_HAVE_CUDA
     if (cudaGetDevice(&dev) != cudaSuccess)
@@ -87,7 +87,13 @@ static void *init_main(void *arg)
     if (comm->device >= 0)
         cudaSetDevice(comm->device);
 #endif
-    if (comm->init.parent)
+    if (comm->init.parent && comm->init.how == TT_NCCL_SHRINK)
+        st = tutti_comm_shrink(comm->init.parent, comm->init.exclude, comm->init.nexclude, comm->init.flags,
+                               &tc);
+    else if (comm->init.parent && comm->init.how == TT_NCCL_GROW)
+        st = tutti_comm_grow(comm->init.parent, comm->init.nranks, comm->init.has_id ? &comm->init.id : NULL,
+                             &tc);
+    else if (comm->init.parent)
         st = tutti_comm_split(comm->init.parent, comm->init.color, comm->init.key, &tc);
     else
         st = tutti_comm_init(&tc, comm->init.nranks, comm->init.rank, &comm->init.id, NULL);
@@ -139,9 +145,7 @@ static ncclResult_t wait_init(ncclComm_t comm, ncclComm_t *out)
     return res;
 }
 
-/* Registers comm, hands out its handle and starts its init: at the group's
- * end inside a group, in the background when non-blocking, else here. */
-static ncclResult_t launch(ncclComm_t comm, ncclComm_t *out)
+ncclResult_t tt_nccl_launch(ncclComm_t comm, ncclComm_t *out)
 {
     *out = tt_nccl_register(comm);
     if (!*out) {
@@ -167,20 +171,28 @@ ncclResult_t tt_nccl_split(ncclComm_t parent, int color, int key, int blocking, 
         tutti_status_t st = tutti_comm_split(ptc, -1, key, &none);
         return st ? tt_nccl_failed(parent, st) : ncclSuccess;
     }
-    ncclComm_t comm = tt_nccl_new(0, -1, blocking);
+    ncclComm_t comm = tt_nccl_child(parent, blocking);
     if (!comm)
         return tt_nccl_error(parent, ncclSystemError, "ncclCommSplit: no memory for a communicator");
-    comm->device = parent->device;
-    comm->init.parent = ptc;
     comm->init.color = color;
     comm->init.key = key;
-    /* The parent stays in use until the split is done, even in the
+    return tt_nccl_launch(comm, out);
+}
+
+ncclComm_t tt_nccl_child(ncclComm_t parent, int blocking)
+{
+    ncclComm_t comm = tt_nccl_new(0, -1, blocking);
+    if (!comm)
+        return NULL;
+    comm->device = parent->device;
+    comm->init.parent = tt_nccl_tc(parent);
+    /* The parent stays in use until the child is made, even in the
      * background: an abort of the parent then interrupts it. */
     pthread_mutex_lock(&parent->lock);
     parent->users++;
     pthread_mutex_unlock(&parent->lock);
     comm->init.split_of = parent;
-    return launch(comm, out);
+    return comm;
 }
 
 static ncclResult_t init_rank(ncclComm_t *out, int nranks, const ncclUniqueId *id, int rank,
@@ -204,7 +216,7 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, const ncclUniqueId *i
     comm->init.nranks = nranks;
     comm->init.rank = rank;
     memcpy(comm->init.id.internal, id->internal, sizeof comm->init.id.internal);
-    return launch(comm, out);
+    return tt_nccl_launch(comm, out);
 }
 
 TT_NCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,

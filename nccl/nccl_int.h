@@ -45,13 +45,19 @@ struct ncclComm {
     int owner_pid; /* the process that made it: a forked child's copy is refused */
     tt_nccl_redop_t redops[TT_NCCL_MAX_REDOPS];
     char error[512]; /* what the background work or a queued call failed with */
+    int revoked;     /* ncclCommRevoke was called on it */
     /* A deferred or background init: what to join. */
     struct {
         int nranks, rank;
         tutti_unique_id_t id;
-        tutti_comm_t parent; /* split: the parent's communicator, with color and key ... */
-        ncclComm_t split_of; /* ... and its handle, held (a call inside it) until the split is done */
-        int color, key;
+        tutti_comm_t parent; /* split, shrink, grow: the parent's communicator ... */
+        ncclComm_t split_of; /* ... and its handle, held (a call inside it) until the child is made */
+        enum { TT_NCCL_SPLIT = 0, TT_NCCL_SHRINK, TT_NCCL_GROW } how;
+        int color, key; /* split */
+        int *exclude;   /* shrink: the ranks left out (malloc'd) ... */
+        int nexclude;   /* ... how many */
+        unsigned flags; /* ... and TUTTI_SHRINK_* */
+        int has_id;     /* grow: id holds rank 0's unique id */
     } init;
 };
 
@@ -127,6 +133,13 @@ ncclResult_t tt_nccl_start_init(ncclComm_t comm);
 ncclResult_t tt_nccl_start_finalize(ncclComm_t comm);
 /* Splits parent (inside tt_nccl_enter) as ncclCommSplit does. */
 ncclResult_t tt_nccl_split(ncclComm_t parent, int color, int key, int blocking, ncclComm_t *out);
+/* A communicator to be made from parent (inside tt_nccl_enter), which it
+ * holds until made; NULL without memory. */
+ncclComm_t tt_nccl_child(ncclComm_t parent, int blocking);
+/* Registers comm, hands out its handle in *out and starts its init: at the
+ * group's end inside a group, in the background when non-blocking
+ * (ncclInProgress), else here. */
+ncclResult_t tt_nccl_launch(ncclComm_t comm, ncclComm_t *out);
 /* Under the registry lock: whether handle is live, and its communicator's
  * state (an asynchronous failure of its tutti communicator included), size,
  * rank and device, without waiting. */

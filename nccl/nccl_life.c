@@ -222,6 +222,9 @@ TT_NCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm)
     if (res)
         return res;
     tt_nccl_leave(comm); /* the communicator is no longer used by calls */
+    if (comm->revoked)   /* as NCCL: a revocation finalized it */
+        return tt_nccl_error(comm, ncclInvalidArgument,
+                             "ncclCommFinalize: the communicator was revoked; destroy or abort it");
     if (tt_nccl_group_defer_finalize(comm))
         return ncclSuccess;
     if (!comm->blocking) {

@@ -76,7 +76,8 @@ static void apply(void)
     char subsys[128] = "";
     if (subsys_env && *subsys_env)
         subsys_of(subsys_env, subsys, sizeof subsys);
-    tt_log_set_fallback(level, subsys[0] ? subsys : NULL);
+    /* NCCL's own lines start "host:pid:tid", which its users' tools split on */
+    tt_log_set_fallback(level, subsys[0] ? subsys : NULL, level ? "host,pid,tid" : NULL);
     int major, minor, patch;
     tutti_get_version(&major, &minor, &patch);
     const char *line = "libnccl.so.2 from tutti %d.%d.%d (NCCL API %d.%d.%d): host and device buffers";

@@ -92,6 +92,7 @@ ncclResult_t tt_nccl_result(tutti_status_t st)
     case TUTTI_ERR_ABORTED: return ncclInvalidUsage; /* a call on a failed or aborted communicator */
     case TUTTI_ERR_CONFIG: return ncclInvalidUsage;
     case TUTTI_ERR_INTERNAL: return ncclInternalError;
+    case TUTTI_ERR_REVOKED: return ncclInvalidUsage; /* as NCCL: "communicator was revoked" */
     }
     return ncclInternalError;
 }

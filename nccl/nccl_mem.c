@@ -62,7 +62,7 @@ TT_NCCL_EXPORT ncclResult_t pncclMemAlloc(void **ptr, size_t size)
     if (!ptr)
         return tt_nccl_error(NULL, ncclInvalidArgument, "ncclMemAlloc: ptr: NULL pointer");
     *ptr = NULL;
-    if (tt_cuda_usable(why, sizeof why)) {
+    if (tt_device_usable(why, sizeof why) == TUTTI_SUCCESS) {
 #ifdef TT_HAVE_CUDA
         cudaError_t e = cudaMalloc(ptr, size ? size : 1);
         if (e)

@@ -15,12 +15,6 @@
 #include "nccl/nccl_int.h"
 #include "reduce/reduce.h"
 
-#ifdef TT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-#include "cuda/kernels.h"
-#endif
-
 TT_NCCL_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
                                                       ncclScalarResidence_t residence, ncclComm_t comm)
 {
@@ -109,14 +103,10 @@ static tutti_status_t scalar_now(tutti_comm_t tc, const tt_nccl_redop_t *r, unsi
         memcpy(out, r->scalar_ptr, elem);
         return TUTTI_SUCCESS;
     }
-#ifdef TT_HAVE_CUDA
-    cudaError_t e = cudaMemcpy(out, r->scalar_ptr, elem, cudaMemcpyDeviceToHost);
-    return e ? tt_device_error(tt_nccl_inner(tc), name, "reading the pre-multiplied sum's scalar", e)
-             : TUTTI_SUCCESS;
-#else
-    return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA",
-                         name);
-#endif
+    /* The host path waited for the stream: the scalar is there, once the
+     * default stream has copied it. */
+    TT_TRY(tt_device_copy(tt_nccl_inner(tc), name, out, r->scalar_ptr, elem, NULL));
+    return tt_device_stream_wait(tt_nccl_inner(tc), name, NULL);
 }
 
 /* Host buffers: the stream's earlier work, then the scaling here. */
@@ -140,31 +130,19 @@ static tutti_status_t premul_host(tutti_comm_t tc, const tt_nccl_op_t *op, size_
  * and the sum queued on the stream, the temporary freed after them. */
 static tutti_status_t premul_device(tutti_comm_t tc, const tt_nccl_op_t *op, size_t n, const char *name)
 {
-#ifdef TT_HAVE_CUDA
     unsigned char k[8] = {0};
     const tt_nccl_redop_t *r = &op->premul;
+    tutti_comm_t inner = tt_nccl_inner(tc);
     const void *k_dev = r->on_pointer && tt_mem_kind(r->scalar_ptr) == TT_MEM_DEVICE ? r->scalar_ptr : NULL;
     if (!k_dev)
         TT_TRY(scalar_now(tc, r, k, name));
-    cudaStream_t s = (cudaStream_t)op->stream;
     void *scaled = NULL;
-    cudaError_t e = cudaMallocAsync(&scaled, n * tutti_dtype_size(op->dtype), s);
-    if (!e)
-        e = (cudaError_t)tt_cuda_scale(scaled, op->send, n, op->dtype, k_dev, k, s);
-    if (e) {
-        if (scaled)
-            cudaFreeAsync(scaled, s);
-        return tt_device_error(tt_nccl_inner(tc), name, "scaling the input of a pre-multiplied sum", e);
-    }
-    tutti_status_t st = sum_from(tc, op, scaled);
-    cudaFreeAsync(scaled, s);
+    TT_TRY(tt_device_alloc(inner, name, n * tutti_dtype_size(op->dtype), op->stream, &scaled));
+    tutti_status_t st = tt_device_scale(inner, name, scaled, op->send, n, op->dtype, k_dev, k, op->stream);
+    if (!st)
+        st = sum_from(tc, op, scaled);
+    tt_device_free(scaled, op->stream);
     return st;
-#else
-    (void)op;
-    (void)n;
-    return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA",
-                         name);
-#endif
 }
 
 ncclResult_t tt_nccl_run_premul(tutti_comm_t tc, const tt_nccl_op_t *op)

@@ -13,44 +13,8 @@ static ncclResult_t refuse(const char *call, const char *why)
     return tt_nccl_error(NULL, ncclInvalidUsage, "%s is not offered by tutti: %s", call, why);
 }
 
-#define NO_SHRINK "a tutti communicator is rebuilt, not shrunk: abort it and split or init a new one"
 #define NO_SYMMETRIC "tutti has no symmetric memory windows (device-initiated communication)"
 #define NO_DEVICE_API "tutti has no device-side API: collectives are called from the host"
-
-TT_NCCL_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
-                                            ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags)
-{
-    (void)comm, (void)excludeRanksList, (void)excludeRanksCount, (void)config, (void)shrinkFlags;
-    if (newcomm)
-        *newcomm = NULL;
-    return refuse("ncclCommShrink", NO_SHRINK);
-}
-TT_NCCL_ALIAS(ncclCommShrink)
-
-TT_NCCL_EXPORT ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags)
-{
-    (void)comm, (void)revokeFlags;
-    return refuse("ncclCommRevoke", "a failed tutti communicator is aborted (ncclCommAbort), not revoked");
-}
-TT_NCCL_ALIAS(ncclCommRevoke)
-
-TT_NCCL_EXPORT ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId, int rank,
-                                          ncclComm_t *newcomm, ncclConfig_t *config)
-{
-    (void)comm, (void)nRanks, (void)uniqueId, (void)rank, (void)config;
-    if (newcomm)
-        *newcomm = NULL;
-    return refuse("ncclCommGrow", "a tutti communicator does not grow: init a new one with ncclCommInitRank");
-}
-TT_NCCL_ALIAS(ncclCommGrow)
-
-TT_NCCL_EXPORT ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId)
-{
-    (void)comm, (void)uniqueId;
-    return refuse("ncclCommGetUniqueId",
-                  "it serves ncclCommGrow; use ncclGetUniqueId for a new communicator");
-}
-TT_NCCL_ALIAS(ncclCommGetUniqueId)
 
 TT_NCCL_EXPORT ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags)
 {

@@ -13,7 +13,7 @@
 #include "bw_fit.h"
 #include "comm/comm.h"
 #include "core/clock.h"
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "tune/tuner.h"
 
 #define TIMING_NS 5000000 /* about this long per timing, at least 2 calls */

@@ -14,7 +14,7 @@
 #include "bw_fit.h"
 #include "comm/comm.h"
 #include "sched/hosts.h"
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "tune/tuner.h"
 
 /* The model's time for one correction's shape and size: hosts of equal

@@ -11,7 +11,7 @@
 int devmem_open(int rank, void **stream, char *why, size_t whylen)
 {
     int n = 0;
-    if (!tt_cuda_usable(why, whylen))
+    if (tt_device_usable(why, whylen) != TUTTI_SUCCESS)
         return -1;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (!e && n == 0)

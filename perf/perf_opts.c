@@ -79,36 +79,37 @@ static void usage(FILE *out, const char *prog)
 }
 
 /* "topk[:DENSITY]", "topk-sampled[:DENSITY]", "int8[:BLOCK]", "int4[:BLOCK]",
- * "sign[:BLOCK]" or "none". 0, or -1 if malformed. */
+ * "sign[:BLOCK]" or "none": the library's kind names, and topk-sampled.
+ * 0, or -1 if malformed. */
 static int parse_compress(const char *spec, tutti_compress_t *how)
 {
-    static const struct {
-        const char *name;
-        tutti_compress_kind_t kind;
-    } kinds[] = {{"none", TUTTI_COMPRESS_NONE},         {"topk", TUTTI_COMPRESS_TOPK},
-                 {"topk-sampled", TUTTI_COMPRESS_TOPK}, {"int8", TUTTI_COMPRESS_INT8},
-                 {"int4", TUTTI_COMPRESS_INT4},         {"sign", TUTTI_COMPRESS_SIGN}};
+    static const char sampled_name[] = "topk-sampled";
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-    int no_ef = how->no_error_feedback;
-    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        if (strlen(kinds[k].name) != len || strncmp(spec, kinds[k].name, len) != 0)
-            continue;
-        *how = (tutti_compress_t){.kind = kinds[k].kind, .sampled = k == 2, .no_error_feedback = no_ef};
-        if (!colon)
-            return 0;
-        char *end;
-        double v = strtod(colon + 1, &end);
-        if (*end || v <= 0)
+    int sampled = len == strlen(sampled_name) && strncmp(spec, sampled_name, len) == 0;
+    const char *want = sampled ? "topk" : NULL;
+    int kind = 0;
+    for (;; kind++) {
+        const char *known = tutti_compress_kind_name((tutti_compress_kind_t)kind);
+        if (strcmp(known, "unknown") == 0)
             return -1;
-        if (how->kind == TUTTI_COMPRESS_TOPK) {
-            how->density = v;
-            return v > 1 ? -1 : 0;
-        }
-        how->block = (size_t)v;
-        return how->kind == TUTTI_COMPRESS_NONE ? -1 : 0;
+        if (want ? strcmp(known, want) == 0 : strlen(known) == len && strncmp(spec, known, len) == 0)
+            break;
     }
-    return -1;
+    *how = (tutti_compress_t){
+        .kind = (tutti_compress_kind_t)kind, .sampled = sampled, .no_error_feedback = how->no_error_feedback};
+    if (!colon)
+        return 0;
+    char *end;
+    double v = strtod(colon + 1, &end);
+    if (*end || v <= 0)
+        return -1;
+    if (how->kind == TUTTI_COMPRESS_TOPK) {
+        how->density = v;
+        return v > 1 ? -1 : 0;
+    }
+    how->block = (size_t)v;
+    return how->kind == TUTTI_COMPRESS_NONE ? -1 : 0;
 }
 
 /* A flag nccl-tests has and tutti does not need: 0 is fine, anything else is refused. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algorithms/registry.h"
 #include "tune/policy.h"
 #include "core/clock.h"
 #include "comm/comm.h"

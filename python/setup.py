@@ -6,7 +6,9 @@ the freshly built libtutti.so.0 inside the package; without one, the package
 loads libtutti.so.0 from the dynamic loader's path (make install) or from
 TUTTI_LIBRARY.
 """
+import ctypes
 import os
+import re
 import shutil
 
 from setuptools import setup
@@ -14,6 +16,22 @@ from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILT = os.path.join(HERE, os.pardir, ".libs", "libtutti.so.0")
+
+
+def _version():
+    """The package's version is the library's, whose one source is AC_INIT in
+    configure.ac: asked of the library being packaged, else read there."""
+    built = os.environ.get("TUTTI_LIBRARY") or BUILT
+    if os.path.exists(built):
+        v = [ctypes.c_int() for _ in range(3)]
+        ctypes.CDLL(built).tutti_get_version(*[ctypes.byref(x) for x in v])
+        return "%d.%d.%d" % tuple(x.value for x in v)
+    try:
+        with open(os.path.join(HERE, os.pardir, "configure.ac")) as f:
+            return re.search(r"AC_INIT\(\[tutti\], \[([^]]+)\]", f.read()).group(1)
+    except (OSError, AttributeError):
+        raise SystemExit("tutti: no built libtutti.so.0 (make, or set TUTTI_LIBRARY) and no configure.ac "
+                         "beside python/ to take the version from")
 
 
 class BuildWithLibrary(build_py):
@@ -28,7 +46,7 @@ class BuildWithLibrary(build_py):
 
 setup(
     name="tutti",
-    version="0.1.0",
+    version=_version(),
     description="Collective communication for host and CUDA buffers, and a PyTorch backend",
     license="MIT",
     packages=["tutti", "tutti.torch"],

@@ -4,10 +4,21 @@
 #  - a folder of the library includes only from its own folder and the
 #    layers below it (never upward, never sideways into its own rank);
 #  - the core includes no transport's own header, a transport no other's;
-#  - an algorithm includes only sched/schedule.h;
-#  - no file outside tests/ is over 600 lines, no library function over 80.
-# Prints every breach and exits 1 if there is one.
-top=${TT_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+#  - an algorithm includes only sched/schedule.h (the registry, the
+#    algorithms' own header, is read by the layers above);
+#  - the same rules for the symbols each built object uses (nm): only those
+#    its own folder and the layers below define, no transport's own symbol
+#    outside it (the table, transports/transports.c, names them), and for
+#    an algorithm only the schedule layer's;
+#  - no source file outside tests/ is over 600 lines, no function of the
+#    library or of libnccl.so.2 over 80.
+# It reads source files only: git's list in a checkout, else the list a
+# release tarball carries (build-aux/dist-files, written by make dist), else
+# what find sees less what a build makes; and the objects of the build tree
+# (TT_BUILDDIR, default the source tree). It writes nothing. Prints every
+# breach and exits 1 if there is one.
+top=$(cd "${TT_SRCDIR:-$(dirname "$0")/..}" && pwd -P) || exit 1
+build=${TT_BUILDDIR:-$top}
 cd "$top" || exit 1
 
 # rank FOLDER: the layer of a folder, lowest 0; nothing for unknown ones.
@@ -27,6 +38,9 @@ rank() {
     nccl) echo 11 ;;
     esac
 }
+# The same table for awk.
+ranks=$(for f in include core reduce codec sched topo cuda algorithms transports tune comm coll device compress api \
+    tools nccl; do printf '%s=%s ' "$f" "$(rank $f)"; done)
 
 # folder FILE: the layer a source file belongs to.
 folder() {
@@ -44,23 +58,41 @@ breach() {
     bad=1
 }
 
-# The sources as git knows them, or as a release tarball holds them.
-sources() {
-    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-        git ls-files "$@"
+# Every source file, one per line. A build makes objects, libraries,
+# dependency files and programs without a suffix, and X from X.in.
+all_sources() {
+    if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$top" ]; then
+        git ls-files -co --exclude-standard
+    elif [ -f build-aux/dist-files ]; then
+        cat build-aux/dist-files
     else
-        for pattern in "$@"; do
-            find ${pattern%%/*} -path "$pattern" -type f 2>/dev/null
-        done
+        find . \( -name .git -o -name .libs -o -name .deps -o -name autom4te.cache \) -prune -o -type f \
+            \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' -o -name '*.py' -o -name '*.sh' -o -name '*.map' \
+            -o -name '*.include' -o -name '*.in' \) -print | sed 's|^\./||' |
+            while IFS= read -r f; do [ -f "$f.in" ] || echo "$f"; done
     fi
 }
+sources=$(all_sources)
 
-files=$(sources 'src/*.c' 'src/*.h' 'src/*.cu' 'src/*.cuh' 'transports/*.c' 'transports/*.h' 'algorithms/*.c')
+# pick PATTERN...: the sources there are that match a pattern ('*' spans folders).
+pick() {
+    printf '%s\n' "$sources" | while IFS= read -r f; do
+        for p in "$@"; do
+            case "$f" in
+            $p) [ -f "$f" ] && echo "$f" && break ;;
+            esac
+        done
+    done
+}
 
-for f in $files; do
+files=$(pick 'src/*.c' 'src/*.h' 'src/*.cu' 'src/*.cuh' 'transports/*.c' 'transports/*.h' 'algorithms/*.c' 'algorithms/*.h' \
+    'nccl/*.c' 'nccl/*.h')
+[ -n "$files" ] || breach "no sources found in $top"
+
+includes=$(for f in $files; do
     from=$(folder "$f")
     rf=$(rank "$from")
-    [ -n "$rf" ] || { breach "$f: in no layer of ARCHITECTURE.md"; continue; }
+    [ -n "$rf" ] || { echo "$f: in no layer of ARCHITECTURE.md"; continue; }
     grep -n '^#include "' "$f" | while IFS= read -r line; do
         inc=$(echo "$line" | sed 's/.*#include "\([^"]*\)".*/\1/')
         case "$inc" in
@@ -85,20 +117,75 @@ for f in $files; do
         *:transports/*) echo "$f:${line%%:*}: the core includes a transport's \"$inc\"" ;;
         esac
         case "$from:$inc" in
-        algorithms:sched/schedule.h | algorithms:*) [ "$inc" = sched/schedule.h ] ||
-            echo "$f:${line%%:*}: an algorithm includes \"$inc\" (only sched/schedule.h)" ;;
+        algorithms:sched/schedule.h) ;;
+        algorithms:algorithms/registry.h) [ "$f" = algorithms/registry.c ] ||
+            echo "$f:${line%%:*}: an algorithm includes the registry (only sched/schedule.h)" ;;
+        algorithms:*) echo "$f:${line%%:*}: an algorithm includes \"$inc\" (only sched/schedule.h)" ;;
         esac
     done
-done > layers.out 2>&1
-[ -s layers.out ] && { cat layers.out; bad=1; }
-rm -f layers.out
+done 2>&1)
+[ -z "$includes" ] || breach "$includes"
+
+# The library's objects: each libtool object (.lo) in the build tree names
+# its object file, and its name less the library's prefix names the source
+# (src/core/libtutti_core_la-log.lo: src/core/log.c).
+objects=$(cd "$build" 2>/dev/null && find src transports algorithms nccl -name '*.lo' 2>/dev/null | sort |
+    while IFS= read -r lo; do
+        o=$(sed -n "s/^pic_object='\(.*\)'$/\1/p" "$lo")
+        [ -n "$o" ] && [ "$o" != none ] || o=$(sed -n "s/^non_pic_object='\(.*\)'$/\1/p" "$lo")
+        name=${lo##*/}
+        name=${name%.lo}
+        src=${lo%/*}/${name#*_la-}.c
+        [ -f "$top/$src" ] || src=${src%.c}.cu
+        [ -f "${lo%/*}/$o" ] && echo "$build/${lo%/*}/$o $src"
+    done)
+if [ -z "$objects" ]; then
+    # make check builds the library first; by hand, say what was not checked.
+    if [ -n "${TT_BUILDDIR:-}" ]; then
+        breach "no objects of the library in $build: the symbols were not checked"
+    else
+        echo "symbols: no objects of the library in $build (not built), not checked"
+    fi
+elif ! command -v nm >/dev/null 2>&1; then
+    breach "nm is missing (apt-get install binutils): the symbols were not checked"
+else
+    # A symbol defined in a source file, used by another: where they are
+    # in two folders, the user's must be the higher layer.
+    symbols=$({
+        printf '%s\n' "$objects" | sed 's/^/M /'
+        nm -A -g $(printf '%s\n' "$objects" | cut -d' ' -f1) | sed 's/^/N /'
+    } | awk -v ranks="$ranks" '
+        function folder(f, p) { split(f, p, "/"); return p[1] == "src" ? p[2] : p[1] }
+        function own(f, p) { return split(f, p, "/") > 2 && p[1] == "transports" ? p[2] : "" }
+        BEGIN { n = split(ranks, r, " "); for (i = 1; i <= n; i++) { split(r[i], kv, "="); rank[kv[1]] = kv[2] } }
+        $1 == "M" { src[$2] = $3; next }
+        {
+            f = src[substr($2, 1, index($2, ":") - 1)]
+            if ($3 ~ /^[Uwv]$/) used[f " " $4] = 1
+            else if (!($4 in def)) def[$4] = f
+        }
+        END {
+            for (k in used) {
+                split(k, u, " "); f = u[1]; s = u[2]; d = def[s]
+                if (d == "" || d == f) continue
+                from = folder(f); to = folder(d)
+                if (from != to && rank[to] >= rank[from])
+                    printf "%s: %s (layer %d) uses %s of %s, %s (layer %d)\n", f, from, rank[from], s, d, to, rank[to]
+                else if (to == "transports" && own(d) != "" && own(d) != own(f) && f != "transports/transports.c")
+                    printf "%s: uses %s of %s, inside a transport (elsewhere only the table may)\n", f, s, d
+                else if (from == "algorithms" && to != "algorithms" && to != "sched")
+                    printf "%s: an algorithm uses %s of %s (only the schedule layer)\n", f, s, d
+            }
+        }' | sort)
+    [ -z "$symbols" ] || breach "$symbols"
+fi
 
 # Length of files (outside tests) and of library functions.
-for f in $(sources 'src/*' 'transports/*' 'algorithms/*' 'perf/*.c' 'perf/*.py' 'perf/*.sh'); do
-    n=$(wc -l < "$f")
+for f in $(pick 'src/*' 'transports/*' 'algorithms/*' 'nccl/*' 'perf/*.c' 'perf/*.py' 'perf/*.sh'); do
+    n=$(wc -l <"$f")
     [ "$n" -le 600 ] || breach "$f: $n lines (at most 600 outside tests)"
 done
-for f in $files; do
+functions=$(for f in $files; do
     case "$f" in src/tools/*) continue ;; esac
     awk -v file="$f" '
         /^[A-Za-z_]/ { sig = $0; sigline = NR }
@@ -106,9 +193,9 @@ for f in $files; do
         /^\}/ && start { if (NR - start - 1 > 80) printf "%s:%d: %d-line function: %s\n", file, sigline, NR - start - 1, name; start = 0 }
         { prev = $0 }
     ' "$f"
-done > functions.out
-[ -s functions.out ] && { cat functions.out; bad=1; }
-rm -f functions.out
+done)
+[ -z "$functions" ] || breach "$functions"
 
-[ "$bad" -eq 0 ] && echo "layers: every include goes down; files and functions within their limits"
+[ "$bad" -eq 0 ] && echo "layers: $(echo "$files" | wc -l) sources and $(echo "$objects" | grep -c .) objects:" \
+    "every include and symbol goes down; files and functions within their limits"
 exit "$bad"

@@ -1,47 +1,137 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The GPU checks of the device path, run on a GPU machine from a kit made by
-# tests/gpu-kit.sh (this script sits beside the programs). Each check writes
-# NAME.log into the output folder ($OUT, else gpu-check-out/) and a line into
-# summary.txt: passed, or FAILED and why. Where nvidia-smi sees a GPU, a
-# suite that skips (no usable driver, say) is a failure, not a pass.
+# The GPU checks of the device path, as two runs that fit a short lease of a
+# GPU machine, from a kit made by tests/gpu-kit.sh (this script sits beside
+# the programs):
 #
-#   gpu-check.sh [STEP ...]
+#   gpu-check.sh --plan     the steps of both runs and their limits (no GPU needed)
+#   gpu-check.sh [1]        run 1, the checks, riskiest first (at most 450 s)
+#   gpu-check.sh 2          run 2, the measurements (at most 180 s)
 #
-# Steps (default: all of them, about 35 minutes; run them a few at a time
-# where a session is limited, OUT keeps collecting):
-#   info       nvidia-smi: GPUs, driver, compute mode, MPS (1 min)
-#   suite      test-device and test-device-life case by case, each with its
-#              own limit, so a hang names its case (12 min)
-#   variants   cases again under CUDA_MODULE_LOADING=EAGER and =LAZY,
-#              CUDA_DEVICE_MAX_CONNECTIONS=1, CUDA_LAUNCH_BLOCKING=1 and
-#              TUTTI_CUDA_GATE=kernel (10 min)
-#   sanitize   compute-sanitizer memcheck and racecheck on the one-process
-#              kernel cases only: the ranks' waiting gates make it time out
-#              on the multi-rank ones (5 min)
-#   bw         tutti-bw -t gpu on 2 ranks: copies, the reduction kernels,
-#              cuda_ipc peer rows (2 min)
-#   perf       every collective on device buffers, 2 and 4 ranks sharing the
-#              GPU, direct and staged, every element checked (5 min)
-#   mps        ranks sharing the GPU without and with MPS: what time-slicing
-#              costs (3 min)
-# GPU_CHECK_LIMIT=SECONDS replaces every case's own limit.
-# Exit status: 1 if a check failed, 77 if no GPU is seen, else 0.
+# Every step runs in its own process group under its limit (timeout kills
+# the ranks it forked too), its output into a log; a step that would not
+# end before the run's deadline is skipped, saying so. Whatever happens
+# (a failure, a hang, the run itself killed), the run ends by writing
+# $OUT/summary.txt (one line per step: passed, FAILED and why, hung at its
+# limit, skipped and why; then how device calls held their streams and
+# which path they took) and $OUT/logs.tar.gz (every step's log): two files.
+# GPU runs use tutti-run --bind none (pinning a rank, its proxy and CUDA's
+# threads to one core distorts every figure); nothing starts MPS or any
+# other daemon. Where nvidia-smi sees a GPU, a suite that skips is a
+# failure. GPU_CHECK_LIMIT=S sets every step's limit, GPU_CHECK_BUDGET=S the
+# run's (both for the self-test, tests/test-gpu-check.sh).
+# Exit status: 1 if a step failed or hung, 77 if no GPU is seen, else 0.
 set -u
 kit=$(cd "$(dirname "$0")" && pwd)
-out=${OUT:-$kit/gpu-check-out}
-mkdir -p "$out"
-cd "$kit" || exit 2
-failed=0
 PATH=$PATH:/usr/local/cuda/bin
-if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "gpu-check: no GPU here (nvidia-smi -L failed): nothing checked" | tee -a "$out/summary.txt"
-    exit 77
+
+# The steps: run, name, limit in seconds, command. Checks first (run 1),
+# riskiest first: what could hang a trainer's GPU on a first run.
+plan() {
+    cat <<'PLAN'
+1 load 20 ./test-device --list >/dev/null && ./test-device-life --list >/dev/null && ./tutti-info && ldd ./libnccl.so.2
+1 launch_errors 20 CK_RUN_CASE=launch_errors ./test-device
+1 lazy_kernel 30 CK_RUN_CASE=lazy_kernel ./test-device-life
+1 lazy_kernel_eager 20 CUDA_MODULE_LOADING=EAGER CK_RUN_CASE=lazy_kernel ./test-device-life
+1 lazy_kernel_staged 20 TUTTI_CUDA_IPC=0 CK_RUN_CASE=lazy_kernel ./test-device-life
+1 many_streams 25 CK_RUN_CASE=many_streams ./test-device-life
+1 many_streams_32 20 CUDA_DEVICE_MAX_CONNECTIONS=32 CK_RUN_CASE=many_streams ./test-device-life
+1 global_capture 25 CK_RUN_CASE=global_capture ./test-device-life
+1 stream_order 25 CK_RUN_CASE=stream_order ./test-device
+1 direct 50 CK_RUN_CASE=direct ./test-device
+1 rank_dies 25 CK_RUN_CASE=rank_dies ./test-device-life
+1 staged 30 CK_RUN_CASE=staged ./test-device
+1 nccl_device 20 ./nccl-gpu
+1 kernels 35 CK_RUN_CASE=kernels ./test-device
+1 quantizers 20 CK_RUN_CASE=quantizers ./test-device
+1 compressed 25 CK_RUN_CASE=compressed ./test-device
+1 sanitize 25 for c in avg fp8_avg; do CK_FORK=no CK_RUN_CASE=$c "$SANITIZER" --tool memcheck --error-exitcode 3 ./test-device || exit 1; done
+2 kernels_bw 35 ./tutti-run --bind none -n 1 ./tutti-bw -t gpu -s 1G
+2 direct_busbw 45 for n in 2 4; do ./tutti-run --bind none -n $n ./tutti-perf --memory device --collective allreduce -b 1M -e 256M -f 16 -n 10 -w 2 || exit 1; done
+2 staged_busbw 45 for n in 2 4; do TUTTI_CUDA_IPC=0 ./tutti-run --bind none -n $n ./tutti-perf --memory device --collective allreduce -b 1M -e 256M -f 16 -n 10 -w 2 || exit 1; done
+2 ddp 45 LD_PRELOAD=$PWD/libnccl.so.2 python3 ddp_gpu.py nccl ddp-nccl.pt && python3 ddp_gpu.py gloo ddp-gloo.pt && python3 ddp_gpu.py --compare ddp-nccl.pt ddp-gloo.pt
+PLAN
+}
+
+# The run's budget: its steps' limits and what is kept for the summary.
+budget_of() {
+    case $1 in
+    1) echo "${GPU_CHECK_BUDGET:-450}" ;;
+    2) echo "${GPU_CHECK_BUDGET:-180}" ;;
+    esac
+}
+RESERVE=10 # seconds kept for the summary and the archive
+
+if [ "${1:-}" = --plan ]; then
+    for run in 1 2; do
+        total=0
+        echo "run $run (at most $(budget_of $run) s):"
+        while read -r r name limit cmd; do
+            [ "$r" = "$run" ] || continue
+            printf '  %-20s %4s s  %s\n' "$name" "$limit" "$cmd"
+            total=$((total + limit))
+        done <<EOF
+$(plan)
+EOF
+        echo "  total of the limits: $total s, $RESERVE s for the summary and the archive"
+    done
+    exit 0
 fi
 
-# verdict LOG RC LIMIT: passed, or FAILED and why. A GPU is present, so a
-# suite or tool that skipped (exit 77, a TAP plan of no tests, a skipped
-# test, tutti-bw's "not measured") did not check anything and fails.
+run=${1:-1}
+case $run in 1 | 2) ;; *)
+    echo "usage: gpu-check.sh [--plan | 1 | 2]" >&2
+    exit 2
+    ;;
+esac
+out=${OUT:-$kit/gpu-check-out}
+mkdir -p "$out"
+logs=$(mktemp -d)
+sum="$logs/summary.txt"
+start=$(date +%s)
+deadline=$((start + $(budget_of "$run") - RESERVE))
+failed=0
+
+# Always: the summary and one archive of the logs into $OUT.
+finish() {
+    trap - EXIT INT TERM
+    {
+        echo "how device calls held their streams, and the paths they took:"
+        grep -h -o -E 'device calls hold streams with [a-z ]+|[a-z_]+: (direct run|staged through the proxy)' \
+            "$logs"/*.log 2>/dev/null | sort | uniq -c
+    } >>"$sum"
+    cp "$sum" "$out/summary.txt"
+    tar -C "$logs" -czf "$out/logs.tar.gz" . 2>/dev/null
+    rm -rf "$logs"
+}
+step=
+trap 'finish' EXIT
+trap 'stopped' INT TERM
+# Killed from outside (the lease ran out): the step's processes too, then
+# the summary, at once (a step runs in the background so that this trap
+# need not wait for it).
+stopped() {
+    [ -z "$step" ] || kill -KILL -- "-$step" 2>/dev/null
+    echo "gpu-check: stopped from outside after $(($(date +%s) - start))s${name:+, in step $name}" >>"$sum"
+    exit 1
+}
+
+echo "gpu-check run $run, $(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$sum"
+if ! nvidia-smi -L >"$logs/nvidia-smi.log" 2>&1; then
+    echo "gpu-check: no GPU here (nvidia-smi -L failed): nothing checked" | tee -a "$sum"
+    exit 77
+fi
+nvidia-smi --query-gpu=index,name,driver_version,compute_mode --format=csv >>"$logs/nvidia-smi.log" 2>&1
+cd "$kit" || exit 2
+SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo compute-sanitizer)}
+export SANITIZER
+if [ "$run" = 1 ]; then # each device call says its path (not while measuring)
+    export TUTTI_LOG=${TUTTI_LOG:-debug} TUTTI_LOG_SUBSYS=${TUTTI_LOG_SUBSYS:-coll}
+fi
+
+# verdict LOG RC LIMIT: a GPU is present, so a step that skipped (exit 77,
+# a TAP plan of no tests, a skipped test, tutti-bw's "not measured")
+# checked nothing and fails.
 verdict() {
     case $2 in
     0) if grep -q -E '^1\.\.0 # SKIP|^ok .* # SKIP|not measured' "$1"; then
@@ -50,165 +140,29 @@ verdict() {
         echo passed
     fi ;;
     77) echo "FAILED (skipped with a GPU present: $(tail -n 1 "$1"))" ;;
-    124 | 137) echo "FAILED (hung: killed after ${3}s)" ;;
+    124 | 137) echo "hung: killed at its ${3}s limit" ;;
     *) echo "FAILED (exit $2)" ;;
     esac
 }
 
-# run NAME SECONDS 'COMMAND': the shell command in its own process group
-# (timeout kills the ranks it forked too), its output into NAME.log.
-run() {
-    name=$1 limit=$2 cmd=$3
-    start=$(date +%s)
-    { echo "\$ $cmd"; timeout -k 10 "$limit" sh -c "$cmd"; } >"$out/$name.log" 2>&1
+while read -r r name limit cmd; do
+    [ "$r" = "$run" ] || continue
+    limit=${GPU_CHECK_LIMIT:-$limit}
+    now=$(date +%s)
+    if [ $((now + limit)) -gt "$deadline" ]; then
+        echo "$name: skipped (only $((deadline - now))s of the run left, the step may take ${limit}s)" >>"$sum"
+        continue
+    fi
+    echo "\$ $cmd" >"$logs/$name.log"
+    timeout -k 5 "$limit" sh -c "$cmd" >>"$logs/$name.log" 2>&1 </dev/null &
+    step=$!
+    wait "$step"
     rc=$?
-    took=$(($(date +%s) - start))
-    said=$(verdict "$out/$name.log" "$rc" "$limit")
-}
-
-step() {
-    run "$@"
-    case $said in FAILED*) failed=1 ;; esac
-    echo "$1: $said in ${took}s" | tee -a "$out/summary.txt"
-}
-
-# A known hazard, measured but not counted: its outcome is reported.
-probe() {
-    run "$@"
-    echo "$1: $said in ${took}s (measured, not counted)" | tee -a "$out/summary.txt"
-}
-
-# Seconds one case of PROGRAM may take.
-limit_of() {
-    [ -z "${GPU_CHECK_LIMIT:-}" ] || {
-        echo "$GPU_CHECK_LIMIT"
-        return
-    }
-    case $1 in
-    direct | staged | compressed | big_skewed | recreate | two_comms | streams) echo 420 ;;
-    *) echo 240 ;;
-    esac
-}
-
-# cases PROGRAM TAG 'ENV' [CASE ...]: each case of PROGRAM (default: all it
-# lists) on its own, with ENV set.
-cases() {
-    prog=$1 tag=$2 env=$3
-    shift 3
-    # shellcheck disable=SC2046 # one case a word
-    [ $# -gt 0 ] || set -- $(./"$prog" --list)
-    if [ $# -eq 0 ]; then
-        echo "$prog: FAILED (it lists no cases: does it run here?)" | tee -a "$out/summary.txt"
-        failed=1
-    fi
-    for c in "$@"; do
-        step "$prog.$c$tag" "$(limit_of "$c")" "env $env CK_RUN_CASE=$c ./$prog"
-    done
-}
-
-info() {
-    step info 60 'nvidia-smi; nvidia-smi --query-gpu=index,name,driver_version,compute_mode,mig.mode.current \
---format=csv; echo "MPS servers: $(echo get_server_list | nvidia-cuda-mps-control 2>&1 || echo none)"'
-    grep -i -E 'exclusive|prohibited' "$out/info.log" >/dev/null &&
-        echo "info: the GPU's compute mode keeps ranks from sharing it without MPS" | tee -a "$out/summary.txt"
-}
-
-suite() {
-    cases test-device "" "TUTTI_LOG=warn"
-    cases test-device-life "" "TUTTI_LOG=warn"
-}
-
-variants() {
-    for variant in CUDA_MODULE_LOADING=EAGER CUDA_MODULE_LOADING=LAZY CUDA_DEVICE_MAX_CONNECTIONS=1 \
-        CUDA_LAUNCH_BLOCKING=1 TUTTI_CUDA_GATE=kernel; do
-        cases test-device "[$variant]" "$variant" direct stream_order compressed
-        cases test-device-life "[$variant]" "$variant" streams two_comms rank_dies
-        if [ "$variant" = TUTTI_CUDA_GATE=kernel ]; then
-            # A kernel gate is exactly what a lazily loaded application
-            # kernel can deadlock against (queue.c): measured, not counted.
-            probe "test-device-life.lazy_kernel[$variant]" 120 \
-                "env $variant CK_RUN_CASE=lazy_kernel ./test-device-life"
-        else
-            cases test-device-life "[$variant]" "$variant" lazy_kernel
-        fi
-    done
-}
-
-# compute-sanitizer comes with the CUDA toolkit (package cuda-sanitizer-13-0,
-# /usr/local/cuda/bin/compute-sanitizer), not with the driver; set
-# COMPUTE_SANITIZER to its path where it is elsewhere.
-sanitize() {
-    cs=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || true)}
-    if [ -z "$cs" ]; then
-        echo "sanitize: FAILED (compute-sanitizer not found: it comes with the CUDA toolkit, not the driver; \
-set COMPUTE_SANITIZER)" | tee -a "$out/summary.txt"
-        failed=1
-        return
-    fi
-    for tool in memcheck racecheck; do
-        for c in kernels avg launch_errors quantizers topk sampled_topk; do
-            step "sanitize.$tool.$c" 300 \
-                "CK_FORK=no CK_RUN_CASE=$c $cs --tool $tool --error-exitcode 3 ./test-device"
-        done
-    done
-}
-
-# Every collective on device buffers, 2 and 4 ranks sharing the GPU, every
-# element checked, run directly over cuda_ipc and then staged through host
-# memory; then the 1-bit compressed all-reduce on them.
-perf() {
-    step perf 580 'for n in 2 4; do for ipc in 1 0; do echo "## $n ranks, TUTTI_CUDA_IPC=$ipc";
-  TUTTI_CUDA_IPC=$ipc ./tutti-run -n $n ./tutti-perf --memory device -c 1 -b 8 -e 64M -f 8 -n 10 -w 2 || exit 1; done;
-  ./tutti-run -n $n ./tutti-perf --memory device --compress sign -b 1M -e 64M -f 8 -n 5 -w 1 || exit 1; done'
-}
-
-# busbw of the largest all-reduce in a tutti-perf --csv file.
-busbw() {
-    awk -F, '$1 == "allreduce" { b = $9 } END { print b }' "$1"
-}
-
-# Ranks sharing one GPU: time-sliced contexts, then MPS (started here, as
-# the GPU's owner must). One run, same sizes, so the ratio compares.
-mps() {
-    if ! command -v nvidia-cuda-mps-control >/dev/null; then
-        echo "mps: FAILED (nvidia-cuda-mps-control not found: it comes with the driver's utilities)" |
-            tee -a "$out/summary.txt"
-        failed=1
-        return
-    fi
-    p='./tutti-perf --memory device --collective allreduce -c 1 -b 64K -e 64M -f 16 -n 20 -w 5 --csv'
-    for n in 2 4; do
-        step "mps.$n.without" 240 "./tutti-run -n $n $p"
-        grep '^allreduce' "$out/mps.$n.without.log" >"$out/mps.$n.without.csv"
-    done
-    export CUDA_MPS_PIPE_DIRECTORY="$out/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps-log"
-    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-    if ! nvidia-cuda-mps-control -d >"$out/mps-start.log" 2>&1; then
-        echo "mps: FAILED (the MPS daemon did not start: $(tail -n 1 "$out/mps-start.log"))" |
-            tee -a "$out/summary.txt"
-        failed=1
-        return
-    fi
-    for n in 2 4; do
-        step "mps.$n.with" 240 "./tutti-run -n $n $p"
-        grep '^allreduce' "$out/mps.$n.with.log" >"$out/mps.$n.with.csv"
-        a=$(busbw "$out/mps.$n.without.csv") b=$(busbw "$out/mps.$n.with.csv")
-        echo "mps: $n ranks on one GPU, 64 MiB all-reduce busbw: ${a:-?} GB/s time-sliced, ${b:-?} GB/s with MPS" |
-            tee -a "$out/summary.txt"
-    done
-    echo quit | nvidia-cuda-mps-control
-    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
-}
-
-[ $# -gt 0 ] || set -- info suite variants sanitize bw perf mps
-for s in "$@"; do
-    case $s in
-    info | suite | variants | sanitize | perf | mps) "$s" ;;
-    bw) step bw 300 './tutti-run -n 2 ./tutti-bw -t gpu' ;;
-    *)
-        echo "gpu-check: no step '$s' (info suite variants sanitize bw perf mps)" >&2
-        exit 2
-        ;;
-    esac
-done
+    step=
+    said=$(verdict "$logs/$name.log" "$rc" "$limit")
+    case $said in passed) ;; *) failed=1 ;; esac
+    echo "$name: $said in $(($(date +%s) - now))s" >>"$sum"
+done <<EOF
+$(plan)
+EOF
 exit $failed

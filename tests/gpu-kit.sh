@@ -1,12 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Builds, on a machine with nvcc and Check (no GPU needed), the GPU suite and
-# the GPU benchmarks as programs that need nothing on the GPU machine but
-# the NVIDIA driver, libc and libstdc++: the CUDA runtime, Check and subunit
-# linked statically, hwloc, PMIx, MPI and verbs left out. The programs and
-# tests/gpu-check.sh land in KIT (default gpu-kit/, which git ignores, about
-# 6 MB); copy that folder to the GPU machine and run gpu-check.sh there
-# (compute-sanitizer, for its sanitize step, comes with the CUDA toolkit).
+# Builds, on a machine with nvcc and Check (no GPU needed), the GPU suites,
+# the GPU benchmarks, libnccl.so.2 and a program of its device paths as
+# files that need nothing on the GPU machine but the NVIDIA driver, libc
+# and libstdc++: the CUDA runtime, Check and subunit linked statically,
+# hwloc, PMIx, MPI and verbs left out. They land in KIT (default gpu-kit/,
+# which git ignores) with tests/gpu-check.sh and the DDP script of its
+# second run; copy that folder to the GPU machine and run gpu-check.sh
+# there (gpu-check.sh --plan says what it runs). The kit must fit the
+# 64 MiB that can be carried to a GPU machine: this says its size.
 #
 #   tests/gpu-kit.sh [KIT]
 set -eu
@@ -23,15 +25,20 @@ cd "$build"
 # Debian's check.pc names -lsubunit, which would link the shared one.
 ./configure --with-cuda=yes --with-check=yes --with-hwloc=no --with-pmix=no --with-mpi=no \
     --with-verbs=no CHECK_CFLAGS=-pthread CHECK_LIBS="-lcheck_pic -lrt -lm -l:libsubunit.a" >configure.out
-make -j"$(nproc)" tutti-run tutti-perf tutti-bw tests/test-device tests/test-device-life >make.out
+make -j"$(nproc)" tutti-run tutti-perf tutti-bw tutti-info tests/test-device tests/test-device-life \
+    libnccl.la >make.out
+cuda=$(sed -n 's/^CUDA_CFLAGS = -I\(.*\)\/include$/\1/p' Makefile)
+gcc -O2 -Inccl/compat -I. -I"$cuda/include" -o nccl-gpu tests/nccl_gpu.c -L.libs -l:libnccl.so.2 \
+    -Wl,-rpath,'$ORIGIN' -L"$cuda/lib64" -lcudart_static -ldl -lrt -lpthread
 
 cd "$kit"
-cp "$build/tutti-run" "$build/tutti-perf" "$build/tutti-bw" "$build/tests/test-device" \
-    "$build/tests/test-device-life" "$src/tests/gpu-check.sh" .
+cp "$build/tutti-run" "$build/tutti-perf" "$build/tutti-bw" "$build/tutti-info" "$build/tests/test-device" \
+    "$build/tests/test-device-life" "$build/nccl-gpu" "$src/tests/gpu-check.sh" "$src/tests/python/ddp_gpu.py" .
+cp -L "$build/.libs/libnccl.so.2" libnccl.so.2
 # Anything else the programs load must be on every Linux machine with a driver.
-extra=$(ldd tutti-run tutti-perf tutti-bw test-device test-device-life |
+extra=$(ldd tutti-run tutti-perf tutti-bw tutti-info test-device test-device-life nccl-gpu libnccl.so.2 |
     awk '/=>/ { print $1 }' |
-    grep -v -E '^(linux-vdso|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux)' |
+    grep -v -E '^(linux-vdso|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux|libnccl)' |
     sort -u || true)
 if [ -n "$extra" ]; then
     echo "gpu-kit: the programs need shared libraries a GPU machine may lack:" $extra >&2
@@ -44,4 +51,9 @@ for suite in test-device test-device-life; do
         exit 1
     fi
 done
-echo "gpu-kit: $kit holds tutti-run tutti-perf tutti-bw test-device test-device-life gpu-check.sh"
+bytes=$(du -sb . | awk '{ print $1 }')
+echo "gpu-kit: $kit holds $(ls | tr '\n' ' '): $((bytes / 1048576)) MiB ($bytes bytes)"
+if [ "$bytes" -gt $((64 * 1048576)) ]; then
+    echo "gpu-kit: more than the 64 MiB a GPU machine can be given" >&2
+    exit 1
+fi

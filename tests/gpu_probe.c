@@ -15,7 +15,7 @@ int tt_test_gpu_usable(char *why, size_t len)
     pid_t pid = fork();
     if (pid == 0) {
         char msg[200] = "";
-        int ok = tt_cuda_usable(msg, sizeof msg);
+        int ok = tt_device_usable(msg, sizeof msg) == TUTTI_SUCCESS;
         if (write(fds[1], &ok, sizeof ok) < 0 || write(fds[1], msg, sizeof msg) < 0)
             _exit(1);
         _exit(0);

@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "comm/bootstrap.h"
+#include "core/env_config.h"
+#include "transports/shm/shm.h"
 #include "harness.h"
 
 static int ranks_per_node;
@@ -26,8 +29,43 @@ void tt_set_ranks_per_node(int n)
     ranks_per_node = n;
 }
 
+/* Check reports no skipped case: a case that cannot run here fails with a
+ * message that starts with this, and tt_run_suite reports it as skipped. */
+#define TT_SKIP_MARK "cannot run here: "
+
+void tt_skip(const char *why)
+{
+    ck_abort_msg(TT_SKIP_MARK "%s", why);
+}
+
+/* The ranks of a host share their shm segments in /dev/shm, which a
+ * container may keep small (64 MiB by default): where the job's do not fit
+ * in what is free, a rank would die of SIGBUS touching them, so the case is
+ * skipped, saying how much room it needs. */
+static void need_shm_room(int nranks)
+{
+    const char *transports = getenv("TUTTI_TRANSPORTS");
+    int local = ranks_per_node > 0 && ranks_per_node < nranks ? ranks_per_node : nranks;
+    struct statvfs fs;
+    if (local < 2 || (transports && !strstr(transports, "shm")) || statvfs("/dev/shm", &fs))
+        return;
+    size_t need = (size_t)nranks * tt_shm_segment_bytes(local, (int)tt_config_int(TT_CFG_PIPELINE),
+                                                        (int)tt_config_int(TT_CFG_SHM_SLOTS),
+                                                        (size_t)tt_config_int(TT_CFG_SHM_SLOT_BYTES));
+    size_t room = (size_t)fs.f_bavail * fs.f_frsize;
+    if (room >= need)
+        return;
+    char why[256];
+    snprintf(why, sizeof why,
+             "%d ranks need %zu MiB free in /dev/shm, which has %zu MiB (docker run --shm-size=512m, or "
+             "mount -o remount,size=512m /dev/shm)",
+             nranks, need >> 20, room >> 20);
+    tt_skip(why);
+}
+
 void tt_spawn_ranks(int nranks, tt_rank_fn fn, void *arg, pid_t *pids)
 {
+    need_shm_room(nranks);
     tutti_unique_id_t id;
     ck_assert_int_eq(tutti_get_unique_id(&id), TUTTI_SUCCESS);
     tt_id_t tid;
@@ -105,13 +143,44 @@ void tt_run_ranks(int nranks, tt_rank_fn fn, void *arg, int timeout_s)
         ck_assert_msg(codes[r] == 0, "rank %d of %d exited with %d", r, nranks, codes[r]);
 }
 
+/* Copies Check's TAP to stdout, a case failed by tt_skip written as a
+ * skipped one ("ok N - CASE # SKIP why"); returns how many there were. */
+static int copy_tap(FILE *tap)
+{
+    char line[4096];
+    int skipped = 0;
+    while (fgets(line, sizeof line, tap)) {
+        char *mark = strstr(line, ": " TT_SKIP_MARK);
+        if (strncmp(line, "not ok ", 7) == 0 && mark) {
+            *mark = '\0';
+            printf("ok %s # SKIP %s", line + 7, mark + 2 + strlen(TT_SKIP_MARK));
+            skipped++;
+        } else {
+            fputs(line, stdout);
+        }
+    }
+    return skipped;
+}
+
 int tt_run_suite(Suite *s)
 {
+    char path[] = "/tmp/tutti-tap-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror("mkstemp");
+        return EXIT_FAILURE;
+    }
     SRunner *sr = srunner_create(s);
-    srunner_set_tap(sr, "-");
+    srunner_set_tap(sr, path);
     srunner_run_all(sr, CK_SILENT);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    FILE *tap = fdopen(fd, "r");
+    unlink(path);
+    failed -= tap ? copy_tap(tap) : 0;
+    if (tap)
+        fclose(tap);
+    fflush(stdout);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 

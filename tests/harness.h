@@ -17,7 +17,8 @@ typedef int (*tt_rank_fn)(tutti_comm_t comm, int rank, int nranks, void *arg);
 /*
  * Forks nranks processes that join one communicator (with the TUTTI_*
  * environment as set by the caller) and run fn. Fails the test if a rank
- * fails, and kills every rank that outlives timeout_s.
+ * fails, and kills every rank that outlives timeout_s. Skips the case where
+ * /dev/shm has no room for the ranks' shm segments.
  */
 void tt_run_ranks(int nranks, tt_rank_fn fn, void *arg, int timeout_s);
 
@@ -34,7 +35,12 @@ int tt_wait_ranks(int nranks, const pid_t *pids, int *codes, int timeout_s);
  * returns its exit status, its stdout and stderr in out. */
 int tt_run_tool(const char *tool, const char *args, char *out, size_t len);
 
-/* Runs a Check suite with TAP output on stdout; returns the exit status. */
+/* Ends the running test case as skipped, saying why it cannot run here
+ * (what the machine lacks and how to get it). */
+void tt_skip(const char *why);
+
+/* Runs a Check suite with TAP output on stdout (a case ended by tt_skip
+ * written as skipped); returns the exit status. */
 int tt_run_suite(Suite *s);
 
 /* A test case of its own: name, the test, and its loop range (to > from

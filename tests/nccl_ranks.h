@@ -11,6 +11,7 @@
 #include <nccl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +37,16 @@ typedef int (*nccl_body_t)(int rank, int nranks, const ncclUniqueId *id, void *a
                      ncclGetErrorString(res_), ncclGetLastError(NULL));                                      \
     } while (0)
 
+/* A call that must fail with want, its text naming what. */
+#define NCCL_FAILS(call, want, what)                                                                         \
+    do {                                                                                                     \
+        ncclResult_t res_ = (call);                                                                          \
+        NCCL_FAIL_IF(res_ != (want), "%s gave %s, not %s: %s", #call, ncclGetErrorString(res_),              \
+                     ncclGetErrorString(want), ncclGetLastError(NULL));                                      \
+        NCCL_FAIL_IF(!strstr(ncclGetLastError(NULL), what), "%s: last error \"%s\" does not say \"%s\"",     \
+                     #call, ncclGetLastError(NULL), what);                                                   \
+    } while (0)
+
 static inline double nccl_now(void)
 {
     struct timespec ts;
@@ -44,8 +55,10 @@ static inline double nccl_now(void)
 }
 
 /* Runs body as nranks forked processes; fails the test unless all exit 0
- * within timeout_s (the late ones are killed). */
-static inline void nccl_run(int nranks, nccl_body_t body, void *arg, int timeout_s)
+ * within timeout_s (the late ones are killed), but the ranks of bit mask
+ * killed, which must end by SIGKILL. */
+static inline void nccl_run_killing(int nranks, nccl_body_t body, void *arg, int timeout_s,
+                                    unsigned long killed)
 {
     ncclUniqueId id;
     ck_assert_int_eq(ncclGetUniqueId(&id), ncclSuccess);
@@ -79,7 +92,13 @@ static inline void nccl_run(int nranks, nccl_body_t body, void *arg, int timeout
         usleep(2000);
     }
     for (int r = 0; r < nranks; r++)
-        ck_assert_msg(codes[r] == 0, "rank %d of %d exited with %d", r, nranks, codes[r]);
+        ck_assert_msg(codes[r] == (killed >> r & 1 ? 128 + SIGKILL : 0), "rank %d of %d exited with %d", r,
+                      nranks, codes[r]);
+}
+
+static inline void nccl_run(int nranks, nccl_body_t body, void *arg, int timeout_s)
+{
+    nccl_run_killing(nranks, body, arg, timeout_s, 0);
 }
 
 /* Runs a suite with TAP output on stdout. */

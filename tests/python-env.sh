@@ -14,7 +14,7 @@ export PYTHON PYTHONPATH TUTTI_LIBRARY
 # tt_python_need MODULE: true when $PYTHON imports it, else says why.
 tt_python_need() {
     if [ -z "$PYTHON" ] || ! "$PYTHON" -c "import $1" 2>/dev/null; then
-        echo "SKIP: ${PYTHON:-python3} cannot import $1"
+        echo "SKIP: ${PYTHON:-python3} cannot import $1 (apt-get install python3-$1)"
         return 1
     fi
 }

@@ -10,7 +10,10 @@ set -u
 B=${TT_BUILDDIR:-.}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-[ -n "${TT_FAKEVERBS:-}" ] && [ -f "$TT_FAKEVERBS" ] || { echo "SKIP: the libibverbs stand-in is not built"; exit 77; }
+[ -n "${TT_FAKEVERBS:-}" ] && [ -f "$TT_FAKEVERBS" ] || {
+    echo "SKIP: the libibverbs stand-in is not built: no verbs transport (apt-get install libibverbs-dev, then configure)"
+    exit 77
+}
 export TTFAKE_FABRIC=ttfake-bwtest-$$ TUTTI_IBVERBS_LIB="$TT_FAKEVERBS"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"; rm -f /dev/shm/$TTFAKE_FABRIC /dev/shm/$TTFAKE_FABRIC-*' EXIT INT TERM

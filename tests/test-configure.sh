@@ -11,7 +11,7 @@
 # generated configure (any build has it).
 set -u
 S=${TT_SRCDIR:-.}
-[ -x "$S/configure" ] || { echo "SKIP: no generated configure in $S"; exit 77; }
+[ -x "$S/configure" ] || { echo "SKIP: no generated configure in $S (run ./autogen.sh)"; exit 77; }
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT INT TERM
 fail() {

@@ -6,6 +6,8 @@
 # Skips (77) only without python3 or numpy, which the package's tests need.
 . "${TT_SRCDIR:-.}/tests/python-env.sh"
 tt_python_need numpy || exit 77
+echo "abi_values.py: the package's enums, macros and structures against tutti.h"
+"$PYTHON" "$TT_SRCDIR/tests/python/abi_values.py" "${CC:-cc}" "$TT_SRCDIR" "$TT_BUILDDIR" || exit 1
 for n in 1 2 3; do
     echo "api_ranks.py on $n ranks"
     "$TT_BUILDDIR/tutti-run" -n "$n" "$PYTHON" "$TT_SRCDIR/tests/python/api_ranks.py" || exit 1

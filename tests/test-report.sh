@@ -5,16 +5,30 @@
 # Chromium must render: its DOM must hold the heat maps, the topology, the
 # sweeps, the diff of the two runs, the collective's plot and the schedule's
 # animation, and its screenshot must not be blank. Skips (exit 77) where
-# Chromium is absent.
+# Chromium is absent or cannot start (a container or chroot may not allow
+# it), saying why.
 set -u
 B=${TT_BUILDDIR:-.}
 S=${TT_SRCDIR:-.}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-BROWSER=$(command -v chromium || command -v chromium-browser) || { echo "SKIP: chromium is not installed"; exit 77; }
+BROWSER=$(command -v chromium || command -v chromium-browser) || {
+    echo "SKIP: chromium is not installed (apt-get install chromium)"
+    exit 77
+}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
+# A container's /dev/shm may be too small for the browser: it uses /tmp instead.
+chrome() {
+    "$BROWSER" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$(mktemp -d -p "$WORK")" "$@" 2>"$WORK/chrome.err"
+}
+chrome --dump-dom about:blank >/dev/null || {
+    echo "SKIP: $BROWSER cannot start here: $(grep -m 1 -i -e error -e fatal "$WORK/chrome.err" || tail -n 1 "$WORK/chrome.err")"
+    exit 77
+}
 
 for run in a b; do
     "$B/tutti-run" -n 2 "$B/tutti-bw" -t shm,tcp -s 256K -e 64K -f 16 --budget 0.05 --json >"$WORK/$run.json" ||
@@ -28,10 +42,6 @@ inputs="$WORK/a.json $WORK/b.json $WORK/perf.json $WORK/explain.json $WORK/measu
 $PY "$S/perf/report" $inputs -o "$WORK/report.html" || fail "perf/report"
 grep -q 'src="http\|href="http\|<script src' "$WORK/report.html" && fail "the page loads something from elsewhere"
 
-chrome() {
-    "$BROWSER" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
-        --disable-component-update --disable-sync --user-data-dir="$(mktemp -d -p "$WORK")" "$@" 2>/dev/null
-}
 chrome --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" || fail "chromium could not load the page"
 for id in runs heatmap-shm-uni heatmap-tcp-lat topology-shm sweep-bw-shm sweep-lat-tcp diff-table perf-busbw \
     anim-D anim-D-play0 anim-D-step7 explain-sweep-E; do

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/env_config.h"
+#include "core/log.h"
 #include "harness.h"
 
 START_TEST(sizes_accept_suffixes_and_reject_junk)
@@ -150,8 +151,11 @@ START_TEST(rules_accept_and_reject)
         {TT_CFG_SHM_SLOT_BYTES, "100", 0},
         {TT_CFG_SHM_SLOT_BYTES, "128", 1},
         {TT_CFG_SHM_SLOT_BYTES, "4K", 1},
-        {TT_CFG_IPC_SLOT_BYTES, "384", 0},
-        {TT_CFG_IPC_SLOT_BYTES, "512", 1},
+        {TT_CFG_IPC_WINDOW_BYTES, "1000", 0},
+        {TT_CFG_IPC_WINDOW_BYTES, "64K", 1},
+        {TT_CFG_IPC_WINDOW_BYTES, "65600", 0},
+        {TT_CFG_DEVICE_STAGING_BYTES, "4K", 0},
+        {TT_CFG_DEVICE_STAGING_BYTES, "1M", 1},
         {TT_CFG_DETERMINISTIC, "2", 0},
         {TT_CFG_DETERMINISTIC, "1", 1},
         {TT_CFG_CUDA_IPC, "yes", 0},
@@ -247,6 +251,42 @@ START_TEST(unknown_names_are_warned_about_once)
 }
 END_TEST
 
+/* TUTTI_LOG_PREFIX puts the time, host and pid before each line; a front
+ * end's fallback applies only where the variable is unset. */
+START_TEST(log_lines_carry_the_prefix_asked_for)
+{
+    char host[64], want[256];
+    ck_assert_int_eq(gethostname(host, sizeof host), 0);
+    host[sizeof host - 1] = '\0';
+    unset_all();
+    setenv("TUTTI_LOG_PREFIX", "time,host,pid", 1);
+    tt_log_set_fallback(NULL, NULL, "tid"); /* re-reads the variables */
+    capture_start();
+    tt_log_write(TT_LOG_WARN, TT_SUB_CONFIG, "hello");
+    const char *log = capture_end();
+    int y, mo, d, h, mi, sec, usec, used = 0;
+    ck_assert_msg(sscanf(log, "%4d-%2d-%2dT%2d:%2d:%2d.%6dZ %n", &y, &mo, &d, &h, &mi, &sec, &usec, &used) ==
+                          7 &&
+                      used == 28,
+                  "no time first: %s", log);
+    snprintf(want, sizeof want, "%s:%ld tutti warn config: hello\n", host, (long)getpid());
+    ck_assert_str_eq(log + used, want);
+
+    unsetenv("TUTTI_LOG_PREFIX");
+    tt_log_set_fallback(NULL, NULL, "pid");
+    capture_start();
+    tt_log_write(TT_LOG_WARN, TT_SUB_CONFIG, "hello");
+    log = capture_end();
+    snprintf(want, sizeof want, "%ld tutti warn config: hello\n", (long)getpid());
+    ck_assert_str_eq(log, want);
+
+    tt_log_set_fallback(NULL, NULL, NULL);
+    capture_start();
+    tt_log_write(TT_LOG_WARN, TT_SUB_CONFIG, "hello");
+    ck_assert_str_eq(capture_end(), "tutti warn config: hello\n");
+}
+END_TEST
+
 START_TEST(table_is_complete)
 {
     for (int i = 0; i < TT_CFG_COUNT; i++) {
@@ -290,6 +330,7 @@ int main(void)
     tcase_add_test(tc, rules_accept_and_reject);
     tcase_add_test(tc, each_bad_value_is_named_once_under_config);
     tcase_add_test(tc, unknown_names_are_warned_about_once);
+    tcase_add_test(tc, log_lines_carry_the_prefix_asked_for);
     tcase_add_test(tc, table_is_complete);
     tcase_add_test(tc, every_variable_is_documented_in_tutti_7);
     suite_add_tcase(s, tc);

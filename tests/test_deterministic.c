@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "core/fp8.h"
 #include "core/half.h"
 #include "harness.h"

@@ -8,11 +8,12 @@
  * on one GPU with interleaved calls that grow; communicators destroyed and
  * made again with device calls in between (their GPU memory comes back);
  * a rank killed or aborting in the middle of a direct collective (the
- * others' streams are released and their next call fails); direct
- * messages many slots long, buffers off a 16-byte boundary, more than
+ * others' streams are released and their next call fails); direct runs
+ * of many rounds, buffers off a 16-byte boundary, more than
  * 2^31 elements; an application kernel loaded lazily while a call holds
- * a stream; more streams than hardware queues. gpu-check.sh runs each case on its own, under the
- * environment variants users have.
+ * a stream; more streams than hardware queues; another thread capturing a
+ * graph in global mode meanwhile. gpu-check.sh runs each case on its own,
+ * under the environment variants users have.
  */
 #include <check.h>
 #include <cuda_runtime_api.h>
@@ -33,8 +34,8 @@ int tt_test_lazy_kernel(int *p, size_t n, void *stream); /* tests/lazy_kernel.cu
 
 static int want_direct(int p)
 {
-    const char *ipc = getenv("TUTTI_CUDA_IPC"), *conns = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-    return p > 1 && !(ipc && atoi(ipc) == 0) && !(conns && atoi(conns) == 1);
+    const char *ipc = getenv("TUTTI_CUDA_IPC");
+    return p > 1 && !(ipc && atoi(ipc) == 0);
 }
 
 /* An fp32 sum all-reduce of n elements on the device, checked: rank r adds
@@ -60,8 +61,8 @@ static int checked_allreduce(tutti_comm_t comm, int r, int p, float *dx, float *
     return 0;
 }
 
-/* Makes the communicator's FIFOs known to every rank: a first device call,
- * then a barrier. */
+/* Makes the communicator's windows known to every rank: a first device
+ * call, then a barrier. */
 static int warm_up(tutti_comm_t comm, int r, int p, cudaStream_t s)
 {
     float *d;
@@ -155,8 +156,8 @@ static int second_comm(tutti_comm_t comm, int r, int p, tutti_comm_t *out)
 }
 
 /* Two communicators on one GPU and one stream, calls alternating between
- * them, each larger than the last: each one's staging and FIFOs grow while
- * the other's gates are live. */
+ * them, each larger than the last (past the staging, and many rounds of a
+ * direct run's window), while the other's calls may still hold the stream. */
 static int two_comms(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)arg;
@@ -187,7 +188,7 @@ START_TEST(two_communicators_on_one_gpu_interleave_growing_calls)
 END_TEST
 
 /* Ten communicators in turn, each with direct calls, each destroyed: the
- * GPU memory they took comes back (FIFOs, staging, words). */
+ * GPU memory they took comes back (windows, working memory). */
 static int recreate(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)arg;
@@ -262,8 +263,8 @@ START_TEST(a_rank_dying_mid_direct_collective_releases_the_others)
 }
 END_TEST
 
-/* Direct messages of many 64 KiB slots; buffers 4 bytes (fp32) and 2 bytes
- * (fp16) off a 16-byte boundary; more than 2^31 int8 elements. */
+/* Direct runs of many rounds of a 128 KiB window; buffers 4 bytes (fp32)
+ * and 2 bytes (fp16) off a 16-byte boundary; more than 2^31 int8 elements. */
 static int big_and_skewed(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)arg;
@@ -307,9 +308,9 @@ static int big_and_skewed(tutti_comm_t comm, int r, int p, void *arg)
 
 START_TEST(direct_messages_long_skewed_and_over_2_31_elements)
 {
-    setenv("TUTTI_IPC_SLOT_BYTES", "64K", 1);
+    setenv("TUTTI_IPC_WINDOW_BYTES", "128K", 1);
     tt_run_ranks(2, big_and_skewed, NULL, 300);
-    unsetenv("TUTTI_IPC_SLOT_BYTES");
+    unsetenv("TUTTI_IPC_WINDOW_BYTES");
 }
 END_TEST
 
@@ -352,11 +353,11 @@ END_TEST
 
 /*
  * More streams than the GPU has hardware queues (CUDA_DEVICE_MAX_CONNECTIONS,
- * 8 by default): some share one with the stream the proxy's direct runs
- * use. Each call is followed on its stream by dependent work of the
- * application's, which waits for the call's gate; if that wait holds up
- * the shared hardware queue, the proxy's copies for the call wait behind
- * it and this case hangs (a known hazard of direct runs, measured here).
+ * 8 by default, so most share one): rank 0 puts a call on each, each
+ * followed on its stream by dependent work of the application's, before
+ * rank 1 (a second late) makes any: whatever a call needs must be ahead of
+ * the held streams in every shared queue (a direct run's work is all on
+ * its own stream, a staged call's proxy makes no GPU call).
  */
 static int many_streams(tutti_comm_t comm, int r, int p, void *arg)
 {
@@ -371,6 +372,8 @@ static int many_streams(tutti_comm_t comm, int r, int p, void *arg)
     if (warm_up(comm, r, p, s[0]))
         return 1;
     TT_FAIL_IF(cudaMemset(dx, 0, STREAMS * N * 4), "memset");
+    if (r == 1)
+        sleep(1);
     for (int k = 0; k < STREAMS; k++) {
         float *x = dx + k * N, *y = dy + k * N;
         TT_FAIL_IF(tutti_allreduce(x, y, N, TUTTI_FP32, TUTTI_SUM, comm, s[k]), "call %d: %s", k,
@@ -392,6 +395,102 @@ START_TEST(more_streams_than_hardware_queues)
 }
 END_TEST
 
+/*
+ * Another thread of the application captures a stream of its own into a
+ * graph in global mode (PyTorch's default) while this one makes device
+ * calls, the first of a second communicator among them (its queue and
+ * staging are set up meanwhile): no runtime call of tutti's, on any
+ * thread, may break that capture, and the calls must give their sums. The
+ * test's own waits and copies run outside the capture (before and after).
+ */
+typedef struct {
+    cudaStream_t s;
+    int state; /* 1 capturing, 2 asked to end */
+    cudaError_t ended;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+} capturer_t;
+
+static void *capture_meanwhile(void *arg)
+{
+    capturer_t *c = arg;
+    cudaError_t e = cudaStreamBeginCapture(c->s, cudaStreamCaptureModeGlobal);
+    pthread_mutex_lock(&c->lock);
+    c->state = e ? -1 : 1;
+    pthread_cond_broadcast(&c->changed);
+    while (c->state == 1)
+        pthread_cond_wait(&c->changed, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    cudaGraph_t graph = NULL;
+    c->ended = e ? e : cudaStreamEndCapture(c->s, &graph);
+    if (graph)
+        cudaGraphDestroy(graph);
+    return NULL;
+}
+
+static int global_capture(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    enum { CALLS = 4, N = 1 << 18 };
+    tutti_comm_t other;
+    cudaStream_t s;
+    float *d[CALLS], *h = malloc(N * sizeof *h);
+    TT_FAIL_IF(!h || cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "set-up");
+    if (warm_up(comm, r, p, s) || second_comm(comm, r, p, &other))
+        return 1;
+    for (int k = 0; k < CALLS; k++) {
+        for (size_t i = 0; i < N; i++)
+            h[i] = (float)(r + k);
+        TT_FAIL_IF(cudaMalloc((void **)&d[k], N * sizeof *h) ||
+                       cudaMemcpy(d[k], h, N * sizeof *h, cudaMemcpyHostToDevice),
+                   "inputs");
+    }
+    capturer_t c = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+    pthread_t t;
+    TT_FAIL_IF(cudaStreamCreateWithFlags(&c.s, cudaStreamNonBlocking) ||
+                   pthread_create(&t, NULL, capture_meanwhile, &c),
+               "capture thread");
+    pthread_mutex_lock(&c.lock);
+    while (c.state == 0)
+        pthread_cond_wait(&c.changed, &c.lock);
+    pthread_mutex_unlock(&c.lock);
+    tutti_status_t st[CALLS];
+    for (int k = 0; k < CALLS; k++) /* growing: the second communicator's first call is the third */
+        st[k] = tutti_allreduce(d[k], d[k], (size_t)N >> (CALLS - 1 - k), TUTTI_FP32, TUTTI_SUM,
+                                k == 2 ? other : comm, s);
+    pthread_mutex_lock(&c.lock);
+    c.state = 2;
+    pthread_cond_broadcast(&c.changed);
+    pthread_mutex_unlock(&c.lock);
+    pthread_join(t, NULL);
+    TT_FAIL_IF(c.ended, "the other thread's capture broke: %s", cudaGetErrorString(c.ended));
+    for (int k = 0; k < CALLS; k++)
+        TT_FAIL_IF(st[k], "call %d: %s", k, tutti_comm_last_error(k == 2 ? other : comm));
+    TT_FAIL_IF(cudaStreamSynchronize(s), "sync");
+    for (int k = 0; k < CALLS; k++) {
+        size_t n = (size_t)N >> (CALLS - 1 - k);
+        TT_FAIL_IF(cudaMemcpy(h, d[k], n * sizeof *h, cudaMemcpyDeviceToHost), "copy out");
+        for (size_t i = 0; i < n; i++)
+            TT_FAIL_IF(h[i] != (float)(p * (p - 1) / 2 + p * k), "call %d element %zu: %g", k, i,
+                       (double)h[i]);
+        cudaFree(d[k]);
+    }
+    TT_FAIL_IF(tutti_comm_destroy(other), "destroying the second communicator");
+    cudaStreamDestroy(c.s);
+    cudaStreamDestroy(s);
+    free(h);
+    return 0;
+}
+
+START_TEST(a_capture_in_global_mode_on_another_thread_survives)
+{
+    if (_i)
+        setenv("TUTTI_CUDA_IPC", "0", 1);
+    tt_run_ranks(2, global_capture, NULL, 120);
+    unsetenv("TUTTI_CUDA_IPC");
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     const tt_case_t cases[] = {
@@ -403,6 +502,7 @@ int main(int argc, char **argv)
         {"big_skewed", direct_messages_long_skewed_and_over_2_31_elements, 0, 0},
         {"lazy_kernel", an_application_kernel_loaded_lazily_while_a_call_is_held, 0, 0},
         {"many_streams", more_streams_than_hardware_queues, 0, 0},
+        {"global_capture", a_capture_in_global_mode_on_another_thread_survives, 0, 2},
     };
     char why[200];
     if (!(argc == 2 && strcmp(argv[1], "--list") == 0) && !tt_test_gpu_usable(why, sizeof why)) {

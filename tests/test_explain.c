@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "tune/cost.h"
 #include "tune/tuner.h"
 #include "tools/explain_formula.h"
@@ -354,6 +354,93 @@ START_TEST(tutti_explain_measures_the_whole_call_across_sizes)
 }
 END_TEST
 
+/* The registry is the one list of algorithms: every file of algorithms/ is
+ * in it, every entry names itself and is documented, and the tuner (its
+ * cost model and its choice), tutti-explain's steps and the simulator's
+ * trace all serve every collective each one builds. */
+static int documented(const char *man, const char *name)
+{
+    char bold[64];
+    snprintf(bold, sizeof bold, "**%s**", name);
+    return strstr(man, bold) != NULL;
+}
+
+static char *read_source(const char *rel)
+{
+    const char *srcdir = getenv("TT_SRCDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", srcdir ? srcdir : ".", rel);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f, "cannot read %s", path);
+    static char text[1 << 17];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+START_TEST(every_algorithm_file_is_registered_and_known_everywhere)
+{
+    char *man = strdup(read_source("man/tutti-algorithms.7.md"));
+    char *listing = strdup(read_source("algorithms/Makefile.include"));
+    for (char *f = listing; (f = strstr(f, "algorithms/")) != NULL;) {
+        f += strlen("algorithms/");
+        char name[64];
+        size_t n = strcspn(f, ". \t\\\n");
+        if (n == 0 || n >= sizeof name || strncmp(f + n, ".c", 2) != 0)
+            continue;
+        memcpy(name, f, n);
+        name[n] = '\0';
+        if (strcmp(name, "registry") != 0)
+            ck_assert_msg(tt_algo_named(name), "algorithms/%s.c is built but not in TT_ALGORITHM_LIST", name);
+    }
+    free(listing);
+
+    uint64_t ids[4] = {0, 0, 1, 1};
+    tt_hosts_t hosts;
+    ck_assert_int_eq(tt_hosts_init(&hosts, 4, ids, NULL), TUTTI_SUCCESS);
+    tt_tuner_t plain = {.slice_bytes = 0}, ordered = {.slice_bytes = 0, .deterministic = 1};
+    tt_cost_defaults(&plain.model);
+    tt_cost_defaults(&ordered.model);
+    for (int i = 0; i < tt_num_algorithms; i++) {
+        const tt_algorithm_t *algo = tt_algorithms[i];
+        ck_assert_msg(algo->name && *algo->name && algo->summary && *algo->summary, "entry %d", i);
+        ck_assert_ptr_eq(tt_algo_named(algo->name), algo);
+        ck_assert_msg(documented(man, algo->name), "%s is not in tutti-algorithms(7)", algo->name);
+        int serves = 0;
+        for (int c = 0; c < TT_COLL_COUNT; c++) {
+            if (!algo->build[c])
+                continue;
+            serves++;
+            tt_coll_args_t a = {.coll = (tt_coll_t)c, .nranks = 4, .root = 1, .count = 4096, .hosts = &hosts};
+            if (c == TT_COLL_BARRIER)
+                a.count = 0;
+            if (c == TT_COLL_SEND || c == TT_COLL_RECV) { /* one side of a pair, not a job of all ranks */
+                tt_sched_t s;
+                ck_assert_int_eq(tt_sched_build(algo, &a, &s), TUTTI_SUCCESS);
+                tt_sched_free(&s);
+                continue;
+            }
+            ck_assert_msg(tt_tuner_considers(&plain, algo, &a) || tt_tuner_considers(&ordered, algo, &a),
+                          "the tuner never considers %s for %s", algo->name, tt_coll_name(a.coll));
+            ck_assert_msg(tt_cost_predict(&plain.model, algo, &a, 4, 2) > 0, "no cost for %s's %s",
+                          algo->name, tt_coll_name(a.coll));
+            tt_steps_t st;
+            ck_assert_msg(tt_explain_steps(&st, &plain.model, algo, &a, 4, 1) == 0, "no steps for %s's %s",
+                          algo->name, tt_coll_name(a.coll));
+            tt_explain_steps_free(&st);
+            tt_trace_t t;
+            ck_assert_msg(tt_trace_run(&t, algo, &a) == 0, "no trace of %s's %s: %s", algo->name,
+                          tt_coll_name(a.coll), t.error);
+            tt_trace_free(&t);
+        }
+        ck_assert_msg(serves > 0, "%s serves no collective", algo->name);
+    }
+    tt_hosts_free(&hosts);
+    free(man);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("explain");
@@ -368,6 +455,7 @@ int main(void)
     tcase_add_test(tc, textbook_formulas_match_the_model_where_both_are_exact);
     tcase_add_test(tc, measured_corrections_steer_the_tuner_on_their_shape);
     tcase_add_test(tc, tutti_explain_measures_the_whole_call_across_sizes);
+    tcase_add_test(tc, every_algorithm_file_is_registered_and_known_everywhere);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -40,7 +40,7 @@ int main(void)
     return 0;
 #endif
     if (!mpirun || !*mpirun || strcmp(mpirun, "no") == 0) {
-        printf("1..0 # SKIP no mpirun found by configure\n");
+        printf("1..0 # SKIP no mpirun found by configure (install openmpi-bin and reconfigure)\n");
         return 0;
     }
     Suite *s = suite_create("launch-pmix");

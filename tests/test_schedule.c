@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "tune/policy.h"
 #include "core/env_config.h"
 #include "core/half.h"
@@ -49,8 +49,8 @@ static void buffer_counts(const case_t *c, size_t *in, size_t *out)
     }
 }
 
-/* Input element index for rank r's input position i (so the expected
- * values can be named without the buffers). */
+/* Runs one case in the simulator and compares every rank's output with
+ * what the collective must give, computed here from tt_test_value's terms. */
 static void run_case(const case_t *c)
 {
     size_t elem = tutti_dtype_size(c->dtype), nin, nout;

@@ -7,22 +7,17 @@
  * poisoned again once copied out. Every collective under every algorithm
  * must still give the unstaged results, so every byte a slice reads was
  * fetched before it ran and every byte it writes was final when delivered.
- * Then the device layer's own staging code on the stream model of
- * fake_gpu.h.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "call_place.h"
 #include "coll/coll.h"
 #include "harness.h"
 #include "sched/stage.h"
-#include "device/layer.h"
-#include "device/staging.h"
-#include "fake_gpu.h"
 
 #define MAX_SLICES 4096
 #define POISON 0xA5
@@ -204,71 +199,6 @@ START_TEST(staged_slices_give_the_unstaged_results)
 }
 END_TEST
 
-/*
- * The proxy's own staging (tt_stage_run: a call that offered to go direct
- * but was refused) on the stream model of fake_gpu.h: its copies on the
- * proxy's two streams, an event per slice, the engine polling them, every
- * operation on the "GPU" slowed down so that the engine must wait. Every
- * collective gives the host path's results.
- */
-static int proxy_staged(tutti_comm_t handle, int r, int p, void *arg)
-{
-    (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
-    tt_fake_mode_t mode = {.op_delay_us = 50};
-    tt_fake_gpu_mode(&mode);
-    size_t span = 2 * 3001 * (size_t)p * 4 + 64;
-    char *ref = malloc(span), *dev = tt_fake_gpu_malloc(span, 0), *pinned = malloc(span);
-    tt_device_ctx_t ctx = {.rt = &tt_fake_gpu, .pinned = pinned};
-    TT_FAIL_IF(tt_fake_gpu.stream_create(&ctx.copies) || tt_fake_gpu.stream_create(&ctx.results), "streams");
-    TT_FAIL_IF(!tt_device_layer(comm, "test"), "no device layer");
-    static const tt_coll_t colls[] = {TT_COLL_ALLREDUCE, TT_COLL_REDUCE_SCATTER, TT_COLL_ALLGATHER,
-                                      TT_COLL_BROADCAST, TT_COLL_REDUCE,         TT_COLL_ALLTOALL};
-    for (size_t ci = 0; ci < 6; ci++)
-        for (int ip = 0; ip < 2; ip++) {
-            if (ip && colls[ci] == TT_COLL_ALLTOALL)
-                continue;
-            tt_call_t c = {.coll = colls[ci],
-                           .count = 3001,
-                           .dtype = ci % 2 ? TUTTI_FP16 : TUTTI_FP32,
-                           .op = ci % 2 ? TUTTI_AVG : TUTTI_SUM,
-                           .root = (int)(ci % (size_t)p)};
-            size_t e = tutti_dtype_size(c.dtype);
-            for (size_t i = 0; i < span / e; i++)
-                tt_test_value(c.dtype, c.op, ref, i, r, i);
-            memcpy(dev, ref, span);
-            memset(pinned, POISON, span);
-            tt_call_t want = c, d = c;
-            tt_test_place(&want, c.coll, ref, c.count, e, r, p, ip);
-            tt_test_place(&d, c.coll, dev, c.count, e, r, p, ip);
-            TT_FAIL_IF(tt_test_run_host(comm, &want), "host: %s", tutti_comm_last_error(handle));
-            TT_FAIL_IF(tt_coll_validate(comm, &d, "test"), "validate: %s", tutti_comm_last_error(handle));
-            d.send_on_device = d.in_bytes != 0;
-            d.recv_on_device = d.out_bytes != 0;
-            tt_stage_layout_t l = tt_stage_layout(&d);
-            TT_FAIL_IF(l.bytes > span, "layout of %zu bytes", l.bytes);
-            tt_call_t host = tt_stage_stand_in(&d, &l, pinned);
-            uint64_t seq;
-            int direct;
-            TT_FAIL_IF(tt_coll_begin(comm, &d, 0, &seq, &direct), "begin: %s", tutti_comm_last_error(handle));
-            TT_FAIL_IF(tt_stage_run(comm, &ctx, &d, &host, seq, "test"), "%s: %s", tt_coll_name(c.coll),
-                       tutti_comm_last_error(handle));
-            TT_FAIL_IF(memcmp(dev, ref, span), "%s %s in_place=%d: staged by the proxy, results differ",
-                       tt_coll_name(c.coll), tutti_dtype_name(c.dtype), ip);
-        }
-    free(ref);
-    free(pinned);
-    return 0;
-}
-
-START_TEST(the_proxys_staging_on_the_stream_model_gives_the_host_results)
-{
-    setenv("TUTTI_SLICE_BYTES", "1K", 1);
-    tt_run_ranks(2 + _i, proxy_staged, NULL, 120);
-    unsetenv("TUTTI_SLICE_BYTES");
-}
-END_TEST
-
 static Suite *stage_suite(void)
 {
     Suite *s = suite_create("stage");
@@ -276,13 +206,11 @@ static Suite *stage_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, pieces_merge_and_follow_the_slice);
     tcase_add_loop_test(tc, staged_slices_give_the_unstaged_results, 0, tt_num_algorithms);
-    tcase_add_loop_test(tc, the_proxys_staging_on_the_stream_model_gives_the_host_results, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    tt_device_set_rt(&tt_fake_gpu); /* tt_device_error names the model's errors */
     return tt_run_suite(stage_suite());
 }

@@ -55,6 +55,21 @@ START_TEST(dtype_sizes_and_names)
 }
 END_TEST
 
+/* Every kind and rounding mode has its own name (the Python package and the
+ * tools read them), and the value after the last one has none. */
+START_TEST(compression_kinds_and_roundings_are_named)
+{
+    static const char *const kinds[] = {"none", "topk", "int8", "int4", "sign"};
+    for (int k = TUTTI_COMPRESS_NONE; k <= TUTTI_COMPRESS_SIGN; k++)
+        ck_assert_str_eq(tutti_compress_kind_name((tutti_compress_kind_t)k), kinds[k]);
+    ck_assert_str_eq(tutti_compress_kind_name((tutti_compress_kind_t)(TUTTI_COMPRESS_SIGN + 1)), "unknown");
+    ck_assert_str_eq(tutti_compress_kind_name((tutti_compress_kind_t)-1), "unknown");
+    ck_assert_str_eq(tutti_rounding_name(TUTTI_ROUND_NEAREST), "nearest");
+    ck_assert_str_eq(tutti_rounding_name(TUTTI_ROUND_STOCHASTIC), "stochastic");
+    ck_assert_str_eq(tutti_rounding_name((tutti_rounding_t)(TUTTI_ROUND_STOCHASTIC + 1)), "unknown");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("status");
@@ -62,6 +77,7 @@ int main(void)
     tcase_add_test(tc, every_status_has_a_distinct_name_and_text);
     tcase_add_test(tc, version_query_matches_the_headers);
     tcase_add_test(tc, dtype_sizes_and_names);
+    tcase_add_test(tc, compression_kinds_and_roundings_are_named);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

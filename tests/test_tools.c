@@ -191,7 +191,7 @@ START_TEST(info_and_bw_say_what_is_built_and_missing)
     const char *ipc = offered_line(out, "cuda_ipc");
     ck_assert_msg(ipc, "-l lists no cuda_ipc:\n%.3000s", out);
 #ifdef TT_HAVE_CUDA
-    int gpu = tt_cuda_usable(why, sizeof why);
+    int gpu = tt_device_usable(why, sizeof why) == TUTTI_SUCCESS;
     char said[256];
     snprintf(said, sizeof said, "cuda: built (device buffers, GPU kernels, the cuda_ipc transport); %s\n",
              gpu ? "a GPU is usable here" : why);

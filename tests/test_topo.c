@@ -6,14 +6,17 @@
  * this machine's own /sys, the grouping of ranks by host, and tutti-topo.
  */
 #include <check.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/dl.h"
 #include "harness.h"
 #include "sched/hosts.h"
+#include "topo/hwloc_lib.h"
 #include "topo/topo.h"
 
 static tt_topo_t *load_fixture(const char *name)
@@ -222,7 +225,35 @@ START_TEST(this_machine_is_read)
     ck_assert_int_ge(t->npus, 1);
     ck_assert_int_ge(t->nnuma, 1);
     ck_assert_int_eq(t->npus, (int)sysconf(_SC_NPROCESSORS_CONF));
+#ifdef TT_HAVE_HWLOC
+    /* built with hwloc's headers: the source says whether its library opened */
+    char why[160];
+    if (tt_hwloc(why, sizeof why))
+        ck_assert_msg(strncmp(t->source, "hwloc API 2.", 12) == 0, "%s", t->source);
+    else
+        ck_assert_msg(strncmp(t->source, "hwloc", 5) != 0, "%s though: %s", t->source, why);
+#endif
     free(t);
+}
+END_TEST
+
+/* hwloc and PMIx are opened at run time: a library that is not there, or
+ * that lacks what tutti needs, is named with what to install. */
+START_TEST(libraries_opened_at_run_time_say_what_is_missing)
+{
+    char why[256];
+    void *slot;
+    tt_dl_sym_t sym = {&slot, "hwloc_topology_init", 0};
+    ck_assert_ptr_null(
+        tt_dl_open("libtutti-no-such-library.so.9", RTLD_NOW, &sym, 1, "libnothing1", why, sizeof why));
+    ck_assert_msg(strstr(why, "cannot open libtutti-no-such-library.so.9 (install libnothing1)"), "%s", why);
+    ck_assert_ptr_null(tt_dl_open("libc.so.6", RTLD_NOW, &sym, 1, "libc6", why, sizeof why));
+    ck_assert_msg(strstr(why, "libc.so.6 lacks hwloc_topology_init"), "%s", why);
+    sym.optional = 1;
+    void *h = tt_dl_open("libc.so.6", RTLD_NOW, &sym, 1, "libc6", why, sizeof why);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_ptr_null(slot);
+    dlclose(h);
 }
 END_TEST
 
@@ -297,6 +328,7 @@ int main(void)
     tcase_add_test(tc, bad_xml_is_reported);
     tcase_add_test(tc, sysfs_trees_are_read_without_hwloc);
     tcase_add_test(tc, this_machine_is_read);
+    tcase_add_test(tc, libraries_opened_at_run_time_say_what_is_missing);
     tcase_add_test(tc, ranks_are_grouped_by_host_in_rank_order);
     tcase_add_test(tc, local_ranks_follow_the_hardware);
     tcase_add_test(tc, tutti_topo_prints_the_matrix_tree_and_json);

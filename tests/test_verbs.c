@@ -14,7 +14,7 @@
 
 #include "comm/comm.h"
 #include "harness.h"
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 
 static const size_t counts[] = {0, 1, 7, 1000, 65537};
 static const struct {

@@ -4,12 +4,17 @@
  * several independent channels per peer (one per slice in flight); messages on
  * one channel arrive in the order they were posted. Every message carries a
  * header naming the call it belongs to, so a receiver detects ranks that run
- * different collectives. Transports include this header and core utilities
- * (log, sock, config) only; the core reaches them through tt_transports[].
+ * different collectives. Transports include this header, transports/local.h
+ * (what the local ones share) and the layers below them only: core
+ * utilities (log, sock, config), the topology (verbs picks the NIC nearest
+ * a rank's GPU) and the CUDA kernels' header (cuda_ipc reduces on the GPU);
+ * never each other. The communicator layer reaches them through
+ * tt_transports[] (the one arrow up, ARCHITECTURE.md).
  *
  * A transport serves host buffers (TT_CAP_HOST_MEM: the communicator's
  * connections to every peer) or device buffers (TT_CAP_DEVICE_MEM: the
- * direct runs of device calls, through its device ops).
+ * direct runs of device calls, through its device ops; its connections
+ * carry no messages, so it has no isend, irecv or progress).
  */
 #ifndef TT_TRANSPORT_H
 #define TT_TRANSPORT_H
@@ -101,8 +106,8 @@ typedef struct tt_req {
 #define TT_CAP_DEVICE_MEM (1u << 1) /* moves device buffers: has device ops */
 
 /*
- * How the engine touches device memory in a direct run: copies and
- * reductions by the device's kernels, scratch on the device. Each op
+ * How the engine touches device memory when a route gives it some: copies
+ * and reductions by the device's kernels, scratch on the device. Each op
  * returns once its work is done: 0, or an error code that error() names.
  */
 typedef struct {
@@ -118,32 +123,53 @@ typedef struct {
 } tt_mem_ops_t;
 
 /*
- * What a device-memory transport adds: ranks agree call by call, on a
- * board, whether every rank can run the call on its device buffers.
+ * How this rank's GPU reaches rank q's side of a direct run (device
+ * addresses, usable on this rank's streams): q's window, the two words
+ * q's stream writes for this rank (in this rank's host segment) and the
+ * two this rank's stream writes for q (in q's). Each word counts rounds:
+ * "ready" once the writer's part of a round is in its window, "done" once
+ * the writer has finished reading the reader's window for that round.
  */
 typedef struct {
-    /* Binds ctx to GPU device and publishes what the peers need to reach
-     * this rank's device memory. TUTTI_SUCCESS, or a status after logging
-     * why; the caller then stages (and does not ask again). */
+    char *window;
+    unsigned *ready_from, *done_from;
+    unsigned *ready_to, *done_to;
+} tt_direct_peer_t;
+
+/* A rank's announcement for one call on the board. */
+typedef enum { TT_BOARD_NOT_YET = 0, TT_BOARD_STAGES, TT_BOARD_DIRECT } tt_board_t;
+
+/*
+ * What a device-memory transport adds: ranks agree call by call, on a
+ * board, whether every rank can run the call on its device buffers, and
+ * the direct runs' windows and words. Every op that binds or opens runs on
+ * the caller's thread with the bound GPU current, before a call is queued.
+ */
+typedef struct {
+    /* Binds ctx to GPU device and publishes this rank's window. A failure
+     * is logged; the caller then stages (and does not ask again). */
     tutti_status_t (*bind)(void *ctx, int device);
-    /* Opens what the peers published so far to reach their device memory;
-     * 1 once all of it is open: only then may this rank announce that it
-     * can go direct. On the caller's thread before a call is queued, never
-     * on the proxy (opening may wait for the whole device). */
-    int (*open_peers)(void *ctx);
-    /* Announces whether this rank can run call seq directly; waits (up to
-     * timeout_ms) only when far ahead of some rank. */
-    tutti_status_t (*announce)(void *ctx, uint64_t seq, int capable, int64_t timeout_ms);
-    /* Rank's announcement for seq: 1 or 0, or -1 while it has not made it. */
-    int (*announcement)(const void *ctx, int rank, uint64_t seq);
-    /* Once every rank announced it can: whether every rank's device can
-     * load from every other's. */
-    int (*reach_all)(void *ctx);
-    /* The PCI bus id of rank's device ("0000:34:00.0"), once rank bound
-     * (every rank announced it can); 0, or -1 when unknown. */
-    int (*bus_id)(const void *ctx, int rank, char *out, size_t len);
-    /* The engine's access to this rank's device memory, once bound. */
-    const tt_mem_ops_t *(*mem)(void *ctx);
+    /* Opens the windows and segments peers published so far; *all = 1
+     * once all are: only then may this rank announce that it can go
+     * direct. */
+    tutti_status_t (*open_peers)(void *ctx, int *all);
+    /* Announces whether this rank can run call seq (signature sig)
+     * directly; waits (up to timeout_ms) only when far ahead of some rank. */
+    tutti_status_t (*announce)(void *ctx, uint64_t seq, int capable, uint64_t sig, int64_t timeout_ms);
+    /* Rank's announcement for seq, and the signature it announced. */
+    tt_board_t (*announcement)(const void *ctx, int rank, uint64_t seq, uint64_t *sig);
+    /* Once every rank announced it can: *all = whether every rank's device
+     * can load from every other's. */
+    tutti_status_t (*reach_all)(void *ctx, int *all);
+    /* Every rank's side, by rank (this rank's own window at its own
+     * index), once open_peers said all; *window_bytes: each window's size. */
+    const tt_direct_peer_t *(*peers)(void *ctx, size_t *window_bytes);
+    /* Stores into this rank's segment the words that peer (-1: every peer)
+     * would write up to round, so that this rank's stream stops waiting
+     * for a peer that died or gave up. Host stores only. */
+    void (*release)(void *ctx, int peer, unsigned round);
+    /* The GPU may still use the windows and segments: finalize leaves them. */
+    void (*keep)(void *ctx);
 } tt_device_ops_t;
 
 typedef struct {
@@ -170,6 +196,11 @@ typedef struct {
                               void **conns);
     tutti_status_t (*isend)(void *conn, int channel, tt_req_t *req);
     tutti_status_t (*irecv)(void *conn, int channel, tt_req_t *req);
+    /* The header of the next message on channel, once it has arrived
+     * whole, while no receive is posted there: 1 and *hdr; else 0. Consumes
+     * nothing. A receive from any source finds its sender with it; NULL
+     * where the transport cannot tell. */
+    int (*peek)(void *conn, int channel, tt_msg_hdr_t *hdr);
     /* Moves whatever can move without blocking; sets *progressed if any did.
      * A failure of the connection fails its pending requests and is returned. */
     tutti_status_t (*progress)(void *conn, int *progressed);

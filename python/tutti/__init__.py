@@ -21,6 +21,7 @@ from ._errors import TuttiError
 
 SUM, PROD, MIN, MAX, AVG = Op.SUM, Op.PROD, Op.MIN, Op.MAX, Op.AVG
 SPLIT_NOCOLOR = _lib.SPLIT_NOCOLOR
+SHRINK_ABORT, SHRINK_DEAD = _lib.SHRINK_ABORT, _lib.SHRINK_DEAD
 library_path = _lib.path
 
 

@@ -9,13 +9,15 @@ tutti reads and writes them as one run of elements.
 """
 import sys
 
+from . import _lib
+
+# numpy's and torch's names for tutti's dtypes where they differ from tutti's
+# own (tutti_dtype_name); the values come from the library.
+_NUMPY_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+                "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}  # torch's fp8 names (ml_dtypes': the same)
 # tutti_dtype_t values by numpy/torch dtype name.
-DTYPES = {
-    "int8": 0, "uint8": 1, "int32": 2, "uint32": 3, "int64": 4, "uint64": 5,
-    "float16": 6, "bfloat16": 7, "float32": 8, "float64": 9,
-    "float8_e4m3fn": 10, "float8_e5m2": 11,  # torch's names (ml_dtypes: the same)
-}
-DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+DTYPES = {_NUMPY_NAMES.get(name, name): value
+          for name, value in _lib.enum_values(_lib.lib.tutti_dtype_name, "unknown").items()}
 _TYPESTR = {"i1": "int8", "u1": "uint8", "i4": "int32", "u4": "uint32", "i8": "int64", "u8": "uint64",
             "f2": "float16", "f4": "float32", "f8": "float64"}
 _FORMATS = {"b": "int8", "B": "uint8", "i": "int32", "I": "uint32", "q": "int64", "Q": "uint64",

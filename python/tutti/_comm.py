@@ -11,15 +11,11 @@ from ._errors import TuttiError, check
 lib = _lib.lib
 
 
-class Op(enum.IntEnum):
-    """Reduction operators (tutti_op_t). AVG divides the sum by the number of
-    ranks (truncating for integers); fp16/bf16 are reduced in fp32."""
-
-    SUM = 0
-    PROD = 1
-    MIN = 2
-    MAX = 3
-    AVG = 4
+Op = enum.IntEnum("Op", {name.upper(): value
+                         for name, value in _lib.enum_values(lib.tutti_op_name, "unknown").items()})
+Op.__doc__ = """Reduction operators (tutti_op_t), named and numbered by the library. AVG
+divides the sum by the number of ranks (truncating for integers); fp16/bf16
+are reduced in fp32."""
 
 
 class UniqueId:
@@ -94,7 +90,7 @@ class Communicator:
     """A tutti communicator (tutti_comm_t).
 
     Create it from the launcher's environment with ``Communicator.from_env()``
-    (tutti-run, torchrun, mpirun/srun with PMIx) or from a unique id with
+    (tutti-run, torchrun, mpirun/srun with PMIx, srun) or from a unique id with
     ``Communicator(nranks, rank, uid)``. Every rank must call the collectives
     in the same order with the same counts, dtypes, ops and roots; a rank that
     does not makes the call fail with TUTTI_ERR_MISMATCH instead of hanging.
@@ -202,9 +198,52 @@ class Communicator:
                   "tutti_comm_split")
         if not child.value:
             return None
+        return self._child(child.value)
+
+    def _child(self, handle):
         new = Communicator.__new__(Communicator)
-        new._adopt(child.value)
+        new._adopt(handle)
         return new
+
+    def revoke(self):
+        """Revokes the communicator (tutti_comm_revoke): every call on it, on
+        every rank, in progress or later, raises TuttiError
+        TUTTI_ERR_REVOKED at once. It stays usable for shrink(), destroy()
+        and abort(). Not collective; may run on another thread while a call
+        waits (it does not take the lock those calls hold)."""
+        check(lib.tutti_comm_revoke(self._live()), self._h, "tutti_comm_revoke")
+
+    def shrink(self, exclude=(), dead=True, abort=False):
+        """A communicator of the ranks that remain (tutti_comm_shrink).
+
+        Every remaining rank calls it with the same ``exclude`` (ranks to
+        leave out; they call nothing) and flags. ``dead``: also leave out the
+        ranks found dead, before or during the shrink (TUTTI_SHRINK_DEAD).
+        ``abort``: revoke this communicator first. Ranks keep their order;
+        this communicator is left as it was, to be aborted or destroyed."""
+        ranks = [int(r) for r in exclude]
+        arr = (ctypes.c_int * max(1, len(ranks)))(*ranks)
+        flags = (_lib.SHRINK_DEAD if dead else 0) | (_lib.SHRINK_ABORT if abort else 0)
+        child = ctypes.c_void_p()
+        check(lib.tutti_comm_shrink(self._live(), arr, len(ranks), flags, ctypes.byref(child)), self._h,
+              "tutti_comm_shrink")
+        return self._child(child.value)
+
+    def grow(self, nranks, unique_id=None):
+        """A communicator of ``nranks`` ranks: this one's ranks keep theirs,
+        newcomers take the ones above (tutti_comm_grow). Collective over this
+        communicator. Rank 0 passes the id it made with ``get_unique_id()``
+        and handed to the newcomers, which join with
+        ``Communicator(nranks, rank, uid)``; the others pass None."""
+        s = None
+        if unique_id is not None:
+            uid = unique_id if isinstance(unique_id, UniqueId) else UniqueId(unique_id)
+            s = uid._struct()
+        child = ctypes.c_void_p()
+        with self._lock:
+            check(lib.tutti_comm_grow(self._live(), int(nranks), ctypes.byref(s) if s is not None else None,
+                                      ctypes.byref(child)), self._h, "tutti_comm_grow")
+        return self._child(child.value)
 
     # Collectives. Each resolves its arguments, then runs the C call.
 
@@ -296,6 +335,18 @@ class Communicator:
         o = as_buffer(buf, "recv buffer", True)
         self._call("tutti_recv", o.ptr, o.count, o.dtype, int(peer), _stream(stream, o))
         return buf
+
+    def recv_any(self, buf):
+        """Receives into buf (host memory) the next message any peer sends
+        this rank, as recv from that peer would; returns the sender's rank.
+        A timeout raises TuttiError (TUTTI_ERR_TIMEOUT) and leaves the
+        communicator usable: nothing was received."""
+        o = as_buffer(buf, "recv_any buffer", True)
+        source = ctypes.c_int(-1)
+        with self._lock:
+            check(lib.tutti_recv_any(o.ptr, o.count, o.dtype, ctypes.byref(source), self._live(), None), self._h,
+                  "tutti_recv_any")
+        return source.value
 
     def allreduce_compressed(self, buf, compression, state=None, op=Op.SUM, out=None, stream=None):
         """Compressed all-reduce (tutti_allreduce_compressed): sum or avg of buf

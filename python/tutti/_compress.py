@@ -8,8 +8,9 @@ from ._errors import check
 
 lib = _lib.lib
 
-KINDS = {"none": 0, "topk": 1, "int8": 2, "int4": 3, "sign": 4}
-ROUNDING = {"nearest": 0, "stochastic": 1}
+# tutti_compress_kind_t and tutti_rounding_t by name, from the library.
+KINDS = _lib.enum_values(lib.tutti_compress_kind_name, "unknown")
+ROUNDING = _lib.enum_values(lib.tutti_rounding_name, "unknown")
 
 CompressStats = collections.namedtuple("CompressStats", "bytes_sent dense_bytes_sent k_sent fell_back")
 CompressStats.__doc__ = """What a rank's last compressed all-reduce did: bytes it put on the wire,
@@ -74,6 +75,14 @@ class ErrorFeedback:
     def reset(self):
         """Zeroes the errors (after a change of model or learning-rate schedule)."""
         check(lib.tutti_ef_reset(self._live()), None, "tutti_ef_reset")
+
+    def regroup(self, nranks, op=0):
+        """Carries the state over to a communicator of ``nranks`` ranks, after
+        a shrink or a grow (tutti_ef_regroup): what this rank has yet to send
+        is kept, and so is the error of its chunk of the two-phase schemes
+        (folded into it; ``op`` is the all-reduce's, SUM or AVG)."""
+        check(lib.tutti_ef_regroup(self._live(), int(nranks), int(op)), None, "tutti_ef_regroup")
+        self.nranks = int(nranks)
 
     def errors(self):
         """Copies of the errors as lists of floats: (worker, server); server is

@@ -8,25 +8,14 @@ import ctypes
 import os
 from pathlib import Path
 
-STATUS_NAMES = {
-    0: "TUTTI_SUCCESS",
-    1: "TUTTI_ERR_INVALID_ARG",
-    2: "TUTTI_ERR_NO_MEMORY",
-    3: "TUTTI_ERR_SYSTEM",
-    4: "TUTTI_ERR_TIMEOUT",
-    5: "TUTTI_ERR_PEER_FAILED",
-    6: "TUTTI_ERR_MISMATCH",
-    7: "TUTTI_ERR_UNSUPPORTED",
-    8: "TUTTI_ERR_AUTH",
-    9: "TUTTI_ERR_ABORTED",
-    10: "TUTTI_ERR_CONFIG",
-    11: "TUTTI_ERR_INTERNAL",
-}
-
+# The values of tutti.h's macros (not enums, so the library cannot be asked
+# for them); tests/python/abi_values.py checks them against the header.
 UNIQUE_ID_BYTES = 128
 PARAM_TIMEOUT_MS = 1 << 0
 PARAM_NODE_ID = 1 << 1
 SPLIT_NOCOLOR = -1
+SHRINK_ABORT = 0x1
+SHRINK_DEAD = 0x2
 
 
 class UniqueIdStruct(ctypes.Structure):
@@ -101,11 +90,18 @@ _SIGNATURES = {
     "tutti_status_name": (_c.c_char_p, [_st]),
     "tutti_get_version": (_c.c_int, [_c.POINTER(_c.c_int)] * 3),
     "tutti_dtype_size": (_c.c_size_t, [_c.c_int]),
+    "tutti_dtype_name": (_c.c_char_p, [_c.c_int]),
+    "tutti_op_name": (_c.c_char_p, [_c.c_int]),
+    "tutti_compress_kind_name": (_c.c_char_p, [_c.c_int]),
+    "tutti_rounding_name": (_c.c_char_p, [_c.c_int]),
     "tutti_get_unique_id": (_st, [_c.POINTER(UniqueIdStruct)]),
     "tutti_comm_init": (_st, [_c.POINTER(_comm), _c.c_int, _c.c_int, _c.POINTER(UniqueIdStruct),
                               _c.POINTER(CommParams)]),
     "tutti_comm_init_env": (_st, [_c.POINTER(_comm), _c.POINTER(CommParams)]),
     "tutti_comm_split": (_st, [_comm, _c.c_int, _c.c_int, _c.POINTER(_comm)]),
+    "tutti_comm_revoke": (_st, [_comm]),
+    "tutti_comm_shrink": (_st, [_comm, _c.POINTER(_c.c_int), _c.c_int, _c.c_uint, _c.POINTER(_comm)]),
+    "tutti_comm_grow": (_st, [_comm, _c.c_int, _c.POINTER(UniqueIdStruct), _c.POINTER(_comm)]),
     "tutti_comm_destroy": (_st, [_comm]),
     "tutti_comm_abort": (_st, [_comm]),
     "tutti_comm_rank": (_st, [_comm, _c.POINTER(_c.c_int)]),
@@ -122,9 +118,11 @@ _SIGNATURES = {
     "tutti_barrier": (_st, [_comm, _c.c_void_p]),
     "tutti_send": (_st, [_c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int, _comm, _c.c_void_p]),
     "tutti_recv": (_st, [_c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int, _comm, _c.c_void_p]),
+    "tutti_recv_any": (_st, [_c.c_void_p, _c.c_size_t, _c.c_int, _c.POINTER(_c.c_int), _comm, _c.c_void_p]),
     "tutti_ef_create": (_st, [_c.POINTER(_c.c_void_p), _c.c_size_t, _c.c_int]),
     "tutti_ef_reset": (_st, [_c.c_void_p]),
     "tutti_ef_destroy": (_st, [_c.c_void_p]),
+    "tutti_ef_regroup": (_st, [_c.c_void_p, _c.c_int, _c.c_int]),
     "tutti_ef_errors": (_st, [_c.c_void_p, _c.POINTER(_c.POINTER(_c.c_float)), _c.POINTER(_c.c_size_t),
                               _c.POINTER(_c.POINTER(_c.c_float)), _c.POINTER(_c.c_size_t)]),
     "tutti_allreduce_compressed": (_st, [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int,
@@ -135,6 +133,20 @@ for _name, (_res, _args) in _SIGNATURES.items():
     _fn = getattr(lib, _name)
     _fn.restype = _res
     _fn.argtypes = _args
+
+
+def enum_values(name_of, unknown, limit=256):
+    """{name: value} of a tutti enum, read from the library's name function
+    (tutti_dtype_name and its kin), so no value is copied here."""
+    values = {}
+    for v in range(limit):
+        name = name_of(v).decode()
+        if name != unknown:
+            values[name] = v
+    return values
+
+
+STATUS_NAMES = {v: k for k, v in enum_values(lib.tutti_status_name, "TUTTI_ERR_UNKNOWN").items()}
 
 
 def last_error(comm):

@@ -6,17 +6,17 @@
 #include "coll/coll.h"
 #include "device/device_coll.h"
 
-/* Device buffers go to the communicator's proxy thread in stream order;
- * host buffers run here, after the queued device calls and the stream's
- * earlier work. */
-static tutti_status_t route_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t stream)
+/* A plain collective's two ways (tt_device_route): to the device queue in
+ * stream order, or the host runner after the queued device calls. */
+static tutti_status_t enqueue_plain(tutti_comm_t comm, const tt_call_t *c, void *arg, void *stream)
 {
-    const char *name = tt_coll_name(c->coll);
-    TT_TRY(tt_coll_validate(comm, c, name));
-    TT_TRY(tt_device_classify(comm, c, name));
-    if (c->send_on_device || c->recv_on_device)
-        return tt_device_coll_enqueue(comm, c, stream);
-    TT_TRY(tt_device_wait_turn(comm, name, stream));
+    (void)arg;
+    return tt_device_coll_enqueue(comm, c, stream);
+}
+
+static tutti_status_t run_plain(tutti_comm_t comm, const tt_call_t *c, void *arg)
+{
+    (void)arg;
     return tt_coll_run(comm, c);
 }
 
@@ -26,8 +26,9 @@ static tutti_status_t route_call(tutti_comm_t comm, tt_call_t *c, tutti_stream_t
 static tutti_status_t run_call(tutti_comm_t handle, tt_call_t *c, tutti_stream_t stream)
 {
     tutti_comm_t comm;
+    static const tt_device_route_t plain = {.enqueue = enqueue_plain, .run = run_plain};
     TT_TRY(tt_comm_enter(handle, tt_coll_name(c->coll), &comm));
-    tutti_status_t st = route_call(comm, c, stream);
+    tutti_status_t st = tt_device_route(comm, c, tt_coll_name(c->coll), &plain, stream);
     tt_comm_leave(comm);
     return st;
 }
@@ -118,4 +119,33 @@ TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t d
 {
     tt_call_t c = {.coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .root = peer};
     return run_call(comm, &c, stream);
+}
+
+static tutti_status_t route_recv_any(tutti_comm_t comm, tt_call_t *c, int *source, tutti_stream_t stream)
+{
+    const char *name = "tutti_recv_any";
+    if (!source)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: source: NULL", name);
+    TT_TRY(tt_coll_validate(comm, c, name));
+    TT_TRY(tt_device_classify(comm, c, name));
+    if (c->recv_on_device || stream)
+        return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
+                             "%s: takes host memory and no stream; receive into a host buffer, then copy",
+                             name);
+    TT_TRY(tt_device_wait_turn(comm, name, NULL)); /* after the device calls queued before it */
+    return tt_coll_recv_any(comm, c, source);
+}
+
+TUTTI_API tutti_status_t tutti_recv_any(void *recvbuf, size_t count, tutti_dtype_t dtype, int *source,
+                                        tutti_comm_t handle, tutti_stream_t stream)
+{
+    tt_call_t c = {
+        .coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .root = TT_PEER_ANY};
+    tutti_comm_t comm;
+    if (source)
+        *source = -1;
+    TT_TRY(tt_comm_enter(handle, "tutti_recv_any", &comm));
+    tutti_status_t st = route_recv_any(comm, &c, source, stream);
+    tt_comm_leave(comm);
+    return st;
 }

@@ -66,9 +66,7 @@ static tutti_status_t join_color(tutti_comm_t comm, tutti_comm_t handle, int col
         return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED,
                              "tutti_comm_split: rank %d, first of color %d, could not make its id",
                              members[0], color);
-    tutti_comm_params_t params = {.field_mask = TUTTI_PARAM_TIMEOUT_MS | TUTTI_PARAM_NODE_ID,
-                                  .timeout_ms = comm->timeout_ms,
-                                  .node_id = comm->endpoints[comm->rank].node_id};
+    tutti_comm_params_t params = tt_comm_inherited(comm);
     st = tutti_comm_init(newcomm, n, newrank, &ids[members[0]].id, &params);
     if (st)
         return tt_comm_error(comm, st,

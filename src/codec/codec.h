@@ -83,8 +83,8 @@ typedef struct {
 } tt_pair_t;
 
 /* The indices, ascending, of the k largest |x[i]| (ties to the lower index).
- * mag is scratch of n floats. Returns k (n if k > n). */
-size_t tt_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, float *mag);
+ * Returns k (n if k > n; 0 when out of memory). */
+size_t tt_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx);
 /*
  * DGC-style: a threshold from a random sample of |x| that about k elements
  * pass, then the elements that pass (capped by an exact pass among them at

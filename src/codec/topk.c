@@ -65,9 +65,8 @@ static inline uint32_t magnitude_bits(float x)
     return u & 0x7fffffffu;
 }
 
-size_t tt_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx, float *mag)
+size_t tt_topk_exact(const float *x, size_t n, size_t k, uint32_t *idx)
 {
-    (void)mag;
     if (k >= n) {
         for (size_t i = 0; i < n; i++)
             idx[i] = (uint32_t)i;
@@ -126,7 +125,7 @@ size_t tt_topk_sampled(const float *x, size_t n, size_t k, uint64_t seed, uint64
     if (k == 0 || s == 0)
         return 0;
     if (k >= n || s == n)
-        return tt_topk_exact(x, n, k, idx, mag);
+        return tt_topk_exact(x, n, k, idx);
     for (size_t i = 0; i < s; i++) {
         size_t at = (size_t)(tt_uniform01(seed, stream, i) * (float)n);
         mag[i] = fabsf(x[at < n ? at : n - 1]);
@@ -140,16 +139,13 @@ size_t tt_topk_sampled(const float *x, size_t n, size_t k, uint64_t seed, uint64
     for (size_t i = 0; i < got; i++)
         mag[i] = x[idx[i]];
     uint32_t *picked = malloc(k * sizeof *picked);
-    float *scratch = malloc(got * sizeof *scratch);
-    if (!picked || !scratch) {
+    size_t kept = picked ? tt_topk_exact(mag, got, k, picked) : 0;
+    if (!kept) {
         free(picked);
-        free(scratch);
-        return k; /* the first k that passed */
+        return k; /* no memory: the first k that passed */
     }
-    size_t kept = tt_topk_exact(mag, got, k, picked, scratch);
     for (size_t i = 0; i < kept; i++)
         idx[i] = idx[picked[i]];
     free(picked);
-    free(scratch);
     return kept;
 }

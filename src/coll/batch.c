@@ -31,21 +31,29 @@ static int predecessor(const tt_call_t *calls, const int *of_call, int i)
     return -1;
 }
 
-/* Takes each call's number and builds its schedule: entries[k] and
- * items[k] for the calls that move bytes; of_call[i] is call i's entry. */
-static tutti_status_t prepare(tutti_comm_t comm, const tt_call_t *calls, int n, batch_entry_t *entries,
-                              tt_engine_item_t *items, int *of_call, int *m)
+tutti_status_t tt_coll_batch_begin(tutti_comm_t comm, const tt_call_t *calls, int n, uint64_t *seqs)
+{
+    for (int i = 0; i < n; i++) {
+        const tt_call_t *c = &calls[i];
+        if (c->coll != TT_COLL_SEND && c->coll != TT_COLL_RECV)
+            return tt_comm_error(comm, TUTTI_ERR_INTERNAL, "a batch holds only sends and receives, not %s",
+                                 tt_coll_name(c->coll));
+        int direct; /* count 0 too: an empty message, as a plain call */
+        TT_TRY(tt_coll_begin(comm, c, 0, &seqs[i], &direct));
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* Builds each call's schedule: entries[k] and items[k] for the calls that
+ * move bytes; of_call[i] is call i's entry. */
+static tutti_status_t prepare(tutti_comm_t comm, const tt_call_t *calls, int n, const uint64_t *seqs,
+                              batch_entry_t *entries, tt_engine_item_t *items, int *of_call, int *m)
 {
     *m = 0;
     for (int i = 0; i < n; i++) {
         const tt_call_t *c = &calls[i];
+        uint64_t seq = seqs[i];
         of_call[i] = -1;
-        if (c->coll != TT_COLL_SEND && c->coll != TT_COLL_RECV)
-            return tt_comm_error(comm, TUTTI_ERR_INTERNAL, "a batch holds only sends and receives, not %s",
-                                 tt_coll_name(c->coll));
-        uint64_t seq;
-        int direct;
-        TT_TRY(tt_coll_begin(comm, c, 0, &seq, &direct)); /* count 0 too: an empty message, as a plain call */
         batch_entry_t *e = &entries[*m];
         tt_coll_args_t args = tt_coll_args(comm, c);
         tt_tuned_t choice = tt_coll_choose(comm, c, NULL, &args);
@@ -61,12 +69,9 @@ static tutti_status_t prepare(tutti_comm_t comm, const tt_call_t *calls, int n, 
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int n)
+tutti_status_t tt_coll_run_batch_at(tutti_comm_t comm, const tt_call_t *calls, int n, const uint64_t *seqs)
 {
-    if (comm->failed)
-        return tt_comm_error(comm, TUTTI_ERR_ABORTED,
-                             "a batch of %d calls: this communicator failed earlier (%s); abort it", n,
-                             tutti_strerror(comm->failed));
+    TT_TRY(tt_comm_usable(comm, "a batch of sends and receives"));
     if (n <= 0)
         return TUTTI_SUCCESS;
     batch_entry_t *entries = calloc((size_t)n, sizeof *entries);
@@ -77,7 +82,7 @@ tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int 
     if (!entries || !items || !of_call)
         st = tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory for a batch of %d calls", n);
     if (!st)
-        st = prepare(comm, calls, n, entries, items, of_call, &m);
+        st = prepare(comm, calls, n, seqs, entries, items, of_call, &m);
     tt_coll_state_t *cs = st || m == 0 ? NULL : tt_coll_state(comm);
     if (!st && m > 0 && !cs)
         st = TUTTI_ERR_NO_MEMORY;
@@ -96,5 +101,17 @@ tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int 
     free(entries);
     free(items);
     free(of_call);
+    return st;
+}
+
+tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int n)
+{
+    uint64_t *seqs = calloc(n > 0 ? (size_t)n : 1, sizeof *seqs);
+    if (!seqs)
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory for a batch of %d calls", n);
+    tutti_status_t st = tt_coll_batch_begin(comm, calls, n, seqs);
+    if (!st)
+        st = tt_coll_run_batch_at(comm, calls, n, seqs);
+    free(seqs);
     return st;
 }

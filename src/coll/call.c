@@ -25,9 +25,7 @@ static size_t buffer_blocks(tt_coll_t coll, int nranks)
 
 tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *name)
 {
-    if (comm->failed)
-        return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
-                             name, tutti_strerror(comm->failed));
+    TT_TRY(tt_comm_usable(comm, name));
     if (!tt_dtype_valid(c->dtype))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: dtype: %d is not a tutti_dtype_t", name,
                              (int)c->dtype);
@@ -36,6 +34,8 @@ tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *nam
     int p = comm->nranks, me = comm->rank;
     int has_root = c->coll == TT_COLL_BROADCAST || c->coll == TT_COLL_REDUCE;
     int is_p2p = c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
+    if (c->coll == TT_COLL_RECV && c->root == TT_PEER_ANY)
+        is_p2p = 0; /* its peer is not known yet */
     if ((has_root || is_p2p) && (c->root < 0 || c->root >= p))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: %s: %d is outside 0..%d", name,
                              is_p2p ? "peer" : "root", c->root, p - 1);

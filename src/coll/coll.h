@@ -64,6 +64,23 @@ tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c);
  * communicator, as a collective's does.
  */
 tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int n);
+/* The same in two steps, for a batch queued on a stream: the calls'
+ * sequence numbers now (seqs[i] for calls[i]), the batch later at them. */
+tutti_status_t tt_coll_batch_begin(tutti_comm_t comm, const tt_call_t *calls, int n, uint64_t *seqs);
+tutti_status_t tt_coll_run_batch_at(tutti_comm_t comm, const tt_call_t *calls, int n, const uint64_t *seqs);
+
+/* The peer of a receive from any source (tutti_recv_any), until it is known. */
+#define TT_PEER_ANY (-1)
+
+/*
+ * Receives c (TT_COLL_RECV with root TT_PEER_ANY, validated, host buffer)
+ * from whichever peer sends this rank its next message first, as
+ * tutti_recv from that peer would, blocking; *source gets the peer.
+ * TUTTI_ERR_TIMEOUT when none sends within the timeout leaves the
+ * communicator usable (nothing was received); TUTTI_ERR_UNSUPPORTED when
+ * some peer's transport cannot tell a message has arrived.
+ */
+tutti_status_t tt_coll_recv_any(tutti_comm_t comm, tt_call_t *c, int *source);
 
 /* Bytes this rank's collectives put on the wire so far. */
 uint64_t tt_coll_bytes_sent(tutti_comm_t comm);

@@ -7,6 +7,7 @@
  * FIFO order matches on both sides because both walk the same schedule.
  */
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,8 +278,8 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
         static _Thread_local char stuck[TT_COMM_ERROR_BYTES];
         tt_progress_timed_out(&comm->progress);
         tt_comm_who_is_stuck(comm, stuck, sizeof stuck);
-        return tt_comm_error(comm, st, "%s: no progress for %lld ms (TUTTI_TIMEOUT); %s%s%s", call,
-                             (long long)comm->timeout_ms, where, *stuck ? ". " : "", stuck);
+        return tt_comm_error(comm, st, "%s: timeout after %lld ms without progress (TUTTI_TIMEOUT); %s%s%s",
+                             call, (long long)comm->timeout_ms, where, *stuck ? ". " : "", stuck);
     }
     /* A peer aborts because of something: usually another rank died and
      * this rank's connections to it are still closing, or it found a
@@ -420,11 +421,13 @@ static tutti_status_t run_start(run_t *run)
 }
 
 /* tutti_comm_abort was called from another thread while this rank waited. */
+/* The flag of tt_comm_interrupt: a revocation, or an abort. */
 static tutti_status_t interrupted(const run_t *run)
 {
     const tt_exec_t *x = run->x;
     char call[160];
     describe_call(x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
+    TT_TRY(tt_comm_revoked(run->comm, call));
     return tt_comm_error(run->comm, TUTTI_ERR_ABORTED,
                          "%s: interrupted on rank %d: the communicator is being aborted", call,
                          run->comm->rank);
@@ -493,7 +496,7 @@ static tutti_status_t run_loop(run_t *runs, int n)
         TT_TRY(poll_runs(runs, n, &progressed, &left));
         if (!left)
             return TUTTI_SUCCESS;
-        if (__atomic_load_n(&comm->aborting, __ATOMIC_RELAXED))
+        if (atomic_load_explicit(&comm->aborting, memory_order_relaxed))
             for (int r = 0; r < n; r++)
                 if (runs[r].state == RUN_ACTIVE)
                     return interrupted(&runs[r]);

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "algorithms/registry.h"
 #include "coll/coll.h"
+#include "core/hash.h"
 #include "coll/engine.h"
 #include "coll/exec.h"
 #include "coll/state.h"
@@ -101,7 +103,9 @@ tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable,
     }
     *seq = comm->coll_seq++;
     TT_TRY(check_news(comm, c, *seq));
-    return tt_comm_agree(comm, *seq, capable, direct);
+    /* What the ranks must agree on to go direct (no message headers then). */
+    uint64_t sig[] = {(uint64_t)c->coll, (uint64_t)c->dtype, (uint64_t)c->op, (uint64_t)c->root, c->count};
+    return tt_comm_agree(comm, *seq, capable, tt_hash(sig, sizeof sig, TT_HASH_SEED), direct);
 }
 
 tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c)
@@ -203,9 +207,7 @@ void tt_coll_exec(const tt_call_t *c, uint64_t seq, const tt_route_t *route, con
 
 tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route)
 {
-    if (comm->failed) /* a queued device call, or a host call behind one, after a failure */
-        return tt_comm_error(comm, TUTTI_ERR_ABORTED, "%s: this communicator failed earlier (%s); abort it",
-                             tt_coll_name(c->coll), tutti_strerror(comm->failed));
+    TT_TRY(tt_comm_usable(comm, tt_coll_name(c->coll))); /* a queued device call, or a host call behind one */
     tt_coll_state_t *cs = tt_coll_state(comm);
     if (!cs)
         return TUTTI_ERR_NO_MEMORY;

@@ -16,6 +16,7 @@ typedef struct {
     void *engine_ws; /* the engine's per-call arrays, kept between calls */
     size_t engine_ws_bytes;
     uint64_t bytes_sent;
+    int any_next;              /* the peer a receive from any source asks first */
     struct {                   /* tutti-explain --measure: what the last call ran */
         int64_t *round_end_ns; /* caller's array of cap entries; NULL: not traced */
         int cap, nrounds, nslices;

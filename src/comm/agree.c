@@ -3,9 +3,12 @@
  * Call-by-call agreement through the device transport's board: every
  * collective, on host buffers too, announces whether this rank could run
  * it on its device buffers; only a rank that could waits to read the
- * others' announcements, so host calls pay one store.
+ * others' announcements, so host calls pay one store. The wait runs on the
+ * thread that makes the call, which an abort from another thread ends.
  */
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
 
 #include "comm/comm.h"
 #include "core/clock.h"
@@ -20,61 +23,90 @@ static tutti_status_t agree_failed(tutti_comm_t comm, tutti_status_t st)
     return st;
 }
 
-/* Waits for rank r's announcement of seq: 1 or 0, or -1 after a failure. */
-static int announcement_of(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int r, uint64_t seq)
+/* Whether the wait for collective seq must end (and ended it): news from
+ * the star (a revocation, a rank that died or gave up) or this rank's
+ * abort, as the engine's waits do. */
+static int stopped(tutti_comm_t comm, uint64_t seq)
+{
+    int aborting = atomic_load_explicit(&comm->aborting, memory_order_relaxed);
+    if (!aborting && !tt_comm_has_news(comm))
+        return 0;
+    char call[48];
+    snprintf(call, sizeof call, "collective #%llu", (unsigned long long)seq);
+    tutti_status_t st = tt_comm_news(comm, call, seq, -1);
+    if (!st && aborting)
+        st = tt_comm_error(comm, TUTTI_ERR_ABORTED,
+                           "%s: interrupted on rank %d: the communicator is being aborted", call, comm->rank);
+    if (st)
+        agree_failed(comm, st);
+    return st != TUTTI_SUCCESS;
+}
+
+/* Waits for rank r's announcement of seq (and its signature); after a
+ * failure (said, the communicator failed), TT_BOARD_NOT_YET. */
+static tt_board_t announcement_of(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int r,
+                                  uint64_t seq, uint64_t *sig)
 {
     int64_t now = tt_now_ns(), deadline = now + comm->timeout_ms * 1000000, next_alive = now + ALIVE_EVERY_NS;
-    int v;
+    tt_board_t v;
     const tt_peer_t *peer = &comm->device_peers[r];
-    while ((v = dev->announcement(ctx, r, seq)) < 0) {
+    while ((v = dev->announcement(ctx, r, seq, sig)) == TT_BOARD_NOT_YET) {
         sched_yield();
         now = tt_now_ns();
         if (now < next_alive)
             continue;
         next_alive = now + ALIVE_EVERY_NS;
+        if (stopped(comm, seq))
+            return TT_BOARD_NOT_YET;
         tutti_status_t st = peer->ops->alive(peer->conn);
         if (st) {
             agree_failed(comm, tt_comm_error(comm, st, "collective #%llu: rank %d %s before reaching it",
                                              (unsigned long long)seq, r,
                                              st == TUTTI_ERR_ABORTED ? "aborted after an error" : "died"));
-            return -1;
+            return TT_BOARD_NOT_YET;
         }
         if (now > deadline) {
-            agree_failed(comm, tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
-                                             "collective #%llu: rank %d did not reach it within %lld ms "
-                                             "(TUTTI_TIMEOUT)",
-                                             (unsigned long long)seq, r, (long long)comm->timeout_ms));
-            return -1;
+            agree_failed(comm,
+                         tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
+                                       "collective #%llu: timeout after %lld ms: rank %d did not reach it "
+                                       "(TUTTI_TIMEOUT)",
+                                       (unsigned long long)seq, (long long)comm->timeout_ms, r));
+            return TT_BOARD_NOT_YET;
         }
     }
     return v;
 }
 
-tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, int *all)
+tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, uint64_t sig, int *all)
 {
     *all = 0;
     if (comm->device_tp < 0)
         return TUTTI_SUCCESS;
     const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
     void *ctx = comm->tp_ctx[comm->device_tp];
-    if (dev->announce(ctx, seq, capable, comm->timeout_ms))
-        return agree_failed(comm, tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
-                                                "collective #%llu: some rank stayed far behind for %lld ms "
-                                                "(TUTTI_TIMEOUT)",
-                                                (unsigned long long)seq, (long long)comm->timeout_ms));
+    if (dev->announce(ctx, seq, capable, sig, comm->timeout_ms))
+        return agree_failed(comm,
+                            tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
+                                          "collective #%llu: timeout after %lld ms: some rank stayed far "
+                                          "behind (TUTTI_TIMEOUT)",
+                                          (unsigned long long)seq, (long long)comm->timeout_ms));
     if (!capable)
         return TUTTI_SUCCESS;
     for (int r = 0; r < comm->nranks; r++) {
-        if (r == comm->rank)
-            continue;
-        int v = announcement_of(comm, dev, ctx, r, seq);
-        if (v < 0)
+        uint64_t theirs = sig;
+        tt_board_t v = r == comm->rank ? TT_BOARD_DIRECT : announcement_of(comm, dev, ctx, r, seq, &theirs);
+        if (v == TT_BOARD_NOT_YET)
             return comm->failed;
-        if (!v)
+        if (v == TT_BOARD_STAGES)
             return TUTTI_SUCCESS; /* rank r stages or uses host buffers */
+        if (theirs != sig)
+            return agree_failed(comm,
+                                tt_comm_error(comm, TUTTI_ERR_MISMATCH,
+                                              "collective #%llu: rank %d called it with another collective, "
+                                              "count, datatype, operator or root than rank %d",
+                                              (unsigned long long)seq, r, comm->rank));
     }
-    *all = dev->reach_all(ctx);
-    return TUTTI_SUCCESS;
+    return dev->reach_all(ctx, all);
 }
 
 int tt_comm_device_bind(tutti_comm_t comm, int device)

@@ -320,6 +320,22 @@ tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const
     return st;
 }
 
+tutti_status_t tt_bootstrap_adopt(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
+                                  int up_fd, int *rank_fds, int64_t timeout_ms, char *err, size_t errlen)
+{
+    memset(bs, 0, sizeof *bs);
+    bs->rank = rank;
+    bs->nranks = nranks;
+    bs->timeout_ms = timeout_ms;
+    bs->up_fd = up_fd;
+    bs->rank_fds = rank_fds;
+    memcpy(bs->key, key, TT_KEY_BYTES);
+    tutti_status_t st = start_star(bs, err, errlen);
+    if (st)
+        tt_bootstrap_close(bs);
+    return st;
+}
+
 /* Hands the joined connections to the star's thread. */
 static tutti_status_t start_star(tt_bootstrap_t *bs, char *err, size_t errlen)
 {

@@ -51,6 +51,12 @@ void tt_bootstrap_note_root(const unsigned char *key, const char *note);
  */
 tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
                                  const tt_sockaddr_t *root, int64_t timeout_ms, char *err, size_t errlen);
+/* Joins a star over connections made already (a shrink's): up_fd is
+ * this rank's connection to rank 0, or, on rank 0, rank_fds (malloc'd,
+ * nranks entries, [0] unused) its connection to each rank. Takes them
+ * (closed on failure too). */
+tutti_status_t tt_bootstrap_adopt(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
+                                  int up_fd, int *rank_fds, int64_t timeout_ms, char *err, size_t errlen);
 /* all (nranks * size bytes) gets every rank's mine in rank order; fails
  * at once (logged) when a rank gave up or left meanwhile. */
 tutti_status_t tt_bootstrap_allgather(tt_bootstrap_t *bs, const void *mine, void *all, size_t size);

@@ -138,6 +138,7 @@ static void comm_free(tutti_comm_t comm, int local_only)
     if (!local_only)
         layers_free(comm);
     tt_comm_teardown(comm, local_only);
+    tt_rescue_close(comm);
     if (local_only)
         tt_bootstrap_forget(&comm->bs);
     else
@@ -171,8 +172,39 @@ static tutti_status_t comm_settings(tutti_comm_t comm, const tutti_comm_params_t
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
-                              const tt_sockaddr_t *root, const tutti_comm_params_t *params)
+/* Another rank revoked comm (on the star's thread): whatever waits stops. */
+static void revoked_elsewhere(void *arg, int rank)
+{
+    tutti_comm_t comm = arg;
+    int none = -1;
+    __atomic_compare_exchange_n(&comm->revoked_by, &none, rank, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    tt_comm_interrupt(comm);
+}
+
+/* How a rank joins the bootstrap: through the root's address, or over
+ * connections made already (root NULL: up_fd, or rank 0's rank_fds). */
+typedef struct {
+    const tt_sockaddr_t *root;
+    int up_fd;
+    int *rank_fds;
+} join_t;
+
+/* Connections handed over that no bootstrap took: closed here. */
+static void join_close(const join_t *join, int nranks)
+{
+    if (join->root)
+        return;
+    if (join->up_fd >= 0)
+        close(join->up_fd);
+    for (int r = 1; join->rank_fds && r < nranks; r++)
+        if (join->rank_fds[r] >= 0)
+            close(join->rank_fds[r]);
+    free(join->rank_fds);
+}
+
+/* A communicator with its settings read and its arrays made, before the bootstrap. */
+static tutti_status_t comm_new(tutti_comm_t *out, int nranks, int rank, const tutti_comm_params_t *params,
+                               int *node_id)
 {
     char msg[512];
     tt_log_set_rank(rank);
@@ -184,20 +216,35 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     comm->bs.up_fd = -1;
     comm->device_tp = -1;
     comm->device_bound = -1;
+    comm->revoked_by = -1;
+    comm->rescue_fd = -1;
     comm->rank = rank;
     comm->nranks = nranks;
-    int node_id;
-    tutti_status_t st = comm_settings(comm, params, &node_id);
-    if (st)
-        goto undo_alloc;
+    *out = comm;
+    TT_TRY(comm_settings(comm, params, node_id));
     comm->endpoints = calloc((size_t)nranks, sizeof *comm->endpoints);
     comm->send_seq = calloc((size_t)nranks, sizeof(uint64_t));
     comm->recv_seq = calloc((size_t)nranks, sizeof(uint64_t));
-    if (!comm->endpoints || !comm->send_seq || !comm->recv_seq) {
-        st = tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "rank %d: no memory for %d ranks", rank, nranks);
+    if (!comm->endpoints || !comm->send_seq || !comm->recv_seq)
+        return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "rank %d: no memory for %d ranks", rank, nranks);
+    return TUTTI_SUCCESS;
+}
+
+static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
+                                const join_t *join, const tutti_comm_params_t *params)
+{
+    char msg[512];
+    int node_id = 0;
+    tutti_comm_t comm = NULL;
+    tutti_status_t st = comm_new(&comm, nranks, rank, params, &node_id);
+    if (st) {
+        join_close(join, nranks);
         goto undo_alloc;
     }
-    st = tt_bootstrap_init(&comm->bs, nranks, rank, key, root, comm->timeout_ms, msg, sizeof msg);
+    st = join->root
+             ? tt_bootstrap_init(&comm->bs, nranks, rank, key, join->root, comm->timeout_ms, msg, sizeof msg)
+             : tt_bootstrap_adopt(&comm->bs, nranks, rank, key, join->up_fd, join->rank_fds, comm->timeout_ms,
+                                  msg, sizeof msg);
     if (st) {
         /* CONFIG: what answers at the root's address is not the job's root. */
         tt_comm_error_in(NULL, st == TUTTI_ERR_CONFIG ? TT_SUB_CONFIG : TT_SUB_INIT, st, "%s", msg);
@@ -219,8 +266,10 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
         tt_bootstrap_fail(&comm->bs, st, thread_error); /* the others stop waiting for this rank */
         goto undo_alloc;
     }
-    if (comm->bs.star)
+    if (comm->bs.star) {
         tt_star_set_view(comm->bs.star, comm->endpoints, describe, comm);
+        tt_star_on_revoke(comm->bs.star, revoked_elsewhere, comm);
+    }
     if (!tt_comm_handle_new(comm)) {
         st = tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "too many live communicators");
         goto undo_alloc;
@@ -230,8 +279,30 @@ tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const uns
     return TUTTI_SUCCESS;
 
 undo_alloc:
-    comm_free(comm, 0);
+    if (comm)
+        comm_free(comm, 0);
     return st;
+}
+
+tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
+                              const tt_sockaddr_t *root, const tutti_comm_params_t *params)
+{
+    join_t join = {.root = root, .up_fd = -1};
+    return comm_join(out, nranks, rank, key, &join, params);
+}
+
+tutti_status_t tt_comm_create_over(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
+                                   int up_fd, int *rank_fds, const tutti_comm_params_t *params)
+{
+    join_t join = {.up_fd = up_fd, .rank_fds = rank_fds};
+    return comm_join(out, nranks, rank, key, &join, params);
+}
+
+tutti_comm_params_t tt_comm_inherited(tutti_comm_t comm)
+{
+    return (tutti_comm_params_t){.field_mask = TUTTI_PARAM_TIMEOUT_MS | TUTTI_PARAM_NODE_ID,
+                                 .timeout_ms = comm->timeout_ms,
+                                 .node_id = comm->endpoints[comm->rank].node_id};
 }
 
 /* The communicator behind handle for destroy and abort, taken out of the
@@ -268,7 +339,9 @@ TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t handle)
      * The others learn at once that this rank is here, after how many
      * collectives, so one still waiting for another call fails now. */
     tt_log_fault_mark();
-    tutti_status_t st = comm->failed ? TUTTI_SUCCESS : tt_bootstrap_leave(&comm->bs, comm->coll_seq);
+    int revoked = __atomic_load_n(&comm->revoked_by, __ATOMIC_RELAXED) >= 0;
+    tutti_status_t st =
+        comm->failed || revoked ? TUTTI_SUCCESS : tt_bootstrap_leave(&comm->bs, comm->coll_seq);
     if (st)
         tt_comm_context(NULL, st, "rank %d", comm->rank);
     comm_free(comm, 0);
@@ -284,7 +357,7 @@ TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t handle)
     /* Another thread may be inside a collective on comm: the flag makes it
      * return TUTTI_ERR_ABORTED; the connections are touched only once it
      * left and the device proxy (which sees the flag too) stopped. */
-    tt_comm_wait_idle(comm);
+    tt_comm_wait_idle(comm, NULL);
     layers_free(comm);
     if (!comm->failed)
         snprintf(comm->last_error, sizeof comm->last_error, "it called tutti_comm_abort");

@@ -56,7 +56,12 @@ struct tutti_comm {
     uint64_t coll_seq;               /* collectives started on this communicator */
     uint64_t *send_seq, *recv_seq;   /* point-to-point messages per peer */
     tutti_status_t failed;           /* set once a collective failed mid-flight */
-    int aborting;                    /* atomic: tutti_comm_abort began; waits stop */
+    _Atomic int aborting;            /* waits stop (abort began, or comm was revoked) */
+    int revoked_by;                  /* atomic: the rank that revoked comm (this one too), -1 */
+    int revoking;                    /* atomic: calls of tutti_comm_revoke inside */
+    int rescue_fd;                   /* listens for a later shrink's coordinator (rescue.c), -1 */
+    tt_sockaddr_t *rescue;           /* every rank's listener, by rank */
+    unsigned nshrinks;               /* shrinks begun on comm: each has a key of its own */
     int busy;                        /* calls inside the library (tt_comm_enter), under the registry lock */
     int oversubscribed;              /* more ranks on this host than CPUs they may use */
     tt_hosts_t hosts;                /* which ranks share a host */
@@ -97,8 +102,12 @@ tutti_comm_t tt_comm_lookup(tutti_comm_t handle, int *forked);
  */
 tutti_status_t tt_comm_enter(tutti_comm_t handle, const char *name, tutti_comm_t *out);
 void tt_comm_leave(tutti_comm_t comm);
-/* Until the calls that entered comm have left. */
-void tt_comm_wait_idle(tutti_comm_t comm);
+/* Until no more calls are inside comm than *keep says (read as it
+ * changes; NULL: until all have left). */
+void tt_comm_wait_idle(tutti_comm_t comm, const int *keep);
+/* Raises the flag the engine reads on every poll: whatever waits on comm
+ * stops now (abort and revoke both come through here). */
+void tt_comm_interrupt(tutti_comm_t comm);
 /* Records what went wrong for tutti_comm_last_error (comm may be NULL) and
  * logs it: for the place that finds the fault. Returns st so callers can
  * `return tt_comm_error(...)`. */
@@ -117,6 +126,9 @@ tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const 
  * tt_log_fault_mark); logs nothing. */
 tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Whether call may start on comm: TUTTI_ERR_REVOKED once it was revoked,
+ * TUTTI_ERR_ABORTED once a call failed on it (recorded and logged). */
+tutti_status_t tt_comm_usable(tutti_comm_t comm, const char *call);
 /* Marks comm failed after a mid-collective error and tells the peers. */
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
 
@@ -128,8 +140,11 @@ void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
  * out and the who-is-stuck report came. One load when there is no news.
  */
 tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, int peer);
-/* Whether there is news at all (one relaxed load). */
+/* Whether there is news at all (two relaxed loads). */
 int tt_comm_has_news(tutti_comm_t comm);
+/* TUTTI_ERR_REVOKED (recorded and logged) once comm was revoked, by this
+ * rank or another, for call; else TUTTI_SUCCESS. */
+tutti_status_t tt_comm_revoked(tutti_comm_t comm, const char *call);
 /* The who-is-stuck report for this rank's timed-out call, into out. */
 void tt_comm_who_is_stuck(tutti_comm_t comm, char *out, size_t len);
 
@@ -141,12 +156,14 @@ void tt_comm_layer_set(tutti_comm_t comm, tt_layer_t layer, void *state, const t
 tt_link_t tt_comm_link(tutti_comm_t comm, int a, int b);
 
 /*
- * Announces collective seq to the device transport's board; capable says
- * this rank could run it on its device buffers. When it could, waits for
- * every rank's announcement: *all says whether every rank could and their
- * devices reach each other. Without a device transport, *all is 0.
+ * Announces collective seq (signature sig) to the device transport's
+ * board; capable says this rank could run it on its device buffers. When
+ * it could, waits for every rank's announcement: *all says whether every
+ * rank could and their devices reach each other; a rank that could but
+ * announced another signature is a mismatch. Without a device transport,
+ * *all is 0.
  */
-tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, int *all);
+tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, uint64_t sig, int *all);
 /* Binds the device transport to GPU device on the first call (later calls
  * say what the first found): 1 when direct runs are possible from here. */
 int tt_comm_device_bind(tutti_comm_t comm, int device);
@@ -154,12 +171,24 @@ int tt_comm_device_bind(tutti_comm_t comm, int device);
 /* Shared by tutti_comm_init and tutti_comm_init_env. */
 tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
                               const tt_sockaddr_t *root, const tutti_comm_params_t *params);
+/* The same over connections a shrink made (tt_bootstrap_adopt takes
+ * them, closed on failure too): up_fd to rank 0, or rank 0's rank_fds. */
+tutti_status_t tt_comm_create_over(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
+                                   int up_fd, int *rank_fds, const tutti_comm_params_t *params);
+/* What a communicator made from comm keeps: its timeout and this rank's host. */
+tutti_comm_params_t tt_comm_inherited(tutti_comm_t comm);
 
 /* Between the bootstrap and a ready communicator (setup.c): publishes
  * this rank's endpoint and transport addresses, checks that every rank
  * steers alike, connects the host and device transports and works out
  * every pair's link class. */
 tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id);
+/* This rank's listener for a later shrink (rescue.c): opened before
+ * set-up's exchange (its address goes with this rank's record), kept
+ * until comm is freed. */
+tutti_status_t tt_rescue_open(tutti_comm_t comm, tt_sockaddr_t *addr);
+void tt_rescue_close(tutti_comm_t comm);
+
 /* Closes what tt_comm_setup opened. In a forked child (local_only) it
  * only releases this process's copies: the host transports' descriptors
  * and mappings; the device transport is left alone. */

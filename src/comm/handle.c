@@ -8,6 +8,7 @@
  * here, so an abort from another thread frees it only once they have left.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,7 +100,7 @@ tutti_comm_t tt_comm_handle_take(tutti_comm_t handle, int abort, int *forked)
         comm = slots[slot].comm;
         slots[slot].comm = NULL;
         if (abort)
-            __atomic_store_n(&comm->aborting, 1, __ATOMIC_RELAXED);
+            tt_comm_interrupt(comm);
     }
     *forked = comm && comm->fork_epoch != fork_epoch;
     pthread_mutex_unlock(&registry_lock);
@@ -152,14 +153,19 @@ void tt_comm_leave(tutti_comm_t comm)
     pthread_mutex_unlock(&registry_lock);
 }
 
-/* The engine sees the abort flag within one poll, so this is short. */
-void tt_comm_wait_idle(tutti_comm_t comm)
+void tt_comm_interrupt(tutti_comm_t comm)
+{
+    atomic_store_explicit(&comm->aborting, 1, memory_order_relaxed);
+}
+
+/* The engine sees the flag of tt_comm_interrupt within one poll, so this is short. */
+void tt_comm_wait_idle(tutti_comm_t comm, const int *keep)
 {
     for (;;) {
         pthread_mutex_lock(&registry_lock);
         int busy = comm->busy;
         pthread_mutex_unlock(&registry_lock);
-        if (!busy)
+        if (busy <= (keep ? __atomic_load_n(keep, __ATOMIC_RELAXED) : 0))
             return;
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);

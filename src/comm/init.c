@@ -9,6 +9,7 @@
 
 #include "comm/bootstrap.h"
 #include "comm/comm.h"
+#include "comm/join.h"
 #include "core/key.h"
 #include "core/env_config.h"
 #include "core/hash.h"
@@ -90,12 +91,9 @@ static int parse_key(const char *hex, unsigned char *key)
     return 0;
 }
 
-/*
- * Without TUTTI_KEY, torchrun jobs derive the key from what all their ranks
- * share. It keeps stray jobs apart but is no secret: set TUTTI_KEY (the same
- * on every rank) where the network is not trusted.
- */
-static void derive_key(const char *material, unsigned char *key)
+/* Without TUTTI_KEY, torchrun and srun jobs derive the key: set TUTTI_KEY
+ * (the same on every rank) where the network is not trusted. */
+void tt_join_derive_key(const char *material, unsigned char key[TT_KEY_BYTES])
 {
     uint64_t h1 = tt_hash(material, strlen(material), TT_HASH_SEED);
     uint64_t h2 = tt_hash(material, strlen(material), h1);
@@ -103,7 +101,7 @@ static void derive_key(const char *material, unsigned char *key)
     memcpy(key + 8, &h2, 8);
 }
 
-static int env_int(const char *name, int *out)
+int tt_join_env_int(const char *name, int *out)
 {
     const char *v = getenv(name);
     int64_t x;
@@ -113,14 +111,7 @@ static int env_int(const char *name, int *out)
     return 0;
 }
 
-/* Where and as whom to join, as the launcher's variables say. */
-typedef struct {
-    int rank, nranks;
-    unsigned char key[TT_KEY_BYTES];
-    tt_sockaddr_t root;
-} join_t;
-
-static tutti_status_t join_tutti_run(join_t *j, int have_key)
+static tutti_status_t join_tutti_run(tt_join_t *j, int have_key)
 {
     const char *addr = tt_config_str(TT_CFG_ROOT_ADDR);
     if (!have_key || !*addr)
@@ -139,11 +130,11 @@ static tutti_status_t join_tutti_run(join_t *j, int have_key)
  * on MASTER_PORT + TUTTI_ROOT_PORT_OFFSET. Rank 0 takes that port here, so
  * a port held by another program is named before anyone waits.
  */
-static tutti_status_t join_torchrun(join_t *j, int have_key)
+static tutti_status_t join_torchrun(tt_join_t *j, int have_key)
 {
     const char *host = getenv("MASTER_ADDR");
     int port, offset = (int)tt_config_int(TT_CFG_ROOT_PORT_OFFSET);
-    if (!host || env_int("MASTER_PORT", &port))
+    if (!host || tt_join_env_int("MASTER_PORT", &port))
         return tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
                                 "RANK and WORLD_SIZE are set but MASTER_ADDR/MASTER_PORT are not");
     char text[300], note[240];
@@ -158,8 +149,13 @@ static tutti_status_t join_torchrun(join_t *j, int have_key)
         const char *run = getenv("TORCHELASTIC_RUN_ID");
         char material[400];
         snprintf(material, sizeof material, "%s|%d|%s", text, j->nranks, run ? run : "");
-        derive_key(material, j->key);
+        tt_join_derive_key(material, j->key);
     }
+    return tt_join_serve_root(j, text, note);
+}
+
+tutti_status_t tt_join_serve_root(tt_join_t *j, const char *where, const char *note)
+{
     tt_bootstrap_note_root(j->key, note);
     if (j->rank != 0 || j->nranks < 2)
         return TUTTI_SUCCESS;
@@ -167,7 +163,7 @@ static tutti_status_t join_torchrun(join_t *j, int have_key)
     int fd, err;
     if (tt_sock_listen_quiet(&bind_addr, &fd, &err))
         return tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
-                                "rank 0 cannot listen on %s for tutti's bootstrap: %s (%s)", text,
+                                "rank 0 cannot listen on %s for tutti's bootstrap: %s (%s)", where,
                                 strerror(err), note);
     tt_bootstrap_keep_listener(j->key, fd);
     return TUTTI_SUCCESS;
@@ -179,19 +175,20 @@ static int other_launcher_ranks(void)
     static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"};
     int n;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        if (env_int(sizes[i], &n) == 0 && n > 1)
+        if (tt_join_env_int(sizes[i], &n) == 0 && n > 1)
             return n;
     return 0;
 }
 
 /* No launcher at all: one rank on its own, as an MPI singleton. */
-static tutti_status_t join_alone(join_t *j)
+static tutti_status_t join_alone(tt_join_t *j)
 {
     int n = other_launcher_ranks();
     if (n)
         return tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
-                                "started by mpirun or srun as one of %d ranks, but %s: set TUTTI_RANK, "
-                                "TUTTI_NRANKS, TUTTI_ROOT_ADDR and TUTTI_KEY by hand (tutti(7))",
+                                "started by mpirun or srun as one of %d ranks, but %s: use Open MPI's mpirun "
+                                "(4 or later) or srun --mpi=pmix, or set TUTTI_RANK, TUTTI_NRANKS, "
+                                "TUTTI_ROOT_ADDR and TUTTI_KEY by hand (tutti(7))",
                                 n,
 #ifdef TT_HAVE_PMIX
                                 "the launcher gave no PMIx server"
@@ -204,13 +201,9 @@ static tutti_status_t join_alone(join_t *j)
     j->root.len = sizeof j->root.u.in4;
     j->root.u.in4.sin_family = AF_INET;
     TT_INFO(TT_SUB_INIT,
-            "no launcher variables (TUTTI_RANK, RANK/WORLD_SIZE, PMIx): running as a single rank");
+            "no launcher variables (TUTTI_RANK, RANK/WORLD_SIZE, PMIx, srun's): running as a single rank");
     return tt_random_key(j->key);
 }
-
-#ifdef TT_HAVE_PMIX
-tutti_status_t tt_comm_init_pmix(tutti_comm_t *comm, const tutti_comm_params_t *params);
-#endif
 
 TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_comm_params_t *params)
 {
@@ -218,13 +211,18 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL output pointer");
     *comm = NULL;
     char msg[512];
-    int64_t r; /* messages carry the rank from here on, when the launcher says it */
+    /* Messages carry the rank from here on, when the launcher says it:
+     * tutti-run's, torchrun's, or srun's in a step. */
+    int64_t r;
+    const char *said = getenv("RANK");
+    if (!said && tt_slurm_step_tasks() > 1)
+        said = getenv("SLURM_PROCID");
     if ((tt_parse_int(tt_config_str(TT_CFG_RANK), &r) == 0 && r >= 0) ||
-        (getenv("RANK") && tt_parse_int(getenv("RANK"), &r) == 0 && r >= 0))
+        (said && tt_parse_int(said, &r) == 0 && r >= 0))
         tt_log_set_rank((int)r);
     if (tt_config_check(msg, sizeof msg)) /* each bad variable is logged there */
         return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "%s", msg);
-    join_t j = {.rank = (int)tt_config_int(TT_CFG_RANK), .nranks = (int)tt_config_int(TT_CFG_NRANKS)};
+    tt_join_t j = {.rank = (int)tt_config_int(TT_CFG_RANK), .nranks = (int)tt_config_int(TT_CFG_NRANKS)};
     const char *keyhex = tt_config_str(TT_CFG_KEY);
     int have_key = *keyhex && parse_key(keyhex, j.key) == 0, have_rank = getenv("RANK") != NULL,
         have_size = getenv("WORLD_SIZE") != NULL;
@@ -236,7 +234,7 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
                                     "TUTTI_RANK=%s and TUTTI_NRANKS=%s: set both, or neither",
                                     tt_config_str(TT_CFG_RANK), tt_config_str(TT_CFG_NRANKS));
     } else if (have_rank || have_size) { /* torchrun */
-        st = env_int("RANK", &j.rank) == 0 && env_int("WORLD_SIZE", &j.nranks) == 0
+        st = tt_join_env_int("RANK", &j.rank) == 0 && tt_join_env_int("WORLD_SIZE", &j.nranks) == 0
                  ? join_torchrun(&j, have_key)
                  : tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
                                     "RANK=%s and WORLD_SIZE=%s: both must be set, to integers >= 0",
@@ -247,7 +245,7 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
         if (getenv("PMIX_RANK") || getenv("PMIX_NAMESPACE"))
             return tt_comm_init_pmix(comm, params);
 #endif
-        st = join_alone(&j);
+        st = tt_slurm_step_tasks() > 1 ? tt_slurm_join(&j, have_key) : join_alone(&j);
     }
     if (!st && (j.nranks < 1 || j.rank >= j.nranks))
         st = tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG, "the launcher says rank %d of %d",

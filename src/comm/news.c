@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the star's news means for a call: a rank that gave up ends every
+ * What the star's news means for a call: a revoked communicator ends
+ * every call with TUTTI_ERR_REVOKED, a rank that gave up ends every
  * call with its reason (a mismatch stays a mismatch, a timeout a timeout),
  * a rank that died with TUTTI_ERR_PEER_FAILED, a rank in destroy ends the
  * collectives it will never make (not sends and receives: what it sent
@@ -12,6 +13,7 @@
 #include "comm/comm.h"
 #include "comm/star.h"
 #include "core/log.h"
+#include "core/try.h"
 
 static const char *plural(uint64_t n)
 {
@@ -20,11 +22,34 @@ static const char *plural(uint64_t n)
 
 int tt_comm_has_news(tutti_comm_t comm)
 {
-    return tt_star_has_news(comm->bs.star);
+    return tt_star_has_news(comm->bs.star) || __atomic_load_n(&comm->revoked_by, __ATOMIC_RELAXED) >= 0;
+}
+
+tutti_status_t tt_comm_revoked(tutti_comm_t comm, const char *call)
+{
+    int by = __atomic_load_n(&comm->revoked_by, __ATOMIC_RELAXED);
+    if (by < 0)
+        return TUTTI_SUCCESS;
+    return by == comm->rank
+               ? tt_comm_error(comm, TUTTI_ERR_REVOKED, "%s: this rank revoked the communicator", call)
+               : tt_comm_error(comm, TUTTI_ERR_REVOKED, "%s: rank %d revoked the communicator", call, by);
+}
+
+tutti_status_t tt_comm_usable(tutti_comm_t comm, const char *call)
+{
+    TT_TRY(tt_comm_revoked(comm, call));
+    if (comm->failed)
+        return tt_comm_error(
+            comm, TUTTI_ERR_ABORTED,
+            "%s: this communicator failed earlier (%s); abort it, or shrink it (tutti_comm(3))", call,
+            tutti_strerror(comm->failed));
+    return TUTTI_SUCCESS;
 }
 
 tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, int peer)
 {
+    /* A revoked communicator ends every call alike, whatever else happened. */
+    TT_TRY(tt_comm_revoked(comm, call));
     tt_star_t *star = comm->bs.star;
     if (!tt_star_has_news(star))
         return TUTTI_SUCCESS;
@@ -41,7 +66,8 @@ tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, i
                              tutti_status_name(n.failed_status), n.failed_text);
     }
     if (n.have_report)
-        return tt_comm_error(comm, TUTTI_ERR_TIMEOUT, "%s: a rank reached TUTTI_TIMEOUT; %s", call, n.report);
+        return tt_comm_error(comm, TUTTI_ERR_TIMEOUT, "%s: a rank reached its timeout (TUTTI_TIMEOUT); %s",
+                             call, n.report);
     /* A send or receive is not ended by a peer in destroy: what it sent
      * before it left is still there to be received. */
     (void)peer;

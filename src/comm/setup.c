@@ -23,8 +23,10 @@ static const struct {
     tt_config_id_t id;
     int per_host;
 } agreed[] = {
-    {TT_CFG_PIPELINE, 0},  {TT_CFG_SHM_SLOT_BYTES, 1}, {TT_CFG_SHM_SLOTS, 1},
-    {TT_CFG_IPC_SLOTS, 1}, {TT_CFG_IPC_SLOT_BYTES, 1},
+    {TT_CFG_PIPELINE, 0},
+    {TT_CFG_SHM_SLOT_BYTES, 1},
+    {TT_CFG_SHM_SLOTS, 1},
+    {TT_CFG_IPC_WINDOW_BYTES, 1},
 };
 #define NAGREED (sizeof agreed / sizeof *agreed)
 
@@ -35,6 +37,7 @@ typedef struct {
     uint64_t policy_hash;     /* TUTTI_ALGO*, TUTTI_SLICE_BYTES, TUTTI_DETERMINISTIC, the cost model */
     int64_t agreed[NAGREED];  /* the values of agreed[] */
     uint32_t offered;         /* bit t: transport t listens on this rank */
+    tt_sockaddr_t rescue;     /* where a later shrink's coordinator finds this rank */
     unsigned char addr[TT_MAX_TRANSPORTS][TT_ADDR_MAX];
 } rank_record_t;
 
@@ -343,11 +346,16 @@ tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id)
         st = pick_transports(comm);
     if (!st)
         st = listen_all(comm, &mine);
+    if (!st && p > 1)
+        st = tt_rescue_open(comm, &mine.rescue);
     tt_log_fault_mark(); /* the bootstrap says why it failed */
     if (!st && (st = tt_bootstrap_allgather(&comm->bs, &mine, records, sizeof mine)) != TUTTI_SUCCESS)
         tt_comm_context(NULL, st, "rank %d: exchanging addresses through the bootstrap failed", comm->rank);
-    for (int r = 0; !st && r < p; r++)
+    for (int r = 0; !st && r < p; r++) {
         comm->endpoints[r] = records[r].endpoint;
+        if (comm->rescue)
+            comm->rescue[r] = records[r].rescue;
+    }
     if (!st)
         st = check_agreement(comm, &mine, records);
     if (!st) {

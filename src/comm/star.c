@@ -78,9 +78,12 @@ int tt_star_read(int fd, tt_star_reader_t *rd, int nranks,
     }
 }
 
-/* Keeps the first rank that died and the first that gave up. Under the lock. */
+/* Keeps the first rank that died and the first that gave up, and every
+ * rank that died (for a shrink). Under the lock. */
 static void note_failed(tt_star_t *s, int rank, tutti_status_t st, const char *text, int died)
 {
+    if (died)
+        s->dead[rank] = 1;
     if (died && s->n.died_rank < 0) {
         s->n.died_rank = rank;
         atomic_store_explicit(&s->news, 1, memory_order_relaxed);
@@ -118,6 +121,10 @@ void tt_star_member_frame(tt_star_t *s, int from, const tt_star_hdr_t *h, const 
         }
         break;
     case TT_STAR_FAILED:
+        if (h->seq == 2) { /* a rank that gave up has ended */
+            s->dead[h->rank] = 1;
+            break;
+        }
         note_failed(s, h->rank, (tutti_status_t)h->status, payload, h->seq == 1);
         s->hub_failed |= h->rank == 0;
         break;
@@ -138,6 +145,14 @@ void tt_star_member_frame(tt_star_t *s, int from, const tt_star_hdr_t *h, const 
         snprintf(s->n.report, sizeof s->n.report, "%s", payload);
         atomic_store_explicit(&s->news, 1, memory_order_relaxed);
         break;
+    case TT_STAR_REVOKED:
+        if (s->n.revoked_rank < 0) {
+            s->n.revoked_rank = h->rank;
+            if (s->on_revoke)
+                s->on_revoke(s->on_revoke_arg, h->rank);
+            atomic_store_explicit(&s->news, 1, memory_order_relaxed);
+        }
+        break;
     default: break;
     }
     pthread_cond_broadcast(&s->cond);
@@ -148,6 +163,7 @@ static void member_lost(tt_star_t *s)
 {
     pthread_mutex_lock(&s->lock);
     s->hub_gone = 1;
+    s->dead[0] = !s->done; /* rank 0 is gone, having said why or not */
     if (!s->done && !s->hub_failed)
         note_failed(s, 0, TUTTI_ERR_PEER_FAILED, "", 1);
     pthread_cond_broadcast(&s->cond);
@@ -210,17 +226,23 @@ tt_star_t *tt_star_start(int rank, int nranks, int fd, int *rank_fds, int64_t ti
     s->nranks = nranks;
     s->timeout_ms = timeout_ms;
     s->wait_ms = timeout_ms / 2 < 1000 ? (int)(timeout_ms / 2) : 1000;
-    s->n.died_rank = s->n.failed_rank = s->n.left_rank = -1;
+    s->n.died_rank = s->n.failed_rank = s->n.left_rank = s->n.revoked_rank = -1;
     s->mfd = -1;
     s->stop_pipe[0] = s->stop_pipe[1] = -1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->send_lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     int sp[2];
-    if (pipe2(s->stop_pipe, O_CLOEXEC) ||
+    if (!(s->dead = calloc((size_t)nranks, 1)) || pipe2(s->stop_pipe, O_CLOEXEC) ||
         (rank == 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp)))
         goto fail;
     s->mfd = rank == 0 ? sp[0] : fd;
+    /* A frame goes out as a header, then its payload: Nagle would hold the
+     * payload until the peer's delayed ACK (40 ms per exchange on Linux). */
+    if (rank != 0)
+        tt_sock_tune(fd, 0);
+    for (int r = 1; rank == 0 && r < nranks; r++)
+        tt_sock_tune(rank_fds[r], 0);
     if (rank == 0 && !(s->hub = tt_star_hub_new(nranks, sp[1], rank_fds))) {
         close(sp[1]);
         goto fail;
@@ -247,6 +269,14 @@ void tt_star_set_view(tt_star_t *s, const void *endpoints, tt_star_describe_fn d
     s->endpoints = endpoints;
     s->describe = describe;
     s->describe_arg = arg;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void tt_star_on_revoke(tt_star_t *s, void (*fn)(void *arg, int rank), void *arg)
+{
+    pthread_mutex_lock(&s->lock);
+    s->on_revoke = fn;
+    s->on_revoke_arg = arg;
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -282,7 +312,7 @@ static tutti_status_t send_up(tt_star_t *s, int type, tutti_status_t status, uin
 
 /* Once every rank is past destroy's barrier (done), a rank that left is no
  * news: the transports' teardown may still exchange (cuda_ipc frees its
- * FIFO only after every peer closed it). */
+ * window only after every peer closed it). */
 static int exchange_over(const tt_star_t *s, const void *arg)
 {
     return s->all_round == *(const uint64_t *)arg || s->n.died_rank >= 0 || s->n.failed_rank >= 0 ||
@@ -389,6 +419,27 @@ void tt_star_who_is_stuck(tt_star_t *s, const tt_stuck_state_t *mine, char *out,
     pthread_mutex_unlock(&s->lock);
 }
 
+void tt_star_revoke(tt_star_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int first = s->n.revoked_rank < 0;
+    if (first)
+        s->n.revoked_rank = s->rank;
+    atomic_store_explicit(&s->news, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&s->lock);
+    if (first)
+        send_up(s, TT_STAR_REVOKE, 0, 0, NULL, 0);
+}
+
+void tt_star_dead(tt_star_t *s, unsigned char *dead, int *blind)
+{
+    pthread_mutex_lock(&s->lock);
+    for (int r = 0; r < s->nranks; r++)
+        dead[r] |= s->dead[r];
+    *blind = s->hub_gone;
+    pthread_mutex_unlock(&s->lock);
+}
+
 int tt_star_has_news(tt_star_t *s)
 {
     return s && atomic_load_explicit(&s->news, memory_order_relaxed);
@@ -419,6 +470,7 @@ static void release(tt_star_t *s, int everything)
     tt_star_reader_reset(&s->mrd);
     if (s->hub)
         tt_star_hub_free(s->hub, 1);
+    free(s->dead);
     free(s);
 }
 

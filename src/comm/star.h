@@ -4,9 +4,9 @@
  * served by a thread of its own, so news travels whatever the ranks' main
  * threads are doing (a collective, user code, a stopped peer). Rank 0's
  * thread is also the hub that relays. Over it go the set-up exchanges, a
- * rank giving up (and why), a rank entering destroy, and the who-is-stuck
- * query: the hub asks every rank's thread where its rank is and sends the
- * report to all.
+ * rank giving up (and why), a rank entering destroy, a revocation, and
+ * the who-is-stuck query: the hub asks every rank's thread where its rank
+ * is and sends the report to all.
  */
 #ifndef TT_STAR_H
 #define TT_STAR_H
@@ -25,7 +25,8 @@ typedef enum {
     TT_STAR_DATA = 1, /* member -> hub: its part of exchange `seq` */
     TT_STAR_ALL,      /* hub -> member: every part of exchange `seq`, in rank order */
     TT_STAR_FAIL,     /* member -> hub: it gave up with `status`; text says why */
-    TT_STAR_FAILED,   /* hub -> member: rank `rank` gave up (relayed FAIL; `seq` 1: its connection closed) */
+    TT_STAR_FAILED,   /* hub -> member: rank `rank` gave up (relayed FAIL; `seq` 1: its connection closed,
+                       * 2: its connection closed after it gave up) */
     TT_STAR_LEAVING,  /* member -> hub: in tutti_comm_destroy after `seq` collectives */
     TT_STAR_LEFT,     /* hub -> member: rank `rank` is in destroy after `seq` collectives */
     TT_STAR_DONE,     /* hub -> member: every rank is in destroy; `status` says whether they agree */
@@ -33,6 +34,8 @@ typedef enum {
     TT_STAR_POLL,     /* hub -> member: where is your rank (query `seq`)? */
     TT_STAR_STATE,    /* member -> hub: tt_stuck_state_t for query `seq` */
     TT_STAR_REPORT,   /* hub -> member: the who-is-stuck report (text) */
+    TT_STAR_REVOKE,   /* member -> hub: it revoked the communicator */
+    TT_STAR_REVOKED,  /* hub -> member: rank `rank` revoked the communicator */
     TT_STAR_TYPES
 } tt_star_type_t;
 
@@ -64,6 +67,7 @@ typedef struct {
     uint64_t left_after;
     int have_report;
     char report[TT_STAR_TEXT * 2];
+    int revoked_rank; /* the rank that revoked the communicator (this one too), -1 */
 } tt_star_news_t;
 
 typedef struct tt_star tt_star_t;
@@ -79,6 +83,9 @@ typedef void (*tt_star_describe_fn)(void *arg, tt_stuck_state_t *out);
 tt_star_t *tt_star_start(int rank, int nranks, int fd, int *rank_fds, int64_t timeout_ms);
 /* Where the ranks run (set-up's records), for the report's view of stopped ranks. */
 void tt_star_set_view(tt_star_t *s, const void *endpoints, tt_star_describe_fn describe, void *arg);
+/* Called on the star's thread when another rank revokes the communicator
+ * (it interrupts the calls waiting on it). */
+void tt_star_on_revoke(tt_star_t *s, void (*fn)(void *arg, int rank), void *arg);
 
 /* all (nranks * size bytes) gets every rank's mine in rank order; fails at
  * once, saying why, when a rank gave up or left meanwhile. */
@@ -91,6 +98,15 @@ void tt_star_fail(tt_star_t *s, tutti_status_t status, const char *why);
 /* Asks who is stuck and waits (a second or two) for the report; out gets
  * it, or what this rank alone can tell when the hub does not answer. */
 void tt_star_who_is_stuck(tt_star_t *s, const tt_stuck_state_t *mine, char *out, size_t len);
+
+/* Revokes the communicator here (the news says so from now on) and tells
+ * every rank through the hub; a second call does nothing. */
+void tt_star_revoke(tt_star_t *s);
+/* Marks in dead (nranks bytes) every rank known to have died: the hub saw
+ * its connection close unannounced (or it is the hub, and this rank's
+ * connection to it closed). *blind says the hub is gone, so deaths after
+ * it are not seen here. */
+void tt_star_dead(tt_star_t *s, unsigned char *dead, int *blind);
 
 /* Non-zero once news arrived (one relaxed load: cheap enough for every call). */
 int tt_star_has_news(tt_star_t *s);

@@ -2,7 +2,7 @@
 /*
  * The hub, run by rank 0's star thread: gathers the set-up exchanges and
  * sends every rank the whole; relays a rank giving up (or its connection
- * closing) and a rank entering destroy to the others; ends destroy's
+ * closing), a rank entering destroy and a revocation to the others; ends destroy's
  * barrier; and answers the who-is-stuck query by asking every rank's thread
  * where its rank is, waiting a moment for the answers, and sending the
  * report to all.
@@ -203,6 +203,12 @@ void tt_star_hub_frame(tt_star_t *s, int from, const tt_star_hdr_t *hd, const ch
         }
         break;
     case TT_STAR_LEAVING: leaving(s, from, hd->seq); break;
+    case TT_STAR_REVOKE:
+        if (!h->revoke_sent) { /* the first revocation speaks for all */
+            h->revoke_sent = 1;
+            to_all(s, TT_STAR_REVOKED, from, 0, 0, NULL, 0, from);
+        }
+        break;
     case TT_STAR_QUERY: query_start(s, from); break;
     case TT_STAR_STATE: query_answer(s, from, hd, payload); break;
     default: TT_DEBUG(TT_SUB_INIT, "star hub: rank %d sent a frame of type %u", from, hd->type); break;
@@ -215,12 +221,17 @@ void tt_star_hub_gone(tt_star_t *s, int r)
     if (h->gone[r])
         return;
     h->gone[r] = 1;
-    if (h->failed[r] || h->done_sent)
-        return; /* it said why, or the job is over */
+    if (h->done_sent)
+        return;         /* the job is over */
+    if (h->failed[r]) { /* it said why: its end is no news, but a shrink must know */
+        to_all(s, TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, 2, "", 1, r);
+        return;
+    }
     /* A rank in destroy that closes was announced as leaving: only those
      * waiting with it in destroy's barrier need to hear it is gone. */
     static const char why[] = "its process ended or its connection to rank 0 closed";
     for (int q = 0; q < h->n; q++)
         if (q != r && !h->gone[q] && (!h->leaving[r] || h->leaving[q]))
-            tt_star_send(h->fds[q], TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, 1, why, sizeof why, s->timeout_ms);
+            tt_star_send(h->fds[q], TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, 1, why, sizeof why,
+                         s->timeout_ms);
 }

@@ -23,6 +23,7 @@ typedef struct {
     unsigned char *gone;    /* its connection closed */
     unsigned char *failed;  /* it said it gave up */
     unsigned char *leaving; /* it is in destroy */
+    int revoke_sent;        /* a revocation was relayed */
     uint64_t *leave_after;  /* ... after this many collectives */
     int nleaving, done_sent;
     uint64_t xseq; /* the exchange being gathered */
@@ -50,6 +51,9 @@ struct tt_star {
     pthread_mutex_t lock;      /* what follows, and the wake-ups of the caller */
     pthread_cond_t cond;
     tt_star_news_t n;
+    unsigned char *dead; /* nranks: every rank known to have died */
+    void (*on_revoke)(void *arg, int rank);
+    void *on_revoke_arg;
     uint64_t xround, all_round; /* exchanges this rank started; the last one answered */
     void *all_buf;
     size_t all_size;

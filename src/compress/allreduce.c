@@ -46,61 +46,6 @@ tt_compress_state_t *tt_compress_state(tutti_comm_t comm)
     return s;
 }
 
-TUTTI_API tutti_status_t tutti_ef_create(tutti_ef_state_t *state, size_t count, int nranks)
-{
-    if (!state || nranks < 1)
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_create: %s",
-                             !state ? "state: NULL output pointer" : "nranks must be >= 1");
-    *state = calloc(1, sizeof **state);
-    if (!*state)
-        return TUTTI_ERR_NO_MEMORY;
-    (*state)->count = count;
-    (*state)->nranks = nranks;
-    (*state)->worker = calloc(count ? count : 1, sizeof(float));
-    (*state)->server = calloc(tt_block_count(count, nranks, 0) + 1, sizeof(float));
-    if (!(*state)->worker || !(*state)->server) {
-        tutti_ef_destroy(*state);
-        *state = NULL;
-        return TUTTI_ERR_NO_MEMORY;
-    }
-    return TUTTI_SUCCESS;
-}
-
-TUTTI_API tutti_status_t tutti_ef_reset(tutti_ef_state_t state)
-{
-    if (!state)
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_reset: state is NULL");
-    memset(state->worker, 0, (state->count ? state->count : 1) * sizeof(float));
-    memset(state->server, 0, (tt_block_count(state->count, state->nranks, 0) + 1) * sizeof(float));
-    state->server_count = 0;
-    state->worker_on_device = 0; /* the next device call copies the zeroes over */
-    return TUTTI_SUCCESS;
-}
-
-TUTTI_API tutti_status_t tutti_ef_destroy(tutti_ef_state_t state)
-{
-    if (state) {
-        tt_ef_free_device(state);
-        free(state->worker);
-        free(state->server);
-        free(state);
-    }
-    return TUTTI_SUCCESS;
-}
-
-TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **worker, size_t *worker_count,
-                                         const float **server, size_t *server_count)
-{
-    if (!state || !worker || !worker_count || !server || !server_count)
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "tutti_ef_errors: NULL argument");
-    TT_TRY(tt_ef_worker_to_host(state));
-    *worker = state->worker;
-    *worker_count = state->count;
-    *server = state->server_count ? state->server : NULL;
-    *server_count = state->server_count;
-    return TUTTI_SUCCESS;
-}
-
 static tutti_status_t last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats)
 {
     if (!stats)
@@ -198,7 +143,71 @@ tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const vo
 {
     tt_call_t c = {.coll = coll, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op};
     TT_TRY(tt_coll_validate(comm, &c, tt_coll_name(coll)));
-    return tt_coll_run(comm, &c);
+    tt_compress_state_t *s = tt_compress_state(comm);
+    if (!s || !s->reserved)
+        return tt_coll_run(comm, &c);
+    if (s->next >= s->nseqs)
+        return tt_comm_error(comm, TUTTI_ERR_INTERNAL,
+                             "compressed all-reduce: more collectives than the %d it was queued with",
+                             s->nseqs);
+    return tt_coll_run_at(comm, &c, s->seqs[s->next++], NULL);
+}
+
+/* The collectives a call is made of, in order (as topk, dense and
+ * two_phase below run them). */
+static int inner_colls(const tutti_compress_t *how, size_t count, int p, tt_coll_t *colls)
+{
+    if (how->kind == TUTTI_COMPRESS_NONE || count == 0 ||
+        (how->kind == TUTTI_COMPRESS_TOPK &&
+         tt_compress_topk_costly(tt_compress_topk_k(how, count), count, p))) {
+        colls[0] = TT_COLL_ALLREDUCE;
+        return 1;
+    }
+    if (how->kind == TUTTI_COMPRESS_TOPK) {
+        colls[0] = how->sampled ? TT_COLL_ALLREDUCE : TT_COLL_ALLGATHER; /* the sampled count first */
+        colls[1] = TT_COLL_ALLGATHER;
+        return how->sampled ? 2 : 1;
+    }
+    colls[0] = TT_COLL_ALLTOALL;
+    colls[1] = TT_COLL_ALLGATHER;
+    return 2;
+}
+
+tutti_status_t tt_compress_reserve(tutti_comm_t comm, const tutti_compress_t *how, size_t count,
+                                   uint64_t seqs[TT_COMPRESS_INNER_MAX], int *nseqs, uint64_t *rng)
+{
+    tt_coll_t colls[TT_COMPRESS_INNER_MAX];
+    *rng = comm->coll_seq * (uint64_t)comm->nranks + (uint64_t)comm->rank; /* as tt_compress_rng_key */
+    *nseqs = inner_colls(how, count, comm->nranks, colls);
+    for (int i = 0; i < *nseqs; i++) {
+        tt_call_t c = {.coll = colls[i]};
+        int direct;
+        TT_TRY(tt_coll_begin(comm, &c, 0, &seqs[i], &direct));
+    }
+    return TUTTI_SUCCESS;
+}
+
+void tt_compress_use(tutti_comm_t comm, const uint64_t *seqs, int nseqs, uint64_t rng)
+{
+    tt_compress_state_t *s = tt_compress_state(comm);
+    if (!s)
+        return;
+    *s = (tt_compress_state_t){
+        .ws = s->ws, .ws_bytes = s->ws_bytes, .stats = s->stats, .reserved = 1, .nseqs = nseqs, .rng = rng};
+    for (int i = 0; i < nseqs; i++)
+        s->seqs[i] = seqs[i];
+}
+
+tutti_status_t tt_compress_done(tutti_comm_t comm, const char *name)
+{
+    tt_compress_state_t *s = tt_compress_state(comm);
+    if (!s)
+        return TUTTI_ERR_NO_MEMORY;
+    int used = s->next, had = s->nseqs;
+    s->reserved = s->nseqs = s->next = 0;
+    if (used != had)
+        return tt_comm_error(comm, TUTTI_ERR_INTERNAL, "%s: %d collectives run, %d queued", name, used, had);
+    return TUTTI_SUCCESS;
 }
 
 static tutti_status_t dense(call_t *c)
@@ -237,6 +246,9 @@ int tt_compress_topk_dense(tutti_comm_t comm, size_t k, size_t n)
 
 uint64_t tt_compress_rng_key(tutti_comm_t comm)
 {
+    tt_compress_state_t *s = tt_compress_state(comm);
+    if (s && s->reserved)
+        return s->rng;
     return comm->coll_seq * (uint64_t)comm->nranks + (uint64_t)comm->rank;
 }
 
@@ -263,20 +275,22 @@ static tutti_status_t topk(call_t *c)
     float *mag = c->buf[1];
     tt_pair_t *pairs = c->buf[2], *all = c->buf[3];
     int64_t mine = (int64_t)(c->how->sampled ? tt_topk_sampled(c->x, c->n, k, c->how->seed, c->rng, idx, mag)
-                                             : tt_topk_exact(c->x, c->n, k, idx, mag));
+                                             : tt_topk_exact(c->x, c->n, k, idx));
     /* Exact selection sends k pairs everywhere; sampled ones agree on the largest count first. */
     int64_t most = mine;
     if (c->how->sampled)
         TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLREDUCE, &mine, &most, 1, TUTTI_INT64, TUTTI_MAX));
     for (int64_t i = 0; i < most; i++) /* padding: an index past the end */
         pairs[i] = i < mine ? (tt_pair_t){idx[i], c->x[idx[i]]} : (tt_pair_t){UINT32_MAX, 0};
-    if (c->ef) { /* what was sent leaves the error; the rest stays */
+    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, pairs, all, (size_t)most * sizeof *pairs,
+                                 TUTTI_UINT8, TUTTI_SUM));
+    /* Once sent (a call that fails leaves the error as it was): what was
+     * sent leaves the error; the rest stays. */
+    if (c->ef) {
         memcpy(c->ef->worker, c->x, c->n * sizeof(float));
         for (int64_t i = 0; i < mine; i++)
             c->ef->worker[idx[i]] = 0;
     }
-    TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, pairs, all, (size_t)most * sizeof *pairs,
-                                 TUTTI_UINT8, TUTTI_SUM));
     /* In rank order: rank 0's values are placed, the others added, which is
      * bit for bit the dense sum of the sparse vectors in rank order. */
     memset(c->out, 0, c->n * sizeof(float));
@@ -293,15 +307,18 @@ static tutti_status_t topk(call_t *c)
     return TUTTI_SUCCESS;
 }
 
-void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t mine, int p,
-                        tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y, unsigned char *enc)
+void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t off, size_t mine,
+                        int p, tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y,
+                        unsigned char *enc)
 {
     for (int j = 0; j < p; j++) /* rank order */
         tt_quant_decode(q, got + slot * (size_t)j, mine, y, j > 0);
     for (size_t i = 0; op == TUTTI_AVG && i < mine; i++)
         y[i] /= (float)p;
-    if (ef)
+    if (ef) {
         ef->server_count = mine;
+        ef->server_off = off;
+    }
     tt_quant_encode(q, y, ef ? ef->server : NULL, mine, stream, enc);
 }
 
@@ -321,8 +338,8 @@ static tutti_status_t two_phase(call_t *c)
                         c->rng * 2 * (uint64_t)p + (uint64_t)j, enc + slot * (size_t)j);
     }
     TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLTOALL, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
-    tt_compress_server(&q, got, slot, mine, p, c->op, c->rng * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r,
-                       c->ef, y, enc);
+    tt_compress_server(&q, got, slot, tt_block_off(c->n, p, r), mine, p, c->op,
+                       c->rng * 2 * (uint64_t)p + (uint64_t)p + (uint64_t)r, c->ef, y, enc);
     TT_TRY(tt_compress_host_coll(c->comm, TT_COLL_ALLGATHER, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
     for (int j = 0; j < p; j++)
         tt_quant_decode(&q, got + slot * (size_t)j, tt_block_count(c->n, p, j),
@@ -372,6 +389,24 @@ static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t coun
                                  tutti_op_t op, const tutti_compress_t *how, tutti_ef_state_t state,
                                  tutti_comm_t comm, tutti_stream_t stream);
 
+/* How a call compresses and its error feedback, for its route. */
+typedef struct {
+    const tutti_compress_t *how;
+    tutti_ef_state_t ef;
+} compressed_t;
+
+static tutti_status_t enqueue_compressed(tutti_comm_t comm, const tt_call_t *c, void *arg, void *stream)
+{
+    const compressed_t *x = arg;
+    return tt_compress_enqueue(comm, c, x->how, x->ef, stream);
+}
+
+static tutti_status_t run_compressed(tutti_comm_t comm, const tt_call_t *c, void *arg)
+{
+    const compressed_t *x = arg;
+    return tt_compress_run(comm, c, x->how, x->ef);
+}
+
 /* Device buffers go to the communicator's proxy thread in stream order,
  * as every collective's do: it runs allreduce_gpu.c's GPU path when both
  * buffers are on the GPU, and otherwise the CPU path below on staged copies. */
@@ -401,26 +436,10 @@ static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t coun
                       .count = count,
                       .dtype = dtype,
                       .op = op};
-    TT_TRY(tt_coll_validate(comm, &call, name));
-    TT_TRY(tt_device_classify(comm, &call, name));
-    if (call.send_on_device || call.recv_on_device)
-        return tt_compress_enqueue(comm, &call, how, ef, stream);
-    TT_TRY(tt_device_wait_turn(comm, name, stream));
-    return tt_compress_run(comm, &call, how, ef);
+    compressed_t how_ef = {how, ef};
+    tt_device_route_t route = {.enqueue = enqueue_compressed, .run = run_compressed, .arg = &how_ef};
+    return tt_device_route(comm, &call, name, &route, stream);
 }
-
-#ifndef TT_HAVE_CUDA
-tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
-                                   tutti_ef_state_t ef, void *stream)
-{
-    (void)call;
-    (void)how;
-    (void)ef;
-    (void)stream;
-    return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
-                         "tutti_allreduce_compressed: this tutti was built without CUDA");
-}
-#endif
 
 tutti_status_t tt_compress_run(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
                                tutti_ef_state_t ef)
@@ -434,7 +453,7 @@ tutti_status_t tt_compress_run(tutti_comm_t comm, const tt_call_t *call, const t
     *stats = (tutti_compress_stats_t){0};
     if (how->kind == TUTTI_COMPRESS_NONE || count == 0) {
         uint64_t before = tt_coll_bytes_sent(comm);
-        TT_TRY(tt_coll_run(comm, call));
+        TT_TRY(tt_compress_host_coll(comm, TT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op));
         stats->bytes_sent = stats->dense_bytes_sent = tt_coll_bytes_sent(comm) - before;
         return TUTTI_SUCCESS;
     }

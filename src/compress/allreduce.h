@@ -8,6 +8,8 @@
 #ifndef TT_COMPRESS_ALLREDUCE_H
 #define TT_COMPRESS_ALLREDUCE_H
 
+#include <pthread.h>
+
 #include "coll/coll.h"
 #include "comm/comm.h"
 #include "codec/codec.h"
@@ -18,21 +20,46 @@ struct tutti_ef_state {
     float *worker;       /* count */
     float *server;       /* the largest chunk */
     size_t server_count; /* this rank's chunk, 0 until a two-phase call */
+    size_t server_off;   /* where that chunk starts in the tensor */
     /* The worker error moves to the GPU with the first device-buffer call
      * and stays there while device calls follow; worker is then stale. */
     float *worker_dev;
     int worker_on_device;
-    int device;  /* the GPU of worker_dev */
-    void *moves; /* its cudaStream_t for the copies between the two */
-    int pooled;  /* worker_dev came from the stream-ordered allocator */
+    int device;    /* the GPU of worker_dev */
+    void *updated; /* event: after the last device call's work on the error */
+    /* Device calls queued with this state that the proxy has not finished:
+     * reading, resetting or destroying the state waits for them. */
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    int queued;
 };
+
+#define TT_COMPRESS_INNER_MAX 2 /* collectives one compressed all-reduce is made of */
 
 /* The compress layer's state on a communicator. */
 typedef struct {
     void *ws; /* the CPU path's buffers, kept between calls */
     size_t ws_bytes;
     tutti_compress_stats_t stats; /* of the last call */
+    /* A queued call running on the proxy: its collectives take the
+     * sequence numbers (and the random stream) given when it was queued. */
+    int reserved, nseqs, next;
+    uint64_t seqs[TT_COMPRESS_INNER_MAX], rng;
 } tt_compress_state_t;
+
+/* On the caller's thread, as a compressed all-reduce of count elements is
+ * queued: the sequence numbers of the collectives it is made of, taken now
+ * in call order, and its random stream's key. */
+tutti_status_t tt_compress_reserve(tutti_comm_t comm, const tutti_compress_t *how, size_t count,
+                                   uint64_t seqs[TT_COMPRESS_INNER_MAX], int *nseqs, uint64_t *rng);
+/* On the proxy, around the queued call: its collectives run at those. */
+void tt_compress_use(tutti_comm_t comm, const uint64_t *seqs, int nseqs, uint64_t rng);
+tutti_status_t tt_compress_done(tutti_comm_t comm, const char *name);
+/* A device call queued with ef (hold) has finished on the proxy (let go);
+ * waiting until none is left. */
+void tt_ef_hold(tutti_ef_state_t ef);
+void tt_ef_let_go(tutti_ef_state_t ef);
+void tt_ef_wait_idle(tutti_ef_state_t ef);
 
 /* The state, made on first use (NULL: no memory, said why). */
 tt_compress_state_t *tt_compress_state(tutti_comm_t comm);
@@ -63,37 +90,22 @@ uint64_t tt_compress_rng_key(tutti_comm_t comm);
 tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv,
                                      size_t count, tutti_dtype_t dtype, tutti_op_t op);
 /*
- * The two-phase server step on this rank's chunk (mine elements): decode
- * the p copies in got (slot bytes apart) into y in rank order, average if
- * op says so, then encode y plus the server error into enc, keeping the
- * loss in the server error.
+ * The two-phase server step on this rank's chunk (mine elements from
+ * element off): decode the p copies in got (slot bytes apart) into y in
+ * rank order, average if op says so, then encode y plus the server error
+ * into enc, keeping the loss in the server error.
  */
-void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t mine, int p,
-                        tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y, unsigned char *enc);
+void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t slot, size_t off, size_t mine,
+                        int p, tutti_op_t op, uint64_t stream, tutti_ef_state_t ef, float *y,
+                        unsigned char *enc);
 /* The last call's bytes: what this rank sent since before, and what the
  * dense ring all-reduce of count elements of dtype would have sent. */
 void tt_compress_account(tutti_comm_t comm, uint64_t before, size_t count, tutti_dtype_t dtype);
 
-#ifdef TT_HAVE_CUDA
-/* Allocates the GPU copy of the worker error on device (when a device call
- * is queued; a state keeps one GPU). */
-tutti_status_t tt_ef_prepare_device(tutti_comm_t comm, tutti_ef_state_t ef, int device);
-/* Makes the host copy of the worker error the current one, or the GPU copy;
- * a no-op when it already is. */
+/* Makes the host copy of the worker error the current one, once the GPU's
+ * work on it is done (blocking); a no-op when it already is. */
 tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef);
-tutti_status_t tt_ef_worker_to_device(tutti_comm_t comm, tutti_ef_state_t ef);
+/* Frees the error's GPU copy, once the GPU is done with it. */
 void tt_ef_free_device(tutti_ef_state_t ef);
-
-#else
-static inline tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef)
-{
-    (void)ef;
-    return TUTTI_SUCCESS;
-}
-static inline void tt_ef_free_device(tutti_ef_state_t ef)
-{
-    (void)ef;
-}
-#endif
 
 #endif

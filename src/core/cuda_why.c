@@ -32,11 +32,27 @@ void tt_cuda_why(int err, int ndevices, char *why, size_t len)
     else
         snprintf(why, len, "no usable GPU: %s", cudaGetErrorString(e));
 }
+
+tutti_status_t tt_cuda_failed(int err, char *said, size_t len)
+{
+    cudaError_t e = (cudaError_t)err;
+    cudaGetLastError();
+    snprintf(said, len, "%s", cudaGetErrorString(e));
+    return e == cudaErrorMemoryAllocation ? TUTTI_ERR_NO_MEMORY
+           : e == cudaErrorNotSupported   ? TUTTI_ERR_UNSUPPORTED
+                                          : TUTTI_ERR_SYSTEM;
+}
 #else
 void tt_cuda_why(int err, int ndevices, char *why, size_t len)
 {
     (void)err;
     (void)ndevices;
     snprintf(why, len, "this tutti was built without CUDA");
+}
+
+tutti_status_t tt_cuda_failed(int err, char *said, size_t len)
+{
+    snprintf(said, len, "CUDA error %d in a build without CUDA", err);
+    return TUTTI_ERR_SYSTEM;
 }
 #endif

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Logger: one line per message, "tutti[rank] level subsys: text", on stderr. */
+/* Logger: one line per message, "tutti[rank] level subsys: text", on stderr,
+ * after the time and "host:pid:tid" where TUTTI_LOG_PREFIX asks for them. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/env_config.h"
 #include "core/log.h"
@@ -16,7 +20,28 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_level = TT_LOG_WARN;
 static unsigned log_subsys_mask = ~0u;
 static int log_rank = -1;
-static char fallback_level[16], fallback_subsys[128]; /* tt_log_set_fallback's, "" when none */
+/* tt_log_set_fallback's, "" when none */
+static char fallback_level[16], fallback_subsys[128], fallback_prefix[64];
+
+/* What TUTTI_LOG_PREFIX puts before each line: logs merged from many hosts
+ * and processes are read by these. */
+enum { PREFIX_TIME = 1, PREFIX_HOST = 2, PREFIX_PID = 4, PREFIX_TID = 8 };
+static unsigned log_prefix;
+static char log_host[64];
+
+static unsigned prefix_parse(const char *list)
+{
+    static const char *const words[] = {"time", "host", "pid", "tid"};
+    unsigned mask = 0;
+    for (const char *w = list; *w;) {
+        size_t n = strcspn(w, ",");
+        for (unsigned i = 0; i < sizeof words / sizeof words[0]; i++)
+            if (strlen(words[i]) == n && strncmp(w, words[i], n) == 0)
+                mask |= 1u << i;
+        w += n + (w[n] == ',');
+    }
+    return mask;
+}
 
 static void log_read_config(void)
 {
@@ -43,6 +68,13 @@ static void log_read_config(void)
                 if (strcmp(tok, subsys_names[i]) == 0)
                     log_subsys_mask |= 1u << i;
     }
+    const char *prefix = tt_config_str(TT_CFG_LOG_PREFIX);
+    if (!tt_config_is_set(TT_CFG_LOG_PREFIX) && fallback_prefix[0])
+        prefix = fallback_prefix;
+    log_prefix = prefix_parse(prefix);
+    if (gethostname(log_host, sizeof log_host) != 0)
+        snprintf(log_host, sizeof log_host, "?");
+    log_host[sizeof log_host - 1] = '\0';
     pthread_mutex_unlock(&log_lock);
 }
 
@@ -51,12 +83,13 @@ void tt_log_init(void)
     pthread_once(&log_once, log_read_config);
 }
 
-void tt_log_set_fallback(const char *level, const char *subsys)
+void tt_log_set_fallback(const char *level, const char *subsys, const char *prefix)
 {
     tt_log_init();
     pthread_mutex_lock(&log_lock);
     snprintf(fallback_level, sizeof fallback_level, "%s", level ? level : "");
     snprintf(fallback_subsys, sizeof fallback_subsys, "%s", subsys ? subsys : "");
+    snprintf(fallback_prefix, sizeof fallback_prefix, "%s", prefix ? prefix : "");
     pthread_mutex_unlock(&log_lock);
     log_read_config();
 }
@@ -72,14 +105,41 @@ int tt_log_enabled(tt_log_level_t level, tt_log_subsys_t sub)
     return (int)level <= log_level && (log_subsys_mask & (1u << sub));
 }
 
+/* The time and "host:pid:tid" that TUTTI_LOG_PREFIX asks for, each
+ * followed by a space; "" when it asks for none. */
+static void log_prefix_text(char *out, size_t len)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    if (log_prefix & PREFIX_TIME) {
+        struct timespec ts;
+        struct tm tm;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        at += strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
+        at += (size_t)snprintf(out + at, len - at, ".%06ldZ ", ts.tv_nsec / 1000);
+    }
+    const char *sep = "";
+    if (log_prefix & PREFIX_HOST && at < len)
+        at += (size_t)snprintf(out + at, len - at, "%s", log_host), sep = ":";
+    if (log_prefix & PREFIX_PID && at < len)
+        at += (size_t)snprintf(out + at, len - at, "%s%ld", sep, (long)getpid()), sep = ":";
+    if (log_prefix & PREFIX_TID && at < len)
+        at += (size_t)snprintf(out + at, len - at, "%s%ld", sep, (long)syscall(SYS_gettid)), sep = ":";
+    if (*sep && at < len)
+        snprintf(out + at, len - at, " ");
+}
+
 static void log_print(tt_log_level_t level, tt_log_subsys_t sub, const char *text)
 {
-    char line[1024];
+    char prefix[128], line[1024];
+    log_prefix_text(prefix, sizeof prefix);
     if (log_rank >= 0)
-        snprintf(line, sizeof line - 1, "tutti[%d] %s %s: %s", log_rank, level_names[level],
+        snprintf(line, sizeof line - 1, "%stutti[%d] %s %s: %s", prefix, log_rank, level_names[level],
                  subsys_names[sub], text);
     else
-        snprintf(line, sizeof line - 1, "tutti %s %s: %s", level_names[level], subsys_names[sub], text);
+        snprintf(line, sizeof line - 1, "%stutti %s %s: %s", prefix, level_names[level], subsys_names[sub],
+                 text);
     /* One fputs of a whole line keeps lines of concurrent ranks unmixed. */
     size_t len = strlen(line);
     line[len] = '\n';

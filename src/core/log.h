@@ -26,10 +26,11 @@ typedef enum {
 void tt_log_init(void);
 /*
  * For a front end with variables of its own (libnccl's NCCL_DEBUG): the
- * level and subsystems (as TUTTI_LOG / TUTTI_LOG_SUBSYS spell them; NULL:
- * the defaults) to use where those two are not set. Applies at once.
+ * level, subsystems and line prefix (as TUTTI_LOG, TUTTI_LOG_SUBSYS and
+ * TUTTI_LOG_PREFIX spell them; NULL: the defaults) to use where those are
+ * not set. Applies at once.
  */
-void tt_log_set_fallback(const char *level, const char *subsys);
+void tt_log_set_fallback(const char *level, const char *subsys, const char *prefix);
 /* Rank shown in the prefix of this process's messages (-1: none). */
 void tt_log_set_rank(int rank);
 int tt_log_enabled(tt_log_level_t level, tt_log_subsys_t sub);

@@ -13,7 +13,7 @@ tutti_status_t tt_device_classify(tutti_comm_t comm, tt_call_t *c, const char *n
     c->send_on_device = c->in_bytes && tt_mem_kind(c->send) == TT_MEM_DEVICE;
     c->recv_on_device = c->out_bytes && tt_mem_kind(c->recv) == TT_MEM_DEVICE;
     char why[160];
-    if ((c->send_on_device || c->recv_on_device) && !tt_device_supported(why, sizeof why))
+    if ((c->send_on_device || c->recv_on_device) && tt_device_usable(why, sizeof why))
         return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: %s is CUDA device memory, but %s", name,
                              c->send_on_device ? "sendbuf" : "recvbuf", why);
     return TUTTI_SUCCESS;
@@ -26,44 +26,52 @@ tutti_status_t tt_device_wait_turn(tutti_comm_t comm, const char *name, void *st
     return tt_device_drain(comm);
 }
 
-/* A queued collective: the caller's call, where it sits in the staging,
- * and whether this rank could run it directly. */
+tutti_status_t tt_device_route(tutti_comm_t comm, tt_call_t *c, const char *name,
+                               const tt_device_route_t *route, void *stream)
+{
+    TT_TRY(tt_coll_validate(comm, c, name));
+    TT_TRY(tt_device_classify(comm, c, name));
+    if (c->send_on_device || c->recv_on_device)
+        return route->enqueue(comm, c, route->arg, stream);
+    TT_TRY(tt_device_wait_turn(comm, name, stream));
+    return route->run(comm, c, route->arg);
+}
+
+/* A queued collective: the caller's call, its place in the stand-in,
+ * whether this rank could run it directly, and its sequence number. */
 typedef struct {
     tt_call_t call;
     tt_stage_layout_t layout;
+    tt_device_span_t in, out;
     int direct_ok;
+    uint64_t seq;
 } plain_t;
 
-/* On the proxy thread. A call that could not go direct was staged through
- * the caller's stream: its device inputs are in the staging already, and
- * its results go back after the gate. Else directly on the device buffers
- * when every rank can, or staged here, slice by slice. */
+/* On the caller's thread: the call's number, and whether every rank runs
+ * it directly. */
+static tutti_status_t begin_plain(tutti_comm_t comm, void *arg, int *direct)
+{
+    plain_t *op = arg;
+    return tt_coll_begin(comm, &op->call, op->direct_ok, &op->seq, direct);
+}
+
+static tutti_status_t put_plain(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *stream, void *arg)
+{
+    const plain_t *op = arg;
+    return tt_direct_put(comm, ctx, &op->call, stream);
+}
+
+/* On the proxy thread: the host collective on the stand-in. */
 static tutti_status_t run_plain(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
 {
     const plain_t *op = arg;
-    const tt_call_t *c = &op->call;
-    const char *name = tt_coll_name(c->coll);
-    uint64_t seq;
-    int direct;
-    TT_TRY(tt_coll_begin(comm, c, op->direct_ok, &seq, &direct));
-    tt_call_t host = tt_stage_stand_in(c, &op->layout, ctx->pinned);
-    if (!op->direct_ok)
-        return tt_coll_run_at(comm, &host, seq, NULL);
-    if (!direct)
-        return tt_stage_run(comm, ctx, c, &host, seq, name);
-    return tt_direct_run(comm, c, seq);
+    tt_call_t host = tt_stage_stand_in(&op->call, &op->layout, ctx->host);
+    return tt_coll_run_at(comm, &host, op->seq, NULL);
 }
 
-static int plain_in(const tt_device_ctx_t *ctx, void *stream, void *arg)
+static int is_p2p(const tt_call_t *c)
 {
-    const plain_t *op = arg;
-    return op->direct_ok ? 0 : tt_stage_in(ctx, &op->call, &op->layout, stream);
-}
-
-static int plain_out(const tt_device_ctx_t *ctx, void *stream, void *arg)
-{
-    const plain_t *op = arg;
-    return op->direct_ok ? 0 : tt_stage_out(ctx, &op->call, &op->layout, stream);
+    return c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
 }
 
 tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream)
@@ -77,19 +85,32 @@ tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, voi
         return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory to queue the call", name);
     op->call = *c;
     op->layout = tt_stage_layout(c);
-    /* Direct runs need every buffer the call uses on the GPU, and the
-     * proxy's own GPU work, which one shared hardware queue would hold up
-     * behind the gate; the first such call binds the device transport
-     * (publishing this rank's FIFO), and every one opens the FIFOs peers
-     * published since, here, before any gate of this call exists. */
-    op->direct_ok = (!c->in_bytes || c->send_on_device) && (!c->out_bytes || c->recv_on_device) &&
-                    !tt_device_one_hw_queue() && tt_direct_prepare(comm, device);
+    int nin, nout;
+    tt_stage_spans(c, &op->layout, &op->in, &nin, &op->out, &nout);
+    /* A direct run needs every buffer the call uses on the GPU; the first
+     * such call binds the device transport (publishing this rank's
+     * window), and every one opens the windows peers published since,
+     * here, before anything of this call is on the stream. */
+    int ready = 0;
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (!is_p2p(c) && (!c->in_bytes || c->send_on_device) && (!c->out_bytes || c->recv_on_device))
+        st = tt_direct_prepare(comm, device, &ready);
+    if (st) {
+        free(op);
+        return tt_comm_error(comm, st, "%s: opening the peers' windows", name);
+    }
+    op->direct_ok = ready;
     tt_device_work_t work = {.name = name,
+                             .begin = begin_plain,
+                             .direct = put_plain,
                              .run = run_plain,
-                             .stage_in = plain_in,
-                             .stage_out = plain_out,
+                             .in = &op->in,
+                             .out = &op->out,
+                             .nin = nin,
+                             .nout = nout,
                              .release = free,
                              .arg = op,
-                             .pinned_bytes = op->layout.bytes};
+                             .host_bytes = op->layout.bytes,
+                             .gpu_bytes = ready ? tt_direct_scratch_bytes(comm) : 0};
     return tt_device_enqueue(comm, device, &work, stream);
 }

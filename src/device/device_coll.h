@@ -25,4 +25,16 @@ tutti_status_t tt_device_batch_enqueue(tutti_comm_t comm, const tt_call_t *calls
  * given) and for the communicator's queued device work. */
 tutti_status_t tt_device_wait_turn(tutti_comm_t comm, const char *name, void *stream);
 
+/* The two ways a public call can go: queued on stream when a buffer is on
+ * the device, else run on host buffers. arg is the caller's own. */
+typedef struct {
+    tutti_status_t (*enqueue)(tutti_comm_t comm, const tt_call_t *c, void *arg, void *stream);
+    tutti_status_t (*run)(tutti_comm_t comm, const tt_call_t *c, void *arg);
+    void *arg;
+} tt_device_route_t;
+/* Validates and classifies c, then queues it, or runs it after stream's
+ * earlier work and the queued device calls. name is the API call. */
+tutti_status_t tt_device_route(tutti_comm_t comm, tt_call_t *c, const char *name,
+                               const tt_device_route_t *route, void *stream);
+
 #endif

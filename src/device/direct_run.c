@@ -1,87 +1,50 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Direct runs (see direct_run.h). The first one prices the GPU links:
- * each pair's class comes from the topology (NVLink where the GPUs of the
- * two ranks are joined by it, else the device transport's own class), and
- * a policy of its own keeps the tuner's picks for GPU links apart from
- * those for the host links.
+ * Direct runs (see direct_run.h), in rounds. Each rank's window (cuda_ipc)
+ * has two halves; round e uses half e mod 2 of every window. In a round a
+ * rank copies its part into its half, stores "ready e" into each peer's
+ * inbox, waits for the peers' "ready e" in its own, reads what it needs
+ * from the peers' halves (copies, and reductions by the GPU kernels, which
+ * add in rank order, so every rank gets the same bits), then stores "done
+ * e" into each peer's inbox. Before writing its half of round e a rank
+ * waits for every peer's "done e - 2": the half it is about to overwrite
+ * has been read. Every rank runs the same rounds for a call (they agreed on
+ * its signature), so round numbers match across ranks without a word said.
+ * Reductions work on halves and a private scratch that all start 256-byte
+ * aligned, so the kernels' 16-byte loads apply whatever the user's
+ * buffers' alignment (copies take those).
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stdatomic.h>
 
-#include "core/log.h"
 #include "device/direct_run.h"
 #include "device/layer.h"
-#include "topo/topo.h"
 
-int tt_direct_prepare(tutti_comm_t comm, int device)
+#define ONE_SHOT_BYTES (256 << 10) /* an all-reduce this small reads every rank's part in one round */
+#define ALIGN 256
+
+tutti_status_t tt_direct_prepare(tutti_comm_t comm, int device, int *ready)
 {
-    if (!tt_comm_device_bind(comm, device))
-        return 0;
-    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
-    return dev->open_peers(comm->tp_ctx[comm->device_tp]);
+    *ready = 0;
+    const tt_device_rt_t *rt = tt_device_runtime();
+    int prev, mode;
+    if (comm->device_tp < 0 || !rt || rt->enter(device, &prev))
+        return TUTTI_SUCCESS; /* no device transport, or no GPU to bind: the call stages */
+    int relaxed = rt->relax(&mode) == TUTTI_SUCCESS;
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (tt_comm_device_bind(comm, device)) /* a failure is said once; the calls stage */
+        st = comm->tp_ops[comm->device_tp]->device->open_peers(comm->tp_ctx[comm->device_tp], ready);
+    if (relaxed)
+        rt->unrelax(mode);
+    rt->leave(prev);
+    return st;
 }
 
-/* The topology's device index with this PCI bus id; -1 if absent. */
-static int device_with_bus_id(const tt_topo_t *t, const char *bus_id)
+size_t tt_direct_scratch_bytes(tutti_comm_t comm)
 {
-    for (int i = 0; i < t->ndevs; i++)
-        if (strcasecmp(t->devs[i].busid, bus_id) == 0)
-            return i;
-    return -1;
-}
-
-/* Every pair's GPU link class, from the bus ids every rank published. */
-static tutti_status_t gpu_links(tutti_comm_t comm, tt_device_layer_t *d)
-{
-    int p = comm->nranks;
-    const tt_transport_ops_t *ops = comm->tp_ops[comm->device_tp];
-    void *ctx = comm->tp_ctx[comm->device_tp];
-    d->direct_links = malloc((size_t)p * (size_t)p * sizeof *d->direct_links);
-    int *dev = malloc((size_t)p * sizeof *dev);
-    if (!d->direct_links || !dev) {
-        free(dev);
-        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "direct run: no memory for the GPU link classes");
-    }
-    const tt_topo_t *topo = tt_topo_shared();
-    for (int r = 0; r < p; r++) {
-        char bus[64];
-        dev[r] =
-            topo && ops->device->bus_id(ctx, r, bus, sizeof bus) == 0 ? device_with_bus_id(topo, bus) : -1;
-    }
-    for (int a = 0; a < p; a++)
-        for (int b = 0; b < p; b++) {
-            int links = 0;
-            int nv = dev[a] >= 0 && dev[b] >= 0 && dev[a] != dev[b] &&
-                     tt_topo_path(topo, dev[a], dev[b], &links) == TT_PATH_NV;
-            d->direct_links[(size_t)a * (size_t)p + (size_t)b] = nv ? TT_LINK_NVLINK : ops->link;
-        }
-    free(dev);
-    d->direct_policy = comm->policy;
-    tt_cost_model_t *m = &d->direct_policy.tuner.model;
-    memset(d->direct_policy.tuner.cache, 0, sizeof d->direct_policy.tuner.cache);
-    m->crowding = 1; /* kernels and copy engines do the work, not the CPUs */
-    tt_cost_use_links(m, &comm->hosts, d->direct_links, p);
-    d->direct_tuned = 1;
-    TT_DEBUG(TT_SUB_COLL, "direct runs: rank 0 to 1 over %s", tt_link_name(m->intra));
-    return TUTTI_SUCCESS;
-}
-
-tutti_status_t tt_direct_run(tutti_comm_t comm, const tt_call_t *c, uint64_t seq)
-{
-    tt_device_layer_t *d = tt_device_layer(comm, tt_coll_name(c->coll));
-    if (!d)
-        return TUTTI_ERR_NO_MEMORY;
-    if (!d->direct_tuned)
-        TT_TRY(gpu_links(comm, d));
-    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
-    tt_route_t route = {.peers = comm->device_peers,
-                        .mem = dev->mem(comm->tp_ctx[comm->device_tp]),
-                        .policy = &d->direct_policy};
-    TT_TRY(tt_coll_run_at(comm, c, seq, &route));
-    d->direct_runs++;
-    return TUTTI_SUCCESS;
+    size_t window = 0;
+    if (comm->device_tp >= 0)
+        comm->tp_ops[comm->device_tp]->device->peers(comm->tp_ctx[comm->device_tp], &window);
+    return window / 2;
 }
 
 uint64_t tt_direct_runs(tutti_comm_t comm)
@@ -90,8 +53,232 @@ uint64_t tt_direct_runs(tutti_comm_t comm)
     return d ? d->direct_runs : 0;
 }
 
-int tt_direct_link(tutti_comm_t comm, int a, int b)
+/* ---- rounds ---- */
+
+typedef struct {
+    const tt_device_rt_t *rt;
+    void *s;
+    const tt_direct_peer_t *peer;
+    int me, p;
+    size_t half;
+    char *scratch; /* private, half bytes */
+    _Atomic unsigned *rounds;
+    const tt_call_t *c;
+    size_t elem;
+    tutti_status_t st; /* the first failure; everything after it is skipped */
+} drun_t;
+
+static char *half_of(const drun_t *r, int q, unsigned e)
+{
+    return r->peer[q].window + (size_t)(e & 1) * r->half;
+}
+
+static unsigned open_round(drun_t *r)
+{
+    unsigned e = atomic_fetch_add_explicit(r->rounds, 1, memory_order_relaxed) + 1;
+    for (int q = 0; q < r->p && !r->st; q++)
+        if (q != r->me) /* the first two rounds compare with 0: they pass */
+            r->st = r->rt->gate(r->s, r->peer[q].done_from, e - 2);
+    return e;
+}
+
+static void post(drun_t *r, unsigned e, int done)
+{
+    for (int q = 0; q < r->p && !r->st; q++)
+        if (q != r->me)
+            r->st = r->rt->signal(r->s, done ? r->peer[q].done_to : r->peer[q].ready_to, e);
+}
+
+/* Until rank only (-1: every peer) has its part of round e in its half. */
+static void await(drun_t *r, unsigned e, int only)
+{
+    for (int q = 0; q < r->p && !r->st; q++)
+        if (q != r->me && (only < 0 || q == only))
+            r->st = r->rt->gate(r->s, r->peer[q].ready_from, e);
+}
+
+static void copy(drun_t *r, void *dst, const void *src, size_t bytes)
+{
+    if (!r->st && bytes && dst != src)
+        r->st = r->rt->copy(dst, src, bytes, r->s);
+}
+
+/* The average's division: of each reduced chunk here; of an all-gather's
+ * or all-to-all's output (which nothing reduced), as the host path does
+ * it, the call's count first elements at the end. */
+static void finish_avg(drun_t *r, char *buf, size_t n)
+{
+    if (!r->st && n && r->c->op == TUTTI_AVG)
+        r->st = r->rt->avg_finish(buf, n, r->c->dtype, r->p, r->s);
+}
+
+/* dst = rank 0's op rank 1's op ... (rank order) of n elements at off in
+ * the halves of round e; then the average's division. */
+static void reduce_ranks(drun_t *r, char *dst, unsigned e, size_t off, size_t n)
+{
+    const tt_call_t *c = r->c;
+    if (!r->st && n)
+        r->st = r->rt->reduce(dst, half_of(r, 0, e) + off, half_of(r, 1, e) + off, n, c->dtype, c->op, r->s);
+    for (int q = 2; q < r->p && !r->st && n; q++)
+        r->st = r->rt->reduce(dst, dst, half_of(r, q, e) + off, n, c->dtype, c->op, r->s);
+    finish_avg(r, dst, n);
+}
+
+static size_t per_round(const drun_t *r, size_t parts)
+{
+    size_t n = r->half / parts / r->elem;
+    return n ? n : 1;
+}
+
+/* ---- the collectives ---- */
+
+static void allreduce(drun_t *r)
+{
+    const tt_call_t *c = r->c;
+    size_t e = r->elem, per = per_round(r, 1);
+    int one_shot = c->count * e <= ONE_SHOT_BYTES;
+    for (size_t o = 0; o < c->count && !r->st; o += per) {
+        size_t m = c->count - o < per ? c->count - o : per;
+        const char *in = (const char *)c->send + o * e;
+        char *out = (char *)c->recv + o * e;
+        unsigned e1 = open_round(r);
+        copy(r, half_of(r, r->me, e1), in, m * e);
+        post(r, e1, 0);
+        await(r, e1, -1);
+        if (one_shot) {
+            reduce_ranks(r, r->scratch, e1, 0, m);
+            post(r, e1, 1);
+            copy(r, out, r->scratch, m * e);
+            continue;
+        }
+        /* Two-shot: each rank reduces its block into its next half, then
+         * every rank copies every block. */
+        size_t bo = tt_block_off(m, r->p, r->me) * e, bn = tt_block_count(m, r->p, r->me);
+        unsigned e2 = open_round(r);
+        reduce_ranks(r, half_of(r, r->me, e2) + bo, e1, bo, bn);
+        post(r, e1, 1);
+        post(r, e2, 0);
+        await(r, e2, -1);
+        for (int q = 0; q < r->p; q++)
+            copy(r, out + tt_block_off(m, r->p, q) * e, half_of(r, q, e2) + tt_block_off(m, r->p, q) * e,
+                 tt_block_count(m, r->p, q) * e);
+        post(r, e2, 1);
+    }
+}
+
+static void reduce(drun_t *r)
+{
+    const tt_call_t *c = r->c;
+    size_t e = r->elem, per = per_round(r, 1);
+    for (size_t o = 0; o < c->count && !r->st; o += per) {
+        size_t m = c->count - o < per ? c->count - o : per;
+        unsigned e1 = open_round(r);
+        copy(r, half_of(r, r->me, e1), (const char *)c->send + o * e, m * e);
+        post(r, e1, 0);
+        if (r->me == c->root) {
+            await(r, e1, -1);
+            reduce_ranks(r, r->scratch, e1, 0, m);
+        }
+        post(r, e1, 1);
+        if (r->me == c->root)
+            copy(r, (char *)c->recv + o * e, r->scratch, m * e);
+    }
+}
+
+static void broadcast(drun_t *r)
+{
+    const tt_call_t *c = r->c;
+    size_t e = r->elem, per = per_round(r, 1);
+    for (size_t o = 0; o < c->count && !r->st; o += per) {
+        size_t m = c->count - o < per ? c->count - o : per;
+        unsigned e1 = open_round(r);
+        if (r->me == c->root) {
+            copy(r, half_of(r, r->me, e1), (const char *)c->send + o * e, m * e);
+            copy(r, (char *)c->recv + o * e, (const char *)c->send + o * e, m * e);
+        }
+        post(r, e1, 0);
+        if (r->me != c->root) {
+            await(r, e1, c->root);
+            copy(r, (char *)c->recv + o * e, half_of(r, c->root, e1), m * e);
+        }
+        post(r, e1, 1);
+    }
+}
+
+static void allgather(drun_t *r)
+{
+    const tt_call_t *c = r->c;
+    size_t e = r->elem, n = c->count, per = per_round(r, 1);
+    for (size_t o = 0; o < n && !r->st; o += per) {
+        size_t m = n - o < per ? n - o : per;
+        const char *in = (const char *)c->send + o * e;
+        unsigned e1 = open_round(r);
+        copy(r, half_of(r, r->me, e1), in, m * e);
+        post(r, e1, 0);
+        await(r, e1, -1);
+        for (int q = 0; q < r->p; q++)
+            copy(r, (char *)c->recv + ((size_t)q * n + o) * e, q == r->me ? in : half_of(r, q, e1), m * e);
+        post(r, e1, 1);
+    }
+    finish_avg(r, c->recv, n);
+}
+
+/* Reduce-scatter and all-to-all: every rank's input holds a block per
+ * rank; a round carries m elements of each, at 256-byte-aligned places. */
+static void blocks(drun_t *r, int reducing)
+{
+    const tt_call_t *c = r->c;
+    size_t e = r->elem, n = c->count, part = r->half / (size_t)r->p / ALIGN * ALIGN; /* places stay aligned */
+    size_t per = part / e ? part / e : 1;
+    for (size_t o = 0; o < n && !r->st; o += per) {
+        size_t m = n - o < per ? n - o : per, stride = (m * e + ALIGN - 1) / ALIGN * ALIGN;
+        unsigned e1 = open_round(r);
+        for (int q = 0; q < r->p; q++)
+            copy(r, half_of(r, r->me, e1) + (size_t)q * stride,
+                 (const char *)c->send + ((size_t)q * n + o) * e, m * e);
+        post(r, e1, 0);
+        await(r, e1, -1);
+        if (reducing) {
+            reduce_ranks(r, r->scratch, e1, (size_t)r->me * stride, m);
+            post(r, e1, 1);
+            copy(r, (char *)c->recv + o * e, r->scratch, m * e);
+            continue;
+        }
+        for (int q = 0; q < r->p; q++)
+            copy(r, (char *)c->recv + ((size_t)q * n + o) * e, half_of(r, q, e1) + (size_t)r->me * stride,
+                 m * e);
+        post(r, e1, 1);
+    }
+    if (!reducing)
+        finish_avg(r, c->recv, n);
+}
+
+tutti_status_t tt_direct_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *c, void *stream)
 {
     tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
-    return d && d->direct_tuned ? (int)d->direct_links[(size_t)a * (size_t)comm->nranks + (size_t)b] : -1;
+    size_t window;
+    const tt_direct_peer_t *peers =
+        comm->tp_ops[comm->device_tp]->device->peers(comm->tp_ctx[comm->device_tp], &window);
+    if (!d || !peers)
+        return TUTTI_ERR_INTERNAL;
+    drun_t r = {.rt = ctx->rt,
+                .s = stream,
+                .peer = peers,
+                .me = comm->rank,
+                .p = comm->nranks,
+                .half = window / 2,
+                .scratch = ctx->gpu,
+                .rounds = &d->rounds,
+                .c = c,
+                .elem = tutti_dtype_size(c->dtype)};
+    switch (c->coll) {
+    case TT_COLL_ALLREDUCE: allreduce(&r); break;
+    case TT_COLL_REDUCE: reduce(&r); break;
+    case TT_COLL_BROADCAST: broadcast(&r); break;
+    case TT_COLL_ALLGATHER: allgather(&r); break;
+    case TT_COLL_REDUCE_SCATTER: blocks(&r, 1); break;
+    case TT_COLL_ALLTOALL: blocks(&r, 0); break;
+    default: return TUTTI_ERR_INTERNAL;
+    }
+    return r.st;
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Direct runs: a collective on device buffers runs on the buffers
- * themselves, over the communicator's device transport (cuda_ipc) and the
- * GPU kernels, when every rank of a one-host communicator has its buffers
- * on a GPU for that call and every GPU can load from every other; the
- * ranks learn that call by call (tt_comm_agree). Otherwise the call is
+ * themselves, as GPU work that the calling thread puts on its stream at
+ * call time (copies, reductions by the GPU kernels, and stores and waits on
+ * the peers' words), when every rank of a one-host communicator has its
+ * buffers on a GPU for that call and every GPU can load from every other;
+ * the ranks learn that call by call (tt_comm_agree). Otherwise the call is
  * staged through pinned host memory, as on other hosts.
  */
 #ifndef TT_DIRECT_RUN_H
@@ -13,18 +14,19 @@
 #include <stdint.h>
 
 #include "coll/coll.h"
+#include "device/queue.h"
 
-/* Before queuing a device call, on the caller's thread: binds the device
- * transport to the GPU (the first time) and opens what peers published
- * since. Returns 1 when this rank can go direct now: bound, and every
- * peer's FIFO open (peers that have made no device call yet keep it 0). */
-int tt_direct_prepare(tutti_comm_t comm, int device);
-/* Runs c (sequence number seq) directly on its buffers; every rank agreed. */
-tutti_status_t tt_direct_run(tutti_comm_t comm, const tt_call_t *c, uint64_t seq);
+/* Before a device call, on the caller's thread: binds the device transport
+ * to the GPU (the first time) and opens what peers published since, with
+ * that GPU current. *ready = 1 when this rank can go direct now: bound,
+ * and every peer's window open (peers that have made no device call yet
+ * keep it 0). */
+tutti_status_t tt_direct_prepare(tutti_comm_t comm, int device, int *ready);
+/* The GPU working memory a direct run needs (its scratch). */
+size_t tt_direct_scratch_bytes(tutti_comm_t comm);
+/* Puts c's direct run on stream: every rank agreed to go direct. */
+tutti_status_t tt_direct_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *c, void *stream);
 /* How many calls this communicator ran directly (for the tests). */
 uint64_t tt_direct_runs(tutti_comm_t comm);
-/* The class of the link between the GPUs of ranks a and b in direct runs
- * (from the topology), once a direct run happened; -1 before. */
-int tt_direct_link(tutti_comm_t comm, int a, int b);
 
 #endif

@@ -14,8 +14,7 @@ static void layer_destroy(tutti_comm_t comm, void *state)
 {
     tt_device_layer_t *d = state;
     (void)comm;
-    tt_device_queue_stop(d); /* the proxy finishes what is queued first */
-    free(d->direct_links);
+    tt_device_queue_stop(d); /* the proxy finishes what is queued first, unless aborting */
     free(d);
 }
 

@@ -1,60 +1,43 @@
 /* SPDX-License-Identifier: MIT */
-/* Where a buffer lives (host or CUDA device memory), and whether a GPU can be used at all. */
+/*
+ * Where a buffer lives and whether a GPU can be used, as the device
+ * layer's runtime table (rt.h) answers: CUDA's where built, the tests'
+ * stream model in their place.
+ */
 #include <stdio.h>
 
-#include "core/cuda_why.h"
 #include "device/memkind.h"
+#include "device/rt.h"
 
 #ifdef TT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-/* 1: a device answered; 0: none (no GPU, no driver); -1: not asked yet. */
-static int devices = -1;
-static char reason[160];
-
-static int probe(void)
-{
-    if (devices < 0) {
-        int n = 0;
-        cudaError_t e = cudaGetDeviceCount(&n);
-        devices = e == cudaSuccess && n > 0;
-        if (!devices)
-            tt_cuda_why((int)e, n, reason, sizeof reason);
-        cudaGetLastError(); /* the runtime keeps the failure otherwise */
-    }
-    return devices;
-}
-
-tt_mem_kind_t tt_mem_kind(const void *p)
-{
-    if (!p || !probe())
-        return TT_MEM_HOST;
-    struct cudaPointerAttributes attr;
-    if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-        cudaGetLastError();
-        return TT_MEM_HOST;
-    }
-    return attr.type == cudaMemoryTypeDevice ? TT_MEM_DEVICE : TT_MEM_HOST;
-}
-
-int tt_cuda_usable(char *why, unsigned long whylen)
-{
-    if (!probe()) {
-        snprintf(why, whylen, "%s", reason);
-        return 0;
-    }
-    return 1;
-}
+static const tt_device_rt_t *current_rt = &tt_device_cuda_rt;
 #else
-tt_mem_kind_t tt_mem_kind(const void *p)
+static const tt_device_rt_t *current_rt;
+#endif
+
+const tt_device_rt_t *tt_device_runtime(void)
 {
-    (void)p;
-    return TT_MEM_HOST;
+    return current_rt;
 }
 
-int tt_cuda_usable(char *why, unsigned long whylen)
+void tt_device_set_rt(const tt_device_rt_t *rt)
 {
-    snprintf(why, whylen, "this tutti was built without CUDA");
-    return 0;
+    current_rt = rt;
 }
-#endif
+
+tt_mem_kind_t tt_mem_kind(const void *p)
+{
+    int device = -1;
+    if (!p || !current_rt || current_rt->device_of(p, &device))
+        return TT_MEM_HOST;
+    return device >= 0 ? TT_MEM_DEVICE : TT_MEM_HOST;
+}
+
+tutti_status_t tt_device_usable(char *why, size_t whylen)
+{
+    if (!current_rt) {
+        snprintf(why, whylen, "this tutti was built without CUDA");
+        return TUTTI_ERR_UNSUPPORTED;
+    }
+    return current_rt->usable(why, whylen);
+}

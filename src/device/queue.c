@@ -1,115 +1,82 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The device queue and its proxy thread (see queue.h).
+ * The device queue (see queue.h): putting calls on the caller's stream,
+ * starting and stopping the proxy. proxy.c runs the proxy, pipe.c moves a
+ * staged call's bytes between the stream and the proxy.
  *
- * What holds the caller's stream. A gate must keep the stream's later work
- * from starting until the proxy has stored the call's ticket. Two ways:
- * - a one-thread kernel spinning on the ticket word (cuda/wait.cu). It
- *   occupies a slot on an SM for as long as it waits, keeps its context
- *   runnable (ranks sharing a GPU without MPS are time-sliced against it),
- *   makes compute-sanitizer time out, and it is a kernel that cannot end
- *   until the host acts: with lazy module loading (the default since CUDA
- *   12.2) loading any module while it runs may wait for the device to drain
- *   while holding the context's lock, so a lazily loaded kernel launched
- *   then (ours, or the application's) deadlocks against it (torchcomms
- *   PR 2334 reproduces the pattern);
- * - a stream memory operation (cuStreamWaitValue32 on the word, and
- *   cuStreamWriteValue32 for the signal): no SM, no module, nothing to
- *   load; the front end waits. It needs the driver API, reached through
- *   cudaGetDriverEntryPointByVersion so that libtutti never links libcuda
- *   and loads without a driver, and the driver's support (the entry points
- *   of CUDA 12 drivers; where the driver lacks them or a GPU refuses one,
- *   we fall back to the kernel).
- * We use memory operations where the driver has them and the kernel
- * otherwise (TUTTI_CUDA_GATE picks, for comparison on a GPU), and in both
- * cases load every tutti kernel when the queue starts (tt_cuda_preload, as
- * NCCL does with cudaFuncGetAttributes), before any gate exists: eager
- * loading costs well under a megabyte of device memory and a few
- * milliseconds once, and is wanted either way, because whether a module
- * load that waits for a drain also waits for a stream held by a memory
- * operation is not documented (gpu-check.sh measures it). It cannot protect
- * the application's own lazily loaded kernels from a kernel gate, which is
- * the reason to prefer memory operations.
+ * The rule: the proxy makes no GPU runtime call, ever. Every runtime call
+ * of a device collective is made by the calling thread, at call time,
+ * before the call returns; the proxy touches host memory only (the pinned
+ * staging, the words the streams and it exchange, the host transports).
+ * Why: a caller's stream may be held, by a staged call's gate until the
+ * proxy has finished, or by a direct run waiting for a peer's stream, and
+ * while it is held
+ * - the application may launch a kernel whose module is not loaded yet:
+ *   with lazy loading (CUDA's default since 12.2) the load takes the
+ *   context's lock and waits for the device's queued work, the held stream
+ *   included; a proxy that then makes any runtime call (a copy, a kernel,
+ *   a synchronize, a query) blocks on that lock and never releases the
+ *   stream (torchcomms PR 2334 shows the pattern). Preloading tutti's own
+ *   kernels does not help: the load is the application's;
+ * - a pinned or device allocation, on any thread, is an implicit
+ *   synchronisation point that waits for the held stream in the same way;
+ * - work the proxy queued on a stream of its own may land in a hardware
+ *   queue behind the held stream: CUDA maps a process's streams onto
+ *   CUDA_DEVICE_MAX_CONNECTIONS queues (8 by default, 1 under Megatron-LM)
+ *   round-robin, so past eight streams some share one, and work behind a
+ *   closed gate in a shared queue waits for it (MSCCL++ issue 516);
+ * - another thread may be capturing a graph in global mode (PyTorch's
+ *   default), which the proxy's queries and synchronisations would break.
+ * A proxy that makes no runtime call cannot meet any of these. Doing
+ * without a proxy for direct runs follows the intra-node all-reduces of
+ * inference engines and PyTorch's symmetric memory, which enqueue every
+ * step, cross-process ordering included (stream memory operations on
+ * shared flags), on the caller's stream at call time. A staged call needs
+ * the host for its collective, so it keeps the proxy, confined to host
+ * memory. The calling thread, for its part, makes its runtime calls in
+ * relaxed capture mode (another thread's global capture stays intact),
+ * with the communicator's GPU current, and never allocates pinned memory
+ * after the communicator's first device call: the staging has a fixed size
+ * and larger calls pass through it in slot-sized pieces (pipe.c); GPU
+ * working memory grows in stream order (cudaMallocAsync), which waits for
+ * nothing.
  *
- * Order on the caller's stream, and what the proxy touches. Queuing puts
- * the work on the queue first and only then anything on the stream: with
- * CUDA_LAUNCH_BLOCKING=1 launching the gate waits for the proxy to finish
- * the work, which it must therefore already have (NCCL issue 750). Then,
- * on the caller's stream: a wait for the previous call's last operation
- * (calls on different streams reuse one pinned staging area and one ready
- * word, in ticket order), the work's stage_in copies, the ready signal, the
- * gate, the stage_out copies, and a record of last_queued. The proxy polls
- * the ready word (host memory) instead of querying an event, so it needs
- * no runtime call to learn that a call may start. Staged calls that cannot
- * go direct copy through the caller's stream this way, so the proxy never
- * queues GPU work of its own while a gate holds a stream: with
- * CUDA_DEVICE_MAX_CONNECTIONS=1 every stream shares one hardware queue, and
- * the proxy's copies would sit behind the gate for ever (MSCCL++ issue
- * 516); with that setting direct runs and GPU compression are off too.
+ * What holds a stream. A gate must keep the stream's later work from
+ * starting until the proxy has stored a word; a direct run's waits until a
+ * peer's stream has stored one. Both are stream memory operations
+ * (cuStreamWaitValue32 on the word, cuStreamWriteValue32 to store) where
+ * the driver has them: no SM, no module, nothing to load. Where it lacks
+ * them they are one-thread kernels (cuda/wait.cu; TUTTI_CUDA_GATE picks),
+ * which is why every tutti kernel is loaded when the queue starts
+ * (tt_cuda_preload), before any gate exists.
  *
- * No call that waits for the whole device while a gate may be live: the
- * working memory only grows, by fresh allocations (pinned memory, and GPU
- * memory in stream order); what it outgrew is freed when the queue stops,
- * after last_queued has completed, as are the ticket words, which a gate
- * still queued behind other work on its stream may yet read.
+ * Order on the caller's stream. A call first waits for the communicator's
+ * previous call's last operation (calls on different streams share the
+ * staging, the words and the windows, in call order), then puts its work,
+ * then records last_queued. A staged call is queued for the proxy before
+ * anything goes on the stream: with CUDA_LAUNCH_BLOCKING=1 putting a gate
+ * waits for the proxy (NCCL issue 750). The sequence numbers are taken
+ * here too, in call order, so a direct run (which never reaches the proxy)
+ * and the staged calls around it keep the order the peers see.
+ *
+ * What the GPU may still use when the queue stops: the staging and the
+ * words, until last_queued has completed. Destroy waits for it; an abort
+ * does not wait, and leaves them allocated when the GPU is not there yet.
  */
 #include <pthread.h>
-#include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/env_config.h"
 #include "core/log.h"
 #include "device/layer.h"
 #include "device/memkind.h"
+#include "device/pipe.h"
 
-enum { DONE = 0, READY = 1 };
-
-struct tt_device_item {
-    struct tt_device_item *next;
-    tt_device_work_t work;
-    tt_device_ctx_t ctx; /* the working memory as of queuing */
-    unsigned ticket;
-    int cancelled; /* its stream operations could not all be queued */
-    int refs;      /* the proxy's and the queuing thread's: the last to let go frees it */
-};
-
-#ifdef TT_HAVE_CUDA
-extern const tt_device_rt_t tt_device_cuda_rt;
-static const tt_device_rt_t *current_rt = &tt_device_cuda_rt;
-#else
-static const tt_device_rt_t *current_rt;
-#endif
-
-const tt_device_rt_t *tt_device_rt(void)
+tutti_status_t tt_device_error(tutti_comm_t comm, const char *name, const char *what, tutti_status_t st)
 {
-    return current_rt;
-}
-
-void tt_device_set_rt(const tt_device_rt_t *rt)
-{
-    current_rt = rt;
-}
-
-int tt_device_supported(char *why, size_t whylen)
-{
-    return tt_cuda_usable(why, whylen);
-}
-
-int tt_device_one_hw_queue(void)
-{
-    const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-    return v && strtol(v, NULL, 10) == 1;
-}
-
-tutti_status_t tt_device_error(tutti_comm_t comm, const char *name, const char *what, int code)
-{
-    const tt_device_rt_t *rt = current_rt;
-    if (!rt)
-        return tt_comm_error(comm, TUTTI_ERR_SYSTEM, "%s: %s: GPU runtime error %d", name, what, code);
-    return tt_comm_error(comm, rt->out_of_memory(code) ? TUTTI_ERR_NO_MEMORY : TUTTI_ERR_SYSTEM, "%s: %s: %s",
-                         name, what, rt->error(code));
+    const tt_device_rt_t *rt = tt_device_runtime();
+    return tt_comm_error(comm, st, "%s: %s: %s", name, what, rt ? rt->said() : tutti_strerror(st));
 }
 
 static tutti_status_t no_cuda(tutti_comm_t comm, const char *name)
@@ -120,147 +87,79 @@ static tutti_status_t no_cuda(tutti_comm_t comm, const char *name)
 tutti_status_t tt_device_of(tutti_comm_t comm, const void *ptr, const char *name, int *device)
 {
     *device = -1;
-    if (!current_rt)
+    const tt_device_rt_t *rt = tt_device_runtime();
+    if (!rt)
         return no_cuda(comm, name);
-    int e = current_rt->device_of(ptr, device);
-    return e ? tt_device_error(comm, name, "asking where the buffer lives", e) : TUTTI_SUCCESS;
+    tutti_status_t st = rt->device_of(ptr, device);
+    if (st)
+        return tt_device_error(comm, name, "asking where the buffer lives", st);
+    if (*device < 0)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: the buffer is not device memory", name);
+    return TUTTI_SUCCESS;
 }
 
-/* ---- the proxy ---- */
-
-static int reached(const tt_device_layer_t *d, int word, unsigned ticket)
+tutti_status_t tt_device_refuse_capture(tutti_comm_t comm, const char *name, void *stream)
 {
-    unsigned v = __atomic_load_n(&d->words[word], __ATOMIC_ACQUIRE);
-    return (int)(v - ticket) >= 0; /* tickets wrap around */
-}
-
-/* Until the caller's stream signalled the item (its inputs are ready). The
- * stream may be busy with the application's work for long: spin briefly,
- * then back off to sleeps of up to 100 us. */
-static void wait_ready(tt_device_layer_t *d, tt_device_item_t *item)
-{
-    long pause_ns = 1000;
-    for (int spins = 0; !reached(d, READY, item->ticket); spins++) {
-        if (__atomic_load_n(&item->cancelled, __ATOMIC_ACQUIRE))
-            return;
-        if (spins < 200) {
-            sched_yield();
-            continue;
-        }
-        struct timespec ts = {0, pause_ns};
-        nanosleep(&ts, NULL);
-        pause_ns = pause_ns < 100000 ? pause_ns * 2 : 100000;
-    }
-}
-
-static void let_go(tt_device_item_t *item)
-{
-    if (__atomic_sub_fetch(&item->refs, 1, __ATOMIC_ACQ_REL))
-        return;
-    if (item->work.release)
-        item->work.release(item->work.arg);
-    free(item);
-}
-
-static void *proxy_main(void *arg)
-{
-    tt_device_layer_t *d = arg;
-    int prev;
-    int entered = d->rt->enter(d->ctx.device, &prev) == 0; /* the thread's device, for good */
-    pthread_mutex_lock(&d->lock);
-    for (;;) {
-        while (!d->head && !d->stopping)
-            pthread_cond_wait(&d->changed, &d->lock);
-        tt_device_item_t *item = d->head;
-        if (!item)
-            break; /* stopping, and nothing left */
-        d->head = item->next;
-        if (!d->head)
-            d->tail = NULL;
-        d->running = 1;
-        pthread_mutex_unlock(&d->lock);
-        wait_ready(d, item);
-        if (!__atomic_load_n(&item->cancelled, __ATOMIC_ACQUIRE)) {
-            tutti_status_t st = entered ? item->work.run(d->comm, &item->ctx, item->work.arg)
-                                        : tt_comm_error(d->comm, TUTTI_ERR_SYSTEM,
-                                                        "%s: the device proxy could not use GPU %d",
-                                                        item->work.name, d->ctx.device);
-            if (st)
-                tt_comm_fail(d->comm, st);
-        }
-        /* Release the caller's stream even after a failure: a stream held
-         * forever would hang the GPU; the error goes to the next call. */
-        __atomic_store_n(&d->words[DONE], item->ticket, __ATOMIC_RELEASE);
-        let_go(item);
-        pthread_mutex_lock(&d->lock);
-        d->running = 0;
-        pthread_cond_broadcast(&d->changed);
-    }
-    pthread_mutex_unlock(&d->lock);
-    return NULL;
+    const tt_device_rt_t *rt = tt_device_runtime();
+    if (!rt)
+        return no_cuda(comm, name);
+    int capturing = 0;
+    tutti_status_t st = rt->capturing(stream, &capturing);
+    if (st)
+        return tt_device_error(comm, name, "asking whether the stream is being captured", st);
+    if (capturing)
+        return tt_comm_error(
+            comm, TUTTI_ERR_UNSUPPORTED,
+            "%s: the stream is being captured into a CUDA graph, which tutti does not support "
+            "yet; make the call outside the capture",
+            name);
+    return TUTTI_SUCCESS;
 }
 
 /* ---- starting and stopping ---- */
 
-/* With the device current: eager loading, the ticket words, the proxy's
- * streams and the last_queued event. */
-static int queue_resources(tt_device_layer_t *d)
+/* With the device current: eager loading, the words, the staging and the
+ * last_queued event; the only pinned allocations of the communicator. */
+static tutti_status_t queue_resources(tt_device_layer_t *d, const char **what)
 {
     const tt_device_rt_t *rt = d->rt;
-    int e = rt->preload();
-    if (!e)
-        e = rt->host_alloc(2 * sizeof *d->words, (void **)&d->words, (void **)&d->words_dev);
-    if (e)
-        return e;
-    d->words[DONE] = d->words[READY] = 0;
-    e = rt->stream_create(&d->ctx.copies);
-    if (!e && (e = rt->stream_create(&d->ctx.results)) != 0)
-        rt->stream_destroy(d->ctx.copies);
-    if (!e && (e = rt->event_create(&d->last_queued)) != 0) {
-        rt->stream_destroy(d->ctx.copies);
-        rt->stream_destroy(d->ctx.results);
+    void *words, *words_dev;
+    *what = "loading the kernels";
+    tutti_status_t st = rt->preload();
+    if (!st && (*what = "allocating the words the streams and the proxy share",
+                st = rt->host_alloc(TT_WORDS * sizeof(unsigned), &words, &words_dev)) == TUTTI_SUCCESS) {
+        d->words = words;
+        d->words_dev = words_dev;
+        for (int i = 0; i < TT_WORDS; i++)
+            atomic_init(&d->words[i], 0);
     }
-    if (e)
+    void *unused;
+    d->staging_bytes = (size_t)tt_config_int(TT_CFG_DEVICE_STAGING_BYTES);
+    if (!st && (*what = "allocating the pinned staging",
+                st = rt->host_alloc(d->staging_bytes, (void **)&d->staging, &unused)) != TUTTI_SUCCESS)
         rt->host_free(d->words);
-    return e;
-}
-
-static void queue_free(tt_device_layer_t *d)
-{
-    const tt_device_rt_t *rt = d->rt;
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < d->nretired[k]; i++)
-            k ? rt->dev_free(d->retired[k][i], d->ctx.copies) : rt->host_free(d->retired[k][i]);
-    if (d->ctx.pinned)
-        rt->host_free(d->ctx.pinned);
-    if (d->ctx.gpu)
-        rt->dev_free(d->ctx.gpu, d->ctx.copies);
-    rt->stream_sync(d->ctx.copies); /* stream-ordered frees done */
-    for (int i = 0; i < d->nfetched; i++)
-        rt->event_destroy(((void **)d->fetched)[i]);
-    free(d->fetched);
-    rt->stream_destroy(d->ctx.copies);
-    rt->stream_destroy(d->ctx.results);
-    rt->event_destroy(d->last_queued);
-    rt->host_free(d->words);
+    if (!st && (*what = "creating an event", st = rt->event_create(&d->last_queued)) != TUTTI_SUCCESS) {
+        rt->host_free(d->staging);
+        rt->host_free(d->words);
+    }
+    return st;
 }
 
 static tutti_status_t queue_start(tt_device_layer_t *d, int device, const char *name)
 {
-    d->rt = current_rt;
-    d->ctx = (tt_device_ctx_t){.rt = d->rt, .device = device};
-    int prev, e = d->rt->enter(device, &prev);
-    if (!e) {
-        e = queue_resources(d);
-        d->rt->leave(prev);
-    }
-    if (e)
-        return tt_device_error(d->comm, name, "setting up the device queue", e);
+    d->rt = tt_device_runtime();
+    d->device = device;
+    const char *what;
+    tutti_status_t st = queue_resources(d, &what);
+    if (st)
+        return tt_device_error(d->comm, name, what, st);
     pthread_mutex_init(&d->enqueue_lock, NULL);
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->changed, NULL);
-    if (pthread_create(&d->thread, NULL, proxy_main, d)) {
-        queue_free(d);
+    if (pthread_create(&d->thread, NULL, tt_device_proxy_main, d)) {
+        d->rt->event_destroy(d->last_queued);
+        d->rt->host_free(d->staging);
+        d->rt->host_free(d->words);
         pthread_cond_destroy(&d->changed);
         pthread_mutex_destroy(&d->lock);
         pthread_mutex_destroy(&d->enqueue_lock);
@@ -268,6 +167,28 @@ static tutti_status_t queue_start(tt_device_layer_t *d, int device, const char *
     }
     d->started = 1;
     return TUTTI_SUCCESS;
+}
+
+/* With the device current. After an abort the GPU may not have reached the
+ * last call yet: what it may still read or write stays allocated. */
+static void queue_free(tt_device_layer_t *d, int aborting)
+{
+    const tt_device_rt_t *rt = d->rt;
+    int done = 1;
+    if (d->any_queued && (aborting ? rt->event_query(d->last_queued, &done) : rt->event_sync(d->last_queued)))
+        done = 0;
+    if (!done) {
+        if (d->comm->device_tp >= 0)
+            d->comm->tp_ops[d->comm->device_tp]->device->keep(d->comm->tp_ctx[d->comm->device_tp]);
+        TT_INFO(TT_SUB_COLL,
+                "device queue: the GPU has not reached the last call; its staging stays allocated");
+        return;
+    }
+    if (d->gpu)
+        rt->dev_free(d->gpu, NULL);
+    rt->event_destroy(d->last_queued);
+    rt->host_free(d->staging);
+    rt->host_free(d->words);
 }
 
 void tt_device_queue_stop(tt_device_layer_t *d)
@@ -278,106 +199,98 @@ void tt_device_queue_stop(tt_device_layer_t *d)
     d->stopping = 1;
     pthread_cond_broadcast(&d->changed);
     pthread_mutex_unlock(&d->lock);
-    pthread_join(d->thread, NULL); /* the proxy finishes what is queued first */
-    int prev;
-    if (d->rt->enter(d->ctx.device, &prev) == 0) {
-        /* Every ticket is stored, so the last gate opens; once the work
-         * queued after it is done, nothing reads the words or the staging. */
-        if (d->any_queued)
-            d->rt->event_sync(d->last_queued);
-        queue_free(d);
+    pthread_join(d->thread, NULL); /* the proxy finishes what is queued first, unless aborting */
+    int aborting = atomic_load_explicit(&d->comm->aborting, memory_order_relaxed);
+    tutti_comm_t comm = d->comm;
+    if (aborting && comm->device_tp >= 0) /* this rank's stream stops waiting for its peers' rounds */
+        comm->tp_ops[comm->device_tp]->device->release(
+            comm->tp_ctx[comm->device_tp], -1, atomic_load_explicit(&d->rounds, memory_order_relaxed));
+    int prev, mode;
+    if (d->rt->enter(d->device, &prev) == TUTTI_SUCCESS) {
+        int relaxed = d->rt->relax(&mode) == TUTTI_SUCCESS;
+        queue_free(d, aborting);
+        if (relaxed)
+            d->rt->unrelax(mode);
         d->rt->leave(prev);
     }
+    free(d->bounce);
     pthread_cond_destroy(&d->changed);
     pthread_mutex_destroy(&d->lock);
     pthread_mutex_destroy(&d->enqueue_lock);
     d->started = 0;
 }
 
-/* ---- queuing ---- */
+/* ---- putting a call on the stream ---- */
 
-/* With enqueue_lock held: the working memory grows by a fresh allocation;
- * the outgrown one may still be in use by queued work and is freed at the
- * end (no call that waits for the device here). */
-static tutti_status_t grow(tt_device_layer_t *d, int on_gpu, size_t want, const char *name)
+void tt_device_item_let_go(tt_device_item_t *item)
 {
-    void **buf = on_gpu ? &d->ctx.gpu : &d->ctx.pinned;
-    size_t *have = on_gpu ? &d->gpu_bytes : &d->pinned_bytes;
-    if (want <= *have)
+    if (atomic_fetch_sub_explicit(&item->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (item->work.release)
+        item->work.release(item->work.arg);
+    tt_pipe_free(&item->pipe);
+    free(item);
+}
+
+/* The GPU working memory grows in stream order on the caller's stream,
+ * after the wait for the previous call: the outgrown block is freed there
+ * too, once every earlier call is done with it. Nothing waits. */
+static tutti_status_t grow_gpu(tt_device_layer_t *d, size_t want, void *stream)
+{
+    if (want <= d->gpu_bytes)
         return TUTTI_SUCCESS;
-    size_t bytes = want > 2 * *have ? want : 2 * *have;
-    void *fresh = NULL, *mapped;
-    for (;;) {
-        int e = on_gpu ? d->rt->dev_alloc(bytes, d->ctx.copies, &fresh)
-                       : d->rt->host_alloc(bytes, &fresh, &mapped);
-        if (!e)
-            break;
-        if (!d->rt->out_of_memory(e) || bytes == want)
-            return tt_device_error(
-                d->comm, name, on_gpu ? "allocating working memory on the GPU" : "allocating pinned staging",
-                e);
-        bytes = want; /* no room to spare: exactly what this work needs */
-    }
-    if (*buf && d->nretired[on_gpu] < TT_DEVICE_RETIRED_MAX)
-        d->retired[on_gpu][d->nretired[on_gpu]++] = *buf;
-    else if (*buf)
-        TT_WARN(TT_SUB_COLL, "%s: %zu bytes of outgrown working memory kept until the communicator ends",
-                name, *have);
-    *buf = fresh;
-    *have = bytes;
+    size_t bytes = want > 2 * d->gpu_bytes ? want : 2 * d->gpu_bytes;
+    void *fresh;
+    tutti_status_t st = d->rt->dev_alloc(bytes, stream, &fresh);
+    if (st == TUTTI_ERR_NO_MEMORY && bytes > want)
+        st = d->rt->dev_alloc(bytes = want, stream, &fresh);
+    if (st)
+        return st;
+    if (d->gpu)
+        d->rt->dev_free(d->gpu, stream);
+    d->gpu = fresh;
+    d->gpu_bytes = bytes;
     return TUTTI_SUCCESS;
 }
 
-/* The stream's side of an item, in order (see the top of the file). */
-static tutti_status_t put_on_stream(tt_device_layer_t *d, tt_device_item_t *item, void *stream)
+/* A call whose sequence numbers were taken but whose stream side could not
+ * all be put (st, said): this rank gives up the communicator, so its
+ * peers' parts of the call fail with its reason (never wait for it, never
+ * pair with its next call), and nothing of it stays waiting on its own
+ * stream. */
+static tutti_status_t give_up(tt_device_layer_t *d, tutti_status_t st)
 {
-    const tt_device_rt_t *rt = d->rt;
-    const char *what = "ordering the call after the previous one";
-    int e = d->any_queued ? rt->stream_wait(stream, d->last_queued) : 0;
-    if (!e && item->work.stage_in && (e = item->work.stage_in(&item->ctx, stream, item->work.arg)) != 0)
-        what = "copying the inputs to the staging";
-    if (!e && (e = rt->signal(stream, &d->words_dev[READY], item->ticket)) != 0)
-        what = "signalling the proxy from the stream";
-    if (!e && (e = rt->gate(stream, &d->words_dev[DONE], item->ticket)) != 0)
-        what = "holding the stream for the call";
-    if (!e && item->work.stage_out && (e = item->work.stage_out(&item->ctx, stream, item->work.arg)) != 0)
-        what = "copying the results from the staging";
-    if (!e && (e = rt->event_record(d->last_queued, stream)) != 0)
-        what = "recording the call's end on the stream";
-    if (e)
-        return tt_device_error(d->comm, item->work.name, what, e);
-    d->any_queued = 1;
+    tutti_comm_t comm = d->comm;
+    tt_comm_fail(comm, st);
+    if (comm->device_tp >= 0)
+        comm->tp_ops[comm->device_tp]->device->release(
+            comm->tp_ctx[comm->device_tp], -1, atomic_load_explicit(&d->rounds, memory_order_relaxed));
+    return st;
+}
+
+static tutti_status_t put_direct(tt_device_layer_t *d, const tt_device_work_t *work,
+                                 const tt_device_ctx_t *ctx, void *stream)
+{
+    tutti_status_t st = work->direct(d->comm, ctx, stream, work->arg);
+    if (st)
+        return give_up(d, tt_device_error(d->comm, work->name, "putting the direct run on the stream", st));
+    unsigned rounds = atomic_load_explicit(&d->rounds, memory_order_relaxed);
+    st = d->rt->signal(stream, &d->words_dev[TT_WORD_ROUND], rounds);
+    if (!st && !(st = d->rt->event_record(d->last_queued, stream)))
+        d->any_queued = 1;
+    if (st)
+        return give_up(d, tt_device_error(d->comm, work->name, "recording the call's end on the stream", st));
+    d->direct_runs++;
+    pthread_mutex_lock(&d->lock); /* the proxy watches the peers while rounds are pending */
+    pthread_cond_broadcast(&d->changed);
+    pthread_mutex_unlock(&d->lock);
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_device_refuse_capture(tutti_comm_t comm, const char *name, void *stream)
+/* Queued for the proxy first (CUDA_LAUNCH_BLOCKING), then on the stream. */
+static tutti_status_t put_staged(tt_device_layer_t *d, tt_device_item_t *item, void *stream)
 {
-    if (!current_rt)
-        return no_cuda(comm, name);
-    int capturing = 0, e = current_rt->capturing(stream, &capturing);
-    if (e)
-        return tt_device_error(comm, name, "asking whether the stream is being captured", e);
-    if (capturing)
-        return tt_comm_error(
-            comm, TUTTI_ERR_UNSUPPORTED,
-            "%s: the stream is being captured into a CUDA graph, which tutti does not support "
-            "yet; make the call outside the capture",
-            name);
-    return TUTTI_SUCCESS;
-}
-
-/* With enqueue_lock held and the device current; *queued once the proxy
- * has the item (it then runs, or skips, and lets go of it). */
-static tutti_status_t enqueue_locked(tt_device_layer_t *d, tt_device_item_t *item, void *stream, int *queued)
-{
-    const char *name = item->work.name;
-    TT_TRY(grow(d, 0, item->work.pinned_bytes, name));
-    TT_TRY(grow(d, 1, item->work.gpu_bytes, name));
-    item->ctx = d->ctx;
-    item->ticket = ++d->issued;
-    item->refs = 2; /* the stream operations below still read the work's argument */
-    *queued = 1;
-    /* Queued before anything goes on the stream (CUDA_LAUNCH_BLOCKING). */
+    const tt_device_work_t *w = &item->work;
     pthread_mutex_lock(&d->lock);
     if (d->tail)
         d->tail->next = item;
@@ -386,49 +299,100 @@ static tutti_status_t enqueue_locked(tt_device_layer_t *d, tt_device_item_t *ite
     d->tail = item;
     pthread_cond_broadcast(&d->changed);
     pthread_mutex_unlock(&d->lock);
-    tutti_status_t st = put_on_stream(d, item, stream);
-    if (st) /* the proxy skips it; its ticket is stored all the same */
-        __atomic_store_n(&item->cancelled, 1, __ATOMIC_RELEASE);
-    let_go(item);
+    const char *what = NULL; /* a failure of the runtime's, to say; the hooks say their own */
+    tutti_status_t st = w->before ? w->before(&item->ctx, stream, w->arg) : TUTTI_SUCCESS;
+    if (!st)
+        st = tt_pipe_put_in(d, item, stream, &what);
+    if (!st)
+        st = tt_pipe_put_out(d, item, stream, &what);
+    if (!st && w->after && (st = w->after(&item->ctx, stream, w->arg)) != TUTTI_SUCCESS)
+        what = NULL;
+    if (!st && (st = d->rt->event_record(d->last_queued, stream)) != TUTTI_SUCCESS)
+        what = "recording the call's end on the stream";
+    if (!st) {
+        d->any_queued = 1;
+        return TUTTI_SUCCESS;
+    }
+    atomic_store_explicit(&item->cancelled, 1, memory_order_release); /* the proxy skips it */
+    return give_up(d, what ? tt_device_error(d->comm, w->name, what, st) : st);
+}
+
+/* With enqueue_lock held and the device current; releases work in every case. */
+static tutti_status_t enqueue_locked(tt_device_layer_t *d, const tt_device_work_t *work, void *stream)
+{
+    int direct = 0;
+    tutti_status_t st = work->begin ? work->begin(d->comm, work->arg, &direct) : TUTTI_SUCCESS;
+    tt_device_item_t *item = NULL;
+    if (st) /* said: nothing was taken, or the communicator failed there */
+        goto release;
+    TT_DEBUG(TT_SUB_COLL, "%s: %s", work->name, direct ? "direct run" : "staged through the proxy");
+    /* From here the call's sequence numbers are taken: a failure is partial. */
+    tt_device_ctx_t ctx = {.comm = d->comm, .rt = d->rt, .device = d->device};
+    const char *what = "ordering the call after the previous one";
+    if (d->any_queued)
+        st = d->rt->stream_wait(stream, d->last_queued);
+    if (!st && (st = grow_gpu(d, work->gpu_bytes, stream)) != TUTTI_SUCCESS)
+        what = "allocating working memory on the GPU";
+    if (st) {
+        st = give_up(d, tt_device_error(d->comm, work->name, what, st));
+        goto release;
+    }
+    ctx.gpu = d->gpu;
+    if (direct) {
+        st = put_direct(d, work, &ctx, stream);
+        goto release;
+    }
+    if (!(item = calloc(1, sizeof *item))) {
+        st = give_up(
+            d, tt_comm_error(d->comm, TUTTI_ERR_NO_MEMORY, "%s: no memory to queue the call", work->name));
+        goto release;
+    }
+    *item = (tt_device_item_t){.work = *work, .ctx = ctx};
+    atomic_init(&item->refs, 2);
+    atomic_init(&item->cancelled, 0);
+    if ((st = tt_pipe_plan(d, work, &item->pipe)) != TUTTI_SUCCESS) {
+        st = give_up(d, tt_comm_error(d->comm, st, "%s: no memory to plan the staging", work->name));
+        free(item);
+        goto release;
+    }
+    st = put_staged(d, item, stream);
+    tt_device_item_let_go(item); /* the last to let go releases work */
+    return st;
+release:
+    if (work->release)
+        work->release(work->arg);
     return st;
 }
 
 tutti_status_t tt_device_enqueue(tutti_comm_t comm, int device, const tt_device_work_t *work, void *stream)
 {
-    /* Before anything that may synchronise, which would break a capture. */
+    tt_device_layer_t *d = NULL;
+    const tt_device_rt_t *rt = tt_device_runtime();
+    int prev, mode, entered = 0, relaxed = 0;
     tutti_status_t st = tt_device_refuse_capture(comm, work->name, stream);
-    tt_device_layer_t *d = st ? NULL : tt_device_layer(comm, work->name);
-    if (!st && !d)
+    if (!st && !(d = tt_device_layer(comm, work->name)))
         st = TUTTI_ERR_NO_MEMORY;
+    if (!st && !(entered = rt->enter(device, &prev) == TUTTI_SUCCESS))
+        st = tt_device_error(comm, work->name, "making the communicator's GPU current", TUTTI_ERR_SYSTEM);
+    if (!st) /* no call of ours may break another thread's capture */
+        relaxed = rt->relax(&mode) == TUTTI_SUCCESS;
     if (!st && !d->started)
         st = queue_start(d, device, work->name);
-    if (!st && device != d->ctx.device)
+    if (!st && device != d->device)
         st = tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
                            "%s: the buffers are on GPU %d, but this communicator's device calls use GPU %d",
-                           work->name, device, d->ctx.device);
-    tt_device_item_t *item = st ? NULL : calloc(1, sizeof *item);
-    if (!st && !item)
-        st = tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory to queue the call", work->name);
-    int prev, e = st ? 0 : d->rt->enter(device, &prev);
-    if (e)
-        st = tt_device_error(comm, work->name, "making the communicator's GPU current", e);
-    if (st) {
-        if (work->release)
-            work->release(work->arg);
-        free(item);
-        return st;
+                           work->name, device, d->device);
+    if (!st) {
+        pthread_mutex_lock(&d->enqueue_lock);
+        st = enqueue_locked(d, work, stream);
+        pthread_mutex_unlock(&d->enqueue_lock);
+    } else if (work->release) {
+        work->release(work->arg);
     }
-    item->work = *work;
-    pthread_mutex_lock(&d->enqueue_lock);
-    int queued = 0;
-    st = enqueue_locked(d, item, stream, &queued);
-    pthread_mutex_unlock(&d->enqueue_lock);
-    d->rt->leave(prev);
-    if (st && !queued) { /* never reached the proxy: release here */
-        if (work->release)
-            work->release(work->arg);
-        free(item);
-    }
+    if (relaxed)
+        rt->unrelax(mode);
+    if (entered)
+        rt->leave(prev);
     return st;
 }
 
@@ -447,13 +411,63 @@ tutti_status_t tt_device_drain(tutti_comm_t comm)
 tutti_status_t tt_device_stream_wait(tutti_comm_t comm, const char *name, void *stream)
 {
     char why[160];
-    if (!current_rt)
+    const tt_device_rt_t *rt = tt_device_runtime();
+    if (!rt)
         return tt_comm_error(
             comm, TUTTI_ERR_UNSUPPORTED,
             "%s: stream: this tutti was built without CUDA; pass NULL (host buffers, blocking)", name);
-    if (!tt_cuda_usable(why, sizeof why))
+    if (tt_device_usable(why, sizeof why))
         return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: stream: given, but %s; pass NULL", name, why);
     TT_TRY(tt_device_refuse_capture(comm, name, stream));
-    int e = current_rt->stream_sync(stream);
-    return e ? tt_device_error(comm, name, "waiting for the stream's earlier work", e) : TUTTI_SUCCESS;
+    int mode, relaxed = rt->relax(&mode) == TUTTI_SUCCESS;
+    tutti_status_t st = rt->stream_sync(stream);
+    if (relaxed)
+        rt->unrelax(mode);
+    return st ? tt_device_error(comm, name, "waiting for the stream's earlier work", st) : TUTTI_SUCCESS;
+}
+
+/* ---- the NCCL layer's steps on the caller's stream ---- */
+
+/* f on the communicator's GPU, relaxed; said under name, what. */
+#define ON_GPU(comm, name, what, call)                                                                       \
+    do {                                                                                                     \
+        const tt_device_rt_t *rt_ = tt_device_runtime();                                                     \
+        tt_device_layer_t *d_ = tt_comm_layer(comm, TT_LAYER_DEVICE);                                        \
+        int prev_, mode_, entered_ = 0, relaxed_;                                                            \
+        if (!rt_)                                                                                            \
+            return no_cuda(comm, name);                                                                      \
+        if (d_ && d_->started)                                                                               \
+            entered_ = rt_->enter(d_->device, &prev_) == TUTTI_SUCCESS;                                      \
+        relaxed_ = rt_->relax(&mode_) == TUTTI_SUCCESS;                                                      \
+        tutti_status_t st_ = (call);                                                                         \
+        if (relaxed_)                                                                                        \
+            rt_->unrelax(mode_);                                                                             \
+        if (entered_)                                                                                        \
+            rt_->leave(prev_);                                                                               \
+        return st_ ? tt_device_error(comm, name, what, st_) : TUTTI_SUCCESS;                                 \
+    } while (0)
+
+tutti_status_t tt_device_copy(tutti_comm_t comm, const char *name, void *dst, const void *src, size_t bytes,
+                              void *stream)
+{
+    ON_GPU(comm, name, "copying within this rank", rt_->copy(dst, src, bytes, stream));
+}
+
+tutti_status_t tt_device_scale(tutti_comm_t comm, const char *name, void *dst, const void *src, size_t n,
+                               tutti_dtype_t dtype, const void *k_dev, const void *k_host, void *stream)
+{
+    ON_GPU(comm, name, "scaling the input of a pre-multiplied sum",
+           rt_->scale(dst, src, n, dtype, k_dev, k_host, stream));
+}
+
+tutti_status_t tt_device_alloc(tutti_comm_t comm, const char *name, size_t bytes, void *stream, void **ptr)
+{
+    ON_GPU(comm, name, "allocating on the GPU", rt_->dev_alloc(bytes, stream, ptr));
+}
+
+void tt_device_free(void *ptr, void *stream)
+{
+    const tt_device_rt_t *rt = tt_device_runtime();
+    if (rt && ptr)
+        rt->dev_free(ptr, stream);
 }

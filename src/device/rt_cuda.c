@@ -10,8 +10,11 @@
 #include <cuda.h> /* types of the driver entry points only: libcuda is not linked */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "core/cuda_why.h"
 #include "core/env_config.h"
 #include "core/log.h"
 #include "cuda/kernels.h"
@@ -19,20 +22,67 @@
 
 typedef CUresult (*value32_fn)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
 
-/* A failed call's error, taken off the thread's last-error state: the
- * caller gets it here, and the application's own cudaGetLastError must
- * not report it later as its own. */
-static int said(cudaError_t e)
+static _Thread_local char said_text[96]; /* the runtime's words for this thread's last failure */
+
+static const char *rt_said(void)
 {
-    if (e)
-        cudaGetLastError();
-    return (int)e;
+    return said_text;
 }
+
+/* A call of ours: a failure is taken off the thread's last-error state,
+ * said() keeps its words (core/cuda_why.h). */
+static tutti_status_t failed(cudaError_t e)
+{
+    return e ? tt_cuda_failed((int)e, said_text, sizeof said_text) : TUTTI_SUCCESS;
+}
+
+/* ---- whether a GPU is there, asked once ---- */
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static int devices; /* a device answered */
+static char no_device[160];
+
+static void probe(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    devices = e == cudaSuccess && n > 0;
+    if (!devices)
+        tt_cuda_why((int)e, n, no_device, sizeof no_device);
+    cudaGetLastError(); /* the runtime keeps the failure otherwise */
+}
+
+static tutti_status_t rt_usable(char *why, size_t len)
+{
+    pthread_once(&probe_once, probe);
+    if (devices)
+        return TUTTI_SUCCESS;
+    snprintf(why, len, "%s", no_device);
+    return TUTTI_ERR_UNSUPPORTED;
+}
+
+static tutti_status_t rt_device_of(const void *ptr, int *device)
+{
+    *device = -1;
+    pthread_once(&probe_once, probe);
+    if (!ptr || !devices)
+        return TUTTI_SUCCESS; /* no GPU: everything is host memory */
+    struct cudaPointerAttributes attr;
+    if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+        cudaGetLastError(); /* memory the runtime never saw: the host's */
+        return TUTTI_SUCCESS;
+    }
+    if (attr.type == cudaMemoryTypeDevice)
+        *device = attr.device;
+    return TUTTI_SUCCESS;
+}
+
+/* ---- gates and signals ---- */
 
 static pthread_once_t memops_once = PTHREAD_ONCE_INIT;
 static value32_fn wait_value32, write_value32; /* NULL: gates and signals are kernels */
-static int memops_forced, memops_dropped;
-static int pools = 1; /* stream-ordered allocation works; cleared the first time it does not */
+static int memops_forced;
+static atomic_int memops_dropped;
 
 static void find_memops(void)
 {
@@ -64,57 +114,57 @@ static void find_memops(void)
 static int use_memops(void)
 {
     pthread_once(&memops_once, find_memops);
-    return wait_value32 && !__atomic_load_n(&memops_dropped, __ATOMIC_RELAXED);
+    return wait_value32 && !atomic_load_explicit(&memops_dropped, memory_order_relaxed);
 }
 
-static int memop_result(CUresult r)
+/* A memory operation's result; 1 when the kernel should do it instead. */
+static int memop_refused(CUresult r, tutti_status_t *st)
 {
-    if (r == CUDA_ERROR_NOT_SUPPORTED && !memops_forced &&
-        !__atomic_exchange_n(&memops_dropped, 1, __ATOMIC_RELAXED))
-        TT_INFO(TT_SUB_COLL,
-                "this GPU refused a stream memory operation: device calls hold streams with a kernel");
-    return (int)r; /* the driver's codes are the runtime's for these calls */
-}
-
-static int rt_signal(void *stream, unsigned *dev, unsigned value)
-{
-    if (use_memops()) {
-        CUresult r = write_value32((CUstream)stream, (CUdeviceptr)dev, value, CU_STREAM_WRITE_VALUE_DEFAULT);
-        if (r != CUDA_ERROR_NOT_SUPPORTED || memops_forced)
-            return memop_result(r);
-        memop_result(r);
-    } else if (memops_forced) {
-        return (int)cudaErrorNotSupported;
+    if (r == CUDA_ERROR_NOT_SUPPORTED && !memops_forced) {
+        if (!atomic_exchange_explicit(&memops_dropped, 1, memory_order_relaxed))
+            TT_INFO(TT_SUB_COLL,
+                    "this GPU refused a stream memory operation: device calls hold streams with a kernel");
+        return 1;
     }
-    return said((cudaError_t)tt_cuda_signal_ticket(dev, value, stream));
-}
-
-static int rt_gate(void *stream, const unsigned *dev, unsigned ticket)
-{
-    if (use_memops()) {
-        CUresult r = wait_value32((CUstream)stream, (CUdeviceptr)dev, ticket, CU_STREAM_WAIT_VALUE_GEQ);
-        if (r != CUDA_ERROR_NOT_SUPPORTED || memops_forced)
-            return memop_result(r);
-        memop_result(r);
-    } else if (memops_forced) {
-        return (int)cudaErrorNotSupported;
+    *st = TUTTI_SUCCESS;
+    if (r != CUDA_SUCCESS) { /* the driver's result: nothing on the runtime's last-error state */
+        snprintf(said_text, sizeof said_text, "the driver refused a stream memory operation (CUresult %d)",
+                 (int)r);
+        *st = TUTTI_ERR_SYSTEM;
     }
-    return said((cudaError_t)tt_cuda_wait_ticket(dev, ticket, stream));
+    return 0;
 }
 
-static int rt_device_of(const void *ptr, int *device)
+static tutti_status_t rt_signal(void *stream, unsigned *dev, unsigned value)
 {
-    struct cudaPointerAttributes attr;
-    cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
-    if (!e)
-        *device = attr.device;
-    return said(e);
+    tutti_status_t st;
+    if (use_memops() &&
+        !memop_refused(
+            write_value32((CUstream)stream, (CUdeviceptr)dev, value, CU_STREAM_WRITE_VALUE_DEFAULT), &st))
+        return st;
+    if (memops_forced)
+        return failed(cudaErrorNotSupported);
+    return failed((cudaError_t)tt_cuda_signal_ticket(dev, value, stream));
 }
 
-static int rt_enter(int device, int *prev)
+static tutti_status_t rt_gate(void *stream, const unsigned *dev, unsigned value)
+{
+    tutti_status_t st;
+    if (use_memops() &&
+        !memop_refused(wait_value32((CUstream)stream, (CUdeviceptr)dev, value, CU_STREAM_WAIT_VALUE_GEQ),
+                       &st))
+        return st;
+    if (memops_forced)
+        return failed(cudaErrorNotSupported);
+    return failed((cudaError_t)tt_cuda_wait_ticket(dev, value, stream));
+}
+
+/* ---- the rest of the table ---- */
+
+static tutti_status_t rt_enter(int device, int *prev)
 {
     cudaError_t e = cudaGetDevice(prev);
-    return e ? said(e) : *prev == device ? 0 : said(cudaSetDevice(device));
+    return e ? failed(e) : *prev == device ? TUTTI_SUCCESS : failed(cudaSetDevice(device));
 }
 
 static void rt_leave(int prev)
@@ -124,25 +174,39 @@ static void rt_leave(int prev)
         cudaSetDevice(prev);
 }
 
-static int rt_preload(void)
+static tutti_status_t rt_relax(int *prev)
 {
-    return said((cudaError_t)tt_cuda_preload());
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaError_t e = cudaThreadExchangeStreamCaptureMode(&mode);
+    *prev = (int)mode;
+    return failed(e);
 }
 
-static int rt_capturing(void *stream, int *yes)
+static void rt_unrelax(int prev)
+{
+    enum cudaStreamCaptureMode mode = (enum cudaStreamCaptureMode)prev;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+}
+
+static tutti_status_t rt_preload(void)
+{
+    return failed((cudaError_t)tt_cuda_preload());
+}
+
+static tutti_status_t rt_capturing(void *stream, int *yes)
 {
     enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &st);
     *yes = st != cudaStreamCaptureStatusNone;
-    return said(e);
+    return failed(e);
 }
 
-static int rt_host_alloc(size_t bytes, void **host, void **dev)
+static tutti_status_t rt_host_alloc(size_t bytes, void **host, void **dev)
 {
     cudaError_t e = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
     if (!e && (e = cudaHostGetDevicePointer(dev, *host, 0)) != cudaSuccess)
         cudaFreeHost(*host);
-    return said(e);
+    return failed(e);
 }
 
 static void rt_host_free(void *host)
@@ -150,50 +214,58 @@ static void rt_host_free(void *host)
     cudaFreeHost(host);
 }
 
-static int rt_dev_alloc(size_t bytes, void *stream, void **ptr)
+static atomic_int no_pools; /* set the first time stream-ordered allocation is refused */
+
+static tutti_status_t rt_dev_alloc(size_t bytes, void *stream, void **ptr)
 {
-    if (__atomic_load_n(&pools, __ATOMIC_RELAXED)) {
+    if (!atomic_load_explicit(&no_pools, memory_order_relaxed)) {
         cudaError_t e = cudaMallocAsync(ptr, bytes, (cudaStream_t)stream);
         if (e != cudaErrorNotSupported)
-            return said(e);
+            return failed(e);
         cudaGetLastError();
-        __atomic_store_n(&pools, 0,
-                         __ATOMIC_RELAXED); /* no memory pools: plain allocations, freed at the end */
+        atomic_store_explicit(&no_pools, 1, memory_order_relaxed); /* plain allocations from now on */
     }
-    return said(cudaMalloc(ptr, bytes));
+    return failed(cudaMalloc(ptr, bytes));
 }
 
 static void rt_dev_free(void *ptr, void *stream)
 {
-    if (__atomic_load_n(&pools, __ATOMIC_RELAXED))
+    if (!atomic_load_explicit(&no_pools, memory_order_relaxed))
         cudaFreeAsync(ptr, (cudaStream_t)stream);
     else
         cudaFree(ptr);
 }
 
-static int rt_stream_create(void **stream)
+static tutti_status_t rt_stream_sync(void *stream)
 {
-    return said(cudaStreamCreateWithFlags((cudaStream_t *)stream, cudaStreamNonBlocking));
+    return failed(cudaStreamSynchronize((cudaStream_t)stream));
 }
 
-static void rt_stream_destroy(void *stream)
+static tutti_status_t rt_copy(void *dst, const void *src, size_t bytes, void *stream)
 {
-    cudaStreamDestroy((cudaStream_t)stream);
+    return failed(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream));
 }
 
-static int rt_stream_sync(void *stream)
+static tutti_status_t rt_reduce(void *dst, const void *a, const void *b, size_t n, tutti_dtype_t dtype,
+                                tutti_op_t op, void *stream)
 {
-    return said(cudaStreamSynchronize((cudaStream_t)stream));
+    return failed((cudaError_t)tt_cuda_reduce(dst, a, b, n, dtype, op, stream));
 }
 
-static int rt_copy(void *dst, const void *src, size_t bytes, void *stream)
+static tutti_status_t rt_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks, void *stream)
 {
-    return said(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream));
+    return failed((cudaError_t)tt_cuda_avg_finish(buf, n, dtype, nranks, stream));
 }
 
-static int rt_event_create(void **event)
+static tutti_status_t rt_scale(void *dst, const void *src, size_t n, tutti_dtype_t dtype, const void *k_dev,
+                               const void *k_host, void *stream)
 {
-    return said(cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming));
+    return failed((cudaError_t)tt_cuda_scale(dst, src, n, dtype, k_dev, k_host, stream));
+}
+
+static tutti_status_t rt_event_create(void **event)
+{
+    return failed(cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming));
 }
 
 static void rt_event_destroy(void *event)
@@ -201,69 +273,58 @@ static void rt_event_destroy(void *event)
     cudaEventDestroy((cudaEvent_t)event);
 }
 
-static int rt_event_record(void *event, void *stream)
+static tutti_status_t rt_event_record(void *event, void *stream)
 {
-    return said(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream));
+    return failed(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream));
 }
 
-static int rt_event_query(void *event, int *done)
+static tutti_status_t rt_event_query(void *event, int *done)
 {
     cudaError_t e = cudaEventQuery((cudaEvent_t)event);
     *done = e == cudaSuccess;
     if (e == cudaErrorNotReady) {
         cudaGetLastError(); /* "not yet" is no error to report to anyone later */
-        return 0;
+        return TUTTI_SUCCESS;
     }
-    return said(e);
+    return failed(e);
 }
 
-static int rt_event_sync(void *event)
+static tutti_status_t rt_event_sync(void *event)
 {
-    return said(cudaEventSynchronize((cudaEvent_t)event));
+    return failed(cudaEventSynchronize((cudaEvent_t)event));
 }
 
-static int rt_stream_wait(void *stream, void *event)
+static tutti_status_t rt_stream_wait(void *stream, void *event)
 {
-    return said(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0));
-}
-
-/* Named when it is reported (tt_device_error): callers that made the
- * failed runtime call themselves (the NCCL layer) rely on this to take it
- * off the thread's last-error state, as the calls above do. */
-static const char *rt_error(int code)
-{
-    cudaGetLastError();
-    return cudaGetErrorString((cudaError_t)code);
-}
-
-static int rt_out_of_memory(int code)
-{
-    return code == cudaErrorMemoryAllocation;
+    return failed(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0));
 }
 
 const tt_device_rt_t tt_device_cuda_rt = {
     .name = "cuda",
+    .usable = rt_usable,
     .device_of = rt_device_of,
     .enter = rt_enter,
     .leave = rt_leave,
+    .relax = rt_relax,
+    .unrelax = rt_unrelax,
     .preload = rt_preload,
     .capturing = rt_capturing,
     .host_alloc = rt_host_alloc,
     .host_free = rt_host_free,
     .dev_alloc = rt_dev_alloc,
     .dev_free = rt_dev_free,
-    .stream_create = rt_stream_create,
-    .stream_destroy = rt_stream_destroy,
     .stream_sync = rt_stream_sync,
     .copy = rt_copy,
     .signal = rt_signal,
     .gate = rt_gate,
+    .reduce = rt_reduce,
+    .avg_finish = rt_avg_finish,
+    .scale = rt_scale,
     .event_create = rt_event_create,
     .event_destroy = rt_event_destroy,
     .event_record = rt_event_record,
     .event_query = rt_event_query,
     .event_sync = rt_event_sync,
     .stream_wait = rt_stream_wait,
-    .error = rt_error,
-    .out_of_memory = rt_out_of_memory,
+    .said = rt_said,
 };

@@ -37,7 +37,8 @@ extern "C" {
     X(TUTTI_ERR_AUTH, 8, "connection refused: wrong or missing key")                                         \
     X(TUTTI_ERR_ABORTED, 9, "communicator was aborted after an earlier error")                               \
     X(TUTTI_ERR_CONFIG, 10, "invalid configuration variable")                                                \
-    X(TUTTI_ERR_INTERNAL, 11, "internal error")
+    X(TUTTI_ERR_INTERNAL, 11, "internal error")                                                              \
+    X(TUTTI_ERR_REVOKED, 12, "communicator was revoked")
 
 typedef enum {
 #define TUTTI_STATUS_ENUM(name, value, text) name = value,
@@ -160,11 +161,12 @@ TUTTI_API tutti_status_t tutti_comm_init(tutti_comm_t *comm, int nranks, int ran
 /**
  * Joins a communicator described by the launcher's environment: tutti-run
  * (TUTTI_RANK, TUTTI_NRANKS, TUTTI_ROOT_ADDR, TUTTI_KEY), torchrun (RANK,
- * WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK), or mpirun/srun through
- * PMIx when tutti was built with it. With none of these, the process is a
- * communicator of one rank, as an MPI singleton is. See tutti(7).
+ * WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK), mpirun/srun through
+ * PMIx when tutti was built with it, or srun without PMIx (SLURM_PROCID,
+ * SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST). With none of these, the
+ * process is a communicator of one rank, as an MPI singleton is. See tutti(7).
  * @return as tutti_comm_init; TUTTI_ERR_CONFIG for half-set launcher
- *         variables, or mpirun/srun without PMIx.
+ *         variables, mpirun without PMIx, or an srun step tutti cannot join.
  */
 TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_comm_params_t *params);
 
@@ -207,6 +209,67 @@ TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t comm);
  */
 TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t comm, int color, int key, tutti_comm_t *newcomm);
 
+/**
+ * Revokes comm: every call on it in progress or made later, on this rank
+ * and on every rank that learns of it (through rank 0's service, at once),
+ * returns TUTTI_ERR_REVOKED instead of waiting for its peers or for
+ * TUTTI_TIMEOUT. Queued device calls end the same way when their turn
+ * comes. comm stays valid for tutti_comm_shrink, tutti_comm_destroy (which
+ * then waits for no one) and tutti_comm_abort. May be called from another
+ * thread while a call on comm waits; returns once the calls inside comm
+ * on other threads have returned. Revoking twice is harmless.
+ * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG (comm invalid).
+ */
+TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t comm);
+
+/* Flags of tutti_comm_shrink, or'ed. */
+#define TUTTI_SHRINK_DEFAULT 0x0 /* comm stays usable when it was */
+#define TUTTI_SHRINK_ABORT 0x1   /* revoke comm first: calls waiting on it end */
+#define TUTTI_SHRINK_DEAD 0x2    /* also exclude the ranks found dead, before or during the shrink */
+
+/**
+ * Makes a communicator of the ranks of comm that remain: without the n
+ * ranks of exclude (and, with TUTTI_SHRINK_DEAD, without every rank found
+ * dead: its process ended, or it joined no shrink within TUTTI_TIMEOUT).
+ * The survivors keep their order (rank r of comm becomes r minus the
+ * excluded ranks below it). Called by every remaining rank, with the same
+ * exclude list and flags; excluded ranks do not call it. It needs no
+ * working collective on comm (rank 0 may be dead): the lowest surviving
+ * rank gathers the others over listeners each rank opened when comm was
+ * made. A rank that dies during the shrink is excluded too with
+ * TUTTI_SHRINK_DEAD; without it the shrink fails with
+ * TUTTI_ERR_PEER_FAILED on every survivor. The new communicator keeps
+ * comm's timeout and host assignment; comm is left as it was (with
+ * TUTTI_SHRINK_ABORT: revoked), to be destroyed or aborted.
+ * @param comm     the communicator to shrink (may be revoked or failed).
+ * @param exclude  ranks of comm to leave out (may be NULL when n is 0).
+ * @param n        how many, >= 0.
+ * @param flags    TUTTI_SHRINK_* or'ed.
+ * @param newcomm  output: the new communicator.
+ * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG (bad list, this rank
+ *         excluded, unknown flags), TUTTI_ERR_PEER_FAILED (a rank that was
+ *         to remain died, without TUTTI_SHRINK_DEAD), TUTTI_ERR_TIMEOUT, TUTTI_ERR_MISMATCH
+ *         (ranks passed different lists or flags), TUTTI_ERR_NO_MEMORY, TUTTI_ERR_SYSTEM.
+ */
+TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t comm, const int *exclude, int n, unsigned flags,
+                                           tutti_comm_t *newcomm);
+
+/**
+ * Adds ranks to comm: a new communicator of nranks ranks where the ranks of
+ * comm keep their ranks and the newcomers take the ones above. Rank 0 of
+ * comm makes id with tutti_get_unique_id and hands it to the newcomers,
+ * which call tutti_comm_init(newcomm, nranks, rank, id, params) with
+ * rank >= the size of comm; every rank of comm calls tutti_comm_grow, with
+ * id on rank 0 (ignored elsewhere: rank 0's is broadcast over comm). comm
+ * stays valid and independent of the new communicator, which keeps its
+ * timeout and host assignment.
+ * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG (nranks not above comm's
+ *         size, id NULL on rank 0), or the status of the broadcast on comm
+ *         or of joining (as tutti_comm_init).
+ */
+TUTTI_API tutti_status_t tutti_comm_grow(tutti_comm_t comm, int nranks, const tutti_unique_id_t *id,
+                                         tutti_comm_t *newcomm);
+
 /** Outputs this rank's index / the number of ranks. */
 TUTTI_API tutti_status_t tutti_comm_rank(tutti_comm_t comm, int *rank);
 TUTTI_API tutti_status_t tutti_comm_size(tutti_comm_t comm, int *size);
@@ -225,7 +288,8 @@ TUTTI_API const char *tutti_comm_last_error(tutti_comm_t comm);
  * order and with the same count, dtype, op and root; otherwise ranks return
  * TUTTI_ERR_MISMATCH. Each returns TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG,
  * TUTTI_ERR_TIMEOUT, TUTTI_ERR_PEER_FAILED, TUTTI_ERR_MISMATCH,
- * TUTTI_ERR_ABORTED (after an earlier failure) or TUTTI_ERR_NO_MEMORY.
+ * TUTTI_ERR_ABORTED (after an earlier failure), TUTTI_ERR_REVOKED (comm was
+ * revoked) or TUTTI_ERR_NO_MEMORY.
  * Buffers must not overlap except in the in-place forms documented below.
  */
 
@@ -279,6 +343,22 @@ TUTTI_API tutti_status_t tutti_send(const void *sendbuf, size_t count, tutti_dty
 TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t dtype, int peer,
                                     tutti_comm_t comm, tutti_stream_t stream);
 
+/**
+ * Receives the next message that any peer sends this rank, as tutti_recv
+ * from that peer would, blocking; the senders use plain tutti_send.
+ * @param recvbuf host memory of count elements of dtype (the send's count
+ *        and dtype, as for tutti_recv)
+ * @param source gets the sender's rank
+ * @param stream must be NULL (host memory only)
+ * @return TUTTI_SUCCESS; TUTTI_ERR_TIMEOUT when no peer sent within the
+ *         timeout (nothing was received and the communicator stays usable);
+ *         TUTTI_ERR_UNSUPPORTED for device memory, or a peer reached over a
+ *         transport that cannot tell a message arrived; TUTTI_ERR_INVALID_ARG;
+ *         then the errors of tutti_recv.
+ */
+TUTTI_API tutti_status_t tutti_recv_any(void *recvbuf, size_t count, tutti_dtype_t dtype, int *source,
+                                        tutti_comm_t comm, tutti_stream_t stream);
+
 /*
  * Compressed all-reduce (tutti_compression(3)). Each rank sends a compressed
  * form of its gradient plus the error it kept from earlier calls; what the
@@ -321,6 +401,13 @@ TUTTI_API tutti_status_t tutti_ef_destroy(tutti_ef_state_t state);
 TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **worker, size_t *worker_count,
                                          const float **server, size_t *server_count);
 
+/* Carries state over to a communicator of nranks ranks (after
+ * tutti_comm_shrink or tutti_comm_grow): the worker error (what this rank
+ * has yet to send) is kept; the server error of this rank's chunk, in the
+ * result's units, is added to the worker error where that chunk lies
+ * (times nranks for TUTTI_AVG), so nothing owed is dropped. */
+TUTTI_API tutti_status_t tutti_ef_regroup(tutti_ef_state_t state, int nranks, tutti_op_t op);
+
 /**
  * recvbuf = sum (or avg) over ranks of sendbuf, compressed as how says.
  * dtype fp32, fp16 or bf16; op sum or avg. state may be NULL only with
@@ -342,6 +429,11 @@ typedef struct {
 } tutti_compress_stats_t;
 
 TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats);
+
+/** Name of a compression kind ("topk") or rounding mode ("stochastic");
+ * "unknown" when out of range. */
+TUTTI_API const char *tutti_compress_kind_name(tutti_compress_kind_t kind);
+TUTTI_API const char *tutti_rounding_name(tutti_rounding_t rounding);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 
+#include "core/grow.h"
 #include "sched/schedule.h"
 
 void tt_sched_init(tt_sched_t *s)
@@ -17,25 +18,10 @@ void tt_sched_free(tt_sched_t *s)
     tt_sched_init(s);
 }
 
-static int grow(void **p, int *cap, int need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    int ncap = *cap ? *cap * 2 : 16;
-    while (ncap < need)
-        ncap *= 2;
-    void *np = realloc(*p, (size_t)ncap * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
 tutti_status_t tt_sched_round(tt_sched_t *s)
 {
     /* round_first keeps one extra entry: the end of the last round. */
-    if (grow((void **)&s->round_first, &s->rounds_cap, s->nrounds + 2, sizeof(int)))
+    if (tt_grow((void **)&s->round_first, &s->rounds_cap, s->nrounds + 2, sizeof(int)))
         return TUTTI_ERR_NO_MEMORY;
     s->round_first[s->nrounds] = s->nsteps;
     s->nrounds++;
@@ -47,7 +33,7 @@ tutti_status_t tt_sched_add(tt_sched_t *s, tt_step_t step)
 {
     if (s->nrounds == 0 && tt_sched_round(s))
         return TUTTI_ERR_NO_MEMORY;
-    if (grow((void **)&s->steps, &s->steps_cap, s->nsteps + 1, sizeof(tt_step_t)))
+    if (tt_grow((void **)&s->steps, &s->steps_cap, s->nsteps + 1, sizeof(tt_step_t)))
         return TUTTI_ERR_NO_MEMORY;
     s->steps[s->nsteps++] = step;
     if (step.kind == TT_STEP_SEND)

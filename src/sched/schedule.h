@@ -165,19 +165,5 @@ typedef struct {
  * when algo does not serve args->coll. s is left empty on failure. */
 tutti_status_t tt_sched_build(const tt_algorithm_t *algo, const tt_coll_args_t *args, tt_sched_t *s);
 
-extern const tt_algorithm_t tt_algo_ring;
-extern const tt_algorithm_t tt_algo_recursive_doubling;
-extern const tt_algorithm_t tt_algo_rabenseifner;
-extern const tt_algorithm_t tt_algo_double_tree;
-extern const tt_algorithm_t tt_algo_direct;
-extern const tt_algorithm_t tt_algo_bruck;
-extern const tt_algorithm_t tt_algo_scatter_allgather;
-extern const tt_algorithm_t tt_algo_chain;
-extern const tt_algorithm_t tt_algo_binomial;
-extern const tt_algorithm_t tt_algo_pairwise;
-extern const tt_algorithm_t tt_algo_dissemination;
-extern const tt_algorithm_t tt_algo_p2p;
-extern const tt_algorithm_t tt_algo_hierarchical;
-extern const tt_algorithm_t tt_algo_ordered;
 
 #endif

@@ -7,7 +7,7 @@
 #include "tools/explain_formula.h"
 #include "tools/explain_steps.h"
 #include "tools/explain_view.h"
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 
 #define GRID_MAX_RANKS 16
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 #include "tune/policy.h"
 #include "core/dtype.h"
 #include "core/env_config.h"

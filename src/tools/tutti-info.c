@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "device/memkind.h"
-#include "tune/registry.h"
+#include "algorithms/registry.h"
+#include "comm/join.h"
+#include "topo/hwloc_lib.h"
 #include "core/env_config.h"
 #include "reduce/reduce.h"
 #include "transports/transport.h"
@@ -52,20 +54,22 @@ static void print_build(void)
         if (tt_isa_usable((tt_isa_t)isa))
             printf(" %s", tt_isa_name((tt_isa_t)isa));
     printf(")\n");
+    /* built with their headers; their libraries open at run time, or not */
+    char pmix[200] = "no (not built)", hwloc[200] = "no (not built)";
 #ifdef TT_HAVE_PMIX
-    const char *pmix = "yes";
-#else
-    const char *pmix = "no";
+    char pmix_why[160];
+    snprintf(pmix, sizeof pmix, "%s (%s)", tt_comm_pmix_usable(pmix_why, sizeof pmix_why) ? "yes" : "no",
+             pmix_why);
 #endif
 #ifdef TT_HAVE_HWLOC
-    const char *hwloc = "yes";
-#else
-    const char *hwloc = "no";
+    char hwloc_why[160];
+    const tt_hwloc_t *hw = tt_hwloc(hwloc_why, sizeof hwloc_why);
+    snprintf(hwloc, sizeof hwloc, "%s (%s)", hw ? "yes" : "no", hw ? hw->version : hwloc_why);
 #endif
     printf("features: pmix=%s hwloc=%s\n", pmix, hwloc);
     char why[160] = "";
 #ifdef TT_HAVE_CUDA
-    if (tt_cuda_usable(why, sizeof why))
+    if (tt_device_usable(why, sizeof why) == TUTTI_SUCCESS)
         snprintf(why, sizeof why, "a GPU is usable here");
     printf("cuda: built (device buffers, GPU kernels, the cuda_ipc transport); %s\n", why);
 #else

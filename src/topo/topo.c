@@ -11,9 +11,7 @@
 #include "core/env_config.h"
 #include "core/log.h"
 
-#ifdef TT_HAVE_HWLOC
-#include <hwloc.h>
-#endif
+#include "topo/hwloc_lib.h"
 
 tt_path_t tt_topo_path(const tt_topo_t *t, int a, int b, int *links)
 {
@@ -127,23 +125,27 @@ tutti_status_t tt_topo_load_local(tt_topo_t *t, char *err, size_t errlen)
      * keeps hwloc's plug-ins loaded (which leak-checkers can then name). */
     static hwloc_topology_t topo;
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    char why[160];
+    const tt_hwloc_t *hw = tt_hwloc(why, sizeof why);
+    if (!hw)
+        TT_DEBUG(TT_SUB_INIT, "topology from /sys: %s", why);
     char *xml = NULL;
     int len = 0;
     pthread_mutex_lock(&lock);
-    if (!topo && hwloc_topology_init(&topo) == 0) {
-        hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-        if (hwloc_topology_load(topo) != 0) {
-            hwloc_topology_destroy(topo);
+    if (hw && !topo && hw->topology_init(&topo) == 0) {
+        hw->set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+        if (hw->topology_load(topo) != 0) {
+            hw->topology_destroy(topo);
             topo = NULL;
         }
     }
-    int exported = topo && hwloc_topology_export_xmlbuffer(topo, &xml, &len, 0) == 0;
+    int exported = topo && hw->export_xmlbuffer(topo, &xml, &len, 0) == 0;
     pthread_mutex_unlock(&lock);
     if (exported) {
         tutti_status_t st = tt_topo_parse_xml(t, xml, err, errlen);
-        hwloc_free_xmlbuffer(topo, xml);
+        hw->free_xmlbuffer(topo, xml);
         if (st == TUTTI_SUCCESS)
-            snprintf(t->source, sizeof t->source, "hwloc %s", HWLOC_VERSION);
+            snprintf(t->source, sizeof t->source, "hwloc %s", hw->version);
         if (st == TUTTI_SUCCESS && !t->host[0])
             gethostname(t->host, sizeof t->host - 1);
         return st;

@@ -7,7 +7,7 @@
 #include "core/env_config.h"
 #include "core/hash.h"
 #include "tune/policy.h"
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 
 /* TUTTI_ALGO_<COLLECTIVE> for each collective, in tt_coll_t order. */
 static const tt_config_id_t per_coll_var[TT_COLL_COUNT] = {

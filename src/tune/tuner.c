@@ -2,7 +2,7 @@
 /* The tuner: the cheapest algorithm and slice size per collective and size class (see tuner.h). */
 #include "tune/tuner.h"
 
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 
 /* Slice sizes the tuner tries when TUTTI_SLICE_BYTES is not set; the
  * default first, so it wins ties. */

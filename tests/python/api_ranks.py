@@ -87,6 +87,16 @@ def collectives(make, as_np):
             comm.recv(got, left)
             comm.send(buf, right)
         expect(np.all(as_np(got) == left), f"recv from {left} gave {as_np(got)}")
+        # rank 0 receives one message from every other rank, from any source
+        if r == 0:
+            senders = set()
+            for _ in range(p - 1):
+                src = comm.recv_any(got)
+                expect(np.all(as_np(got) == src) and src not in senders and 0 < src < p,
+                       f"recv_any named rank {src} and gave {as_np(got)}")
+                senders.add(src)
+        else:
+            comm.send(buf, 0)
     comm.barrier()
 
 

@@ -67,6 +67,11 @@ for dtype in (torch.float32, torch.float64, torch.int64, torch.int32, torch.int8
         tol = 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-6
         ok = torch.allclose(t.double(), want.double(), rtol=tol) if floating else torch.equal(t, want)
         expect(ok, f"all_reduce {dtype} {name}: {t.tolist()} want {want.tolist()}")
+# sparse (COO): rank q holds ones at rows 0..q of a (p, 2) tensor; the sum keeps the sparse layout
+sp = torch.sparse_coo_tensor(torch.arange(r + 1).reshape(1, -1), torch.ones(r + 1, 2), (p, 2))
+dist.all_reduce(sp)
+expect(sp.is_sparse and torch.equal(sp.to_dense(), (p - torch.arange(p)).float().reshape(-1, 1).expand(p, 2)),
+       f"sparse all_reduce gave {sp}")
 w16 = torch.full((3,), 1000 * (r + 1), dtype=torch.int16)  # past int8: the widening must be to int32
 dist.all_reduce(w16)
 expect(torch.all(w16 == 1000 * p * (p + 1) // 2), f"int16 all_reduce gave {w16}")
@@ -128,6 +133,15 @@ expect(torch.equal(dst, want), f"uneven all_to_all_single gave {dst.tolist()}")
 outl = [torch.empty(q + 1) for q in range(p)]
 dist.all_to_all(outl, [torch.full((r + 1,), float(r * 10 + q)) for q in range(p)])
 expect(all(torch.all(o == q * 10 + r) for q, o in enumerate(outl)), f"all_to_all gave {outl}")
+# all_gather_coalesced: outs[q][i] gets rank q's ins[i]. As many inputs as
+# ranks, of one shape, is the case where pairing the wrong indices would
+# go unnoticed (a transposed result); then shapes that differ.
+for shapes in ([(2,)] * p, [(2, 2), (1,), (0,), (3,)]):
+    ins = [torch.full(s, float(10 * r + i)) for i, s in enumerate(shapes)]
+    outs = [[torch.full(s, -1.0) for s in shapes] for _ in range(p)]
+    dist.all_gather_coalesced(outs, ins)
+    expect(all(torch.all(o == 10 * q + i) and o.shape == shapes[i] for q in range(p) for i, o in enumerate(outs[q])),
+           f"all_gather_coalesced of {shapes} gave {[[o.tolist() for o in oq] for oq in outs]}")
 dist.barrier()
 
 # torch 2.x only (torch 1.13 has neither): collectives coalesced by
@@ -238,6 +252,67 @@ if r % 2 == 1:
     dist.all_reduce(t, R.MAX, group=odd)
     expect(t.item() == max(q for q in range(p) if q % 2 == 1), f"odd group max gave {t}")
 
+
+# monitored_barrier (torch.distributed's is for gloo only; the group's own):
+# everyone arrives; then the last rank stays away, and rank 0 names it once
+# the timeout passed (ranks 1.. stay away: the first, or all of them with
+# wait_all_ranks). Each case on a group of its own: the one that stays away
+# has not counted that barrier.
+def monitored(group, absent, wait_all=False, timeout=1.0):
+    if r in absent:
+        return None
+    start = time.monotonic()
+    try:
+        group.monitored_barrier(datetime.timedelta(seconds=timeout), wait_all_ranks=wait_all)
+        return None
+    except RuntimeError as e:
+        took = time.monotonic() - start
+        expect(took >= 0.9 * timeout, f"monitored_barrier failed after {took:.2f} s, before its {timeout} s "
+               f"timeout: {e}")
+        return str(e)
+
+
+g = dist.new_group(backend="tutti")
+expect(monitored(g, []) is None, "monitored_barrier with every rank failed")
+if p > 1:
+    err = monitored(dist.new_group(backend="tutti"), [p - 1])
+    want = f"Rank {p - 1} failed to pass monitoredBarrier in 1000 ms" if r == 0 else \
+        f"Rank {r} successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0"
+    expect(r == p - 1 or (err and want in err and " timeout " in err), f"monitored_barrier without rank {p - 1}: {err}")
+if p > 1:  # rank 0 out of time before any rank's turn
+    err = monitored(dist.new_group(backend="tutti"), range(1, p), timeout=0)
+    expect(r != 0 or (err and "Rank 0 timed out in monitoredBarrier" in err), f"monitored_barrier, 0 s: {err}")
+if p > 2:
+    for wait_all in (False, True):
+        err = monitored(dist.new_group(backend="tutti"), range(1, p), wait_all)
+        want = ("Ranks " + ", ".join(map(str, range(1, p))) if wait_all else "Rank 1") + " failed to pass"
+        expect(r != 0 or (err and want in err), f"monitored_barrier (wait_all_ranks={wait_all}): {err}")
+dist.barrier()
+
+# recv from any source: rank 0 takes one message from every other rank, by
+# recv and irecv without src, each naming its sender.
+if r == 0:
+    seen = []
+    for k in range(p - 1):
+        t = torch.full((2, 3), -1.0)
+        if k % 2:
+            w = dist.irecv(t)
+            w.wait()
+            src = w._source_rank()
+        else:
+            src = dist.recv(t)
+        expect(torch.all(t == src) and src not in seen and 0 < src < p, f"recv from any source: {src} gave {t}")
+        seen.append(src)
+elif p > 1:
+    dist.send(torch.full((2, 3), float(r)), 0)
+try:
+    dist.isend(torch.ones(1), (r + 1) % p)._source_rank() if p > 1 else dist.barrier(async_op=True)._source_rank()
+    expect(False, "a send's Work named a source")
+except RuntimeError as e:
+    expect("any source" in str(e), f"a send's source_rank() says {e}")
+if p > 1:
+    dist.recv(torch.empty(1), (r - 1) % p)
+dist.barrier()
 
 # DDP on tutti against DDP on gloo, then the compression hook
 def train(group, hook_state=None, steps=6):

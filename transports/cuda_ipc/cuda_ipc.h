@@ -1,22 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cuda_ipc transport internals. It moves device buffers only: the core
+ * cuda_ipc transport internals. It serves device buffers only: the core
  * connects it beside the host transports when every rank is on one host,
  * and the device layer's direct runs (src/device/direct_run.h) use it
- * through its device ops.
+ * through its device ops. Its connections carry no messages: a direct run
+ * is GPU work on the caller's stream (copies, reductions, and stores and
+ * waits on words in shared host memory), which the device layer puts
+ * there; the transport owns the memory that work touches.
  *
  * Every rank of the (single-host) communicator owns:
  * - a host segment, like shm's: a header, the board where it announces,
- *   call by call, whether it can run the call on its device buffers, and
- *   its incoming queues (one per sender and channel) of slot headers;
- * - a FIFO in its GPU's memory, allocated at its first device call and
- *   exported as an IPC handle in its segment: one ring of payload slots
- *   per receiver and channel.
- * A sender copies a piece of its buffer into its own FIFO slot, then
- * publishes the slot header; the receiver's kernels copy or reduce
- * straight from that slot through the peer mapping (NVLink, PCIe P2P, or
- * the same GPU when ranks share it) and hand the slot back. Peer FIFOs are
- * opened once, at the first direct run that needs them, and kept.
+ *   call by call, whether it can run the call on its device buffers (and
+ *   the call's signature), and one inbox per sender: the two words that
+ *   sender's stream writes for this rank in each round of a direct run;
+ * - a window in its GPU's memory, allocated at its first device call and
+ *   exported as an IPC handle in its segment, where its part of each round
+ *   waits for the peers' kernels to read it.
+ * At its first device calls a rank opens each peer's window (the same
+ * address when the peer is a thread of this process, else its IPC handle)
+ * and registers each segment with its GPU, so its stream can write the
+ * peers' inboxes and wait on its own.
  *
  * Device memory is reached through a backend: CUDA in real builds; the
  * tests plug in host memory, so everything above runs without a GPU.
@@ -34,89 +37,87 @@
 #define TT_IPC_HANDLE_BYTES 64   /* a cudaIpcMemHandle_t */
 #define TT_IPC_REACH_MAX 32      /* GPUs one rank can list as reachable */
 #define TT_IPC_BOARD 4096        /* announcements kept per rank */
-#define TT_IPC_BUS_ID_BYTES 32
 
 /*
- * Device memory as the transport needs it. Every op returns 0 or a
- * backend error code (error() names it); copies and reductions are
- * complete when they return. dev is what attach gave for one communicator.
+ * Device memory and registrations as the transport needs them. Every op
+ * returns a status (said() then gives the backend's words for this
+ * thread's last failure); dev is what attach gave for one communicator,
+ * and every op but attach and detach runs with dev's GPU current.
  */
 typedef struct {
     const char *name;
-    /* Whether a GPU can be used here, why not in why; NULL: always. */
-    int (*usable)(char *why, size_t len);
-    /* Binds a communicator to GPU device (its stream, its scratch). */
-    int (*attach)(int device, void **dev);
+    /* TUTTI_SUCCESS where a GPU can be used, else why not in why; NULL:
+     * always. */
+    tutti_status_t (*usable)(char *why, size_t len);
+    /* Binds a communicator to GPU device. */
+    tutti_status_t (*attach)(int device, void **dev);
     void (*detach)(void *dev);
     /* This GPU, and every GPU whose memory its kernels can load from
      * (itself included), as keys equal in every process. */
-    int (*identity)(void *dev, uint64_t *self, uint64_t *reach, int *nreach);
-    /* This GPU's PCI bus id, "0000:34:00.0". */
-    int (*bus_id)(void *dev, char *out, size_t len);
-    int (*fifo_alloc)(void *dev, size_t bytes, void **ptr, unsigned char handle[TT_IPC_HANDLE_BYTES]);
-    void (*fifo_free)(void *dev, void *ptr, size_t bytes);
-    int (*fifo_open)(void *dev, const unsigned char handle[TT_IPC_HANDLE_BYTES], size_t bytes, void **ptr);
-    void (*fifo_close)(void *dev, void *ptr, size_t bytes);
-    /* A FIFO of this same process (ranks that are threads, as
+    tutti_status_t (*identity)(void *dev, uint64_t *self, uint64_t *reach, int *nreach);
+    tutti_status_t (*window_alloc)(void *dev, size_t bytes, void **ptr,
+                                   unsigned char handle[TT_IPC_HANDLE_BYTES]);
+    void (*window_free)(void *dev, void *ptr, size_t bytes);
+    tutti_status_t (*window_open)(void *dev, const unsigned char handle[TT_IPC_HANDLE_BYTES], size_t bytes,
+                                  void **ptr);
+    void (*window_close)(void *dev, void *ptr, size_t bytes);
+    /* A window of this same process (ranks that are threads, as
      * ncclCommInitAll makes): its address is usable as it is, once dev's
      * GPU may load from owner_device's (peer access). IPC handles cannot be
      * opened in the process that made them. */
-    int (*fifo_share)(void *dev, void *ptr, int owner_device, void **out);
-    int (*copy)(void *dev, void *dst, const void *src, size_t bytes);
-    int (*reduce)(void *dev, void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
-                  tutti_op_t op);
-    int (*avg_finish)(void *dev, void *buf, size_t count, tutti_dtype_t dtype, int nranks);
-    /* Grows dev's scratch to at least bytes. */
-    int (*scratch)(void *dev, size_t bytes, void **out);
-    const char *(*error)(int code);
+    tutti_status_t (*window_share)(void *dev, void *ptr, int owner_device, void **out);
+    /* Host memory (a segment) that dev's GPU may read and write at *devptr. */
+    tutti_status_t (*host_register)(void *dev, void *ptr, size_t bytes, void **devptr);
+    void (*host_unregister)(void *dev, void *ptr);
+    const char *(*said)(void);
 } tt_ipc_backend_t;
 
-/* The backend new communicators use: CUDA's where built, else none (no
- * direct layer); tests set their own before creating communicators. */
-const tt_ipc_backend_t *tt_ipc_backend(void);
+#ifdef TT_HAVE_CUDA
+extern const tt_ipc_backend_t tt_ipc_cuda_backend;
+#endif
+/* Tests set their own backend before creating communicators. */
 void tt_ipc_set_backend(const tt_ipc_backend_t *backend);
+
+/* What one sender's stream writes for the segment's owner. */
+typedef struct {
+    _Alignas(TT_LOCAL_LINE) _Atomic uint32_t ready;
+    _Atomic uint32_t done;
+} tt_ipc_inbox_t;
 
 typedef struct {
     uint32_t magic;
     int32_t owner;
-    int32_t nranks, nchannels, nslots;
-    uint64_t slot_bytes;
+    int32_t nranks;
+    uint64_t window_bytes;
     unsigned char key[TT_KEY_BYTES];
-    _Atomic uint32_t aborted;    /* set by the owner when it gives up */
-    _Atomic uint32_t fifo_ready; /* the fields below are written */
+    _Atomic uint32_t aborted;      /* set by the owner when it gives up */
+    _Atomic uint32_t window_ready; /* the fields below are written */
     unsigned char handle[TT_IPC_HANDLE_BYTES];
     uint64_t device;                  /* the owner's GPU */
-    uint64_t fifo_addr;               /* the FIFO's address in the owner's process */
-    int32_t fifo_device;              /* the owner's GPU, as its process numbers GPUs */
-    int32_t pid;                      /* the owner's process */
+    uint64_t window_addr;             /* the window's address in the owner's process */
+    int32_t window_device;            /* the owner's GPU, as its process numbers GPUs */
+    int32_t pid;                      /* the owner's process, */
+    uint64_t pid_ns;                  /*   in this PID namespace (containers may repeat PIDs) */
     uint64_t reach[TT_IPC_REACH_MAX]; /* GPUs it can load from */
     int32_t nreach;
-    char bus_id[TT_IPC_BUS_ID_BYTES]; /* the owner's GPU, for the topology */
     /* Flow control: how far the owner has announced (last seq + 1). */
     _Alignas(TT_LOCAL_LINE) _Atomic uint64_t announced;
-    /* Entry seq % TT_IPC_BOARD: 2 (seq + 1) + whether it could go direct. */
+    /* Entry seq % TT_IPC_BOARD: 2 (seq + 1) + whether it could go direct,
+     * written after the call's signature. */
     _Alignas(TT_LOCAL_LINE) _Atomic uint64_t board[TT_IPC_BOARD];
+    uint64_t sig[TT_IPC_BOARD];
 } tt_ipc_seg_hdr_t;
-
-typedef struct {
-    tt_local_queue_t *q;   /* in the receiver's segment */
-    tt_local_slot_t *hdrs; /* nslots, after q */
-    tt_req_t *reqs;
-    uint64_t pos;       /* next slot position to fill (out) or to read (in) */
-    uint64_t tail_seen; /* out: the receiver's tail when last read */
-} tt_ipc_side_t;
 
 typedef struct tt_ipc_ctx tt_ipc_ctx_t;
 
 typedef struct {
     int peer;
-    int pidfd; /* readable once the peer process has exited */
+    int pidfd; /* readable once the peer process has exited (-1: not watched) */
     int pid;
-    tutti_status_t failed;      /* why the connection is unusable, or 0 */
-    tt_ipc_seg_hdr_t *peer_seg; /* the peer's segment (we publish into it) */
-    char *peer_fifo;            /* the peer's FIFO, opened before a call could need it */
-    int shared;                 /* peer_fifo is the peer's own address (same process) */
-    tt_ipc_side_t out[TT_MAX_CHANNELS], in[TT_MAX_CHANNELS];
+    tt_ipc_seg_hdr_t *peer_seg; /* the peer's segment (we write our inbox there) */
+    void *peer_seg_dev;         /* as this rank's GPU reaches it, once registered */
+    char *peer_window;          /* the peer's window, opened before a call could need it */
+    int shared;                 /* peer_window is the peer's own address (same process) */
     tt_ipc_ctx_t *ctx;
 } tt_ipc_conn_t;
 
@@ -126,47 +127,46 @@ struct tt_ipc_ctx {
     void *dev; /* the backend's per-communicator state, once attached */
     char name[64];
     tt_ipc_seg_hdr_t *seg; /* our own segment */
+    void *seg_dev;         /* as our GPU reaches it, once registered */
     size_t seg_bytes;
-    char *fifo; /* our FIFO, once allocated */
-    size_t fifo_bytes;
-    int nchannels, nslots;
-    size_t slot_bytes;
+    char *window; /* our window, once allocated */
+    size_t window_bytes;
     uint64_t announce_room;  /* seqs below this may be announced without checking the others */
     tt_ipc_seg_hdr_t **segs; /* every rank's segment (ours included), for the board */
-    int reach_verdict;       /* 1 or 0 once every rank's FIFO is published; -1 before */
+    int reach_verdict;       /* 1 or 0 once every rank's window is published; -1 before */
     int device;              /* the GPU bound to */
-    int opened;              /* every peer's FIFO is open */
+    int opened;              /* every peer's window is open and its segment registered */
     int open_failed;         /* opening one failed (said once): no direct runs */
-    tt_ipc_conn_t **conns;   /* by rank, for opening the peers' FIFOs */
+    int kept;                /* the GPU may still use the windows and segments */
+    tt_ipc_conn_t **conns;   /* by rank */
+    tt_direct_peer_t *view;  /* by rank, once opened */
     int unlinked;
-    tt_mem_ops_t mem; /* the engine's access to this rank's GPU, once bound */
 };
 
 extern const tt_transport_ops_t tt_cuda_ipc_ops;
 
-/* Byte offset of the queue (sender, channel) in a segment; its size. */
-size_t tt_ipc_queue_offset(int nchannels, int nslots, int sender, int channel);
-size_t tt_ipc_segment_bytes(int nranks, int nchannels, int nslots);
-/* Byte offset of the slot ring (receiver, channel) in a sender's FIFO. */
-size_t tt_ipc_fifo_offset(int nchannels, int nslots, size_t slot_bytes, int receiver, int channel);
+/* Byte offset of sender's inbox in a segment; a segment's size. */
+size_t tt_ipc_inbox_offset(int sender);
+size_t tt_ipc_segment_bytes(int nranks);
+/* A PID namespace's identity (its inode); 0 where /proc cannot tell. */
+uint64_t tt_ipc_pid_ns(void);
 
-/* The device ops (transport.h): binding publishes this rank's FIFO (once)
- * and opens the FIFOs peers published so far (on every call until all are);
- * the board (cuda_ipc_board.c) waits in announce only when this rank is
- * TT_IPC_BOARD calls ahead of some rank. */
+/* The device ops (transport.h): binding and opening (cuda_ipc_window.c),
+ * the board (cuda_ipc_board.c), which waits in announce only when this
+ * rank is TT_IPC_BOARD calls ahead of some rank. */
 tutti_status_t tt_ipc_bind(void *ctx, int device);
-int tt_ipc_open_peers(void *ctx);
-tutti_status_t tt_ipc_announce(void *ctx, uint64_t seq, int capable, int64_t timeout_ms);
-int tt_ipc_announcement(const void *ctx, int rank, uint64_t seq);
-int tt_ipc_reach_all(void *ctx);
-int tt_ipc_bus_id(const void *ctx, int rank, char *out, size_t len);
-const tt_mem_ops_t *tt_ipc_mem(void *ctx);
-/* Fills ctx->mem from the backend bound to (cuda_ipc_mem.c). */
-void tt_ipc_mem_init(tt_ipc_ctx_t *ctx);
-
-tutti_status_t tt_ipc_isend(void *conn, int channel, tt_req_t *req);
-tutti_status_t tt_ipc_irecv(void *conn, int channel, tt_req_t *req);
-tutti_status_t tt_ipc_progress(void *conn, int *progressed);
+tutti_status_t tt_ipc_open_peers(void *ctx, int *all);
+const tt_direct_peer_t *tt_ipc_peers(void *ctx, size_t *window_bytes);
+void tt_ipc_release(void *ctx, int peer, unsigned round);
+void tt_ipc_keep(void *ctx);
+/* Unless the GPU may still use them (kept): closes the peer's window and
+ * unregisters its segment (a connection's close); unregisters this rank's
+ * segment (finalize, which frees the window itself). */
+void tt_ipc_unbind_peer(tt_ipc_conn_t *c);
+void tt_ipc_unbind(tt_ipc_ctx_t *ctx);
+tutti_status_t tt_ipc_announce(void *ctx, uint64_t seq, int capable, uint64_t sig, int64_t timeout_ms);
+tt_board_t tt_ipc_announcement(const void *ctx, int rank, uint64_t seq, uint64_t *sig);
+tutti_status_t tt_ipc_reach_all(void *ctx, int *all);
 tutti_status_t tt_ipc_alive(void *conn);
 
 #endif

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The board in every rank's cuda_ipc segment: call by call, each rank
- * announces whether it can run the call on its device buffers, and a rank
- * that can reads the others' announcements before going direct.
+ * announces whether it can run the call on its device buffers, with the
+ * call's signature, and a rank that can reads the others' announcements
+ * before going direct (where a different signature is a mismatch: a
+ * direct run has no message headers to catch it later).
  */
 #include <sched.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -22,7 +22,7 @@ static uint64_t lowest_announced(const tt_ipc_ctx_t *ctx)
     return low;
 }
 
-tutti_status_t tt_ipc_announce(void *ctxp, uint64_t seq, int capable, int64_t timeout_ms)
+tutti_status_t tt_ipc_announce(void *ctxp, uint64_t seq, int capable, uint64_t sig, int64_t timeout_ms)
 {
     tt_ipc_ctx_t *ctx = ctxp;
     /* Entry seq % TT_IPC_BOARD last held seq - TT_IPC_BOARD: overwrite it
@@ -39,17 +39,22 @@ tutti_status_t tt_ipc_announce(void *ctxp, uint64_t seq, int capable, int64_t ti
             return TUTTI_ERR_TIMEOUT;
         sched_yield();
     }
+    ctx->seg->sig[seq % TT_IPC_BOARD] = sig; /* published by the release store after it */
     atomic_store_explicit(&ctx->seg->board[seq % TT_IPC_BOARD], 2 * (seq + 1) + (capable ? 1 : 0),
                           memory_order_release);
     atomic_store_explicit(&ctx->seg->announced, seq + 1, memory_order_release);
     return TUTTI_SUCCESS;
 }
 
-int tt_ipc_announcement(const void *ctxp, int rank, uint64_t seq)
+tt_board_t tt_ipc_announcement(const void *ctxp, int rank, uint64_t seq, uint64_t *sig)
 {
     const tt_ipc_ctx_t *ctx = ctxp;
-    uint64_t v = atomic_load_explicit(&ctx->segs[rank]->board[seq % TT_IPC_BOARD], memory_order_acquire);
-    return v / 2 == seq + 1 ? (int)(v & 1) : -1;
+    const tt_ipc_seg_hdr_t *seg = ctx->segs[rank];
+    uint64_t v = atomic_load_explicit(&seg->board[seq % TT_IPC_BOARD], memory_order_acquire);
+    if (v / 2 != seq + 1)
+        return TT_BOARD_NOT_YET;
+    *sig = seg->sig[seq % TT_IPC_BOARD];
+    return v & 1 ? TT_BOARD_DIRECT : TT_BOARD_STAGES;
 }
 
 static int reaches(const tt_ipc_seg_hdr_t *from, uint64_t device)
@@ -60,32 +65,25 @@ static int reaches(const tt_ipc_seg_hdr_t *from, uint64_t device)
     return 0;
 }
 
-int tt_ipc_reach_all(void *ctxp)
+tutti_status_t tt_ipc_reach_all(void *ctxp, int *all)
 {
     tt_ipc_ctx_t *ctx = ctxp;
-    if (ctx->reach_verdict >= 0)
-        return ctx->reach_verdict;
-    int all = 1, p = ctx->env->nranks;
-    for (int a = 0; a < p; a++) {
-        if (!atomic_load_explicit(&ctx->segs[a]->fifo_ready, memory_order_acquire))
-            return 0; /* cannot happen once every rank announced it can go direct */
-        for (int b = 0; b < p; b++)
-            all &= reaches(ctx->segs[a], ctx->segs[b]->device);
+    *all = 0;
+    if (ctx->reach_verdict >= 0) {
+        *all = ctx->reach_verdict;
+        return TUTTI_SUCCESS;
     }
-    if (!all)
+    int every = 1, p = ctx->env->nranks;
+    for (int a = 0; a < p; a++) {
+        if (!atomic_load_explicit(&ctx->segs[a]->window_ready, memory_order_acquire))
+            return TUTTI_SUCCESS; /* cannot happen once every rank announced it can go direct */
+        for (int b = 0; b < p; b++)
+            every &= reaches(ctx->segs[a], ctx->segs[b]->device);
+    }
+    if (!every)
         TT_INFO(TT_SUB_NET, "cuda_ipc: some ranks' GPUs cannot load from each other; device calls go through "
                             "host staging");
-    /* Published FIFOs never change, so neither does the verdict. */
-    ctx->reach_verdict = all;
-    return all;
-}
-
-int tt_ipc_bus_id(const void *ctxp, int rank, char *out, size_t len)
-{
-    const tt_ipc_ctx_t *ctx = ctxp;
-    const tt_ipc_seg_hdr_t *seg = ctx->segs[rank];
-    if (!atomic_load_explicit(&seg->fifo_ready, memory_order_acquire) || !seg->bus_id[0])
-        return -1;
-    snprintf(out, len, "%.*s", (int)sizeof seg->bus_id, seg->bus_id);
-    return 0;
+    /* Published windows never change, so neither does the verdict. */
+    ctx->reach_verdict = *all = every;
+    return TUTTI_SUCCESS;
 }

@@ -64,6 +64,7 @@ size_t tt_shm_segment_bytes(int nlocal, int nchannels, int nslots, size_t slot_b
 
 tutti_status_t tt_shm_isend(void *conn, int channel, tt_req_t *req);
 tutti_status_t tt_shm_irecv(void *conn, int channel, tt_req_t *req);
+int tt_shm_peek(void *conn, int channel, tt_msg_hdr_t *hdr);
 tutti_status_t tt_shm_progress(void *conn, int *progressed);
 tutti_status_t tt_shm_alive(void *conn);
 

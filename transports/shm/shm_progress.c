@@ -109,6 +109,19 @@ static int pull_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
     return 0;
 }
 
+int tt_shm_peek(void *connp, int channel, tt_msg_hdr_t *hdr)
+{
+    tt_shm_conn_t *c = connp;
+    const tt_shm_side_t *side = &c->in[channel];
+    if (c->failed || side->reqs)
+        return 0; /* a receive owns the ring's head */
+    const tt_local_slot_t *slot = slot_at(c, side, side->pos);
+    if (atomic_load_explicit(&slot->seq, memory_order_acquire) != side->pos + 1)
+        return 0;
+    *hdr = slot->hdr;
+    return 1;
+}
+
 tutti_status_t tt_shm_progress(void *connp, int *progressed)
 {
     tt_shm_conn_t *c = connp;

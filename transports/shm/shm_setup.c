@@ -200,6 +200,7 @@ const tt_transport_ops_t tt_shm_ops = {
     .connect = shm_connect,
     .isend = tt_shm_isend,
     .irecv = tt_shm_irecv,
+    .peek = tt_shm_peek,
     .progress = tt_shm_progress,
     .alive = tt_shm_alive,
     .abort = shm_abort,

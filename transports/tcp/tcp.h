@@ -38,6 +38,7 @@ typedef struct {
 
 tutti_status_t tt_tcp_isend(void *conn, int channel, tt_req_t *req);
 tutti_status_t tt_tcp_irecv(void *conn, int channel, tt_req_t *req);
+int tt_tcp_peek(void *conn, int channel, tt_msg_hdr_t *hdr);
 tutti_status_t tt_tcp_progress(void *conn, int *progressed);
 tutti_status_t tt_tcp_alive(void *conn);
 

@@ -175,6 +175,15 @@ static int recv_some(tt_tcp_chan_t *ch, int *progressed)
     return 0;
 }
 
+int tt_tcp_peek(void *connp, int channel, tt_msg_hdr_t *hdr)
+{
+    tt_tcp_conn_t *c = connp;
+    const tt_tcp_chan_t *ch = &c->ch[channel];
+    if (c->failed || ch->recvq || ch->recv_hdr_done)
+        return 0; /* a receive owns the stream's head */
+    return recv(ch->fd, hdr, sizeof *hdr, MSG_PEEK | MSG_DONTWAIT) == (ssize_t)sizeof *hdr;
+}
+
 tutti_status_t tt_tcp_progress(void *connp, int *progressed)
 {
     tt_tcp_conn_t *c = connp;

@@ -205,6 +205,7 @@ const tt_transport_ops_t tt_tcp_ops = {
     .connect = tcp_connect,
     .isend = tt_tcp_isend,
     .irecv = tt_tcp_irecv,
+    .peek = tt_tcp_peek,
     .progress = tt_tcp_progress,
     .alive = tt_tcp_alive,
     .abort = tcp_abort,

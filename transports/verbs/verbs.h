@@ -353,6 +353,7 @@ int tt_verbs_gdr_cuda_loaded(void);
 /* The ops (verbs_progress.c). */
 tutti_status_t tt_verbs_isend(void *conn, int channel, tt_req_t *req);
 tutti_status_t tt_verbs_irecv(void *conn, int channel, tt_req_t *req);
+int tt_verbs_peek(void *conn, int channel, tt_msg_hdr_t *hdr);
 tutti_status_t tt_verbs_progress(void *conn, int *progressed);
 tutti_status_t tt_verbs_alive(void *conn);
 void tt_verbs_abort(void *conn);

@@ -139,3 +139,17 @@ void tt_verbs_rx_drive(tt_verbs_conn_t *c, int ch, int *progressed)
         *progressed = 1;
     }
 }
+
+/* A message's first slot starts with its header, even for a large message,
+ * whose sender waits for an RTR only after it. */
+int tt_verbs_peek(void *connp, int ch, tt_msg_hdr_t *hdr)
+{
+    tt_verbs_conn_t *c = connp;
+    const tt_verbs_rx_t *rx = &c->rx[ch];
+    if (c->failed || rx->q || rx->used == rx->arrived)
+        return 0; /* a receive owns the ring's head, or nothing arrived */
+    if (rx->piece[rx->used % (uint64_t)c->nslots] < sizeof *hdr)
+        return 0;
+    memcpy(hdr, c->region + tt_verbs_ring_off(c, ch, rx->used), sizeof *hdr);
+    return 1;
+}

@@ -209,6 +209,7 @@ const tt_transport_ops_t tt_verbs_ops = {
     .connect = tt_verbs_connect,
     .isend = tt_verbs_isend,
     .irecv = tt_verbs_irecv,
+    .peek = tt_verbs_peek,
     .progress = tt_verbs_progress,
     .alive = tt_verbs_alive,
     .abort = tt_verbs_abort,

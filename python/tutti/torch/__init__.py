@@ -7,14 +7,15 @@
 
 Every collective of torch.distributed runs on tutti for CPU tensors (and CUDA
 tensors, through tutti's device path): all_reduce with every ReduceOp except
-PREMUL_SUM, broadcast, reduce, all_gather, all_gather_into_tensor,
-reduce_scatter(_tensor), all_to_all(_single), gather, scatter, send/recv,
-batch_isend_irecv, barrier, and new_group; on torch 2.x also the coalesced
-forms (``_coalescing_manager``) and functional collectives. Calls return
-async Work objects; they run on one thread per group, in the order they were
-issued. isend/irecv are held until one of their Works is waited on or asked
-about, or the group's next call, then run together in an order that cannot
-deadlock. The group's timeout (init_process_group's ``timeout``) is tutti's:
+PREMUL_SUM (and of sparse COO tensors, SUM), broadcast, reduce, all_gather,
+all_gather_into_tensor, all_gather_coalesced, reduce_scatter(_tensor),
+all_to_all(_single), gather, scatter, send/recv (recv from any source
+too), batch_isend_irecv, barrier, the group's monitored_barrier, and
+new_group; on torch 2.x also the coalesced forms (``_coalescing_manager``)
+and functional collectives. Calls return async Work objects; they run on
+one thread per group, in the order they were issued. isend/irecv are held
+until one of their Works is waited on or asked about, or the group's next
+call, then run together in an order that cannot deadlock. The group's timeout (init_process_group's ``timeout``) is tutti's:
 a dead or stuck peer fails the call with an error naming it instead of
 hanging. Where torch was built without libuv (Debian 13's torch 2.6) and
 USE_LIBUV is unset, importing this sets USE_LIBUV=0, without which env://
@@ -23,12 +24,18 @@ cannot start there.
 ``compression_hook`` with a ``CompressionState`` is a DDP communication hook
 that all-reduces gradients compressed (top-k, int8, sign) with error
 feedback per bucket, on any process group.
+
+When a rank dies, the survivors go on without restarting: ``shrink(pg)``
+gives the group of the ranks left, ``grow(pg, store, n)`` with ``join`` on
+a newcomer brings a replacement in, and both carry a CompressionState's
+error feedback over (``states=``); see _elastic.py.
 """
 import datetime
 import os
 
 import torch.distributed as dist
 
+from ._elastic import grow, join, regroup, shrink
 from ._hook import CompressionState, compression_hook
 from ._pg import ProcessGroupTutti
 
@@ -75,4 +82,5 @@ def _register():
 _store_default()
 _register()
 
-__all__ = ["BACKEND", "ProcessGroupTutti", "CompressionState", "compression_hook"]
+__all__ = ["BACKEND", "ProcessGroupTutti", "CompressionState", "compression_hook", "shrink", "grow", "join",
+           "regroup"]

@@ -13,6 +13,7 @@ import torch.distributed as dist
 
 import tutti
 
+from ._elastic import carried_state, params_key
 from ._pg import ProcessGroupTutti
 from ._work import Work, Worker
 
@@ -45,6 +46,8 @@ class CompressionState:
         self.bytes_sent = self.dense_bytes = 0
         self.total_bytes_sent = self.total_dense_bytes = 0
         self._feedback = {}
+        self._carried = None  # after a regroup: states to hand to the buckets holding their parameters
+        self._carry_until = 0
         self._comm = None
         self._worker = None
         self._lock = threading.Lock()
@@ -68,10 +71,14 @@ class CompressionState:
         self._comm = tutti.Communicator(size, rank, uid)
         self._worker = Worker(f"tutti-hook-r{rank}")
 
-    def _state_for(self, index, count):
+    def _state_for(self, index, count, bucket):
+        if self._carried is not None and self.step <= self._carry_until:
+            return carried_state(self, index, count, bucket)  # just regrouped (_elastic.py)
+        self._carried = None
         ef = self._feedback.get(index)
         if ef is None or ef.count != count:  # DDP rebuilds its buckets after the first step
             ef = self._comm.error_feedback(count)
+            ef.key = params_key(bucket)
             self._feedback[index] = ef
         return ef
 
@@ -100,7 +107,7 @@ def compression_hook(state, bucket):
         state.step += 1
         state.bytes_sent = state.dense_bytes = 0
     compress = state.step > state.start_step and tensor.dtype in _FLOATS
-    ef = state._state_for(index, tensor.numel()) if compress else None
+    ef = state._state_for(index, tensor.numel(), bucket) if compress else None
     comm = state._comm
     stream = None
     if tensor.is_cuda:

@@ -90,6 +90,14 @@ def data_view(tensor):
     return t
 
 
+def copy_into(tensor, flat):
+    """Writes flat, elements of data_view(tensor)'s type end to end, into tensor (of any layout)."""
+    if tensor.is_complex():
+        tensor.copy_(torch.view_as_complex(flat.view(*tensor.shape, 2)))
+    else:
+        tensor.copy_(flat.view(tensor.dtype).view(tensor.shape))
+
+
 def fold(bitwise, gathered):
     """Reduces the leading dimension of gathered with a bitwise torch function."""
     return functools.reduce(bitwise, gathered.unbind(0))

@@ -10,9 +10,14 @@ and so does code written for gloo, whose sends progress by themselves. So
 every isend/irecv is held and its Work returned at once; the held calls are
 queued together when one of their Works is asked about (wait, get_future,
 is_completed, ...), when any other call is made on the group, at
-_end_coalescing, when the group is destroyed, and at exit.
+_end_coalescing, when the group is destroyed, and at exit. A receive from
+any source (peer None) runs after the batch's named calls, so that the
+batch's sends are out before it waits.
 """
+import math
 import threading
+
+import torch
 
 from ._work import Work, cuda_fence
 
@@ -26,7 +31,8 @@ class Held:
         self._lock = threading.Lock()
 
     def add(self, kind, peer, view, tensors):
-        """Holds a "send" or "recv" of view with peer; returns its Work."""
+        """Holds a "send" or "recv" of view with peer (None: a receive from
+        any source); returns its Work."""
         w = Work(tensors, before=self._flush)
         fence = cuda_fence(tensors)  # the tensor is ready when the caller's stream gets here
         with self._lock:
@@ -51,6 +57,8 @@ def order(me, ops):
     """
     def key(k):
         kind, peer = ops[k][0], ops[k][1]
+        if peer is None:
+            return math.inf, math.inf, False, k
         return min(me, peer), max(me, peer), (kind == "recv") == (me < peer), k
 
     return [ops[k] for k in sorted(range(len(ops)), key=key)]
@@ -63,9 +71,11 @@ def runner(comm, ops):
 
     def run(stream):
         try:
-            for kind, peer, view, *_ in ordered:
+            for kind, peer, view, _, work, _ in ordered:
                 if kind == "send":
                     comm.send(view, peer, stream=stream)
+                elif peer is None:
+                    work._source = recv_any(comm, view, stream)
                 else:
                     comm.recv(view, peer, stream=stream)
         except BaseException as e:
@@ -76,6 +86,18 @@ def runner(comm, ops):
             op[4]._finish(None)
 
     return run
+
+
+def recv_any(comm, view, stream):
+    """Receives from any source into view; returns the sender. tutti takes
+    host memory there, so a CUDA tensor is received through a host copy."""
+    if not view.is_cuda:
+        return comm.recv_any(view)
+    host = torch.empty(view.shape, dtype=view.dtype)
+    source = comm.recv_any(host)
+    with torch.cuda.stream(stream):
+        view.copy_(host)
+    return source
 
 
 def tensors_of(ops):

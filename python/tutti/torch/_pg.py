@@ -19,7 +19,7 @@ import torch.distributed as dist
 
 import tutti
 
-from . import _ops, _p2p
+from . import _monitor, _ops, _p2p, _sparse
 from ._work import Work, Worker, completed, cuda_fence
 
 _UID_KEY = "tutti/unique_id"
@@ -57,10 +57,11 @@ class ProcessGroupTutti(dist.ProcessGroup):
     ``dist.init_process_group("tutti")`` and ``dist.new_group(..., backend="tutti")``
     once ``tutti.torch`` is imported; ``.comm`` is its tutti.Communicator."""
 
-    def __init__(self, store, rank, size, timeout=datetime.timedelta(minutes=30)):
+    def __init__(self, store, rank, size, timeout=datetime.timedelta(minutes=30), comm=None):
         super().__init__(rank, size)
         global _count
-        self.comm = _rendezvous(store, rank, size, timeout)
+        # comm: a communicator made already (a shrink's or a grow's, see _elastic.py)
+        self.comm = comm if comm is not None else _rendezvous(store, rank, size, timeout)
         with _count_lock:
             _count += 1
             name = f"tutti-pg{_count}-r{rank}"
@@ -68,6 +69,7 @@ class ProcessGroupTutti(dist.ProcessGroup):
         self._streams = {}
         self._held = _p2p.Held(self._flush)  # isend/irecv not yet queued
         self._group_name = ""
+        self._store, self._timeout, self._monitored = store, timeout, 0  # for monitored_barrier
         _GROUPS.add(self)
 
     # identity
@@ -155,6 +157,8 @@ class ProcessGroupTutti(dist.ProcessGroup):
     # collectives
     def allreduce(self, tensors, opts=None):
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        if any(t.is_sparse for t in tensors):
+            return self._submit(tensors, tensors, lambda s: [_sparse.allreduce(self.comm, t, op, s) for t in tensors])
         plans = [_ops.plan(t, op) for t in tensors]
         return self._submit(tensors, tensors, lambda s: [self._reduce_into(p, s) for p in plans])
 
@@ -208,7 +212,25 @@ class ProcessGroupTutti(dist.ProcessGroup):
         return self._submit([], outputs, lambda s: [w.wait() for w in works])
 
     def allgather_coalesced(self, output_lists, inputs, opts=None):
-        return self._all_of([self.allgather([o], [i], opts) for o, i in zip(output_lists, inputs)], output_lists)
+        """output_lists[q][i] gets rank q's inputs[i]: one all-gather of the inputs laid end to end."""
+        p = self.size()
+        if len(output_lists) != p or any(len(outs) != len(inputs) for outs in output_lists) or any(
+                o.numel() != i.numel() or o.dtype != i.dtype for outs in output_lists for o, i in zip(outs, inputs)):
+            raise ValueError(f"tutti: all_gather_coalesced needs {p} output lists (one per rank), each of "
+                             f"{len(inputs)} tensors of the inputs' sizes and dtypes")
+        views = [_ops.data_view(t).reshape(-1) for t in inputs]
+        sizes = [v.numel() for v in views]
+        flat = torch.cat(views) if views else torch.empty(0)
+
+        def body(s):
+            gathered = self.comm.allgather(flat, stream=s)
+            for q, outs in enumerate(output_lists):
+                at = 0
+                for o, n in zip(outs, sizes):
+                    _ops.copy_into(o, gathered[q, at:at + n])
+                    at += n
+
+        return self._submit([*inputs, *[o for outs in output_lists for o in outs]], output_lists, body)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
         return self._all_of([self._allgather_base(o, i, opts) for o, i in zip(outputs, inputs)], outputs)
@@ -314,7 +336,12 @@ class ProcessGroupTutti(dist.ProcessGroup):
         return self._submit([], [], lambda s: self.comm.barrier())
 
     def monitored_barrier(self, timeout=None, wait_all_ranks=False):
-        self.barrier().wait()
+        """Raises on rank 0 naming the rank that did not arrive within timeout
+        (every such rank with wait_all_ranks), as gloo does (_monitor)."""
+        if timeout is None:
+            timeout = self._timeout
+        self._monitored += 1
+        _monitor.monitored_barrier(self._store, self.rank(), self.size(), self._monitored, timeout, wait_all_ranks)
 
     def gather(self, output_lists, inputs, opts):
         t = _one(inputs, "gather")
@@ -373,7 +400,11 @@ class ProcessGroupTutti(dist.ProcessGroup):
         return self._held.add("recv", src, _ops.data_view(t), tensors)
 
     def recv_anysource(self, tensors, tag=0):
-        raise RuntimeError("tutti: recv from any source is not supported; name the source rank")
+        """Held as a recv is; its Work's source_rank() names the sender once it finished."""
+        t = _one(tensors, "recv")
+        if not t.is_contiguous():
+            raise ValueError("tutti: recv needs a contiguous tensor")
+        return self._held.add("recv", None, _ops.data_view(t), tensors)
 
     # torch 1.13's batch_isend_irecv, and torch 2.x's on CUDA tensors, bracket
     # the batch with these: it is exactly what was issued in between.

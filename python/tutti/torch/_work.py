@@ -58,6 +58,7 @@ class Work(dist.Work):
         self._fut = Future()
         self._done = threading.Event()
         self._exc = None
+        self._source = None  # the sender, for a receive from any source
         self._claimed = False
         _keep(self)
 
@@ -83,7 +84,7 @@ class Work(dist.Work):
         elif timeout:
             seconds = float(timeout)
         if not self._done.wait(seconds):
-            raise RuntimeError(f"tutti: operation did not finish within {seconds} s")
+            raise RuntimeError(f"tutti: wait timeout after {seconds} s: the operation has not finished")
         self._claimed = True
         _release(self)
         if self._exc is not None:
@@ -114,7 +115,13 @@ class Work(dist.Work):
         return self._outputs
 
     def source_rank(self):
-        raise RuntimeError("tutti: recv from any source is not supported, so there is no source rank")
+        """The rank a receive from any source got its message from, once it finished."""
+        if self._source is None:
+            raise RuntimeError("tutti: source_rank() names the sender of a receive from any source (recv "
+                               "without src), once it finished; this Work is not one, or has not finished")
+        return self._source
+
+    _source_rank = source_rank  # what torch.distributed.recv calls
 
     def synchronize(self):
         self.wait()

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Surviving a lost rank: tutti_comm_revoke stops every call on a
+ * communicator, on every rank, through the flag abort raises and the star;
+ * tutti_comm_shrink makes a communicator of the ranks that remain. Its
+ * agreement (shrink_agree.c) needs no working collective on the old
+ * communicator; what it agreed becomes a new communicator set up as
+ * tutti_comm_init sets one up, over the connections the agreement made.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/shrink.h"
+#include "comm/star.h"
+#include "core/clock.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/ranks.h"
+#include "core/try.h"
+
+/* Revokes comm (entered by the caller). */
+static void revoke_here(tutti_comm_t comm)
+{
+    int none = -1;
+    if (__atomic_compare_exchange_n(&comm->revoked_by, &none, comm->rank, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+        TT_INFO(TT_SUB_INIT, "rank %d revokes its communicator of %d ranks", comm->rank, comm->nranks);
+    /* The same flag as abort's, so the calls waiting here stop at once;
+     * the star tells every rank, whose calls then stop too. */
+    tt_comm_interrupt(comm);
+    if (comm->bs.star)
+        tt_star_revoke(comm->bs.star);
+    /* Until the other calls have returned (revokes on other threads wait alike). */
+    __atomic_add_fetch(&comm->revoking, 1, __ATOMIC_RELAXED);
+    tt_comm_wait_idle(comm, &comm->revoking);
+    __atomic_sub_fetch(&comm->revoking, 1, __ATOMIC_RELAXED);
+}
+
+TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t handle)
+{
+    tutti_comm_t comm;
+    TT_TRY(tt_comm_enter(handle, "tutti_comm_revoke", &comm));
+    revoke_here(comm);
+    tt_comm_leave(comm);
+    return TUTTI_SUCCESS;
+}
+
+/* This shrink's admission key: every survivor derives the same one from
+ * comm's key and how many shrinks comm has begun. */
+static void shrink_key(tutti_comm_t comm, unsigned no, unsigned char *key)
+{
+    uint64_t h1 = tt_hash(comm->env.key, TT_KEY_BYTES, TT_HASH_SEED ^ 0x736872696e6bull); /* "shrink" */
+    h1 = tt_hash(&no, sizeof no, h1);
+    uint64_t h2 = tt_hash(comm->env.key, TT_KEY_BYTES, h1);
+    memcpy(key, &h1, 8);
+    memcpy(key + 8, &h2, 8);
+}
+
+static tutti_status_t check_args(tutti_comm_t comm, const int *exclude, int n, unsigned flags,
+                                 unsigned char *excluded)
+{
+    const unsigned known = TUTTI_SHRINK_ABORT | TUTTI_SHRINK_DEAD;
+    if (n < 0 || (n > 0 && !exclude))
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "tutti_comm_shrink: exclude %p with n %d",
+                             (const void *)exclude, n);
+    if (flags & ~known)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "tutti_comm_shrink: unknown flags %#x",
+                             flags & ~known);
+    for (int i = 0; i < n; i++) {
+        if (exclude[i] < 0 || exclude[i] >= comm->nranks)
+            return tt_comm_error(
+                comm, TUTTI_ERR_INVALID_ARG,
+                "tutti_comm_shrink: exclude[%d] = %d is not a rank of this communicator (0..%d)", i,
+                exclude[i], comm->nranks - 1);
+        if (exclude[i] == comm->rank)
+            return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
+                                 "tutti_comm_shrink: rank %d excludes itself (excluded ranks do not call it)",
+                                 comm->rank);
+        excluded[exclude[i]] = 1;
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* The new communicator over the connections the agreement made. */
+static tutti_status_t build(tt_shrink_t *sh, tutti_comm_t *newcomm)
+{
+    tutti_comm_params_t params = tt_comm_inherited(sh->comm);
+    tutti_status_t st = tt_comm_create_over(newcomm, sh->d.nmembers, sh->d.newrank, sh->d.key, sh->up_fd,
+                                            sh->rank_fds, &params);
+    sh->up_fd = -1; /* closed by now when it failed */
+    sh->rank_fds = NULL;
+    return st;
+}
+
+/* Agreement, then set-up; with TUTTI_SHRINK_DEAD a set-up that a dying
+ * member broke starts over without it (each round loses a rank, so this ends). */
+static tutti_status_t shrink(tt_shrink_t *sh, tutti_comm_t *newcomm)
+{
+    int64_t start = tt_now_ms();
+    for (int round = 0;; round++) {
+        sh->admit_until = tt_now_ms() + sh->comm->timeout_ms;
+        sh->until = sh->admit_until + sh->comm->timeout_ms;
+        TT_TRY(tt_shrink_agree(sh));
+        tt_log_fault_mark();
+        tutti_status_t st = build(sh, newcomm);
+        if (!st) {
+            char left[256] = "none";
+            tt_ranks_str(sh->member, sh->n, left, sizeof left);
+            TT_INFO(TT_SUB_INIT, "shrink: rank %d of %d is rank %d of %d (from %s) after %lld ms", sh->me,
+                    sh->n, sh->d.newrank, sh->d.nmembers, left, (long long)(tt_now_ms() - start));
+            return TUTTI_SUCCESS;
+        }
+        if (st != TUTTI_ERR_PEER_FAILED || !(sh->flags & TUTTI_SHRINK_DEAD) || round >= sh->n)
+            return tt_comm_context(NULL, st,
+                                   "tutti_comm_shrink: setting up the new communicator of %d ranks failed",
+                                   sh->d.nmembers);
+        TT_INFO(TT_SUB_INIT, "shrink: a member died while the new communicator was set up; starting over");
+    }
+}
+
+TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t handle, const int *exclude, int n, unsigned flags,
+                                           tutti_comm_t *newcomm)
+{
+    if (newcomm)
+        *newcomm = NULL;
+    tutti_comm_t comm;
+    TT_TRY(tt_comm_enter(handle, "tutti_comm_shrink", &comm));
+    tt_shrink_t sh = {.comm = comm, .n = comm->nranks, .me = comm->rank, .flags = flags};
+    sh.excluded = calloc((size_t)sh.n, 1);
+    sh.dead = calloc((size_t)sh.n, 1);
+    sh.member = calloc((size_t)sh.n, 1);
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (!newcomm)
+        st = tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "tutti_comm_shrink: newcomm: NULL output pointer");
+    else if (!sh.excluded || !sh.dead || !sh.member)
+        st = tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory for %d ranks", sh.n);
+    else
+        st = check_args(comm, exclude, n, flags, sh.excluded);
+    if (!st) {
+        sh.exclude_hash = tt_hash(sh.excluded, (size_t)sh.n, TT_HASH_SEED);
+        shrink_key(comm, comm->nshrinks++, sh.key);
+        if (flags & TUTTI_SHRINK_ABORT)
+            revoke_here(comm);
+        st = shrink(&sh, newcomm);
+        if (st) /* said where it was found; comm's last error says it too */
+            tt_comm_error_logged(comm, st, "%s", tutti_comm_last_error(NULL));
+    }
+    free(sh.excluded);
+    free(sh.dead);
+    free(sh.member);
+    tt_comm_leave(comm);
+    return st;
+}

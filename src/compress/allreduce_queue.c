@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The compressed all-reduce on device buffers, queued on the caller's
+ * stream as a staged call (src/device/queue.h): the GPU path's kernels
+ * compress before the proxy's part and decompress after it
+ * (allreduce_gpu.c), or, with a buffer on the host, sampled top-k or
+ * nothing to compress, the CPU path runs on the proxy on staged copies.
+ * Either way the proxy does host work only (the exchange, the two-phase
+ * server step), and the call's collectives take their sequence numbers as
+ * it is queued. The worker error stays on the GPU from a state's first
+ * device call on: the CPU path stages it too. Moving it there is a staged
+ * step of its own, queued before the call, so that it follows whatever
+ * earlier queued calls did to the host copy.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compress/allreduce_gpu.h"
+#include "device/rt.h"
+
+#define NAME "tutti_allreduce_compressed"
+
+#ifndef TT_HAVE_CUDA
+tt_cpath_t tt_compress_gpu_plan(const tt_call_t *c, const tutti_compress_t *how, int p, tt_cplan_t *pl)
+{
+    (void)c;
+    (void)how;
+    (void)p;
+    (void)pl;
+    return CPU_STAGED; /* no kernels */
+}
+
+tutti_status_t tt_compress_gpu_before(const tt_device_ctx_t *ctx, void *stream, const tt_cqueued_t *q)
+{
+    (void)ctx;
+    (void)stream;
+    (void)q;
+    return TUTTI_ERR_INTERNAL;
+}
+
+tutti_status_t tt_compress_gpu_after(const tt_device_ctx_t *ctx, void *stream, const tt_cqueued_t *q)
+{
+    (void)ctx;
+    (void)stream;
+    (void)q;
+    return TUTTI_ERR_INTERNAL;
+}
+#endif
+
+/* Offsets of the pieces (each 256-byte aligned); returns the total. */
+static size_t carve(const size_t *sizes, int n, size_t *off)
+{
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        off[i] = at;
+        at += (sizes[i] + 255) / 256 * 256;
+    }
+    return at;
+}
+
+static tt_device_span_t gpu_span(size_t gpu_off, size_t host_off, size_t bytes)
+{
+    return (tt_device_span_t){.gpu_off = gpu_off, .host_off = host_off, .bytes = bytes};
+}
+
+static tt_device_span_t dev_span(const void *dev, size_t host_off, size_t bytes)
+{
+    return (tt_device_span_t){.dev = dev, .host_off = host_off, .bytes = bytes};
+}
+
+/* What goes between the GPU and the host; q->spans holds 2 p + 2. */
+static void spans_of(tt_cqueued_t *q)
+{
+    tt_device_span_t *in = q->spans;
+    size_t f = q->call.count * sizeof(float), slot = q->pl.slot, pitch = q->pl.pitch;
+    q->nin = q->nout = 0;
+    if (q->path == GPU_QUANT) {
+        for (int j = 0; j < q->p; j++)
+            in[q->nin++] =
+                gpu_span(q->doff[D_PAIRS] + pitch * (size_t)j, q->hoff[H_MINE] + slot * (size_t)j, slot);
+        for (int j = 0; j < q->p; j++)
+            in[q->nin + q->nout++] =
+                gpu_span(q->doff[D_ALL] + pitch * (size_t)j, q->hoff[H_ALL] + slot * (size_t)j, slot);
+    } else if (q->path == GPU_TOPK) {
+        in[q->nin++] = gpu_span(q->doff[D_PAIRS], q->hoff[H_MINE], q->pl.dev[D_PAIRS]);
+        in[q->nin + q->nout++] = gpu_span(q->doff[D_ALL], q->hoff[H_ALL], q->pl.dev[D_ALL]);
+    } else if (q->path == GPU_DENSE) {
+        in[q->nin++] = gpu_span(q->doff[D_X], q->hoff[H_MINE], f);
+        in[q->nin + q->nout++] = q->call.dtype == TUTTI_FP32 ? dev_span(q->call.recv, q->hoff[H_MINE], f)
+                                                             : gpu_span(q->doff[D_OUT32], q->hoff[H_MINE], f);
+    } else {
+        tt_device_span_t buf_in, buf_out;
+        int bi, bo;
+        tt_stage_spans(&q->call, &q->layout, &buf_in, &bi, &buf_out, &bo);
+        if (bi)
+            in[q->nin++] = buf_in;
+        if (q->ef)
+            in[q->nin++] = dev_span(q->ef->worker_dev, q->hoff[H_ERROR], f);
+        if (bo)
+            in[q->nin + q->nout++] = buf_out;
+        if (q->ef)
+            in[q->nin + q->nout++] = dev_span(q->ef->worker_dev, q->hoff[H_ERROR], f);
+    }
+}
+
+/* ---- on the proxy: host memory only ---- */
+
+/* The GPU path's exchange: what the CPU path sends, on the stand-in. */
+static tutti_status_t exchange(tutti_comm_t comm, const tt_cqueued_t *q, char *h)
+{
+    size_t n = q->call.count;
+    if (q->path == GPU_DENSE) {
+        tt_compress_topk_dense(comm, q->pl.k, n); /* the debug line and the stats, as on the CPU */
+        return tt_compress_host_coll(comm, TT_COLL_ALLREDUCE, h + q->hoff[H_MINE], h + q->hoff[H_MINE], n,
+                                     TUTTI_FP32, q->call.op);
+    }
+    if (q->path == GPU_TOPK) {
+        tt_compress_stats(comm)->k_sent = q->pl.k;
+        return tt_compress_host_coll(comm, TT_COLL_ALLGATHER, h + q->hoff[H_MINE], h + q->hoff[H_ALL],
+                                     q->pl.k * sizeof(tt_pair_t), TUTTI_UINT8, TUTTI_SUM);
+    }
+    int p = q->p;
+    size_t slot = q->pl.slot, mine = tt_block_count(n, p, q->rank);
+    unsigned char *enc = (unsigned char *)h + q->hoff[H_MINE], *got = (unsigned char *)h + q->hoff[H_ALL];
+    uint64_t base = q->rng * 2 * (uint64_t)p;
+    TT_TRY(tt_compress_host_coll(comm, TT_COLL_ALLTOALL, enc, got, slot, TUTTI_UINT8, TUTTI_SUM));
+    tt_compress_server(&q->pl.q, got, slot, tt_block_off(n, p, q->rank), mine, p, q->call.op,
+                       base + (uint64_t)p + (uint64_t)q->rank, q->ef, (float *)(h + q->hoff[H_SERVER]), enc);
+    return tt_compress_host_coll(comm, TT_COLL_ALLGATHER, enc, got, slot, TUTTI_UINT8, TUTTI_SUM);
+}
+
+/* The CPU path on the staged copies, the worker error among them. */
+static tutti_status_t run_staged(tutti_comm_t comm, const tt_cqueued_t *q, char *h)
+{
+    tt_call_t host = tt_stage_stand_in(&q->call, &q->layout, h);
+    if (!q->ef)
+        return tt_compress_run(comm, &host, &q->how, NULL);
+    struct tutti_ef_state view = *q->ef; /* its server error is the state's own */
+    view.worker = (float *)(h + q->hoff[H_ERROR]);
+    view.worker_on_device = 0;
+    tutti_status_t st = tt_compress_run(comm, &host, &q->how, &view);
+    q->ef->server_count = view.server_count;
+    return st;
+}
+
+static tutti_status_t run(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
+{
+    const tt_cqueued_t *q = arg;
+    tt_compress_use(comm, q->seqs, q->nseqs, q->rng);
+    tutti_status_t st;
+    if (q->path == CPU_STAGED) {
+        st = run_staged(comm, q, ctx->host);
+    } else {
+        *tt_compress_stats(comm) = (tutti_compress_stats_t){0};
+        uint64_t before = tt_coll_bytes_sent(comm);
+        st = exchange(comm, q, ctx->host);
+        if (!st)
+            tt_compress_account(comm, before, q->call.count, q->call.dtype);
+    }
+    tutti_status_t done = tt_compress_done(comm, NAME);
+    return st ? st : done;
+}
+
+/* ---- on the caller's stream ---- */
+
+static tutti_status_t begin(tutti_comm_t comm, void *arg, int *direct)
+{
+    tt_cqueued_t *q = arg;
+    *direct = 0;
+    return tt_compress_reserve(comm, &q->how, q->call.count, q->seqs, &q->nseqs, &q->rng);
+}
+
+static tutti_status_t before(const tt_device_ctx_t *ctx, void *stream, void *arg)
+{
+    const tt_cqueued_t *q = arg;
+    return q->path == CPU_STAGED ? TUTTI_SUCCESS : tt_compress_gpu_before(ctx, stream, q);
+}
+
+/* After the results: decompressed, and the error's last update marked, for
+ * a read of the state (tt_ef_worker_to_host). */
+static tutti_status_t after(const tt_device_ctx_t *ctx, void *stream, void *arg)
+{
+    const tt_cqueued_t *q = arg;
+    if (q->path != CPU_STAGED)
+        TT_TRY(tt_compress_gpu_after(ctx, stream, q));
+    tutti_status_t st = q->ef ? ctx->rt->event_record(q->ef->updated, stream) : TUTTI_SUCCESS;
+    return st ? tt_device_error(ctx->comm, NAME, "recording the error's update", st) : TUTTI_SUCCESS;
+}
+
+static void release(void *arg)
+{
+    tt_cqueued_t *q = arg;
+    if (q->ef)
+        tt_ef_let_go(q->ef);
+    free(q->spans);
+    free(q);
+}
+
+/* ---- the worker error, moved to the GPU ---- */
+
+typedef struct {
+    tutti_ef_state_t ef;
+    tt_device_span_t span;
+} move_t;
+
+/* On the caller's stream: the error's GPU copy (the first time), allocated
+ * in stream order. */
+static tutti_status_t move_before(const tt_device_ctx_t *ctx, void *stream, void *arg)
+{
+    move_t *m = arg;
+    tutti_ef_state_t ef = m->ef;
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (!ef->worker_dev) {
+        st =
+            ctx->rt->dev_alloc((ef->count ? ef->count : 1) * sizeof(float), stream, (void **)&ef->worker_dev);
+        if (!st && (st = ctx->rt->event_create(&ef->updated)) != TUTTI_SUCCESS) {
+            ctx->rt->dev_free(ef->worker_dev, stream);
+            ef->worker_dev = NULL;
+        }
+        ef->device = ctx->device;
+    }
+    m->span.dev = ef->worker_dev;
+    return st ? tt_device_error(ctx->comm, NAME, "allocating the error on the GPU", st) : TUTTI_SUCCESS;
+}
+
+/* On the proxy, after every earlier call: the host error as it is now. */
+static tutti_status_t move_run(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
+{
+    (void)comm;
+    move_t *m = arg;
+    memcpy(ctx->host, m->ef->worker, m->span.bytes);
+    return TUTTI_SUCCESS;
+}
+
+static tutti_status_t error_to_gpu(tutti_comm_t comm, tutti_ef_state_t ef, int device, void *stream)
+{
+    move_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, NAME ": no memory to queue the error's move");
+    *m = (move_t){.ef = ef, .span = {.bytes = ef->count * sizeof(float)}};
+    tt_device_work_t work = {.name = NAME,
+                             .before = move_before,
+                             .run = move_run,
+                             .out = &m->span,
+                             .nout = 1,
+                             .release = free,
+                             .arg = m,
+                             .host_bytes = m->span.bytes};
+    TT_TRY(tt_device_enqueue(comm, device, &work, stream));
+    ef->worker_on_device = 1;
+    return TUTTI_SUCCESS;
+}
+
+/* ---- queuing ---- */
+
+tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+                                   tutti_ef_state_t ef, void *stream)
+{
+    int device;
+    TT_TRY(tt_device_refuse_capture(comm, NAME, stream));
+    TT_TRY(tt_device_of(comm, c->send_on_device ? c->send : c->recv, NAME, &device));
+    if (ef && ef->worker_dev && ef->device != device)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
+                             NAME ": state keeps its error on GPU %d, but the buffers are on GPU %d",
+                             ef->device, device);
+    if (ef && !ef->worker_on_device)
+        TT_TRY(error_to_gpu(comm, ef, device, stream));
+    tt_cqueued_t *q = calloc(1, sizeof *q);
+    tt_device_span_t *spans = calloc(2 * (size_t)comm->nranks + 2, sizeof *spans);
+    if (!q || !spans) {
+        free(q);
+        free(spans);
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, NAME ": no memory to queue the call");
+    }
+    *q = (tt_cqueued_t){
+        .call = *c, .how = *how, .ef = ef, .p = comm->nranks, .rank = comm->rank, .spans = spans};
+    q->path = tt_compress_gpu_plan(c, how, q->p, &q->pl);
+    size_t gpu_bytes = carve(q->pl.dev, D_N, q->doff);
+    if (q->path == CPU_STAGED) {
+        q->layout = tt_stage_layout(c);
+        q->pl.host[H_MINE] = q->layout.bytes; /* the staged buffers first */
+        q->pl.host[H_ERROR] = ef ? c->count * sizeof(float) : 0;
+    }
+    size_t host_bytes = carve(q->pl.host, H_N, q->hoff);
+    spans_of(q);
+    if (ef)
+        tt_ef_hold(ef); /* let go with q, once the proxy is done with it */
+    tt_device_work_t work = {.name = NAME,
+                             .begin = begin,
+                             .before = before,
+                             .run = run,
+                             .after = after,
+                             .in = q->spans,
+                             .nin = q->nin,
+                             .out = q->spans + q->nin,
+                             .nout = q->nout,
+                             .release = release,
+                             .arg = q,
+                             .host_bytes = host_bytes,
+                             .gpu_bytes = gpu_bytes};
+    return tt_device_enqueue(comm, device, &work, stream);
+}
+
+/* A host call's read, once the GPU's work on the error is done; blocking,
+ * as host calls are. */
+tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef)
+{
+    const tt_device_rt_t *rt = tt_device_runtime();
+    if (!ef->worker_on_device || !rt)
+        return TUTTI_SUCCESS;
+    int prev, mode;
+    tutti_status_t st = rt->enter(ef->device, &prev);
+    if (st)
+        return tt_device_error(NULL, "error feedback", "making the error's GPU current", st);
+    int relaxed = rt->relax(&mode) == TUTTI_SUCCESS;
+    st = rt->event_sync(ef->updated);
+    if (!st && ef->count)
+        st = rt->copy(ef->worker, ef->worker_dev, ef->count * sizeof(float), NULL);
+    if (!st)
+        st = rt->stream_sync(NULL);
+    if (relaxed)
+        rt->unrelax(mode);
+    rt->leave(prev);
+    if (st)
+        return tt_device_error(NULL, "error feedback", "copying the error from the GPU", st);
+    ef->worker_on_device = 0;
+    return TUTTI_SUCCESS;
+}
+
+void tt_ef_free_device(tutti_ef_state_t ef)
+{
+    const tt_device_rt_t *rt = tt_device_runtime();
+    if (!rt || !ef->worker_dev)
+        return;
+    int prev;
+    if (rt->enter(ef->device, &prev) != TUTTI_SUCCESS)
+        return; /* no GPU to free it on: it stays */
+    if (ef->updated)
+        rt->event_sync(ef->updated); /* the last call's work on it is done */
+    rt->dev_free(ef->worker_dev, NULL);
+    if (ef->updated)
+        rt->event_destroy(ef->updated);
+    rt->leave(prev);
+    ef->worker_dev = ef->updated = NULL;
+    ef->worker_on_device = 0;
+}

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a direct run touches, set up on the caller's thread at the first
+ * device calls (with the bound GPU current, before anything is queued):
+ * this rank's window and its segment registered with its GPU (bind), then
+ * each peer's window opened and its segment registered as the peers
+ * publish theirs (open_peers). Also the host's side of the inbox words:
+ * releasing this rank's stream from a peer that gave up.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "transports/cuda_ipc/cuda_ipc.h"
+
+static tt_ipc_inbox_t *inbox_at(void *seg, int sender)
+{
+    return (tt_ipc_inbox_t *)((char *)seg + tt_ipc_inbox_offset(sender));
+}
+
+static void undo_bind(tt_ipc_ctx_t *ctx)
+{
+    if (ctx->seg_dev)
+        ctx->be->host_unregister(ctx->dev, ctx->seg);
+    ctx->seg_dev = NULL;
+}
+
+tutti_status_t tt_ipc_bind(void *ctxp, int device)
+{
+    tt_ipc_ctx_t *ctx = ctxp;
+    if (ctx->window)
+        return TUTTI_SUCCESS;
+    const tt_ipc_backend_t *be = ctx->be;
+    tt_ipc_seg_hdr_t *seg = ctx->seg;
+    const char *what = "attaching to the GPU";
+    tutti_status_t st = ctx->dev ? TUTTI_SUCCESS : be->attach(device, &ctx->dev);
+    if (!st) {
+        int n = 0;
+        what = "asking which GPUs this one reaches";
+        st = be->identity(ctx->dev, &seg->device, seg->reach, &n);
+        seg->nreach = n;
+    }
+    if (!st && !(st = be->host_register(ctx->dev, seg, ctx->seg_bytes, &ctx->seg_dev)))
+        what = "allocating the window";
+    else if (!st)
+        what = "registering the segment with the GPU";
+    if (!st && (st = be->window_alloc(ctx->dev, ctx->window_bytes, (void **)&ctx->window, seg->handle)) != 0)
+        undo_bind(ctx);
+    if (st) {
+        ctx->window = NULL;
+        TT_WARN(TT_SUB_NET, "cuda_ipc: %s failed (%s); device calls go through host staging", what,
+                be->said());
+        return st;
+    }
+    ctx->device = device;
+    seg->window_addr = (uint64_t)(uintptr_t)ctx->window;
+    seg->window_device = device;
+    atomic_store_explicit(&seg->window_ready, 1, memory_order_release);
+    return TUTTI_SUCCESS;
+}
+
+/* A peer's window, through its IPC handle, or as it is when the peer is a
+ * thread of this process (a handle cannot be opened where it was made);
+ * a process of another PID namespace may have this one's PID, so the
+ * namespace must match too. Then its segment, for our stream's stores. */
+static tutti_status_t open_peer(tt_ipc_ctx_t *ctx, tt_ipc_conn_t *c)
+{
+    const tt_ipc_seg_hdr_t *seg = c->peer_seg;
+    void *p = NULL;
+    int same_process = seg->pid == (int32_t)getpid() && seg->pid_ns == ctx->seg->pid_ns;
+    tutti_status_t st = same_process ? ctx->be->window_share(ctx->dev, (void *)(uintptr_t)seg->window_addr,
+                                                             seg->window_device, &p)
+                                     : ctx->be->window_open(ctx->dev, seg->handle, ctx->window_bytes, &p);
+    if (!st) {
+        c->peer_window = p;
+        c->shared = same_process;
+        st = ctx->be->host_register(ctx->dev, c->peer_seg, ctx->seg_bytes, &c->peer_seg_dev);
+    }
+    if (st)
+        TT_WARN(TT_SUB_NET,
+                "cuda_ipc: opening rank %d's window%s failed (%s); device calls go through host staging",
+                c->peer, same_process ? " (same process)" : "", ctx->be->said());
+    return st;
+}
+
+static tutti_status_t make_view(tt_ipc_ctx_t *ctx)
+{
+    int me = ctx->env->rank, p = ctx->env->nranks;
+    ctx->view = calloc((unsigned)p, sizeof *ctx->view);
+    if (!ctx->view)
+        return TUTTI_ERR_NO_MEMORY;
+    for (int q = 0; q < p; q++) {
+        tt_direct_peer_t *v = &ctx->view[q];
+        if (q == me) {
+            v->window = ctx->window;
+            continue;
+        }
+        const tt_ipc_conn_t *c = ctx->conns[q];
+        v->window = c->peer_window;
+        v->ready_from = (unsigned *)&inbox_at(ctx->seg_dev, q)->ready;
+        v->done_from = (unsigned *)&inbox_at(ctx->seg_dev, q)->done;
+        v->ready_to = (unsigned *)&inbox_at(c->peer_seg_dev, me)->ready;
+        v->done_to = (unsigned *)&inbox_at(c->peer_seg_dev, me)->done;
+    }
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_ipc_open_peers(void *ctxp, int *all)
+{
+    tt_ipc_ctx_t *ctx = ctxp;
+    *all = ctx->opened;
+    if (ctx->opened || ctx->open_failed || !ctx->window)
+        return TUTTI_SUCCESS;
+    int every = 1;
+    for (int r = 0; r < ctx->env->nranks; r++) {
+        tt_ipc_conn_t *c = ctx->conns[r];
+        if (r == ctx->env->rank || (c && c->peer_seg_dev))
+            continue;
+        if (!c || !atomic_load_explicit(&c->peer_seg->window_ready, memory_order_acquire)) {
+            every = 0; /* that rank has made no device call yet */
+            continue;
+        }
+        if (open_peer(ctx, c)) {
+            ctx->open_failed = 1; /* said; this communicator stages from now on */
+            return TUTTI_SUCCESS;
+        }
+    }
+    if (!every)
+        return TUTTI_SUCCESS;
+    tutti_status_t st = make_view(ctx);
+    ctx->opened = st == TUTTI_SUCCESS;
+    *all = ctx->opened;
+    return st;
+}
+
+const tt_direct_peer_t *tt_ipc_peers(void *ctxp, size_t *window_bytes)
+{
+    tt_ipc_ctx_t *ctx = ctxp;
+    *window_bytes = ctx->window_bytes;
+    return ctx->opened ? ctx->view : NULL;
+}
+
+/* Only forward: a late release must not undo what the peer wrote since. */
+static void raise_to(_Atomic uint32_t *word, unsigned round)
+{
+    uint32_t now = atomic_load_explicit(word, memory_order_acquire);
+    while ((int32_t)(round - now) > 0 && !atomic_compare_exchange_weak_explicit(
+                                             word, &now, round, memory_order_release, memory_order_acquire))
+        ;
+}
+
+void tt_ipc_release(void *ctxp, int peer, unsigned round)
+{
+    tt_ipc_ctx_t *ctx = ctxp;
+    for (int q = 0; q < ctx->env->nranks; q++)
+        if (q != ctx->env->rank && (peer < 0 || q == peer)) {
+            raise_to(&inbox_at(ctx->seg, q)->ready, round);
+            raise_to(&inbox_at(ctx->seg, q)->done, round);
+        }
+}
+
+void tt_ipc_keep(void *ctxp)
+{
+    tt_ipc_ctx_t *ctx = ctxp;
+    ctx->kept = 1;
+}
+
+void tt_ipc_unbind_peer(tt_ipc_conn_t *c)
+{
+    const tt_ipc_ctx_t *ctx = c->ctx;
+    if (ctx->kept)
+        return;
+    if (c->peer_window && !c->shared)
+        ctx->be->window_close(ctx->dev, c->peer_window, ctx->window_bytes);
+    if (c->peer_seg_dev)
+        ctx->be->host_unregister(ctx->dev, c->peer_seg);
+    c->peer_window = NULL;
+    c->peer_seg_dev = NULL;
+}
+
+void tt_ipc_unbind(tt_ipc_ctx_t *ctx)
+{
+    if (!ctx->kept)
+        undo_bind(ctx);
+}
