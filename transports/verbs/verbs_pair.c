@@ -161,6 +161,27 @@ static int try_pair(tt_verbs_conn_t *c, int fd, tt_verbs_dev_t *mine, const tt_v
     return 1;
 }
 
+/* One line when a rank connects from another port than the one it
+ * prefers (its first offered): where it ended, and why (the first pair
+ * tried failed, or the pair shares a subnet where the nearest does not). */
+static void said_where(const tt_verbs_ctx_t *ctx, const tt_verbs_conn_t *c, int me,
+                       const tt_verbs_port_info_t *theirs, const char *a, const char *b,
+                       const char *first_failed)
+{
+    char pref[128];
+    if (first_failed) {
+        TT_INFO(TT_SUB_NET, "verbs: rank %d reaches rank %d from its %s to rank %d's %s; first tried: %s",
+                ctx->env->rank, c->peer, a, c->peer, b, first_failed);
+    } else if (me != 0) {
+        port_text(&ctx->offer.port[0], pref, sizeof pref);
+        TT_INFO(
+            TT_SUB_NET,
+            "verbs: rank %d reaches rank %d from its %s to rank %d's %s%s rather than from its nearest %s",
+            ctx->env->rank, c->peer, a, c->peer, b,
+            subnet_class(&ctx->offer.port[me], theirs) == 0 ? ", on one subnet," : ",", pref);
+    }
+}
+
 /* What to set, after the pairs tried (each listed in tried). */
 static void no_pair(const tt_verbs_ctx_t *ctx, const tt_verbs_conn_t *c, const char *tried)
 {
@@ -195,11 +216,8 @@ tutti_status_t tt_verbs_pair_up(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c,
         port_text(&ctx->offer.port[me], a, sizeof a);
         port_text(&peer.port[them], b, sizeof b);
         if (try_pair(c, fd, &ctx->dev[me], &peer.port[them], deadline, &st, why, sizeof why)) {
-            tried[first_len] = '\0'; /* one line: where it ended, and why not on the first pair */
-            if (k > 0)
-                TT_INFO(TT_SUB_NET,
-                        "verbs: rank %d reaches rank %d from its %s to rank %d's %s; first tried: %s",
-                        ctx->env->rank, c->peer, a, c->peer, b, tried);
+            tried[first_len] = '\0';
+            said_where(ctx, c, me, &peer.port[them], a, b, k > 0 ? tried : NULL);
             return TUTTI_SUCCESS;
         }
         if (st)
