@@ -27,7 +27,7 @@
 #include "core/clock.h"
 #include "exact.h"
 #include "transports/verbs/verbs.h"
-#include "tune/registry.h"
+#include "algorithms/registry.h"
 
 /* Any four in a row hold every dtype. */
 static const struct {
