@@ -7,8 +7,9 @@
  * usage: host-rank sweep|tuner MAXCOUNT | host-rank loop
  *   sweep  the tuner's choice, then every algorithm forced (TUTTI_ALGO, a
  *          communicator split off for each): every collective at counts
- *          from 0 to MAXCOUNT elements (forced algorithms: to MAXCOUNT / 8)
- *          in fp32, fp16, bf16 and int32, each result checked exactly, and
+ *          from 0 to MAXCOUNT elements (all four kinds to MAXCOUNT / 4, then
+ *          fp32; forced algorithms one kind a count, to MAXCOUNT / 8) in
+ *          fp32, fp16, bf16 and int32, each result checked exactly, and
  *          every peer on another host reached over verbs. Rank 0 prints a
  *          line per algorithm; every rank prints its registration cache
  *          counters.
@@ -51,12 +52,13 @@ static int on_verbs(tutti_comm_t handle)
 
 /* Algorithm a (0: the tuner) on a communicator of its own; the number of
  * rounds checked, or -1. The tuner's choice runs every kind at every count
- * up to maxcount; a forced algorithm one kind a count, turning with a and
- * the count, up to maxcount / 8 (the link is slow). */
+ * up to maxcount / 4, then one at maxcount; a forced algorithm one kind a
+ * count, turning with a and the count, up to maxcount / 8 (the link is
+ * slow). */
 static int sweep_one(tutti_comm_t world, int a, size_t maxcount, const tt_round_bufs_t *b)
 {
-    const size_t counts[] = {0, 1, 7, 1000, 65537, a ? maxcount / 8 : maxcount};
-    const size_t ncounts = sizeof counts / sizeof counts[0];
+    const size_t counts[] = {0, 1, 7, 1000, 65537, a ? maxcount / 8 : maxcount / 4, a ? 0 : maxcount};
+    const size_t ncounts = sizeof counts / sizeof counts[0] - (a ? 1 : 0);
     int r, p, rounds = 0;
     tutti_comm_rank(world, &r);
     tutti_comm_size(world, &p);
@@ -75,7 +77,7 @@ static int sweep_one(tutti_comm_t world, int a, size_t maxcount, const tt_round_
     if (bad)
         fprintf(stderr, "rank %d: a peer on another host is not on verbs\n", r);
     for (size_t ci = 0; ci < ncounts && !bad; ci++)
-        for (size_t k = 0; k < (a ? 1u : 4u) && !bad; k++, rounds++) {
+        for (size_t k = 0; k < (a || ci + 1 == ncounts ? 1u : 4u) && !bad; k++, rounds++) {
             size_t kind = (a ? (size_t)a + ci : k) % NKINDS;
             bad =
                 tt_check_round(comm, r, p, counts[ci], kinds[kind].t, kinds[kind].op, (int)((ci + k) % 2), b);
