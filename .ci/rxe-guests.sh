@@ -6,13 +6,13 @@
 # guest a, the root listens there, every job has a fresh key and port.
 # Ranks use shm and verbs only (no tcp to fall back on).
 #
-# The link: QEMU's socket network device over TCP (a listens, b connects),
-# which loses nothing. TUTTI_RXE_LINK=udp joins them by its UDP form
-# instead, which under emulation lost 10 to 16% of the packets, and
-# Debian 12's rxe then failed bidirectional writes with "remote invalid
-# request" errors, perftest's ib_write_bw -b as well as tutti (see
-# tutti-verbs(7)); ranks then run at an ACK timeout of 67 ms, since at the
-# default 1.07 s each loss stalls a message that long.
+# The link: QEMU's stream network device over TCP (a listens, b connects),
+# which loses nothing. (QEMU 7.2's older socket device in its TCP form now
+# and then stopped sending a guest's frames for good under load, the guest
+# saying "transmit queue 0 timed out".) TUTTI_RXE_LINK=udp joins them by
+# the socket device's UDP form instead, which under emulation lost 10 to
+# 16% of the packets; ranks then run at an ACK timeout of 67 ms, since at
+# the default 1.07 s each loss stalls a message that long.
 #
 # Uses from .ci/rxe: repo, guest, keep, say, now.
 
@@ -44,7 +44,7 @@ start_guest() {
         -kernel "$guest/vmlinux" -initrd "$rund/initrd" \
         -append "console=ttyS0 panic=-1 quiet tutti.name=rxe-$1 tutti.ip=$2 tutti.build=$repo" \
         -serial "file:$rund/$1.console" -monitor "unix:$rund/$1.monitor,server=on,wait=off" \
-        -netdev "socket,id=n0,$3" -device "virtio-net-pci,netdev=n0,mac=$4" \
+        -netdev "$3,id=n0" -device "virtio-net-pci,netdev=n0,mac=$4" \
         -fsdev "local,id=build,path=$repo,security_model=none,readonly=on" \
         -device virtio-9p-pci,fsdev=build,mount_tag=build \
         -fsdev "local,id=io,path=$rund/$1,security_model=none" -device virtio-9p-pci,fsdev=io,mount_tag=io \
@@ -81,15 +81,15 @@ boot_guests() {
     say "booting two guests ($accel, linked by ${TUTTI_RXE_LINK:-tcp}) in $rund"
     link_env=""
     if [ "${TUTTI_RXE_LINK:-tcp}" = udp ]; then
-        start_guest a $guest_net.1 "udp=127.0.0.1:$((port + 1)),localaddr=127.0.0.1:$port" 52:54:00:12:34:0a
-        start_guest b $guest_net.2 "udp=127.0.0.1:$port,localaddr=127.0.0.1:$((port + 1))" 52:54:00:12:34:0b
+        start_guest a $guest_net.1 "socket,udp=127.0.0.1:$((port + 1)),localaddr=127.0.0.1:$port" 52:54:00:12:34:0a
+        start_guest b $guest_net.2 "socket,udp=127.0.0.1:$port,localaddr=127.0.0.1:$((port + 1))" 52:54:00:12:34:0b
         link_env=TUTTI_IB_TIMEOUT=14
     else
-        start_guest a $guest_net.1 "listen=127.0.0.1:$port" 52:54:00:12:34:0a
+        start_guest a $guest_net.1 "stream,server=on,addr.type=inet,addr.host=127.0.0.1,addr.port=$port" 52:54:00:12:34:0a
         # b connects once a listens.
         for i in $(seq 50); do
             sleep 0.2
-            start_guest b $guest_net.2 "connect=127.0.0.1:$port" 52:54:00:12:34:0b
+            start_guest b $guest_net.2 "stream,server=off,addr.type=inet,addr.host=127.0.0.1,addr.port=$port" 52:54:00:12:34:0b
             sleep 0.5
             ! guest_alive b || break
         done
