@@ -179,7 +179,7 @@ rdma link add rxe1 type rxe netdev vx0 && rdma link add rxe2 type rxe netdev vx1
     }
 }
 
-# victim GUEST RANK: a job that starts the loop, kills RANK once it loops.
+# 4 ranks loop on all-reduces; rank 3 (guest b) is killed once it loops.
 check_rank_killed() {
     both 120 "rank 0 4 0 \$B/tests/host-rank loop; rank 1 4 1 \$B/tests/host-rank loop; ranks_wait" \
         "rank 2 4 0 \$B/tests/host-rank loop; rank 3 4 1 \$B/tests/host-rank loop
