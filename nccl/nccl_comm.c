@@ -229,7 +229,7 @@ static void retired(ncclComm_t comm, int aborting)
      * leave at once. A destroy waits for them to finish. */
     tutti_comm_t tc = tt_nccl_tc(comm);
     if (aborting && tc) {
-        __atomic_store_n(&comm->tc, NULL, __ATOMIC_RELEASE);
+        atomic_store_explicit(&comm->tc, NULL, memory_order_release);
         tutti_comm_abort(tc);
     }
     pthread_mutex_lock(&comm->lock);
@@ -289,9 +289,10 @@ int tt_nccl_snapshot(ncclComm_t handle, ncclResult_t *state, int *nranks, int *r
          * clears tc under the lock before destroying it. */
         tutti_comm_t tc = comm->tc;
         tutti_comm_t inner = tt_nccl_inner(tc);
-        tutti_status_t failed = inner ? __atomic_load_n(&inner->failed, __ATOMIC_RELAXED) : TUTTI_SUCCESS;
+        tutti_status_t failed =
+            inner ? atomic_load_explicit(&inner->failed, memory_order_relaxed) : TUTTI_SUCCESS;
         /* A revoked communicator is quiescent, ready for shrink or destroy, as NCCL reports it. */
-        if (inner && __atomic_load_n(&inner->revoked_by, __ATOMIC_RELAXED) >= 0)
+        if (inner && atomic_load_explicit(&inner->revoked_by, memory_order_relaxed) >= 0)
             failed = TUTTI_SUCCESS;
         if (*state == ncclSuccess && failed) {
             *state = tt_nccl_result(failed);

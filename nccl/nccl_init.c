@@ -106,7 +106,7 @@ static void *init_main(void *arg)
     } else {
         tutti_comm_size(tc, &comm->nranks);
         tutti_comm_rank(tc, &comm->rank);
-        __atomic_store_n(&comm->tc, tc, __ATOMIC_RELEASE);
+        atomic_store_explicit(&comm->tc, tc, memory_order_release);
         comm->state = ncclSuccess;
     }
     pthread_cond_broadcast(&comm->changed);

@@ -8,6 +8,7 @@
 #define TT_NCCL_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "comm/comm.h"
@@ -31,7 +32,7 @@ typedef struct {
 
 struct ncclComm {
     uint64_t magic;
-    tutti_comm_t tc; /* NULL until the init finished */
+    _Atomic(tutti_comm_t) tc; /* NULL until the init finished */
     int rank, nranks, device;
     int blocking; /* config.blocking: 0 makes init, split and finalize return ncclInProgress */
     pthread_mutex_t lock;
@@ -119,7 +120,7 @@ static inline tutti_comm_t tt_nccl_inner(tutti_comm_t tc)
 
 static inline tutti_comm_t tt_nccl_tc(ncclComm_t comm)
 {
-    return __atomic_load_n(&comm->tc, __ATOMIC_ACQUIRE);
+    return atomic_load_explicit(&comm->tc, memory_order_acquire);
 }
 /* How many live communicators of this process belong to the job (the
  * ranks of one tutti communicator) with this key tag. */

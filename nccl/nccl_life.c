@@ -187,7 +187,7 @@ static void *finalize_main(void *arg)
     ncclComm_t comm = arg;
     pthread_mutex_lock(&comm->lock);
     tutti_comm_t tc = comm->tc;
-    __atomic_store_n(&comm->tc, NULL, __ATOMIC_RELEASE); /* before it goes: see tt_nccl_snapshot */
+    atomic_store_explicit(&comm->tc, NULL, memory_order_release); /* before it goes: see tt_nccl_snapshot */
     pthread_mutex_unlock(&comm->lock);
     tutti_status_t st = tc ? tutti_comm_destroy(tc) : TUTTI_SUCCESS;
     pthread_mutex_lock(&comm->lock);

@@ -122,8 +122,8 @@ TT_NCCL_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t ncomm, void *buff
     else if (!reg)
         res = tt_nccl_error(comm, ncclSystemError, "ncclCommRegister: no memory for a handle");
     if (!res) {
-        static int said;
-        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        static atomic_int said;
+        if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
             TT_INFO(TT_SUB_INIT, "ncclCommRegister changes nothing in tutti: it needs no registered buffers");
         *reg = (registration_t){REG_MAGIC, comm};
         *handle = reg;

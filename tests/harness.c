@@ -49,9 +49,10 @@ static void need_shm_room(int nranks)
     struct statvfs fs;
     if (local < 2 || (transports && !strstr(transports, "shm")) || statvfs("/dev/shm", &fs))
         return;
-    size_t need = (size_t)nranks * tt_shm_segment_bytes(local, (int)tt_config_int(TT_CFG_PIPELINE),
-                                                        (int)tt_config_int(TT_CFG_SHM_SLOTS),
-                                                        (size_t)tt_config_int(TT_CFG_SHM_SLOT_BYTES));
+    size_t need = (size_t)nranks *
+                  tt_shm_segment_bytes(local, (int)tt_config_int(TT_CFG_PIPELINE),
+                                       (int)tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOTS),
+                                       (size_t)tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOT_BYTES));
     size_t room = (size_t)fs.f_bavail * fs.f_frsize;
     if (room >= need)
         return;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# perf/report in a real browser: two short tutti-bw runs, a tutti-perf -J
+# perf/report/report in a real browser: two short tutti-bw runs, a tutti-perf -J
 # sweep and a tutti-explain --json schedule become one page, which headless
 # Chromium must render: its DOM must hold the heat maps, the topology, the
 # sweeps, the diff of the two runs, the collective's plot and the schedule's
@@ -39,7 +39,7 @@ done
 "$B/tutti-run" -n 2 "$B/tutti-explain" -C allreduce --measure -b 8 -e 16K --json >"$WORK/measure.json" ||
     fail "tutti-explain --measure --json"
 inputs="$WORK/a.json $WORK/b.json $WORK/perf.json $WORK/explain.json $WORK/measure.json"
-$PY "$S/perf/report" $inputs -o "$WORK/report.html" || fail "perf/report"
+$PY "$S/perf/report/report" $inputs -o "$WORK/report.html" || fail "perf/report/report"
 grep -q 'src="http\|href="http\|<script src' "$WORK/report.html" && fail "the page loads something from elsewhere"
 
 chrome --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" || fail "chromium could not load the page"

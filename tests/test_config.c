@@ -12,6 +12,32 @@
 #include "core/env_config.h"
 #include "core/log.h"
 #include "harness.h"
+#include "transports/cuda_ipc/cuda_ipc.h"
+#include "transports/shm/shm.h"
+#include "transports/transport.h"
+
+/* Every variable: the core's, then each built transport's. */
+typedef struct {
+    const tt_config_table_t *t;
+    int id;
+} variable_t;
+
+static int every_variable(variable_t *out, int max)
+{
+    const tt_config_table_t *const *more = tt_transport_configs();
+    int n = 0;
+    for (int k = -1; k < 0 || more[k]; k++) {
+        const tt_config_table_t *t = k < 0 ? &tt_config_core : more[k];
+        for (int id = 0; id < t->count && n < max; id++)
+            out[n++] = (variable_t){t, id};
+    }
+    return n;
+}
+
+static const tt_config_entry_t *entry(const variable_t *v)
+{
+    return &v->t->entries[v->id];
+}
 
 START_TEST(sizes_accept_suffixes_and_reject_junk)
 {
@@ -53,12 +79,12 @@ START_TEST(variables_fall_back_to_defaults_and_checks_name_typos)
     ck_assert_int_eq(tt_config_int(TT_CFG_TIMEOUT), 300);
     setenv("TUTTI_TIMEOUT", "42", 1);
     ck_assert_int_eq(tt_config_int(TT_CFG_TIMEOUT), 42);
-    ck_assert_int_eq(tt_config_check(msg, sizeof msg), TUTTI_SUCCESS);
+    ck_assert_int_eq(tt_config_check(tt_transport_configs(), msg, sizeof msg), TUTTI_SUCCESS);
     setenv("TUTTI_SLICE_BYTES", "2M", 1);
     ck_assert_int_eq(tt_config_int(TT_CFG_SLICE_BYTES), 2 << 20);
     setenv("TUTTI_TIMEOUT", "soon", 1);
     ck_assert_int_eq(tt_config_int(TT_CFG_TIMEOUT), 300); /* malformed: default, logged */
-    ck_assert_int_eq(tt_config_check(msg, sizeof msg), TUTTI_ERR_CONFIG);
+    ck_assert_int_eq(tt_config_check(tt_transport_configs(), msg, sizeof msg), TUTTI_ERR_CONFIG);
     ck_assert_ptr_nonnull(strstr(msg, "TUTTI_TIMEOUT=soon"));
     unsetenv("TUTTI_TIMEOUT");
     unsetenv("TUTTI_SLICE_BYTES");
@@ -101,22 +127,24 @@ static int count(const char *text, const char *what)
 
 static void unset_all(void)
 {
-    for (int i = 0; i < TT_CFG_COUNT; i++)
-        unsetenv(tt_config_entries[i].name);
+    variable_t v[128];
+    for (int i = 0, n = every_variable(v, 128); i < n; i++)
+        unsetenv(entry(&v[i])->name);
 }
 
 START_TEST(an_empty_value_means_the_default)
 {
     char msg[512];
     unset_all();
-    for (int i = 0; i < TT_CFG_COUNT; i++)
-        setenv(tt_config_entries[i].name, "", 1);
-    ck_assert_int_eq(tt_config_check(msg, sizeof msg), TUTTI_SUCCESS);
-    ck_assert_str_eq(tt_config_str(TT_CFG_TRANSPORTS), tt_config_entries[TT_CFG_TRANSPORTS].def);
-    ck_assert_uint_gt(strlen(tt_config_str(TT_CFG_TRANSPORTS)), 0);
+    variable_t v[128];
+    for (int i = 0, n = every_variable(v, 128); i < n; i++)
+        setenv(entry(&v[i])->name, "", 1);
+    ck_assert_int_eq(tt_config_check(tt_transport_configs(), msg, sizeof msg), TUTTI_SUCCESS);
+    ck_assert_str_eq(tt_config_str(TT_CFG_TRANSPORTS), ""); /* every transport built */
+    ck_assert_int_eq(tt_config_is_set(TT_CFG_TRANSPORTS), 0);
     ck_assert_str_eq(tt_config_str(TT_CFG_LOG), "warn");
     ck_assert_int_eq(tt_config_int(TT_CFG_TIMEOUT), 300);
-    ck_assert_int_eq(tt_config_int(TT_CFG_SHM_SLOT_BYTES), 256 << 10);
+    ck_assert_int_eq(tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOT_BYTES), 256 << 10);
     ck_assert_int_eq(tt_config_int(TT_CFG_RANK), -1);
     unset_all();
 }
@@ -124,67 +152,70 @@ END_TEST
 
 START_TEST(every_default_obeys_its_rule)
 {
-    for (int i = 0; i < TT_CFG_COUNT; i++)
-        ck_assert_msg(tt_config_valid((tt_config_id_t)i, tt_config_entries[i].def) == 0 ||
-                          tt_config_entries[i].def[0] == '\0',
-                      "%s's default '%s' breaks its own rule", tt_config_entries[i].name,
-                      tt_config_entries[i].def);
+    variable_t v[128];
+    for (int i = 0, n = every_variable(v, 128); i < n; i++) {
+        const tt_config_entry_t *e = entry(&v[i]);
+        ck_assert_msg(tt_config_table_valid(v[i].t, v[i].id, e->def) == 0 || e->def[0] == '\0',
+                      "%s's default '%s' breaks its own rule", e->name, e->def);
+    }
 }
 END_TEST
 
 START_TEST(rules_accept_and_reject)
 {
     struct {
-        tt_config_id_t id;
+        const tt_config_table_t *t;
+        int id;
         const char *text;
         int ok;
     } cases[] = {
-        {TT_CFG_TIMEOUT, "1", 1},
-        {TT_CFG_TIMEOUT, "0", 0},
-        {TT_CFG_TIMEOUT, "-1", 0},
-        {TT_CFG_PIPELINE, "16", 1},
-        {TT_CFG_PIPELINE, "17", 0},
-        {TT_CFG_PIPELINE, "99", 0},
-        {TT_CFG_SLICE_BYTES, "0", 1},
-        {TT_CFG_SLICE_BYTES, "32", 0},
-        {TT_CFG_SLICE_BYTES, "64", 1},
-        {TT_CFG_SHM_SLOT_BYTES, "100", 0},
-        {TT_CFG_SHM_SLOT_BYTES, "128", 1},
-        {TT_CFG_SHM_SLOT_BYTES, "4K", 1},
-        {TT_CFG_IPC_WINDOW_BYTES, "1000", 0},
-        {TT_CFG_IPC_WINDOW_BYTES, "64K", 1},
-        {TT_CFG_IPC_WINDOW_BYTES, "65600", 0},
-        {TT_CFG_DEVICE_STAGING_BYTES, "4K", 0},
-        {TT_CFG_DEVICE_STAGING_BYTES, "1M", 1},
-        {TT_CFG_DETERMINISTIC, "2", 0},
-        {TT_CFG_DETERMINISTIC, "1", 1},
-        {TT_CFG_CUDA_IPC, "yes", 0},
-        {TT_CFG_LOG, "verbose", 0},
-        {TT_CFG_LOG, "debug", 1},
-        {TT_CFG_LOG_SUBSYS, "init,net", 1},
-        {TT_CFG_LOG_SUBSYS, "init,,net", 0},
-        {TT_CFG_LOG_SUBSYS, "init,disk", 0},
-        {TT_CFG_REDUCE_ISA, "avx2", 1},
-        {TT_CFG_REDUCE_ISA, "sse", 0},
-        {TT_CFG_KEY, "00112233445566778899aabbccddeeff", 1},
-        {TT_CFG_KEY, "0011", 0},
-        {TT_CFG_KEY, "00112233445566778899aabbccddeefg", 0},
-        {TT_CFG_ROOT_ADDR, "node1:4000", 1},
-        {TT_CFG_ROOT_ADDR, "node1", 0},
-        {TT_CFG_ROOT_ADDR, "node1:70000", 0},
-        {TT_CFG_ROOT_PORT_OFFSET, "0", 0},
-        {TT_CFG_TRANSPORTS, "anything", 1},
-        {TT_CFG_RANK, "-2", 0},
+        {&tt_config_core, TT_CFG_TIMEOUT, "1", 1},
+        {&tt_config_core, TT_CFG_TIMEOUT, "0", 0},
+        {&tt_config_core, TT_CFG_TIMEOUT, "-1", 0},
+        {&tt_config_core, TT_CFG_PIPELINE, "16", 1},
+        {&tt_config_core, TT_CFG_PIPELINE, "17", 0},
+        {&tt_config_core, TT_CFG_PIPELINE, "99", 0},
+        {&tt_config_core, TT_CFG_SLICE_BYTES, "0", 1},
+        {&tt_config_core, TT_CFG_SLICE_BYTES, "32", 0},
+        {&tt_config_core, TT_CFG_SLICE_BYTES, "64", 1},
+        {&tt_shm_config, TT_CFG_SHM_SLOT_BYTES, "100", 0},
+        {&tt_shm_config, TT_CFG_SHM_SLOT_BYTES, "128", 1},
+        {&tt_shm_config, TT_CFG_SHM_SLOT_BYTES, "4K", 1},
+        {&tt_cuda_ipc_config, TT_CFG_IPC_WINDOW_BYTES, "1000", 0},
+        {&tt_cuda_ipc_config, TT_CFG_IPC_WINDOW_BYTES, "64K", 1},
+        {&tt_cuda_ipc_config, TT_CFG_IPC_WINDOW_BYTES, "65600", 0},
+        {&tt_config_core, TT_CFG_DEVICE_STAGING_BYTES, "4K", 0},
+        {&tt_config_core, TT_CFG_DEVICE_STAGING_BYTES, "1M", 1},
+        {&tt_config_core, TT_CFG_DETERMINISTIC, "2", 0},
+        {&tt_config_core, TT_CFG_DETERMINISTIC, "1", 1},
+        {&tt_cuda_ipc_config, TT_CFG_CUDA_IPC, "yes", 0},
+        {&tt_config_core, TT_CFG_LOG, "verbose", 0},
+        {&tt_config_core, TT_CFG_LOG, "debug", 1},
+        {&tt_config_core, TT_CFG_LOG_SUBSYS, "init,net", 1},
+        {&tt_config_core, TT_CFG_LOG_SUBSYS, "init,,net", 0},
+        {&tt_config_core, TT_CFG_LOG_SUBSYS, "init,disk", 0},
+        {&tt_config_core, TT_CFG_REDUCE_ISA, "avx2", 1},
+        {&tt_config_core, TT_CFG_REDUCE_ISA, "sse", 0},
+        {&tt_config_core, TT_CFG_KEY, "00112233445566778899aabbccddeeff", 1},
+        {&tt_config_core, TT_CFG_KEY, "0011", 0},
+        {&tt_config_core, TT_CFG_KEY, "00112233445566778899aabbccddeefg", 0},
+        {&tt_config_core, TT_CFG_ROOT_ADDR, "node1:4000", 1},
+        {&tt_config_core, TT_CFG_ROOT_ADDR, "node1", 0},
+        {&tt_config_core, TT_CFG_ROOT_ADDR, "node1:70000", 0},
+        {&tt_config_core, TT_CFG_ROOT_PORT_OFFSET, "0", 0},
+        {&tt_config_core, TT_CFG_TRANSPORTS, "anything", 1},
+        {&tt_config_core, TT_CFG_RANK, "-2", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        ck_assert_msg((tt_config_valid(cases[i].id, cases[i].text) == 0) == cases[i].ok, "%s=%s should be %s",
-                      tt_config_entries[cases[i].id].name, cases[i].text, cases[i].ok ? "valid" : "invalid");
+        ck_assert_msg((tt_config_table_valid(cases[i].t, cases[i].id, cases[i].text) == 0) == cases[i].ok,
+                      "%s=%s should be %s", cases[i].t->entries[cases[i].id].name, cases[i].text,
+                      cases[i].ok ? "valid" : "invalid");
     char allowed[200];
     tt_config_allowed(TT_CFG_PIPELINE, allowed, sizeof allowed);
     ck_assert_str_eq(allowed, "an integer from 1 to 16");
     tt_config_allowed(TT_CFG_DETERMINISTIC, allowed, sizeof allowed);
     ck_assert_str_eq(allowed, "0 or 1");
-    tt_config_allowed(TT_CFG_SHM_SLOT_BYTES, allowed, sizeof allowed);
+    tt_config_table_allowed(&tt_shm_config, TT_CFG_SHM_SLOT_BYTES, allowed, sizeof allowed);
     ck_assert_str_eq(allowed,
                      "a size in bytes from 64 to 1G, a multiple of 64 (K, M, G suffixes: powers of 1024)");
     tt_config_allowed(TT_CFG_LOG, allowed, sizeof allowed);
@@ -204,8 +235,8 @@ START_TEST(each_bad_value_is_named_once_under_config)
     setenv("TUTTI_DETERMINISTIC", "2", 1);
     setenv("TUTTI_LOG", "verbose", 1);
     capture_start();
-    tutti_status_t st = tt_config_check(msg, sizeof msg);
-    tutti_status_t again = tt_config_check(msg, sizeof msg);
+    tutti_status_t st = tt_config_check(tt_transport_configs(), msg, sizeof msg);
+    tutti_status_t again = tt_config_check(tt_transport_configs(), msg, sizeof msg);
     int64_t pipeline = tt_config_int(TT_CFG_PIPELINE);
     const char *log = capture_end();
     ck_assert_int_eq(st, TUTTI_ERR_CONFIG);
@@ -235,9 +266,10 @@ START_TEST(unknown_names_are_warned_about_once)
     unset_all();
     setenv("TUTTI_ALGOO", "ring", 1);
     setenv("TUTTI_FROBNICATE", "1", 1);
+    setenv("TUTTI_SHM_SLOTZ", "2", 1); /* the transports' names count too */
     capture_start();
-    tutti_status_t st = tt_config_check(msg, sizeof msg);
-    tt_config_check(msg, sizeof msg);
+    tutti_status_t st = tt_config_check(tt_transport_configs(), msg, sizeof msg);
+    tt_config_check(tt_transport_configs(), msg, sizeof msg);
     const char *log = capture_end();
     ck_assert_int_eq(st, TUTTI_SUCCESS); /* a warning, not an error */
     ck_assert_int_eq(
@@ -245,9 +277,13 @@ START_TEST(unknown_names_are_warned_about_once)
               "warn config: TUTTI_ALGOO is not a tutti variable and is ignored; did you mean TUTTI_ALGO?"),
         1);
     ck_assert_int_eq(count(log, "warn config: TUTTI_FROBNICATE is not a tutti variable and is ignored"), 1);
-    ck_assert_msg(count(log, "\n") == 2, "%s", log);
+    ck_assert_int_eq(count(log, "TUTTI_SHM_SLOTZ is not a tutti variable and is ignored; did you mean "
+                                "TUTTI_SHM_SLOTS?"),
+                     1);
+    ck_assert_msg(count(log, "\n") == 3, "%s", log);
     unsetenv("TUTTI_ALGOO");
     unsetenv("TUTTI_FROBNICATE");
+    unsetenv("TUTTI_SHM_SLOTZ");
 }
 END_TEST
 
@@ -289,12 +325,19 @@ END_TEST
 
 START_TEST(table_is_complete)
 {
-    for (int i = 0; i < TT_CFG_COUNT; i++) {
-        const tt_config_entry_t *e = &tt_config_entries[i];
+    variable_t v[128];
+    int n = every_variable(v, 128);
+    ck_assert_int_lt(n, 128);
+    for (int i = 0; i < n; i++) {
+        const tt_config_entry_t *e = entry(&v[i]);
         ck_assert_ptr_nonnull(e->name);
         ck_assert_int_eq(strncmp(e->name, "TUTTI_", 6), 0);
         ck_assert_ptr_nonnull(e->def);
         ck_assert_uint_gt(strlen(e->help), 10);
+        int same = 0; /* one source for each variable: a name in one table only */
+        for (int j = 0; j < n; j++)
+            same += strcmp(entry(&v[j])->name, e->name) == 0;
+        ck_assert_msg(same == 1, "%s is declared %d times", e->name, same);
     }
 }
 END_TEST
@@ -310,10 +353,12 @@ START_TEST(every_variable_is_documented_in_tutti_7)
     size_t n = fread(text, 1, sizeof text - 1, f);
     text[n] = '\0';
     fclose(f);
-    for (int i = 0; i < TT_CFG_COUNT; i++) {
+    variable_t v[128];
+    for (int i = 0, n = every_variable(v, 128); i < n; i++) {
         char want[64];
-        snprintf(want, sizeof want, "**%s**", tt_config_entries[i].name);
-        ck_assert_msg(strstr(text, want), "%s is missing from man/tutti.7.md", tt_config_entries[i].name);
+        snprintf(want, sizeof want, "**%s**", entry(&v[i])->name);
+        ck_assert_msg(strstr(text, want), "%s (%s) is missing from man/tutti.7.md", entry(&v[i])->name,
+                      v[i].t->owner);
     }
 }
 END_TEST

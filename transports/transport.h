@@ -19,9 +19,11 @@
 #ifndef TT_TRANSPORT_H
 #define TT_TRANSPORT_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/env_config.h"
 #include "core/key.h"
 #include "core/link.h"
 #include "tutti.h"
@@ -31,6 +33,8 @@
 #define TT_HOSTNAME_MAX 64
 /* Name of a rank's shm segment: key tag, rank (tutti-run sweeps these). */
 #define TT_SHM_NAME_FORMAT "/tutti-%016llx-%d"
+/* ... the doorbell its same-host peers ring when it sleeps (a FIFO) ... */
+#define TT_SHM_BELL_FORMAT "/dev/shm/tutti-%016llx-%d-bell"
 /* ... and of its cuda_ipc segment. */
 #define TT_IPC_NAME_FORMAT "/tutti-%016llx-%d-ipc"
 
@@ -102,25 +106,34 @@ typedef struct tt_req {
     tutti_status_t status;
 } tt_req_t;
 
-#define TT_CAP_HOST_MEM (1u << 0)   /* moves host buffers between peers */
-#define TT_CAP_DEVICE_MEM (1u << 1) /* moves device buffers: has device ops */
-
 /*
- * How the engine touches device memory when a route gives it some: copies
- * and reductions by the device's kernels, scratch on the device. Each op
- * returns once its work is done: 0, or an error code that error() names.
+ * What an idle engine sleeps on: descriptors for poll(2). A transport's arm
+ * op adds the ones that become ready when its connection can move again
+ * (a socket, a completion channel, a same-host doorbell); the engine adds
+ * its communicator's own wake-up (abort, news from the other ranks).
  */
 typedef struct {
-    int (*copy)(void *arg, void *dst, const void *src, size_t bytes);
-    int (*reduce)(void *arg, void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
-                  tutti_op_t op);
-    /* Scratch of at least bytes, kept by arg between runs. */
-    int (*scratch)(void *arg, size_t bytes, void **out);
-    /* buf[i] /= nranks, as the host path's average does. */
-    int (*avg_finish)(void *arg, void *buf, size_t count, tutti_dtype_t dtype, int nranks);
-    const char *(*error)(int code);
-    void *arg;
-} tt_mem_ops_t;
+    struct pollfd *fds;
+    int n, cap;
+} tt_wait_set_t;
+
+/* Adds fd for events (merged with an entry it already has); 0, or -1
+ * when the set is full (the engine then naps instead of sleeping). */
+static inline int tt_wait_add(tt_wait_set_t *ws, int fd, short events)
+{
+    for (int i = 0; i < ws->n; i++)
+        if (ws->fds[i].fd == fd) {
+            ws->fds[i].events |= events;
+            return 0;
+        }
+    if (ws->n == ws->cap)
+        return -1;
+    ws->fds[ws->n++] = (struct pollfd){.fd = fd, .events = events};
+    return 0;
+}
+
+#define TT_CAP_HOST_MEM (1u << 0)   /* moves host buffers between peers */
+#define TT_CAP_DEVICE_MEM (1u << 1) /* moves device buffers: has device ops */
 
 /*
  * How this rank's GPU reaches rank q's side of a direct run (device
@@ -204,6 +217,17 @@ typedef struct {
     /* Moves whatever can move without blocking; sets *progressed if any did.
      * A failure of the connection fails its pending requests and is returned. */
     tutti_status_t (*progress)(void *conn, int *progressed);
+    /*
+     * Before the engine sleeps in poll(2) on ws: arms whatever wakes this
+     * connection once it can move again and adds its descriptors to ws.
+     * Returns 1 when something can move already (the engine polls again
+     * instead of sleeping), 0 when armed, -1 when this connection has no
+     * way to wake a sleeper (the engine then naps a few microseconds at a
+     * time). NULL: as -1. Every armed connection is disarmed after the
+     * sleep, woken or not.
+     */
+    int (*arm)(void *conn, tt_wait_set_t *ws);
+    void (*disarm)(void *conn);
     /* TUTTI_SUCCESS while the peer runs; TUTTI_ERR_ABORTED once it gave up
      * (its abort op ran); TUTTI_ERR_PEER_FAILED once it died or vanished. */
     tutti_status_t (*alive)(void *conn);
@@ -211,7 +235,8 @@ typedef struct {
     void (*abort)(void *conn);
     void (*close)(void *conn);
     void (*finalize)(void *ctx);
-    const tt_device_ops_t *device; /* TT_CAP_DEVICE_MEM transports only */
+    const tt_device_ops_t *device;   /* TT_CAP_DEVICE_MEM transports only */
+    const tt_config_table_t *config; /* its own TUTTI_* variables (NULL: none) */
 } tt_transport_ops_t;
 
 extern const tt_transport_ops_t tt_tcp_ops;
@@ -219,8 +244,12 @@ extern const tt_transport_ops_t tt_shm_ops;
 extern const tt_transport_ops_t tt_cuda_ipc_ops;
 extern const tt_transport_ops_t tt_verbs_ops;
 
-/* Every built transport, in default priority order, NULL-terminated. */
+/* Every built transport, in default priority order, NULL-terminated: the
+ * order TUTTI_TRANSPORTS takes when it is not set. */
 extern const tt_transport_ops_t *const tt_transports[];
+/* The variable tables of the built transports that have one, in the same
+ * order, NULL-terminated (for tt_config_check and the tools). */
+const tt_config_table_t *const *tt_transport_configs(void);
 
 /* Helpers shared by transports for the request queues. */
 static inline void tt_req_queue_push(tt_req_t **head, tt_req_t *req)
@@ -229,6 +258,18 @@ static inline void tt_req_queue_push(tt_req_t **head, tt_req_t *req)
     while (*head)
         head = &(*head)->next;
     *head = req;
+}
+
+/* Queues req as pending on a connection that has not failed (else its
+ * failure, which the caller returns as isend's or irecv's status). */
+static inline tutti_status_t tt_req_queue_post(tt_req_t **head, tt_req_t *req, tutti_status_t failed)
+{
+    if (failed)
+        return failed;
+    req->state = TT_REQ_PENDING;
+    req->done = 0;
+    tt_req_queue_push(head, req);
+    return TUTTI_SUCCESS;
 }
 
 static inline void tt_req_finish(tt_req_t *req, tutti_status_t status)

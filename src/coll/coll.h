@@ -11,7 +11,6 @@
 
 #include "comm/comm.h"
 #include "sched/schedule.h"
-#include "sched/stage.h"
 #include "tutti.h"
 
 typedef struct {
@@ -25,14 +24,12 @@ typedef struct {
     size_t in_bytes, out_bytes; /* 0 where the buffer is not used on this rank */
     int in_place;
     int send_on_device, recv_on_device; /* CUDA device memory (only where the buffer is used) */
-    const tt_stage_hooks_t *stage;      /* run on host stand-ins: how slices move in and out */
 } tt_call_t;
 
-/* Where a run goes: NULL fields mean the communicator's host connections,
- * host memory and the communicator's policy. */
+/* Where a run goes: NULL fields mean the communicator's host connections
+ * and the communicator's policy. */
 typedef struct {
     const tt_peer_t *peers;
-    const tt_mem_ops_t *mem;
     tt_algo_policy_t *policy;
 } tt_route_t;
 

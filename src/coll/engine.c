@@ -6,7 +6,6 @@
  * complete. Lanes interleave, so several slices are in flight and per-channel
  * FIFO order matches on both sides because both walk the same schedule.
  */
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,25 +15,23 @@
 #include "core/clock.h"
 #include "coll/engine.h"
 #include "coll/state.h"
+#include "coll/wait.h"
 #include "core/log.h"
+#include "sched/stage.h"
 
-#define ALIVE_CHECK_NS 20000000                       /* 20 ms between peer liveness scans when idle */
-#define CAUSE_WAIT_MS 200                             /* how long a report waits to see why a peer aborted */
-#define SPIN_BEFORE_YIELD 4096                        /* idle polls before yielding a CPU of our own ... */
-#define SPIN_OVERSUBSCRIBED 2                         /* ... or this few when ranks outnumber CPUs */
-#define YIELD_BEFORE_SLEEP (SPIN_BEFORE_YIELD + 2048) /* then yield until here, then nap */
-#define CLOCK_EVERY_IDLE 32                           /* idle polls between deadline and liveness checks */
+#define ALIVE_CHECK_NS 20000000 /* 20 ms between peer liveness scans when idle: the longest sleep */
+#define CAUSE_WAIT_MS 200       /* how long a report waits to see why a peer aborted */
+#define FIRST_CLOCK_IDLE 2      /* idle polls before an idle spell reads the clock ... */
+#define CLOCK_EVERY_IDLE 32     /* ... and between its later reads while it spins */
 
 typedef struct {
     char *dst;
     const char *local;
     const tt_exec_t *x;
-    int *failed; /* set to the error code when a memory op of x->mem failed */
 } combine_ctx_t;
 
 typedef struct {
     int slice, round; /* slice == -1: lane finished */
-    int waiting;      /* for its slice's staged input */
     int npending;
     tt_req_t *reqs; /* one per step of the widest round */
     combine_ctx_t *ctxs;
@@ -49,28 +46,17 @@ typedef struct {
     const tt_sched_t *s;
     const tt_exec_t *x;
     const tt_peer_t *peers;
-    int mem_failed; /* the error code of a memory op of x->mem that failed */
     int nlanes, width;
     lane_t *lanes;
-    tt_piece_t *pieces; /* staging: one slice's pieces at a time */
+    tt_piece_t *pieces; /* the average's: one slice's output pieces at a time */
     int after;          /* the run that must finish before this one starts; -1: none */
     run_state_t state;
 } run_t;
 
-static int local_reduce(const tt_exec_t *x, char *dst, const char *a, const char *b, size_t bytes)
-{
-    if (x->mem)
-        return x->mem->reduce(x->mem->arg, dst, a, b, bytes / x->elem, x->dtype, x->op);
-    x->reduce(dst, a, b, bytes / x->elem);
-    return 0;
-}
-
 static void engine_combine(void *ctxp, size_t off, const void *src, size_t n)
 {
     combine_ctx_t *c = ctxp;
-    int e = local_reduce(c->x, c->dst + off, c->local + off, src, n);
-    if (e && !*c->failed)
-        *c->failed = e;
+    c->x->reduce(c->dst + off, c->local + off, src, n / c->x->elem);
 }
 
 static char *slice_ptr(const tt_exec_t *x, tt_region_t r, int slice, size_t *bytes)
@@ -95,29 +81,11 @@ static void describe_call(uint64_t seq, int coll, int dtype, int op, int root, u
              tutti_op_name((tutti_op_t)op), root);
 }
 
-/* A memory op of a direct run failed: say which, and why. */
-static tutti_status_t mem_fault(run_t *run, const char *what, int code)
-{
-    const tt_exec_t *x = run->x;
-    char call[160];
-    describe_call(x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
-    return tt_comm_error(run->comm, TUTTI_ERR_SYSTEM, "%s: %s on the device buffers failed: %s", call, what,
-                         x->mem->error(code));
-}
-
 static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
 {
     const tt_exec_t *x = run->x;
     int n;
     lane->npending = 0;
-    if (lane->round == 0 && x->stage) {
-        int in = x->stage->fetched(x->stage->arg, lane->slice);
-        if (in < 0)
-            return TUTTI_ERR_SYSTEM; /* the hook recorded why */
-        lane->waiting = !in;
-        if (lane->waiting)
-            return TUTTI_SUCCESS;
-    }
     const tt_step_t *steps = tt_sched_round_steps(run->s, lane->round, &n);
     for (int i = 0; i < n; i++) {
         const tt_step_t *st = &steps[i];
@@ -127,15 +95,10 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
             char *src = slice_ptr(x, st->src, lane->slice, &bytes2);
             if (bytes == 0) /* an empty piece: its buffer may not even exist */
                 continue;
-            int failed = 0;
             if (st->kind == TT_STEP_REDUCE)
-                failed = local_reduce(x, dst, dst, src, bytes);
-            else if (x->mem)
-                failed = x->mem->copy(x->mem->arg, dst, src, bytes);
+                x->reduce(dst, dst, src, bytes / x->elem);
             else
                 memcpy(dst, src, bytes);
-            if (failed)
-                return mem_fault(run, st->kind == TT_STEP_REDUCE ? "a reduction" : "a copy", failed);
             continue;
         }
         tt_req_t *req = &lane->reqs[lane->npending];
@@ -156,7 +119,7 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
         req->len = bytes;
         req->unit = x->elem;
         if (st->kind == TT_STEP_RECV_REDUCE) {
-            *cc = (combine_ctx_t){buf, slice_ptr(x, st->src, lane->slice, &bytes2), x, &run->mem_failed};
+            *cc = (combine_ctx_t){buf, slice_ptr(x, st->src, lane->slice, &bytes2), x};
             req->combine = engine_combine;
             req->combine_ctx = cc;
         }
@@ -173,6 +136,17 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
     return TUTTI_SUCCESS;
 }
 
+/* The average of a slice that is done, while its output is still in the
+ * caches: one pass over memory fewer than dividing the whole output after. */
+static void finish_avg(run_t *run, int slice)
+{
+    const tt_exec_t *x = run->x;
+    int n = tt_stage_pieces(run->s, x->elem, x->nslices, slice, 1u << TT_BUF_OUTPUT, 1, run->pieces);
+    for (int i = 0; i < n; i++)
+        tt_reduce_avg_finish(x->bufs[TT_BUF_OUTPUT] + run->pieces[i].off, run->pieces[i].bytes / x->elem,
+                             x->dtype, x->avg_ranks);
+}
+
 /* Moves a lane whose round is complete on to its next round or slice. */
 static tutti_status_t lane_advance(run_t *run, lane_t *lane, int channel)
 {
@@ -181,11 +155,8 @@ static tutti_status_t lane_advance(run_t *run, lane_t *lane, int channel)
             run->x->round_end_ns[lane->round] = tt_now_ns();
         lane->round++;
         if (lane->round >= run->s->nrounds) {
-            const tt_stage_hooks_t *h = run->x->stage;
-            if (h && h->deliver_bufs) /* this slice's output is final */
-                h->deliver(h->arg, lane->slice, run->pieces,
-                           tt_stage_pieces(run->s, run->x->elem, run->x->nslices, lane->slice,
-                                           h->deliver_bufs, 1, run->pieces));
+            if (run->x->avg_ranks)
+                finish_avg(run, lane->slice);
             lane->slice += run->nlanes;
             lane->round = 0;
             if (lane->slice >= run->x->nslices) {
@@ -194,7 +165,7 @@ static tutti_status_t lane_advance(run_t *run, lane_t *lane, int channel)
             }
         }
         TT_TRY(lane_start_round(run, lane, channel));
-        if (lane->npending > 0 || lane->waiting)
+        if (lane->npending > 0)
             return TUTTI_SUCCESS;
     }
 }
@@ -242,7 +213,7 @@ static int lost_peers(const run_t *run, char *out, size_t len, int allow_aborted
 
 /* News from the other ranks (a rank gave up, died, left or timed out)
  * ends this call: said once, with the cause. */
-static tutti_status_t check_news(run_t *run, int peer)
+static tutti_status_t check_news(run_t *run)
 {
     if (!tt_comm_has_news(run->comm))
         return TUTTI_SUCCESS;
@@ -250,7 +221,7 @@ static tutti_status_t check_news(run_t *run, int peer)
     char call[160];
     describe_call(x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
     int p2p = x->coll == TT_COLL_SEND || x->coll == TT_COLL_RECV;
-    return tt_comm_news(run->comm, call, p2p ? UINT64_MAX : x->seq, peer);
+    return tt_comm_news(run->comm, call, p2p ? UINT64_MAX : x->seq);
 }
 
 static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, int idx)
@@ -293,7 +264,7 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
     }
     /* Rank 0's word is better than a closed connection: a rank that gave
      * up and then ended looks dead to the transports. */
-    tutti_status_t why = check_news(run, step->peer);
+    tutti_status_t why = check_news(run);
     if (why)
         return why;
     if (lost < 0)
@@ -325,8 +296,8 @@ static tutti_status_t report_failure(run_t *run)
 }
 
 /* Tells the who-is-stuck report what this rank waits for: the first
- * pending request. Returns its peer (-1 when none waits). */
-static int publish_wait(run_t *run, int64_t since_ns)
+ * pending request. */
+static void publish_wait(run_t *run, int64_t since_ns)
 {
     for (int l = 0; l < run->nlanes; l++) {
         const lane_t *lane = &run->lanes[l];
@@ -335,24 +306,9 @@ static int publish_wait(run_t *run, int64_t since_ns)
                 const tt_step_t *step = lane->req_step[i];
                 tt_progress_wait(&run->comm->progress, step->peer, (int)step->kind, lane->round + 1,
                                  run->s->nrounds, lane->slice + 1, run->x->nslices, since_ns);
-                return step->peer;
+                return;
             }
     }
-    return -1;
-}
-
-static void idle_wait(int *idle, int spin)
-{
-    ++*idle;
-    if (*idle < spin)
-        return;
-    if (*idle < YIELD_BEFORE_SLEEP) {
-        sched_yield();
-        return;
-    }
-    /* Long waits (a slow peer, oversubscribed cores) stop burning a core. */
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, NULL);
 }
 
 /* Moves the lanes of an active run whose rounds completed; marks the run
@@ -360,22 +316,11 @@ static void idle_wait(int *idle, int spin)
 static tutti_status_t run_poll(run_t *run, int *progressed)
 {
     int active = 0;
-    if (run->mem_failed)
-        return mem_fault(run, "a reduction", run->mem_failed);
     for (int l = 0; l < run->nlanes; l++) {
         lane_t *lane = &run->lanes[l];
         if (lane->slice < 0)
             continue;
         active++;
-        if (lane->waiting) {
-            TT_TRY(lane_start_round(run, lane, l));
-            if (!lane->waiting) {
-                *progressed = 1;
-                if (lane->npending == 0) /* a round of local steps only */
-                    TT_TRY(lane_advance(run, lane, l));
-            }
-            continue;
-        }
         int done = 1;
         for (int i = 0; i < lane->npending; i++) {
             if (lane->reqs[i].state == TT_REQ_FAILED)
@@ -392,27 +337,24 @@ static tutti_status_t run_poll(run_t *run, int *progressed)
     return TUTTI_SUCCESS;
 }
 
-/* Starts a run's lanes (fetching its staged slices first). */
+/* Starts a run's lanes. */
 static tutti_status_t run_start(run_t *run)
 {
     const tt_sched_t *s = run->s;
     const tt_exec_t *x = run->x;
     run->state = RUN_ACTIVE;
-    if (x->stage) {
+    if (x->avg_ranks) {
         run->pieces = malloc(2 * (size_t)s->nsteps * sizeof *run->pieces);
         if (!run->pieces)
-            return tt_comm_error(run->comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for the staging's pieces",
+            return tt_comm_error(run->comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for the slices' pieces",
                                  tt_coll_name(x->coll));
-        for (int k = 0; k < x->nslices; k++) /* in the order the lanes take them */
-            x->stage->fetch(x->stage->arg, k, run->pieces,
-                            tt_stage_pieces(s, x->elem, x->nslices, k, x->stage->fetch_bufs, 0, run->pieces));
     }
     for (int l = 0; l < run->nlanes; l++) {
         lane_t *lane = &run->lanes[l];
         lane->slice = l;
         lane->round = 0;
         TT_TRY(lane_start_round(run, lane, l));
-        if (lane->npending == 0 && !lane->waiting) /* a round of local steps only */
+        if (lane->npending == 0) /* a round of local steps only */
             TT_TRY(lane_advance(run, lane, l));
     }
     if (run->nlanes == 0)
@@ -420,7 +362,6 @@ static tutti_status_t run_start(run_t *run)
     return TUTTI_SUCCESS;
 }
 
-/* tutti_comm_abort was called from another thread while this rank waited. */
 /* The flag of tt_comm_interrupt: a revocation, or an abort. */
 static tutti_status_t interrupted(const run_t *run)
 {
@@ -463,8 +404,8 @@ static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t las
         *next_alive = now + ALIVE_CHECK_NS;
         for (int r = 0; r < n; r++) /* the first active run speaks for the batch */
             if (runs[r].state == RUN_ACTIVE) {
-                int peer = publish_wait(&runs[r], last_progress);
-                TT_TRY(check_news(&runs[r], peer));
+                publish_wait(&runs[r], last_progress);
+                TT_TRY(check_news(&runs[r]));
                 break;
             }
         if (lost_peers(&runs[0], gone, sizeof gone, 1) > 0)
@@ -482,12 +423,17 @@ static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t las
     return TUTTI_SUCCESS;
 }
 
+/* Polls the connections and moves the runs until all are done; an idle
+ * spell spins, then sleeps until something can move (coll/wait.c). */
 static tutti_status_t run_loop(run_t *runs, int n)
 {
     tutti_comm_t comm = runs[0].comm;
     const tt_peer_t *peers = runs[0].peers;
-    int64_t last_progress = tt_now_ns(), next_alive = last_progress + ALIVE_CHECK_NS;
-    int idle = 0, spin = comm->oversubscribed ? SPIN_OVERSUBSCRIBED : SPIN_BEFORE_YIELD;
+    int64_t last_progress = tt_now_ns(), next_alive = last_progress + ALIVE_CHECK_NS, spin_ns = 0;
+    int idle = 0;
+    tt_waiter_t waiter;
+    tt_waiter_init(&waiter, comm, peers);
+    const int clock_every = waiter.yield ? 1 : CLOCK_EVERY_IDLE;
     for (;;) {
         int progressed = 0, left;
         for (int r = 0; r < comm->nranks; r++)
@@ -504,13 +450,20 @@ static tutti_status_t run_loop(run_t *runs, int n)
             idle = 0;
             continue;
         }
-        idle_wait(&idle, spin);
-        if (idle % CLOCK_EVERY_IDLE != 0 && idle != spin)
+        tt_waiter_pause(&waiter);
+        if (++idle < FIRST_CLOCK_IDLE || (idle - FIRST_CLOCK_IDLE) % clock_every != 0)
             continue; /* reading the clock on every idle poll costs more than the poll */
         int64_t now = tt_now_ns();
-        if (idle == spin)
-            last_progress = now; /* the clock is read only once we start idling */
+        if (idle == FIRST_CLOCK_IDLE) { /* the spell begins: how long may it spin? */
+            last_progress = now;
+            spin_ns = tt_waiter_spin_ns(&waiter);
+        }
         TT_TRY(check_stalled(runs, n, now, last_progress, &next_alive));
+        if (now - last_progress < spin_ns)
+            continue;
+        int64_t deadline = last_progress + comm->timeout_ms * 1000000;
+        tt_waiter_sleep(&waiter, next_alive < deadline ? next_alive : deadline);
+        idle = FIRST_CLOCK_IDLE + clock_every - 1; /* the next idle poll reads the clock and sleeps */
     }
 }
 

@@ -9,7 +9,6 @@
 #include "transports/transport.h"
 #include "reduce/reduce.h"
 #include "sched/schedule.h"
-#include "sched/stage.h"
 
 /* One execution: the call's signature (sent in every message header),
  * the buffers regions refer to, and how finely to slice. */
@@ -25,18 +24,17 @@ typedef struct {
     char *bufs[3]; /* input, output, scratch */
     tt_reduce_fn reduce;
     int nslices;
-    int64_t *round_end_ns;         /* when set: when slice 0 finished each round (tutti-explain --measure) */
-    const tt_stage_hooks_t *stage; /* when set: slices wait for their input and hand over their output */
-    const tt_peer_t *peers;        /* the connections to use; NULL: comm->peers */
-    const tt_mem_ops_t *mem;       /* NULL: the buffers are host memory */
+    int64_t *round_end_ns;  /* when set: when slice 0 finished each round (tutti-explain --measure) */
+    const tt_peer_t *peers; /* the connections to use; NULL: comm->peers */
+    int avg_ranks; /* > 0: divide each slice's output by it as soon as the slice is done (the average) */
 } tt_exec_t;
 
 /*
  * Runs s. Slice k of every region is its k-th of nslices nearly equal parts;
  * slices are spread over comm->nchannels lanes, each lane taking its slices
  * in order and a slice's rounds in order. On failure the communicator's last
- * error names the peer, the step, round and slice (or what a memory op or
- * a staging hook could not do); TUTTI_ERR_NO_MEMORY says what it lacked.
+ * error names the peer, the step, round and slice; TUTTI_ERR_NO_MEMORY
+ * says what it lacked.
  */
 tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x);
 

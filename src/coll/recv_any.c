@@ -58,7 +58,7 @@ static int find_sender(tutti_comm_t comm, int first)
 /* News from the other ranks, or a peer that died or gave up: the wait ends. */
 static tutti_status_t check_peers(tutti_comm_t comm, const char *call)
 {
-    tutti_status_t st = tt_comm_news(comm, call, UINT64_MAX, TT_PEER_ANY);
+    tutti_status_t st = tt_comm_news(comm, call, UINT64_MAX);
     for (int q = 0; !st && q < comm->nranks; q++) {
         if (q == comm->rank)
             continue;
@@ -88,7 +88,7 @@ static tutti_status_t wait_for_sender(tutti_comm_t comm, const char *call, int f
 {
     int64_t start = tt_now_ns(), next_check = start + ALIVE_CHECK_NS;
     for (long polls = 0; (*source = find_sender(comm, first)) < 0; polls++) {
-        if (__atomic_load_n(&comm->aborting, __ATOMIC_RELAXED))
+        if (atomic_load_explicit(&comm->aborting, memory_order_relaxed))
             return tt_comm_error(comm, TUTTI_ERR_ABORTED,
                                  "%s: interrupted on rank %d: the communicator is being aborted", call,
                                  comm->rank);

@@ -2,7 +2,8 @@
 /*
  * The host runner: a validated call takes its place in the call sequence,
  * gets its algorithm and slice size from the policy, its schedule from the
- * cache, and runs on the engine; avg is finished afterwards.
+ * cache, and runs on the engine; avg is divided by the engine slice by
+ * slice where each output byte is written by one slice, else afterwards.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "coll/coll.h"
 #include "core/hash.h"
 #include "coll/engine.h"
+#include "sched/stage.h"
 #include "coll/exec.h"
 #include "coll/state.h"
 #include "core/dtype.h"
@@ -24,6 +26,7 @@ static void state_destroy(tutti_comm_t comm, void *state)
     tt_sched_cache_free(&s->sched_cache);
     free(s->scratch);
     free(s->engine_ws);
+    free(s->wait_fds);
     free(s);
 }
 
@@ -87,7 +90,7 @@ static tutti_status_t check_news(tutti_comm_t comm, const tt_call_t *c, uint64_t
         return TUTTI_SUCCESS;
     char call[96];
     snprintf(call, sizeof call, "%s #%llu", tt_coll_name(c->coll), (unsigned long long)seq);
-    tutti_status_t st = tt_comm_news(comm, call, is_p2p(c) ? UINT64_MAX : seq, is_p2p(c) ? c->root : -1);
+    tutti_status_t st = tt_comm_news(comm, call, is_p2p(c) ? UINT64_MAX : seq);
     if (st)
         tt_comm_fail(comm, st);
     return st;
@@ -116,16 +119,10 @@ tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c)
     return tt_coll_run_at(comm, c, seq, NULL);
 }
 
-/* The schedule's scratch: on the device for a direct run, else the host's. */
-static tutti_status_t scratch_for(tutti_comm_t comm, tt_coll_state_t *cs, const tt_call_t *c,
-                                  const tt_mem_ops_t *mem, size_t need, void **out)
+/* The schedule's scratch, kept between calls. */
+static tutti_status_t scratch_for(tutti_comm_t comm, tt_coll_state_t *cs, const tt_call_t *c, size_t need,
+                                  void **out)
 {
-    if (mem) {
-        int e = mem->scratch(mem->arg, need, out);
-        return e ? tt_comm_error(comm, TUTTI_ERR_SYSTEM, "%s: %zu bytes of scratch on the device: %s",
-                                 tt_coll_name(c->coll), need, mem->error(e))
-                 : TUTTI_SUCCESS;
-    }
     if (need > cs->scratch_bytes) {
         void *p = malloc(need);
         if (!p)
@@ -139,19 +136,29 @@ static tutti_status_t scratch_for(tutti_comm_t comm, tt_coll_state_t *cs, const 
     return TUTTI_SUCCESS;
 }
 
-/* avg: the sum divided by the ranks, where the call has an output. */
-static tutti_status_t finish_avg(tutti_comm_t comm, const tt_call_t *c, const tt_mem_ops_t *mem)
+static int wants_avg(const tt_call_t *c)
 {
-    if (c->op != TUTTI_AVG || !c->out_bytes || c->coll == TT_COLL_BROADCAST)
-        return TUTTI_SUCCESS;
-    if (!mem) {
+    return c->op == TUTTI_AVG && c->out_bytes && c->coll != TT_COLL_BROADCAST;
+}
+
+/* Whether the engine can divide the average slice by slice as the output
+ * becomes final (host buffers, each output byte written by one slice). */
+static int avg_by_slice(tutti_comm_t comm, const tt_call_t *c, const tt_sched_t *s, const tt_exec_t *x)
+{
+    if (!wants_avg(c) || comm->nranks < 2)
+        return 0;
+    tt_piece_t *scratch = malloc(2 * (size_t)s->nsteps * sizeof *scratch);
+    int yes =
+        scratch && tt_stage_partitions(s, x->elem, x->nslices, TT_BUF_OUTPUT, c->count * x->elem, scratch);
+    free(scratch);
+    return yes;
+}
+
+/* avg: the sum divided by the ranks, where the call has an output. */
+static void finish_avg(tutti_comm_t comm, const tt_call_t *c)
+{
+    if (wants_avg(c))
         tt_reduce_avg_finish(c->recv, c->count, c->dtype, comm->nranks);
-        return TUTTI_SUCCESS;
-    }
-    int e = mem->avg_finish(mem->arg, c->recv, c->count, c->dtype, comm->nranks);
-    return e ? tt_comm_error(comm, TUTTI_ERR_SYSTEM, "%s: dividing the average on the device: %s",
-                             tt_coll_name(c->coll), mem->error(e))
-             : TUTTI_SUCCESS;
 }
 
 static void trace_call(tt_coll_state_t *cs, const tt_algorithm_t *algo, const tt_sched_t *s, tt_exec_t *x)
@@ -197,9 +204,7 @@ void tt_coll_exec(const tt_call_t *c, uint64_t seq, const tt_route_t *route, con
                      .seq = seq,
                      .elem = tutti_dtype_size(c->dtype),
                      .reduce = tt_reduce_get(c->dtype, c->op),
-                     .stage = c->stage,
-                     .peers = route ? route->peers : NULL,
-                     .mem = route ? route->mem : NULL};
+                     .peers = route ? route->peers : NULL};
     x->bufs[TT_BUF_INPUT] = (char *)c->send;
     x->bufs[TT_BUF_OUTPUT] = c->recv;
     x->nslices = tt_tuner_slices(tt_tuner_chunk_bytes(args, x->elem), choice.slice_bytes);
@@ -211,7 +216,6 @@ tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t se
     tt_coll_state_t *cs = tt_coll_state(comm);
     if (!cs)
         return TUTTI_ERR_NO_MEMORY;
-    const tt_mem_ops_t *mem = route ? route->mem : NULL;
     tt_coll_args_t args = tt_coll_args(comm, c);
     tt_tuned_t choice = tt_coll_choose(comm, c, route, &args);
     const tt_algorithm_t *algo = choice.algo;
@@ -223,19 +227,20 @@ tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t se
     tt_exec_t x;
     tt_coll_exec(c, seq, route, &args, choice, &x);
     if (s->scratch_count)
-        TT_TRY(scratch_for(comm, cs, c, mem, s->scratch_count * x.elem, (void **)&x.bufs[TT_BUF_SCRATCH]));
+        TT_TRY(scratch_for(comm, cs, c, s->scratch_count * x.elem, (void **)&x.bufs[TT_BUF_SCRATCH]));
     trace_call(cs, algo, s, &x);
+    x.avg_ranks = avg_by_slice(comm, c, s, &x) ? comm->nranks : 0;
     TT_DEBUG(TT_SUB_COLL, "%s #%llu: count %zu %s %s, %s (%s %.1f us), %d rounds, %d slices%s",
              tt_coll_name(c->coll), (unsigned long long)seq, c->count, tutti_dtype_name(c->dtype),
              tutti_op_name(c->op), algo->name, choice.predicted < 0 ? "forced" : "tuner predicts",
              choice.predicted < 0 ? 0.0 : choice.predicted * 1e6, s->nrounds, x.nslices,
-             mem ? ", direct on device buffers" : "");
+             x.avg_ranks ? ", avg divided slice by slice" : "");
     cs->bytes_sent += (uint64_t)s->sent_count * x.elem;
     tt_progress_begin(&comm->progress, seq, c->coll, c->dtype, c->op, c->root, c->count);
     st = tt_engine_run(comm, s, &x);
     tt_progress_end(&comm->progress);
-    if (!st)
-        st = finish_avg(comm, c, mem);
+    if (!st && !x.avg_ranks)
+        finish_avg(comm, c);
     if (st)
         tt_comm_fail(comm, st);
     return st;

@@ -3,6 +3,7 @@
 #ifndef TT_COLL_STATE_H
 #define TT_COLL_STATE_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,8 @@ typedef struct {
     size_t scratch_bytes;
     void *engine_ws; /* the engine's per-call arrays, kept between calls */
     size_t engine_ws_bytes;
+    struct pollfd *wait_fds; /* what the engine sleeps on (coll/wait.c) */
+    int wait_cap;
     uint64_t bytes_sent;
     int any_next;              /* the peer a receive from any source asks first */
     struct {                   /* tutti-explain --measure: what the last call ran */

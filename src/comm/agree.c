@@ -33,7 +33,7 @@ static int stopped(tutti_comm_t comm, uint64_t seq)
         return 0;
     char call[48];
     snprintf(call, sizeof call, "collective #%llu", (unsigned long long)seq);
-    tutti_status_t st = tt_comm_news(comm, call, seq, -1);
+    tutti_status_t st = tt_comm_news(comm, call, seq);
     if (!st && aborting)
         st = tt_comm_error(comm, TUTTI_ERR_ABORTED,
                            "%s: interrupted on rank %d: the communicator is being aborted", call, comm->rank);

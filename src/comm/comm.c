@@ -17,6 +17,7 @@
 #include "comm/star.h"
 #include "core/env_config.h"
 #include "core/log.h"
+#include "core/wake.h"
 
 static _Thread_local char thread_error[TT_COMM_ERROR_BYTES];
 
@@ -105,6 +106,11 @@ void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
         }
 }
 
+void tt_comm_wake(tutti_comm_t comm)
+{
+    tt_wake_ring(comm->wake_fd);
+}
+
 void *tt_comm_layer(tutti_comm_t comm, tt_layer_t layer)
 {
     return comm->layers[layer].state;
@@ -143,6 +149,7 @@ static void comm_free(tutti_comm_t comm, int local_only)
         tt_bootstrap_forget(&comm->bs);
     else
         tt_bootstrap_close(&comm->bs);
+    tt_wake_close(comm->wake_fd); /* the star's thread, which rings it, has stopped */
     free(comm->endpoints);
     free(comm->send_seq);
     free(comm->recv_seq);
@@ -160,6 +167,7 @@ static void describe(void *arg, tt_stuck_state_t *out)
 static tutti_status_t comm_settings(tutti_comm_t comm, const tutti_comm_params_t *params, int *node_id)
 {
     comm->timeout_ms = tt_config_int(TT_CFG_TIMEOUT) * 1000;
+    comm->spin_ns = tt_config_int(TT_CFG_SPIN_US) * 1000;
     *node_id = (int)tt_config_int(TT_CFG_NODE_ID);
     if (params && (params->field_mask & TUTTI_PARAM_TIMEOUT_MS))
         comm->timeout_ms = params->timeout_ms;
@@ -177,7 +185,8 @@ static void revoked_elsewhere(void *arg, int rank)
 {
     tutti_comm_t comm = arg;
     int none = -1;
-    __atomic_compare_exchange_n(&comm->revoked_by, &none, rank, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    atomic_compare_exchange_strong_explicit(&comm->revoked_by, &none, rank, memory_order_relaxed,
+                                            memory_order_relaxed);
     tt_comm_interrupt(comm);
 }
 
@@ -208,12 +217,13 @@ static tutti_status_t comm_new(tutti_comm_t *out, int nranks, int rank, const tu
 {
     char msg[512];
     tt_log_set_rank(rank);
-    if (tt_config_check(msg, sizeof msg)) /* each bad variable is logged there */
+    if (tt_config_check(tt_transport_configs(), msg, sizeof msg)) /* each bad variable is logged there */
         return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "%s", msg);
     tutti_comm_t comm = calloc(1, sizeof *comm);
     if (!comm)
         return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "no memory for a communicator");
     comm->bs.up_fd = -1;
+    comm->wake_fd = tt_wake_open();
     comm->device_tp = -1;
     comm->device_bound = -1;
     comm->revoked_by = -1;
@@ -250,6 +260,8 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
         tt_comm_error_in(NULL, st == TUTTI_ERR_CONFIG ? TT_SUB_CONFIG : TT_SUB_INIT, st, "%s", msg);
         goto undo_alloc;
     }
+    if (comm->bs.star)
+        tt_star_set_wake(comm->bs.star, comm->wake_fd);
     comm->env = (tt_tp_env_t){.rank = rank,
                               .nranks = nranks,
                               .nchannels = comm->nchannels,
@@ -339,7 +351,7 @@ TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t handle)
      * The others learn at once that this rank is here, after how many
      * collectives, so one still waiting for another call fails now. */
     tt_log_fault_mark();
-    int revoked = __atomic_load_n(&comm->revoked_by, __ATOMIC_RELAXED) >= 0;
+    int revoked = atomic_load_explicit(&comm->revoked_by, memory_order_relaxed) >= 0;
     tutti_status_t st =
         comm->failed || revoked ? TUTTI_SUCCESS : tt_bootstrap_leave(&comm->bs, comm->coll_seq);
     if (st)

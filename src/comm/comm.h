@@ -9,6 +9,7 @@
 #ifndef TT_COMM_H
 #define TT_COMM_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "comm/bootstrap.h"
@@ -41,6 +42,7 @@ typedef struct {
 struct tutti_comm {
     int rank, nranks;
     int64_t timeout_ms;
+    int64_t spin_ns; /* TUTTI_SPIN_US: the longest a waiting rank polls before it sleeps */
     int nchannels;
     tt_bootstrap_t bs;
     tt_tp_env_t env;
@@ -55,15 +57,18 @@ struct tutti_comm {
     tt_link_t *links;                /* [a * nranks + b]: the class of the host link between a and b */
     uint64_t coll_seq;               /* collectives started on this communicator */
     uint64_t *send_seq, *recv_seq;   /* point-to-point messages per peer */
-    tutti_status_t failed;           /* set once a collective failed mid-flight */
+    _Atomic tutti_status_t failed;   /* set once a collective failed mid-flight */
     _Atomic int aborting;            /* waits stop (abort began, or comm was revoked) */
-    int revoked_by;                  /* atomic: the rank that revoked comm (this one too), -1 */
-    int revoking;                    /* atomic: calls of tutti_comm_revoke inside */
+    _Atomic int revoked_by;          /* the rank that revoked comm (this one too), -1 */
+    _Atomic int revoking;            /* calls of tutti_comm_revoke inside */
     int rescue_fd;                   /* listens for a later shrink's coordinator (rescue.c), -1 */
     tt_sockaddr_t *rescue;           /* every rank's listener, by rank */
     unsigned nshrinks;               /* shrinks begun on comm: each has a key of its own */
     int busy;                        /* calls inside the library (tt_comm_enter), under the registry lock */
     int oversubscribed;              /* more ranks on this host than CPUs they may use */
+    int local_ranks;                 /* ranks on this host, this one included */
+    int cpus_online;                 /* the CPUs of this host */
+    int wake_fd;                     /* rung to wake a call asleep in the engine (tt_comm_wake); -1: none */
     tt_hosts_t hosts;                /* which ranks share a host */
     tt_algo_policy_t policy;
     struct {
@@ -104,7 +109,7 @@ tutti_status_t tt_comm_enter(tutti_comm_t handle, const char *name, tutti_comm_t
 void tt_comm_leave(tutti_comm_t comm);
 /* Until no more calls are inside comm than *keep says (read as it
  * changes; NULL: until all have left). */
-void tt_comm_wait_idle(tutti_comm_t comm, const int *keep);
+void tt_comm_wait_idle(tutti_comm_t comm, _Atomic int *keep);
 /* Raises the flag the engine reads on every poll: whatever waits on comm
  * stops now (abort and revoke both come through here). */
 void tt_comm_interrupt(tutti_comm_t comm);
@@ -126,6 +131,11 @@ tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const 
  * tt_log_fault_mark); logs nothing. */
 tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Wakes a call of comm that sleeps in the engine waiting for its peers, so
+ * that it looks at once at a flag just raised (aborting); without it the
+ * call would see the flag only at its next liveness check (ALIVE_CHECK_NS,
+ * src/coll/engine.c). Any thread may call it. */
+void tt_comm_wake(tutti_comm_t comm);
 /* Whether call may start on comm: TUTTI_ERR_REVOKED once it was revoked,
  * TUTTI_ERR_ABORTED once a call failed on it (recorded and logged). */
 tutti_status_t tt_comm_usable(tutti_comm_t comm, const char *call);
@@ -134,12 +144,12 @@ void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
 
 /*
  * News from the other ranks (news.c), for a call described as `call`:
- * collective number seq, or a send or receive with peer (seq UINT64_MAX).
+ * collective number seq, or a send or receive (seq UINT64_MAX).
  * Non-zero (recorded and logged) when the call must end: a rank gave up or
  * died, one entered destroy before making this collective, or a rank timed
  * out and the who-is-stuck report came. One load when there is no news.
  */
-tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, int peer);
+tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq);
 /* Whether there is news at all (two relaxed loads). */
 int tt_comm_has_news(tutti_comm_t comm);
 /* TUTTI_ERR_REVOKED (recorded and logged) once comm was revoked, by this

@@ -156,16 +156,17 @@ void tt_comm_leave(tutti_comm_t comm)
 void tt_comm_interrupt(tutti_comm_t comm)
 {
     atomic_store_explicit(&comm->aborting, 1, memory_order_relaxed);
+    tt_comm_wake(comm); /* a call asleep in the engine sees the flag now */
 }
 
 /* The engine sees the flag of tt_comm_interrupt within one poll, so this is short. */
-void tt_comm_wait_idle(tutti_comm_t comm, const int *keep)
+void tt_comm_wait_idle(tutti_comm_t comm, _Atomic int *keep)
 {
     for (;;) {
         pthread_mutex_lock(&registry_lock);
         int busy = comm->busy;
         pthread_mutex_unlock(&registry_lock);
-        if (busy <= (keep ? __atomic_load_n(keep, __ATOMIC_RELAXED) : 0))
+        if (busy <= (keep ? atomic_load_explicit(keep, memory_order_relaxed) : 0))
             return;
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);

@@ -220,7 +220,7 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
     if ((tt_parse_int(tt_config_str(TT_CFG_RANK), &r) == 0 && r >= 0) ||
         (said && tt_parse_int(said, &r) == 0 && r >= 0))
         tt_log_set_rank((int)r);
-    if (tt_config_check(msg, sizeof msg)) /* each bad variable is logged there */
+    if (tt_config_check(tt_transport_configs(), msg, sizeof msg)) /* each bad variable is logged there */
         return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "%s", msg);
     tt_join_t j = {.rank = (int)tt_config_int(TT_CFG_RANK), .nranks = (int)tt_config_int(TT_CFG_NRANKS)};
     const char *keyhex = tt_config_str(TT_CFG_KEY);

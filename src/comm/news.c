@@ -22,12 +22,13 @@ static const char *plural(uint64_t n)
 
 int tt_comm_has_news(tutti_comm_t comm)
 {
-    return tt_star_has_news(comm->bs.star) || __atomic_load_n(&comm->revoked_by, __ATOMIC_RELAXED) >= 0;
+    return tt_star_has_news(comm->bs.star) ||
+           atomic_load_explicit(&comm->revoked_by, memory_order_relaxed) >= 0;
 }
 
 tutti_status_t tt_comm_revoked(tutti_comm_t comm, const char *call)
 {
-    int by = __atomic_load_n(&comm->revoked_by, __ATOMIC_RELAXED);
+    int by = atomic_load_explicit(&comm->revoked_by, memory_order_relaxed);
     if (by < 0)
         return TUTTI_SUCCESS;
     return by == comm->rank
@@ -46,7 +47,7 @@ tutti_status_t tt_comm_usable(tutti_comm_t comm, const char *call)
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, int peer)
+tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq)
 {
     /* A revoked communicator ends every call alike, whatever else happened. */
     TT_TRY(tt_comm_revoked(comm, call));
@@ -68,9 +69,8 @@ tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq, i
     if (n.have_report)
         return tt_comm_error(comm, TUTTI_ERR_TIMEOUT, "%s: a rank reached its timeout (TUTTI_TIMEOUT); %s",
                              call, n.report);
-    /* A send or receive is not ended by a peer in destroy: what it sent
-     * before it left is still there to be received. */
-    (void)peer;
+    /* A send or receive (seq UINT64_MAX) is not ended by a peer in
+     * destroy: what it sent before it left is still there to be received. */
     if (n.left_rank >= 0 && seq != UINT64_MAX && seq >= n.left_after)
         return tt_comm_error(
             comm, TUTTI_ERR_MISMATCH,

@@ -14,30 +14,40 @@
 #include "comm/comm.h"
 #include "core/env_config.h"
 #include "core/hash.h"
+#include "core/load.h"
 #include "core/log.h"
 #include "topo/topo.h"
 
-/* Variables the ranks must set alike: across the job (the channels of
- * every connection), or among the ranks of one host (the shared queues). */
-static const struct {
-    tt_config_id_t id;
-    int per_host;
-} agreed[] = {
-    {TT_CFG_PIPELINE, 0},
-    {TT_CFG_SHM_SLOT_BYTES, 1},
-    {TT_CFG_SHM_SLOTS, 1},
-    {TT_CFG_IPC_WINDOW_BYTES, 1},
-};
-#define NAGREED (sizeof agreed / sizeof *agreed)
+/* The variables the ranks must set alike (their rules' .agreed): across the
+ * job (the channels of every connection), or among the ranks of one host
+ * (the shared queues), from the core's table and every built transport's. */
+#define TT_MAX_AGREED 16
+typedef struct {
+    const tt_config_table_t *table;
+    int id;
+} agreed_t;
+
+static int agreed_vars(agreed_t *out)
+{
+    const tt_config_table_t *const *more = tt_transport_configs();
+    int n = 0;
+    for (int t = -1; t < 0 || more[t]; t++) {
+        const tt_config_table_t *table = t < 0 ? &tt_config_core : more[t];
+        for (int id = 0; id < table->count && n < TT_MAX_AGREED; id++)
+            if (table->rules[id].agreed)
+                out[n++] = (agreed_t){table, id};
+    }
+    return n;
+}
 
 /* What every rank publishes at start-up. */
 typedef struct {
     tt_endpoint_t endpoint;
-    uint64_t transports_hash; /* TUTTI_TRANSPORTS */
-    uint64_t policy_hash;     /* TUTTI_ALGO*, TUTTI_SLICE_BYTES, TUTTI_DETERMINISTIC, the cost model */
-    int64_t agreed[NAGREED];  /* the values of agreed[] */
-    uint32_t offered;         /* bit t: transport t listens on this rank */
-    tt_sockaddr_t rescue;     /* where a later shrink's coordinator finds this rank */
+    uint64_t transports_hash;      /* TUTTI_TRANSPORTS */
+    uint64_t policy_hash;          /* TUTTI_ALGO*, TUTTI_SLICE_BYTES, TUTTI_DETERMINISTIC, the cost model */
+    int64_t agreed[TT_MAX_AGREED]; /* the values of agreed_vars(), in its order */
+    uint32_t offered;              /* bit t: transport t listens on this rank */
+    tt_sockaddr_t rescue;          /* where a later shrink's coordinator finds this rank */
     unsigned char addr[TT_MAX_TRANSPORTS][TT_ADDR_MAX];
 } rank_record_t;
 
@@ -66,12 +76,17 @@ static void fill_endpoint(int node_id, tt_endpoint_t *ep)
 }
 
 /* Ranks per CPU on rank r's host, as r sees its CPUs. */
-static double ranks_per_cpu(tutti_comm_t comm, int r)
+static int ranks_beside(tutti_comm_t comm, int r)
 {
     int local = 0;
     for (int q = 0; q < comm->nranks; q++)
         local += comm->endpoints[q].host_id == comm->endpoints[r].host_id;
-    return comm->endpoints[r].cpus > 0 ? (double)local / comm->endpoints[r].cpus : 1;
+    return local;
+}
+
+static double ranks_per_cpu(tutti_comm_t comm, int r)
+{
+    return comm->endpoints[r].cpus > 0 ? (double)ranks_beside(comm, r) / comm->endpoints[r].cpus : 1;
 }
 
 /* How crowded the most crowded host is. Every rank computes it from the
@@ -103,8 +118,13 @@ static tutti_status_t hosts_from_endpoints(tutti_comm_t comm)
 
 static tutti_status_t pick_transports(tutti_comm_t comm)
 {
-    char list[128];
-    snprintf(list, sizeof list, "%s", tt_config_str(TT_CFG_TRANSPORTS));
+    char list[128] = "";
+    if (tt_config_is_set(TT_CFG_TRANSPORTS))
+        snprintf(list, sizeof list, "%s", tt_config_str(TT_CFG_TRANSPORTS));
+    else /* every transport built, in the table's order */
+        for (int i = 0; tt_transports[i]; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? "," : "",
+                     tt_transports[i]->name);
     char *save = NULL;
     for (char *name = strtok_r(list, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
         const tt_transport_ops_t *ops = NULL;
@@ -162,21 +182,24 @@ static int reaches(const tutti_comm_t comm, int t, int a, int b)
     return comm->tp_ops[t]->reachable(&as_a, b);
 }
 
-/* The first variable of agreed[] that rank r sets otherwise than this rank
+/* The first agreed variable that rank r sets otherwise than this rank
  * (and, for the per-host ones, shares its host): said once, naming both. */
 static tutti_status_t check_settings(tutti_comm_t comm, const rank_record_t *mine,
                                      const rank_record_t *records)
 {
+    agreed_t agreed[TT_MAX_AGREED];
+    int nagreed = agreed_vars(agreed);
     for (int r = 0; r < comm->nranks; r++)
-        for (size_t v = 0; v < NAGREED; v++) {
+        for (int v = 0; v < nagreed; v++) {
             int same_host = records[r].endpoint.host_id == mine->endpoint.host_id;
-            if (records[r].agreed[v] == mine->agreed[v] || (agreed[v].per_host && !same_host))
+            int per_host = agreed[v].table->rules[agreed[v].id].agreed == TT_CFG_AGREE_HOST;
+            if (records[r].agreed[v] == mine->agreed[v] || (per_host && !same_host))
                 continue;
             return tt_comm_error_in(
                 NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
                 "%s is %lld on rank %d but %lld on rank %d: every rank%s must set it alike",
-                tt_config_entries[agreed[v].id].name, (long long)mine->agreed[v], comm->rank,
-                (long long)records[r].agreed[v], r, agreed[v].per_host ? " of a host" : "");
+                agreed[v].table->entries[agreed[v].id].name, (long long)mine->agreed[v], comm->rank,
+                (long long)records[r].agreed[v], r, per_host ? " of a host" : "");
         }
     return TUTTI_SUCCESS;
 }
@@ -340,8 +363,9 @@ tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id)
     if (st)
         tt_comm_error_in(NULL, TT_SUB_CONFIG, st, "%s", why);
     mine.policy_hash = tt_algo_policy_hash(&comm->policy);
-    for (size_t v = 0; v < NAGREED; v++)
-        mine.agreed[v] = tt_config_int(agreed[v].id);
+    agreed_t agreed[TT_MAX_AGREED];
+    for (int v = 0, n = agreed_vars(agreed); v < n; v++)
+        mine.agreed[v] = tt_config_table_int(agreed[v].table, agreed[v].id);
     if (!st)
         st = pick_transports(comm);
     if (!st)
@@ -361,6 +385,8 @@ tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id)
     if (!st) {
         /* More ranks here than CPUs: a waiting rank gives its CPU away at once. */
         comm->oversubscribed = ranks_per_cpu(comm, comm->rank) > 1;
+        comm->local_ranks = ranks_beside(comm, comm->rank);
+        comm->cpus_online = tt_load_cpus();
         comm->policy.tuner.model.crowding = job_crowding(comm);
         st = hosts_from_endpoints(comm);
     }

@@ -24,8 +24,8 @@
 static void revoke_here(tutti_comm_t comm)
 {
     int none = -1;
-    if (__atomic_compare_exchange_n(&comm->revoked_by, &none, comm->rank, 0, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED))
+    if (atomic_compare_exchange_strong_explicit(&comm->revoked_by, &none, comm->rank, memory_order_relaxed,
+                                                memory_order_relaxed))
         TT_INFO(TT_SUB_INIT, "rank %d revokes its communicator of %d ranks", comm->rank, comm->nranks);
     /* The same flag as abort's, so the calls waiting here stop at once;
      * the star tells every rank, whose calls then stop too. */
@@ -33,9 +33,9 @@ static void revoke_here(tutti_comm_t comm)
     if (comm->bs.star)
         tt_star_revoke(comm->bs.star);
     /* Until the other calls have returned (revokes on other threads wait alike). */
-    __atomic_add_fetch(&comm->revoking, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&comm->revoking, 1, memory_order_relaxed);
     tt_comm_wait_idle(comm, &comm->revoking);
-    __atomic_sub_fetch(&comm->revoking, 1, __ATOMIC_RELAXED);
+    atomic_fetch_sub_explicit(&comm->revoking, 1, memory_order_relaxed);
 }
 
 TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t handle)

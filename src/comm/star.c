@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/sock.h"
+#include "core/wake.h"
 
 int tt_star_hdr_ok(const tt_star_hdr_t *h, int nranks)
 {
@@ -78,6 +79,14 @@ int tt_star_read(int fd, tt_star_reader_t *rd, int nranks,
     }
 }
 
+/* News for the rank's calls: the flag they read, and a wake-up for one
+ * that sleeps in the engine waiting for a peer that may never come. */
+static void raise_news(tt_star_t *s)
+{
+    atomic_store_explicit(&s->news, 1, memory_order_relaxed);
+    tt_wake_ring(atomic_load_explicit(&s->wake_fd, memory_order_relaxed));
+}
+
 /* Keeps the first rank that died and the first that gave up, and every
  * rank that died (for a shrink). Under the lock. */
 static void note_failed(tt_star_t *s, int rank, tutti_status_t st, const char *text, int died)
@@ -86,13 +95,13 @@ static void note_failed(tt_star_t *s, int rank, tutti_status_t st, const char *t
         s->dead[rank] = 1;
     if (died && s->n.died_rank < 0) {
         s->n.died_rank = rank;
-        atomic_store_explicit(&s->news, 1, memory_order_relaxed);
+        raise_news(s);
     }
     if (!died && s->n.failed_rank < 0) {
         s->n.failed_rank = rank;
         s->n.failed_status = st;
         snprintf(s->n.failed_text, sizeof s->n.failed_text, "%s", text);
-        atomic_store_explicit(&s->news, 1, memory_order_relaxed);
+        raise_news(s);
     }
 }
 
@@ -132,7 +141,7 @@ void tt_star_member_frame(tt_star_t *s, int from, const tt_star_hdr_t *h, const 
         if (s->n.left_rank < 0) {
             s->n.left_rank = h->rank;
             s->n.left_after = h->seq;
-            atomic_store_explicit(&s->news, 1, memory_order_relaxed);
+            raise_news(s);
         }
         break;
     case TT_STAR_DONE:
@@ -143,14 +152,14 @@ void tt_star_member_frame(tt_star_t *s, int from, const tt_star_hdr_t *h, const 
     case TT_STAR_REPORT:
         s->n.have_report = 1;
         snprintf(s->n.report, sizeof s->n.report, "%s", payload);
-        atomic_store_explicit(&s->news, 1, memory_order_relaxed);
+        raise_news(s);
         break;
     case TT_STAR_REVOKED:
         if (s->n.revoked_rank < 0) {
             s->n.revoked_rank = h->rank;
             if (s->on_revoke)
                 s->on_revoke(s->on_revoke_arg, h->rank);
-            atomic_store_explicit(&s->news, 1, memory_order_relaxed);
+            raise_news(s);
         }
         break;
     default: break;
@@ -228,6 +237,7 @@ tt_star_t *tt_star_start(int rank, int nranks, int fd, int *rank_fds, int64_t ti
     s->wait_ms = timeout_ms / 2 < 1000 ? (int)(timeout_ms / 2) : 1000;
     s->n.died_rank = s->n.failed_rank = s->n.left_rank = s->n.revoked_rank = -1;
     s->mfd = -1;
+    s->wake_fd = -1;
     s->stop_pipe[0] = s->stop_pipe[1] = -1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->send_lock, NULL);
@@ -270,6 +280,11 @@ void tt_star_set_view(tt_star_t *s, const void *endpoints, tt_star_describe_fn d
     s->describe = describe;
     s->describe_arg = arg;
     pthread_mutex_unlock(&s->lock);
+}
+
+void tt_star_set_wake(tt_star_t *s, int fd)
+{
+    atomic_store_explicit(&s->wake_fd, fd, memory_order_relaxed);
 }
 
 void tt_star_on_revoke(tt_star_t *s, void (*fn)(void *arg, int rank), void *arg)
@@ -425,7 +440,7 @@ void tt_star_revoke(tt_star_t *s)
     int first = s->n.revoked_rank < 0;
     if (first)
         s->n.revoked_rank = s->rank;
-    atomic_store_explicit(&s->news, 1, memory_order_relaxed);
+    raise_news(s);
     pthread_mutex_unlock(&s->lock);
     if (first)
         send_up(s, TT_STAR_REVOKE, 0, 0, NULL, 0);

@@ -87,6 +87,10 @@ void tt_star_set_view(tt_star_t *s, const void *endpoints, tt_star_describe_fn d
  * (it interrupts the calls waiting on it). */
 void tt_star_on_revoke(tt_star_t *s, void (*fn)(void *arg, int rank), void *arg);
 
+/* fd (tt_wake_ring) is rung with every piece of news, so that a call
+ * asleep in the engine looks at it at once; -1: none. */
+void tt_star_set_wake(tt_star_t *s, int fd);
+
 /* all (nranks * size bytes) gets every rank's mine in rank order; fails at
  * once, saying why, when a rank gave up or left meanwhile. */
 tutti_status_t tt_star_allgather(tt_star_t *s, const void *mine, void *all, size_t size);

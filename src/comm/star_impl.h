@@ -39,7 +39,8 @@ typedef struct {
 } tt_star_hub_t;
 
 struct tt_star {
-    _Atomic int news; /* a rank gave up or left, or a report came */
+    _Atomic int news;    /* a rank gave up or left, or a report came */
+    _Atomic int wake_fd; /* rung with news: wakes a collective asleep in the engine (-1: none) */
     int rank, nranks;
     int64_t timeout_ms;
     int wait_ms; /* how long the hub waits for the ranks' answers */

@@ -14,11 +14,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 
-const tt_config_entry_t tt_config_entries[TT_CFG_COUNT] = {
-#define TT_CFG_ENTRY(id, type, def, help) [TT_CFG_##id] = {"TUTTI_" #id, TT_CFG_TYPE_##type, def, help},
-    TT_CONFIG_TABLE(TT_CFG_ENTRY)
-#undef TT_CFG_ENTRY
-};
+TT_CONFIG_TABLE_DEFINE(tt_config_core, "core", TT_CONFIG_TABLE, TT_CONFIG_RULES);
 
 int tt_parse_int(const char *text, int64_t *out)
 {
@@ -70,28 +66,22 @@ int tt_parse_size(const char *text, uint64_t *out)
     return 0;
 }
 
-const tt_config_rule_t tt_config_rules[TT_CFG_COUNT] = {
-#define TT_CFG_RULE(id, ...) [TT_CFG_##id] = {.set = 1, __VA_ARGS__},
-    TT_CONFIG_RULES(TT_CFG_RULE)
-#undef TT_CFG_RULE
-};
-
-const char *tt_config_str(tt_config_id_t id)
+const char *tt_config_table_str(const tt_config_table_t *t, int id)
 {
-    const char *v = getenv(tt_config_entries[id].name);
-    return v && *v ? v : tt_config_entries[id].def;
+    const char *v = getenv(t->entries[id].name);
+    return v && *v ? v : t->entries[id].def;
 }
 
-int tt_config_is_set(tt_config_id_t id)
+int tt_config_table_is_set(const tt_config_table_t *t, int id)
 {
-    const char *v = getenv(tt_config_entries[id].name);
-    return v && *v; /* empty counts as unset, as tt_config_str reads it */
+    const char *v = getenv(t->entries[id].name);
+    return v && *v; /* empty counts as unset, as tt_config_table_str reads it */
 }
 
-static int config_parse(tt_config_id_t id, const char *text, int64_t *out)
+static int config_parse(const tt_config_entry_t *e, const char *text, int64_t *out)
 {
     uint64_t size;
-    switch (tt_config_entries[id].type) {
+    switch (e->type) {
     case TT_CFG_TYPE_SIZE:
         if (tt_parse_size(text, &size) || size > INT64_MAX)
             return -1;
@@ -139,13 +129,13 @@ static int valid_str(const tt_config_rule_t *rule, const char *text)
     }
 }
 
-int tt_config_valid(tt_config_id_t id, const char *text)
+int tt_config_table_valid(const tt_config_table_t *t, int id, const char *text)
 {
-    const tt_config_rule_t *rule = &tt_config_rules[id];
+    const tt_config_rule_t *rule = &t->rules[id];
     int64_t v;
-    if (tt_config_entries[id].type == TT_CFG_TYPE_STR)
+    if (t->entries[id].type == TT_CFG_TYPE_STR)
         return !rule->set || valid_str(rule, text) ? 0 : -1;
-    if (config_parse(id, text, &v))
+    if (config_parse(&t->entries[id], text, &v))
         return -1;
     if (!rule->set || (rule->zero_ok && v == 0))
         return 0;
@@ -168,12 +158,12 @@ static void size_text(int64_t v, char *out, size_t outlen)
     snprintf(out, outlen, "%lld", (long long)v);
 }
 
-void tt_config_allowed(tt_config_id_t id, char *out, size_t outlen)
+void tt_config_table_allowed(const tt_config_table_t *t, int id, char *out, size_t outlen)
 {
-    const tt_config_rule_t *r = &tt_config_rules[id];
+    const tt_config_rule_t *r = &t->rules[id];
     char lo[32], hi[32];
     size_t n = 0;
-    switch (tt_config_entries[id].type) {
+    switch (t->entries[id].type) {
     case TT_CFG_TYPE_STR:
         if (r->hex)
             snprintf(out, outlen, "exactly %d hex digits", r->hex);
@@ -210,58 +200,59 @@ void tt_config_allowed(tt_config_id_t id, char *out, size_t outlen)
 }
 
 /*
- * Each bad value is logged once per process: the hash of the last value
- * logged per variable, and of each unknown name warned about. Checks run at
- * every communicator creation and reads at every use; one message is enough.
+ * Each bad value is logged once per process: the hashes of the "name=value"
+ * pairs logged, and of each unknown name warned about. Checks run at every
+ * communicator creation and reads at every use; one message is enough.
  */
 static pthread_mutex_t told_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t told_value[TT_CFG_COUNT];
-static uint64_t told_names[64];
-static int ntold_names;
+static uint64_t told_values[64], told_names[64];
+static int ntold_values, ntold_names;
 
-static int first_time_value(tt_config_id_t id, const char *text)
+/* Whether h is new to the set (and now in it, while there is room). */
+static int first_time(uint64_t *set, int *n, uint64_t h)
 {
-    uint64_t h = tt_hash(text, strlen(text), TT_HASH_SEED) | 1; /* never 0, the "nothing told" mark */
+    int first = 1;
     pthread_mutex_lock(&told_lock);
-    int first = told_value[id] != h;
-    told_value[id] = h;
+    for (int i = 0; i < *n && first; i++)
+        first = set[i] != h;
+    if (first && *n < 64)
+        set[(*n)++] = h;
     pthread_mutex_unlock(&told_lock);
     return first;
+}
+
+static int first_time_value(const tt_config_entry_t *e, const char *text)
+{
+    uint64_t h = tt_hash(e->name, strlen(e->name), TT_HASH_SEED);
+    return first_time(told_values, &ntold_values, tt_hash(text, strlen(text), h));
 }
 
 static int first_time_name(const char *name, size_t len)
 {
-    uint64_t h = tt_hash(name, len, TT_HASH_SEED);
-    int first = 1;
-    pthread_mutex_lock(&told_lock);
-    for (int i = 0; i < ntold_names && first; i++)
-        first = told_names[i] != h;
-    if (first && ntold_names < (int)(sizeof told_names / sizeof told_names[0]))
-        told_names[ntold_names++] = h;
-    pthread_mutex_unlock(&told_lock);
-    return first;
+    return first_time(told_names, &ntold_names, tt_hash(name, len, TT_HASH_SEED));
 }
 
-static void describe_bad(tt_config_id_t id, const char *text, char *out, size_t outlen)
+static void describe_bad(const tt_config_table_t *t, int id, const char *text, char *out, size_t outlen)
 {
     char allowed[200];
-    tt_config_allowed(id, allowed, sizeof allowed);
-    snprintf(out, outlen, "%s=%s is not allowed: it takes %s (%s)", tt_config_entries[id].name, text, allowed,
-             tt_config_entries[id].help);
+    tt_config_table_allowed(t, id, allowed, sizeof allowed);
+    snprintf(out, outlen, "%s=%s is not allowed: it takes %s (%s)", t->entries[id].name, text, allowed,
+             t->entries[id].help);
 }
 
-int64_t tt_config_int(tt_config_id_t id)
+int64_t tt_config_table_int(const tt_config_table_t *t, int id)
 {
     int64_t v = 0;
-    const char *text = tt_config_str(id);
-    if (tt_config_valid(id, text) == 0 && config_parse(id, text, &v) == 0)
+    const tt_config_entry_t *e = &t->entries[id];
+    const char *text = tt_config_table_str(t, id);
+    if (tt_config_table_valid(t, id, text) == 0 && config_parse(e, text, &v) == 0)
         return v;
-    if (first_time_value(id, text)) {
+    if (first_time_value(e, text)) {
         char why[400];
-        describe_bad(id, text, why, sizeof why);
-        TT_WARN(TT_SUB_CONFIG, "%s; using the default %s", why, tt_config_entries[id].def);
+        describe_bad(t, id, text, why, sizeof why);
+        TT_WARN(TT_SUB_CONFIG, "%s; using the default %s", why, e->def);
     }
-    config_parse(id, tt_config_entries[id].def, &v);
+    config_parse(e, e->def, &v);
     return v;
 }
 
@@ -288,49 +279,63 @@ static int distance(const char *a, size_t la, const char *b)
     return row[lb];
 }
 
+/* The core's table, then those of more (NULL-terminated), into all. */
+static int every_table(const tt_config_table_t *const *more, const tt_config_table_t **all, int max)
+{
+    int n = 0;
+    all[n++] = &tt_config_core;
+    for (int i = 0; more && more[i] && n < max; i++)
+        all[n++] = more[i];
+    return n;
+}
+
 /* TUTTI_* names in the environment that are no variable: typos, mostly. */
-static void warn_unknown_names(void)
+static void warn_unknown_names(const tt_config_table_t *const *tables, int ntables)
 {
     for (char **e = environ; *e; e++) {
         if (strncmp(*e, "TUTTI_", 6) != 0)
             continue;
         size_t len = strcspn(*e, "=");
-        int known = 0, best = -1, best_d = 3;
-        for (int id = 0; id < TT_CFG_COUNT && !known; id++) {
-            const char *name = tt_config_entries[id].name;
-            known = strlen(name) == len && strncmp(*e, name, len) == 0;
-            int d = distance(*e, len, name);
-            if (d < best_d) {
-                best_d = d;
-                best = id;
+        int known = 0, best_d = 3;
+        const char *best = NULL;
+        for (int t = 0; t < ntables && !known; t++)
+            for (int id = 0; id < tables[t]->count && !known; id++) {
+                const char *name = tables[t]->entries[id].name;
+                known = strlen(name) == len && strncmp(*e, name, len) == 0;
+                int d = distance(*e, len, name);
+                if (d < best_d) {
+                    best_d = d;
+                    best = name;
+                }
             }
-        }
         if (known || !first_time_name(*e, len))
             continue;
-        if (best >= 0)
+        if (best)
             TT_WARN(TT_SUB_CONFIG, "%.*s is not a tutti variable and is ignored; did you mean %s?", (int)len,
-                    *e, tt_config_entries[best].name);
+                    *e, best);
         else
             TT_WARN(TT_SUB_CONFIG, "%.*s is not a tutti variable and is ignored (tutti-info -e lists them)",
                     (int)len, *e);
     }
 }
 
-tutti_status_t tt_config_check(char *msg, size_t msglen)
+tutti_status_t tt_config_check(const tt_config_table_t *const *more, char *msg, size_t msglen)
 {
-    int bad = 0;
-    warn_unknown_names();
-    for (int id = 0; id < TT_CFG_COUNT; id++) {
-        const char *text = getenv(tt_config_entries[id].name);
-        if (!text || !*text || tt_config_valid((tt_config_id_t)id, text) == 0)
-            continue;
-        char why[400];
-        describe_bad((tt_config_id_t)id, text, why, sizeof why);
-        if (first_time_value((tt_config_id_t)id, text))
-            TT_ERROR(TT_SUB_CONFIG, "%s", why);
-        if (bad++ == 0)
-            snprintf(msg, msglen, "%s", why);
-    }
+    const tt_config_table_t *tables[16];
+    int ntables = every_table(more, tables, 16), bad = 0;
+    warn_unknown_names(tables, ntables);
+    for (int t = 0; t < ntables; t++)
+        for (int id = 0; id < tables[t]->count; id++) {
+            const char *text = getenv(tables[t]->entries[id].name);
+            if (!text || !*text || tt_config_table_valid(tables[t], id, text) == 0)
+                continue;
+            char why[400];
+            describe_bad(tables[t], id, text, why, sizeof why);
+            if (first_time_value(&tables[t]->entries[id], text))
+                TT_ERROR(TT_SUB_CONFIG, "%s", why);
+            if (bad++ == 0)
+                snprintf(msg, msglen, "%s", why);
+        }
     if (bad > 1) {
         size_t n = strlen(msg);
         snprintf(msg + n, msglen - n, "; and %d more invalid TUTTI_* variables (see the log)", bad - 1);

@@ -20,6 +20,24 @@ static void add(tt_region_t r, size_t elem, int nslices, int slice, unsigned mas
     out[(*n)++] = (tt_piece_t){r.buf, (r.off + tt_block_off(r.count, nslices, slice)) * elem, count * elem};
 }
 
+int tt_stage_partitions(const tt_sched_t *s, size_t elem, int nslices, tt_buf_t buf, size_t bytes,
+                        tt_piece_t *scratch)
+{
+    /* The slices together write what the whole regions write; if their
+     * pieces add up to no more than that, no byte is in two slices. */
+    unsigned mask = 1u << buf;
+    int n = tt_stage_pieces(s, elem, 1, 0, mask, 1, scratch);
+    if (n != 1 || scratch[0].off != 0 || scratch[0].bytes != bytes)
+        return 0;
+    size_t total = 0;
+    for (int k = 0; k < nslices; k++) {
+        n = tt_stage_pieces(s, elem, nslices, k, mask, 1, scratch);
+        for (int i = 0; i < n; i++)
+            total += scratch[i].bytes;
+    }
+    return total == bytes;
+}
+
 int tt_stage_pieces(const tt_sched_t *s, size_t elem, int nslices, int slice, unsigned mask, int writes,
                     tt_piece_t *out)
 {

@@ -4,7 +4,7 @@
  * timed at every size (factor 2) beside what the tuner's model predicts for
  * the algorithm it runs (with a fitted tuning file's corrections, where
  * TUTTI_TUNING_FILE has them), as a table and a plot in the terminal, or
- * as JSON for perf/report. After tutti-bw --fit the two should meet.
+ * as JSON for perf/report/report. After tutti-bw --fit the two should meet.
  */
 #include <math.h>
 #include <stdio.h>

@@ -298,7 +298,7 @@ static void json_grid(const view_t *v, int s)
     printf("]");
 }
 
-/* JSON for perf/report: {"tool": "tutti-explain", ..., "steps": [{"t_us", "ranks": [...], "messages": [...],
+/* JSON for perf/report/report: {"tool": "tutti-explain", ..., "steps": [{"t_us", "ranks": [...], "messages": [...],
  * "grid"}]} */
 static void print_json(const view_t *v)
 {

@@ -5,7 +5,7 @@
  * alpha-beta-gamma arithmetic of its round, the state of every rank's chunks
  * after each step, the fold of ranks beyond a power of two explained, and
  * the textbook formula beside the whole call's prediction. As text, or as
- * JSON for perf/report's animation.
+ * JSON for perf/report/report's animation.
  */
 #ifndef TT_EXPLAIN_VIEW_H
 #define TT_EXPLAIN_VIEW_H

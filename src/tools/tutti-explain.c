@@ -52,9 +52,9 @@ static void usage(FILE *f)
             "      --compare        predicted time of every algorithm; * marks the tuner's pick\n"
             "      --mermaid        a Mermaid sequence diagram of the schedule\n"
             "      --measure        under tutti-run: run it and print measured next to predicted time\n"
-            "      --json           the steps as JSON, for perf/report's animation\n"
+            "      --json           the steps as JSON, for perf/report/report's animation\n"
             "  -b, -e SIZE          with --measure: time the whole call at sizes from -b to -e (doubling)\n"
-            "                       beside the tuner's prediction (a plot; --json for perf/report)\n"
+            "                       beside the tuner's prediction (a plot; --json for perf/report/report)\n"
             "Predictions use the cost model (TUTTI_TUNING_FILE overrides its parameters).\n");
 }
 

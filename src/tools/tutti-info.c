@@ -116,16 +116,29 @@ static void print_algorithms(void)
     }
 }
 
-static void print_variables(void)
+static void print_table(const tt_config_table_t *t)
 {
     static const char *const types[] = {"string", "integer", "size"};
-    printf("environment variables:\n");
-    for (int i = 0; i < TT_CFG_COUNT; i++) {
-        const tt_config_entry_t *e = &tt_config_entries[i];
+    for (int i = 0; i < t->count; i++) {
+        const tt_config_entry_t *e = &t->entries[i];
         char allowed[200];
-        tt_config_allowed((tt_config_id_t)i, allowed, sizeof allowed);
+        tt_config_table_allowed(t, i, allowed, sizeof allowed);
         printf("  %-24s %-8s default \"%s\"\n      %s\n      takes %s\n", e->name, types[e->type], e->def,
                e->help, allowed);
+    }
+}
+
+static void print_variables(void)
+{
+    printf("environment variables:\n");
+    print_table(&tt_config_core);
+    printf("  (TUTTI_TRANSPORTS unset:");
+    for (int i = 0; tt_transports[i]; i++)
+        printf("%s%s", i ? "," : " ", tt_transports[i]->name);
+    printf(")\n");
+    for (const tt_config_table_t *const *t = tt_transport_configs(); *t; t++) {
+        printf("%s transport:\n", (*t)->owner);
+        print_table(*t);
     }
 }
 

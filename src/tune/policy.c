@@ -45,7 +45,7 @@ tutti_status_t tt_algo_policy_from_env(tt_algo_policy_t *policy, char *err, size
         if (per_coll_var[c] == TT_CFG_COUNT)
             continue;
         const tt_algorithm_t *one;
-        const char *var = tt_config_entries[per_coll_var[c]].name;
+        const char *var = tt_config_core.entries[per_coll_var[c]].name;
         TT_TRY(named_or_empty(var, tt_config_str(per_coll_var[c]), &one, err, errlen));
         if (one && !one->build[c]) {
             snprintf(err, errlen, "%s=%s: %s does not serve %s", var, one->name, one->name,

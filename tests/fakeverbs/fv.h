@@ -128,7 +128,14 @@ typedef struct {
     fv_cqe_t *e;
     uint64_t head, tail; /* produced, consumed */
     int overrun;
+    int notify; /* ibv_req_notify_cq was called: the next entry raises an event on cq.channel */
 } fv_cq_t;
+
+/* A completion channel: events are the CQs' addresses, written down a pipe. */
+typedef struct {
+    struct ibv_comp_channel ch; /* ch.fd: the reading end */
+    int wfd;
+} fv_chan_t;
 
 typedef struct {
     uint64_t wr_id;

@@ -7,9 +7,11 @@
  * that complete into it move to the error state, as on a NIC.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fv.h"
 
@@ -20,8 +22,8 @@ int fv_query_port_ex(struct ibv_context *context, uint8_t port, struct ibv_port_
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
                              struct ibv_comp_channel *channel, int comp_vector)
 {
-    if (cqe < 1 || cqe > 4194303 || channel || comp_vector != 0) {
-        errno = EINVAL; /* completion channels are not modelled */
+    if (cqe < 1 || cqe > 4194303 || comp_vector != 0) {
+        errno = EINVAL;
         return NULL;
     }
     fv_cq_t *q = calloc(1, sizeof *q);
@@ -33,6 +35,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
         return NULL;
     }
     q->cq.context = context;
+    q->cq.channel = channel;
     q->cq.cq_context = cq_context;
     q->cq.cqe = cqe;
     q->cap = cqe;
@@ -69,6 +72,12 @@ int fv_cq_push(fv_cq_t *q, const fv_cqe_t *e)
     } else {
         q->e[q->head % (uint64_t)q->cap] = *e;
         q->head++;
+        if (q->notify && q->cq.channel) { /* one event per request, as a provider raises it */
+            struct ibv_cq *cq = &q->cq;
+            q->notify = 0;
+            if (write(((fv_chan_t *)q->cq.channel)->wfd, &cq, sizeof cq) != (ssize_t)sizeof cq)
+                q->notify = 1; /* not raised (a full pipe): the next entry tries again */
+        }
     }
     pthread_mutex_unlock(&q->lock);
     return rc;
@@ -120,9 +129,53 @@ static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 static int req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
+    fv_cq_t *q = (fv_cq_t *)cq;
+    if (solicited_only || !cq->channel)
+        return EINVAL; /* solicited events are not modelled */
+    pthread_mutex_lock(&q->lock);
+    q->notify = 1;
+    pthread_mutex_unlock(&q->lock);
+    return 0;
+}
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+    fv_chan_t *c = calloc(1, sizeof *c);
+    int p[2];
+    if (!c || pipe2(p, O_CLOEXEC)) {
+        free(c);
+        errno = ENOMEM;
+        return NULL;
+    }
+    c->ch.context = context;
+    c->ch.fd = p[0];
+    c->wfd = p[1];
+    return &c->ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+    fv_chan_t *c = (fv_chan_t *)channel;
+    close(c->ch.fd);
+    close(c->wfd);
+    free(c);
+    return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+    struct ibv_cq *got;
+    if (read(channel->fd, &got, sizeof got) != (ssize_t)sizeof got)
+        return -1; /* errno EAGAIN on a non-blocking channel with no event */
+    *cq = got;
+    *cq_context = got->cq_context;
+    return 0;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
     (void)cq;
-    (void)solicited_only;
-    return EOPNOTSUPP; /* completion channels are not modelled */
+    (void)nevents;
 }
 
 void fv_set_ops(struct ibv_context *c)

@@ -305,6 +305,7 @@ if r == 0:
         seen.append(src)
 elif p > 1:
     dist.send(torch.full((2, 3), float(r)), 0)
+dist.barrier()  # the sends below to rank 0 would otherwise race the ones above into its any-source receives
 try:
     dist.isend(torch.ones(1), (r + 1) % p)._source_rank() if p > 1 else dist.barrier(async_op=True)._source_rank()
     expect(False, "a send's Work named a source")

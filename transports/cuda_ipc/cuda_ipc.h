@@ -38,6 +38,19 @@
 #define TT_IPC_REACH_MAX 32      /* GPUs one rank can list as reachable */
 #define TT_IPC_BOARD 4096        /* announcements kept per rank */
 
+/* cuda_ipc's variables (see config_table.h for the two lists' form). The
+ * windows are shared memory: every rank of a host must size them alike. */
+#define TT_IPC_CONFIG(X)                                                                                     \
+    X(CUDA_IPC, INT, "1",                                                                                    \
+      "1: device calls of ranks on one host run on the GPUs through cuda_ipc when all can; 0: staged")       \
+    X(IPC_WINDOW_BYTES, SIZE, "32M",                                                                         \
+      "bytes of each rank's cuda_ipc window in GPU memory: two halves, one round of a direct run in each")
+#define TT_IPC_CONFIG_RULES(R)                                                                               \
+    R(CUDA_IPC, .min = 0, .max = 1)                                                                          \
+    R(IPC_WINDOW_BYTES, .min = 1 << 16, .max = 1 << 30, .multiple = 512, .agreed = TT_CFG_AGREE_HOST)
+enum { TT_IPC_CONFIG(TT_CONFIG_ID) };
+extern const tt_config_table_t tt_cuda_ipc_config;
+
 /*
  * Device memory and registrations as the transport needs them. Every op
  * returns a status (said() then gives the backend's words for this

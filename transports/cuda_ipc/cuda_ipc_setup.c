@@ -62,7 +62,7 @@ static int ipc_probe(char *why, size_t len)
         snprintf(why, len, "this tutti was built without CUDA");
         return 0;
     }
-    if (tt_config_int(TT_CFG_CUDA_IPC) == 0) {
+    if (tt_config_table_int(&tt_cuda_ipc_config, TT_CFG_CUDA_IPC) == 0) {
         snprintf(why, len, "TUTTI_CUDA_IPC=0");
         return 0;
     }
@@ -81,7 +81,8 @@ static tutti_status_t ipc_listen(const tt_tp_env_t *env, void **ctxp, void *addr
         return TUTTI_ERR_NO_MEMORY;
     *ctx = (tt_ipc_ctx_t){.env = env,
                           .be = current_backend,
-                          .window_bytes = (size_t)tt_config_int(TT_CFG_IPC_WINDOW_BYTES),
+                          .window_bytes =
+                              (size_t)tt_config_table_int(&tt_cuda_ipc_config, TT_CFG_IPC_WINDOW_BYTES),
                           .reach_verdict = -1};
     snprintf(ctx->name, sizeof ctx->name, TT_IPC_NAME_FORMAT, (unsigned long long)env->key_tag, env->rank);
     snprintf(addr, TT_ADDR_MAX, "%s", ctx->name);
@@ -268,8 +269,11 @@ static const tt_device_ops_t ipc_device_ops = {
     .keep = tt_ipc_keep,
 };
 
+TT_CONFIG_TABLE_DEFINE(tt_cuda_ipc_config, "cuda_ipc", TT_IPC_CONFIG, TT_IPC_CONFIG_RULES);
+
 const tt_transport_ops_t tt_cuda_ipc_ops = {
     .name = "cuda_ipc",
+    .config = &tt_cuda_ipc_config,
     .summary = "device buffers of ranks on one host: GPU windows shared by CUDA IPC handles, read by the "
                "ranks' kernels in rounds their streams order",
     .caps = TT_CAP_DEVICE_MEM,

@@ -32,23 +32,13 @@ static void fail_all(tt_shm_conn_t *c, tutti_status_t st)
 tutti_status_t tt_shm_isend(void *connp, int channel, tt_req_t *req)
 {
     tt_shm_conn_t *c = connp;
-    if (c->failed)
-        return c->failed;
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
-    tt_req_queue_push(&c->out[channel].reqs, req);
-    return TUTTI_SUCCESS;
+    return tt_req_queue_post(&c->out[channel].reqs, req, c->failed);
 }
 
 tutti_status_t tt_shm_irecv(void *connp, int channel, tt_req_t *req)
 {
     tt_shm_conn_t *c = connp;
-    if (c->failed)
-        return c->failed;
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
-    tt_req_queue_push(&c->in[channel].reqs, req);
-    return TUTTI_SUCCESS;
+    return tt_req_queue_post(&c->in[channel].reqs, req, c->failed);
 }
 
 static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
@@ -125,15 +115,21 @@ int tt_shm_peek(void *connp, int channel, tt_msg_hdr_t *hdr)
 tutti_status_t tt_shm_progress(void *connp, int *progressed)
 {
     tt_shm_conn_t *c = connp;
+    int moved = 0;
     if (c->failed)
         return c->failed;
     for (int i = 0; i < c->nchannels; i++) {
-        if (c->in[i].reqs && pull_some(c, &c->in[i], progressed)) {
+        if (c->in[i].reqs && pull_some(c, &c->in[i], &moved)) {
             fail_all(c, TUTTI_ERR_MISMATCH);
             return TUTTI_ERR_MISMATCH;
         }
         if (c->out[i].reqs)
-            push_some(c, &c->out[i], progressed);
+            push_some(c, &c->out[i], &moved);
+    }
+    /* A slot published or freed is what a sleeping peer waits for. */
+    if (moved) {
+        *progressed = 1;
+        tt_shm_ring(c);
     }
     return TUTTI_SUCCESS;
 }

@@ -44,9 +44,10 @@ static tutti_status_t shm_listen(const tt_tp_env_t *env, void **ctxp, void *addr
     if (!ctx)
         return TUTTI_ERR_NO_MEMORY;
     ctx->env = env;
+    ctx->bell_fd = -1;
     ctx->nchannels = env->nchannels;
-    ctx->nslots = (int)tt_config_int(TT_CFG_SHM_SLOTS);
-    ctx->slot_bytes = (size_t)tt_config_int(TT_CFG_SHM_SLOT_BYTES);
+    ctx->nslots = (int)tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOTS);
+    ctx->slot_bytes = (size_t)tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOT_BYTES);
     if (ctx->nslots < 1 || ctx->slot_bytes < 64 || ctx->slot_bytes % 64) {
         TT_ERROR(TT_SUB_CONFIG, "TUTTI_SHM_SLOTS must be >= 1 and TUTTI_SHM_SLOT_BYTES a multiple of 64");
         free(ctx);
@@ -75,6 +76,7 @@ static tutti_status_t segment_create(tt_shm_ctx_t *ctx)
                                    .nslots = ctx->nslots,
                                    .slot_bytes = ctx->slot_bytes};
     memcpy(ctx->seg->key, env->key, TT_KEY_BYTES);
+    tt_shm_bell_create(ctx);
     return TUTTI_SUCCESS;
 }
 
@@ -103,7 +105,7 @@ static tutti_status_t conn_map_peer(tt_shm_ctx_t *ctx, tt_shm_conn_t *c, const c
         c->out[ch] = (tt_shm_side_t){.q = (tt_local_queue_t *)out, .slots = out + sizeof(tt_local_queue_t)};
         c->in[ch] = (tt_shm_side_t){.q = (tt_local_queue_t *)in, .slots = in + sizeof(tt_local_queue_t)};
     }
-    return TUTTI_SUCCESS;
+    return tt_shm_bell_open(c);
 }
 
 static void conn_free(tt_shm_conn_t *c)
@@ -114,6 +116,8 @@ static void conn_free(tt_shm_conn_t *c)
         munmap(c->peer_seg, c->ctx->seg_bytes);
     if (c->pidfd >= 0)
         close(c->pidfd);
+    if (c->bell_fd >= 0)
+        close(c->bell_fd);
     free(c);
 }
 
@@ -145,6 +149,7 @@ static tutti_status_t shm_connect(void *ctxp, const int *peers, int npeers, cons
                              .nslots = ctx->nslots,
                              .slot_bytes = ctx->slot_bytes,
                              .pidfd = -1,
+                             .bell_fd = -1,
                              .ctx = ctx};
         conns[i] = c;
         c->pid = env->endpoints[peers[i]].pid;
@@ -155,6 +160,8 @@ static tutti_status_t shm_connect(void *ctxp, const int *peers, int npeers, cons
     bst = env->barrier(env->barrier_arg);
     if (ctx->seg) {
         shm_unlink(ctx->name);
+        if (ctx->bell_path[0])
+            unlink(ctx->bell_path);
         ctx->unlinked = 1;
     }
     if (!st && bst)
@@ -171,6 +178,7 @@ static void shm_abort(void *connp)
 {
     tt_shm_conn_t *c = connp;
     atomic_store_explicit(&c->ctx->seg->aborted, 1, memory_order_release);
+    tt_shm_ring_slow(c, 1); /* a peer asleep waiting for this rank looks now */
 }
 
 static void shm_close(void *connp)
@@ -181,6 +189,7 @@ static void shm_close(void *connp)
 static void shm_finalize(void *ctxp)
 {
     tt_shm_ctx_t *ctx = ctxp;
+    tt_shm_bell_close(ctx);
     if (ctx->seg) {
         if (!ctx->unlinked)
             shm_unlink(ctx->name);
@@ -190,8 +199,11 @@ static void shm_finalize(void *ctxp)
     free(ctx);
 }
 
+TT_CONFIG_TABLE_DEFINE(tt_shm_config, "shm", TT_SHM_CONFIG, TT_SHM_CONFIG_RULES);
+
 const tt_transport_ops_t tt_shm_ops = {
     .name = "shm",
+    .config = &tt_shm_config,
     .summary = "shared-memory slot queues between ranks of one host; reduces straight from the sender's slot",
     .caps = TT_CAP_HOST_MEM,
     .link = TT_LINK_SHM,
@@ -202,6 +214,8 @@ const tt_transport_ops_t tt_shm_ops = {
     .irecv = tt_shm_irecv,
     .peek = tt_shm_peek,
     .progress = tt_shm_progress,
+    .arm = tt_shm_arm,
+    .disarm = tt_shm_disarm,
     .alive = tt_shm_alive,
     .abort = shm_abort,
     .close = shm_close,

@@ -7,6 +7,12 @@
 #include "transports/transport.h"
 
 #define TT_TCP_BOUNCE_BYTES (256 * 1024)
+
+/* tcp's variables (see config_table.h for the two lists' form). */
+#define TT_TCP_CONFIG(X) X(TCP_BUF_BYTES, SIZE, "4M", "socket send/receive buffer size for tcp")
+#define TT_TCP_CONFIG_RULES(R) R(TCP_BUF_BYTES, .min = 0, .max = 1 << 30)
+enum { TT_TCP_CONFIG(TT_CONFIG_ID) };
+extern const tt_config_table_t tt_tcp_config;
 /* Urgent byte an aborting rank sends before closing, so peers can tell
  * "gave up" from "died" (a killed process sends none). Best effort: with a
  * full send buffer the byte is dropped and the peer reports "died". */
@@ -41,5 +47,6 @@ tutti_status_t tt_tcp_irecv(void *conn, int channel, tt_req_t *req);
 int tt_tcp_peek(void *conn, int channel, tt_msg_hdr_t *hdr);
 tutti_status_t tt_tcp_progress(void *conn, int *progressed);
 tutti_status_t tt_tcp_alive(void *conn);
+int tt_tcp_arm(void *conn, tt_wait_set_t *ws);
 
 #endif

@@ -2,7 +2,8 @@
 /*
  * tcp data path. Each channel is a byte stream of (header, payload)
  * messages; the head of the send queue is written and the head of the
- * receive queue read as far as the socket allows, never blocking.
+ * receive queue read as far as the socket allows, never blocking. An idle
+ * engine sleeps in poll(2) on the sockets that have a message pending.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -43,12 +44,7 @@ static void conn_fail(tt_tcp_conn_t *c, tutti_status_t st)
 tutti_status_t tt_tcp_isend(void *connp, int channel, tt_req_t *req)
 {
     tt_tcp_conn_t *c = connp;
-    if (c->failed)
-        return c->failed;
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
-    tt_req_queue_push(&c->ch[channel].sendq, req);
-    return TUTTI_SUCCESS;
+    return tt_req_queue_post(&c->ch[channel].sendq, req, c->failed);
 }
 
 tutti_status_t tt_tcp_irecv(void *connp, int channel, tt_req_t *req)
@@ -61,10 +57,7 @@ tutti_status_t tt_tcp_irecv(void *connp, int channel, tt_req_t *req)
         if (!c->ch[channel].bounce)
             return TUTTI_ERR_NO_MEMORY;
     }
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
-    tt_req_queue_push(&c->ch[channel].recvq, req);
-    return TUTTI_SUCCESS;
+    return tt_req_queue_post(&c->ch[channel].recvq, req, TUTTI_SUCCESS);
 }
 
 /* Returns bytes moved, 0 if the socket would block, -1 on a dead socket. */
@@ -206,6 +199,20 @@ tutti_status_t tt_tcp_progress(void *connp, int *progressed)
         }
     }
     return TUTTI_SUCCESS;
+}
+
+int tt_tcp_arm(void *connp, tt_wait_set_t *ws)
+{
+    tt_tcp_conn_t *c = connp;
+    if (c->failed)
+        return 1; /* progress reports it */
+    /* Level-triggered: what arrived or drained before the sleep wakes it at once. */
+    for (int i = 0; i < c->nchannels; i++) {
+        short events = (short)((c->ch[i].recvq ? POLLIN : 0) | (c->ch[i].sendq ? POLLOUT : 0));
+        if (events && tt_wait_add(ws, c->ch[i].fd, events))
+            return -1;
+    }
+    return 0;
 }
 
 tutti_status_t tt_tcp_alive(void *connp)

@@ -31,7 +31,7 @@ static tutti_status_t tcp_listen(const tt_tp_env_t *env, void **ctxp, void *addr
     if (!ctx)
         return TUTTI_ERR_NO_MEMORY;
     ctx->env = env;
-    ctx->bufbytes = (int)tt_config_int(TT_CFG_TCP_BUF_BYTES);
+    ctx->bufbytes = (int)tt_config_table_int(&tt_tcp_config, TT_CFG_TCP_BUF_BYTES);
     tutti_status_t st = tt_sock_pick_addr(tt_config_str(TT_CFG_SOCKET_IFNAME), &ctx->addr);
     if (!st)
         st = tt_sock_listen(&ctx->addr, &ctx->listen_fd);
@@ -195,8 +195,11 @@ static void tcp_finalize(void *ctxp)
     free(ctx);
 }
 
+TT_CONFIG_TABLE_DEFINE(tt_tcp_config, "tcp", TT_TCP_CONFIG, TT_TCP_CONFIG_RULES);
+
 const tt_transport_ops_t tt_tcp_ops = {
     .name = "tcp",
+    .config = &tt_tcp_config,
     .summary = "TCP sockets, one per peer and slice in flight, TCP_NODELAY, large buffers",
     .caps = TT_CAP_HOST_MEM,
     .link = TT_LINK_TCP,
@@ -207,6 +210,7 @@ const tt_transport_ops_t tt_tcp_ops = {
     .irecv = tt_tcp_irecv,
     .peek = tt_tcp_peek,
     .progress = tt_tcp_progress,
+    .arm = tt_tcp_arm,
     .alive = tt_tcp_alive,
     .abort = tcp_abort,
     .close = tcp_close,

@@ -24,6 +24,39 @@
 #define TT_VERBS_MAGIC 0x74747662u /* "ttvb" */
 #define TT_VERBS_WHY 256
 
+/* verbs' variables (see config_table.h for the two lists' form). */
+#define TT_VERBS_CONFIG(X)                                                                                   \
+    X(IB_HCA, STR, "",                                                                                       \
+      "RDMA devices[:port] for verbs, comma-separated prefixes (=: exact names, ^: all but these); "         \
+      "default: the active port nearest the rank's GPU or CPU")                                              \
+    X(IB_GID_INDEX, INT, "-1",                                                                               \
+      "GID index for verbs (RoCE; InfiniBand across subnets); -1: a RoCE v2 IPv4 GID")                       \
+    X(IB_QPS_PER_PEER, INT, "2",                                                                             \
+      "RC queue pairs per peer for verbs, 1..8; slices in flight spread over them")                          \
+    X(IB_TIMEOUT, INT, "18", "verbs ACK timeout: 4.096 us x 2^value per retry (1..31)")                      \
+    X(IB_RETRY_CNT, INT, "7", "verbs transport retries before a peer counts as lost (0..7)")                 \
+    X(IB_SLOT_BYTES, SIZE, "128K", "bytes of one verbs receive slot (a multiple of 64, >= 128)")             \
+    X(IB_SLOTS, INT, "4", "verbs receive slots per peer and slice in flight (the sender's credits)")         \
+    X(IB_ZCOPY_BYTES, SIZE, "128K",                                                                          \
+      "verbs messages from this size are written straight into the receiver's buffer; 0: never")             \
+    X(IB_REG_CACHE, INT, "1",                                                                                \
+      "1: keep user-buffer registrations between calls while tutti can see their memory released; 0: never") \
+    X(IB_GDR, STR, "auto", "GPUDirect RDMA for device buffers: 1, 0, or auto (where driver and NIC allow)")  \
+    X(IBVERBS_LIB, STR, "",                                                                                  \
+      "testing hook: the libibverbs to open instead of libibverbs.so.1 (the test suites' stand-in)")
+#define TT_VERBS_CONFIG_RULES(R)                                                                             \
+    R(IB_GID_INDEX, .min = -1, .max = 65535)                                                                 \
+    R(IB_QPS_PER_PEER, .min = 1, .max = 8)                                                                   \
+    R(IB_TIMEOUT, .min = 1, .max = 31)                                                                       \
+    R(IB_RETRY_CNT, .min = 0, .max = 7)                                                                      \
+    R(IB_SLOT_BYTES, .min = 128, .max = 1 << 30, .multiple = 64)                                             \
+    R(IB_SLOTS, .min = 1, .max = 4096)                                                                       \
+    R(IB_ZCOPY_BYTES, .min = 0)                                                                              \
+    R(IB_REG_CACHE, .min = 0, .max = 1)                                                                      \
+    R(IB_GDR, .words = "auto,1,0")
+enum { TT_VERBS_CONFIG(TT_CONFIG_ID) };
+extern const tt_config_table_t tt_verbs_config;
+
 /* The libibverbs entry points tutti uses, resolved with dlsym. The data-path
  * calls (ibv_post_send, ibv_post_recv, ibv_poll_cq) are inline wrappers in
  * verbs.h that go through the context's ops and need no symbol. */
@@ -53,6 +86,12 @@ typedef struct {
     int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
     int (*destroy_qp)(struct ibv_qp *qp);
     const char *(*wc_status_str)(enum ibv_wc_status status);
+    /* Completion channels, for an engine that sleeps (optional: without
+     * them a waiting rank naps instead). */
+    struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *ctx);
+    int (*destroy_comp_channel)(struct ibv_comp_channel *ch);
+    int (*get_cq_event)(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_ctx);
+    void (*ack_cq_events)(struct ibv_cq *cq, unsigned int n);
 } tt_ibv_t;
 
 /* libibverbs (or TUTTI_IBVERBS_LIB), opened once per process; NULL with
@@ -272,6 +311,8 @@ typedef struct {
     int peer_aborted;
     char why[TT_VERBS_WHY]; /* the first failure, as the NIC reported it */
     struct ibv_cq *cq;
+    struct ibv_comp_channel *chan; /* the cq's events, for a sleeping engine; NULL: none */
+    int notify_armed;              /* an event was requested and has not come */
     tt_verbs_qp_t qp[TT_VERBS_MAX_QPS];
     char *region; /* ours, registered: rings in, staging out, RTR in, RTR out */
     size_t region_bytes;
@@ -356,6 +397,8 @@ tutti_status_t tt_verbs_irecv(void *conn, int channel, tt_req_t *req);
 int tt_verbs_peek(void *conn, int channel, tt_msg_hdr_t *hdr);
 tutti_status_t tt_verbs_progress(void *conn, int *progressed);
 tutti_status_t tt_verbs_alive(void *conn);
+int tt_verbs_arm(void *conn, tt_wait_set_t *ws);
+void tt_verbs_disarm(void *conn);
 void tt_verbs_abort(void *conn);
 
 #endif

@@ -224,7 +224,7 @@ static int read_gids(const tt_ibv_t *ibv, const tt_verbs_port_t *p, int n, tt_ve
 
 static tutti_status_t choose_gid(const tt_ibv_t *ibv, tt_verbs_port_t *p, int tbl_len, char *why, size_t len)
 {
-    int64_t want = tt_config_int(TT_CFG_IB_GID_INDEX);
+    int64_t want = tt_config_table_int(&tt_verbs_config, TT_CFG_IB_GID_INDEX);
     p->gid_index = -1;
     if (want < 0 && !p->roce)
         return TUTTI_SUCCESS; /* InfiniBand inside a subnet routes by LID */
@@ -335,8 +335,9 @@ tutti_status_t tt_verbs_open_ports(const tt_ibv_t *ibv, const tt_tp_env_t *env, 
 {
     tt_verbs_hca_t filter;
     *nout = 0;
-    if (tt_verbs_hca_parse(tt_config_str(TT_CFG_IB_HCA), &filter)) {
-        snprintf(why, len, "TUTTI_IB_HCA='%s' is not a list of name[:port]", tt_config_str(TT_CFG_IB_HCA));
+    if (tt_verbs_hca_parse(tt_config_table_str(&tt_verbs_config, TT_CFG_IB_HCA), &filter)) {
+        snprintf(why, len, "TUTTI_IB_HCA='%s' is not a list of name[:port]",
+                 tt_config_table_str(&tt_verbs_config, TT_CFG_IB_HCA));
         return TUTTI_ERR_CONFIG;
     }
     int ndev = 0;
@@ -353,7 +354,8 @@ tutti_status_t tt_verbs_open_ports(const tt_ibv_t *ibv, const tt_tp_env_t *env, 
     ibv->free_device_list(devs);
     if (n == 0) {
         snprintf(why, len, "no active RDMA port%s%s%s",
-                 *tt_config_str(TT_CFG_IB_HCA) ? " in TUTTI_IB_HCA" : "", *seen ? ": " : "", seen);
+                 *tt_config_table_str(&tt_verbs_config, TT_CFG_IB_HCA) ? " in TUTTI_IB_HCA" : "",
+                 *seen ? ": " : "", seen);
         return TUTTI_ERR_UNSUPPORTED;
     }
     int order[MAX_CANDS], m = order_ports(env, cands, n, order);
@@ -383,7 +385,7 @@ int tt_verbs_probe(const tt_ibv_t *ibv, char *why, size_t len)
 {
     tt_verbs_hca_t filter;
     int ndev = 0;
-    if (tt_verbs_hca_parse(tt_config_str(TT_CFG_IB_HCA), &filter)) {
+    if (tt_verbs_hca_parse(tt_config_table_str(&tt_verbs_config, TT_CFG_IB_HCA), &filter)) {
         snprintf(why, len, "TUTTI_IB_HCA is not a list of name[:port]");
         return 0;
     }

@@ -50,11 +50,15 @@ static const struct {
     SYM(modify_qp, "ibv_modify_qp", 0),
     SYM(destroy_qp, "ibv_destroy_qp", 0),
     SYM(wc_status_str, "ibv_wc_status_str", 1),
+    SYM(create_comp_channel, "ibv_create_comp_channel", 1),
+    SYM(destroy_comp_channel, "ibv_destroy_comp_channel", 1),
+    SYM(get_cq_event, "ibv_get_cq_event", 1),
+    SYM(ack_cq_events, "ibv_ack_cq_events", 1),
 };
 
 static void load(void)
 {
-    const char *path = tt_config_str(TT_CFG_IBVERBS_LIB);
+    const char *path = tt_config_table_str(&tt_verbs_config, TT_CFG_IBVERBS_LIB);
     struct stat st;
     if (!*path) {
         /* rdma-core lists devices from sysfs; no class directory means no

@@ -2,7 +2,8 @@
 /*
  * The verbs data path as the engine drives it: isend and irecv queue work
  * per channel; progress polls the connection's completion queue (no thread
- * of tutti's own on the hot path), hands each completion to its channel,
+ * of tutti's own on the hot path; an idle engine sleeps on the queue's
+ * completion channel instead), hands each completion to its channel,
  * sends credits back and reposts receives. A failed completion (retries
  * exhausted, flushed, access error) fails the connection and every request
  * on it. alive keeps a zero-length write outstanding while the engine
@@ -16,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/try.h"
 #include "transports/verbs/verbs.h"
 
 #define PROBE_EVERY_MS 20
@@ -101,7 +103,7 @@ static int on_completion(tt_verbs_conn_t *c, const struct ibv_wc *wc)
 }
 
 /* Polls once; returns the number of completions, *moved when any counted. */
-static int poll(tt_verbs_conn_t *c, int *moved)
+static int poll_once(tt_verbs_conn_t *c, int *moved)
 {
     struct ibv_wc wc[16];
     int n = ibv_poll_cq(c->cq, 16, wc);
@@ -119,7 +121,7 @@ tutti_status_t tt_verbs_progress(void *connp, int *progressed)
     tt_verbs_conn_t *c = connp;
     if (c->failed)
         return c->failed;
-    while (poll(c, progressed) > 0)
+    while (poll_once(c, progressed) > 0)
         ;
     for (int ch = 0; ch < c->nch && !c->failed; ch++) {
         tt_verbs_rx_drive(c, ch, progressed);
@@ -137,14 +139,46 @@ tutti_status_t tt_verbs_progress(void *connp, int *progressed)
     return c->failed;
 }
 
-tutti_status_t tt_verbs_isend(void *connp, int channel, tt_req_t *req)
+int tt_verbs_arm(void *connp, tt_wait_set_t *ws)
 {
     tt_verbs_conn_t *c = connp;
     if (c->failed)
-        return c->failed;
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
-    tt_req_queue_push(&c->tx[channel].q, req);
+        return 1; /* progress reports it */
+    if (!c->chan)
+        return -1;
+    /* Ask for an event at the next completion, then poll once more: what
+     * completed before the request raises no event and is found here. */
+    if (!c->notify_armed) {
+        if (ibv_req_notify_cq(c->cq, 0))
+            return -1;
+        c->notify_armed = 1;
+    }
+    int progressed = 0;
+    tt_verbs_progress(c, &progressed);
+    if (progressed || c->failed)
+        return 1;
+    return tt_wait_add(ws, c->chan->fd, POLLIN) ? -1 : 0;
+}
+
+void tt_verbs_disarm(void *connp)
+{
+    tt_verbs_conn_t *c = connp;
+    struct ibv_cq *cq;
+    void *cq_ctx;
+    if (!c->chan)
+        return;
+    /* Each event is taken and acknowledged at once: destroying the cq
+     * waits for every event to be acknowledged. */
+    while (c->ctx->ibv->get_cq_event(c->chan, &cq, &cq_ctx) == 0) {
+        c->ctx->ibv->ack_cq_events(cq, 1);
+        c->notify_armed = 0;
+    }
+}
+
+tutti_status_t tt_verbs_isend(void *connp, int channel, tt_req_t *req)
+{
+    tt_verbs_conn_t *c = connp;
+    TT_TRY(tt_req_queue_post(&c->tx[channel].q, req, c->failed));
     int progressed = 0;
     tt_verbs_tx_drive(c, channel, &progressed);
     return TUTTI_SUCCESS;
@@ -153,12 +187,8 @@ tutti_status_t tt_verbs_isend(void *connp, int channel, tt_req_t *req)
 tutti_status_t tt_verbs_irecv(void *connp, int channel, tt_req_t *req)
 {
     tt_verbs_conn_t *c = connp;
-    if (c->failed)
-        return c->failed;
-    req->state = TT_REQ_PENDING;
-    req->done = 0;
     tt_verbs_rx_t *rx = &c->rx[channel];
-    tt_req_queue_push(&rx->q, req);
+    TT_TRY(tt_req_queue_post(&rx->q, req, c->failed));
     if (!rx->rtr_next)
         rx->rtr_next = req;
     tt_verbs_rx_offer(c, channel); /* the sender may be waiting for it already */

@@ -9,6 +9,7 @@
  * be tried from another.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,26 @@
 
 #include "core/log.h"
 #include "transports/verbs/verbs.h"
+
+/* The channel an idle engine sleeps on (tt_verbs_arm), non-blocking so
+ * that disarming takes what came without waiting; NULL where the library
+ * or the provider has none (the engine then naps). */
+static struct ibv_comp_channel *completion_channel(const tt_ibv_t *ibv, const tt_verbs_port_t *p)
+{
+    if (!ibv->create_comp_channel || !ibv->destroy_comp_channel || !ibv->get_cq_event || !ibv->ack_cq_events)
+        return NULL;
+    struct ibv_comp_channel *ch = ibv->create_comp_channel(p->ctx);
+    int flags = ch ? fcntl(ch->fd, F_GETFL) : -1;
+    if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        TT_INFO(TT_SUB_NET,
+                "verbs: no completion channel on %s (%s): a waiting rank naps instead of sleeping", p->dev,
+                strerror(errno));
+        if (ch)
+            ibv->destroy_comp_channel(ch);
+        return NULL;
+    }
+    return ch;
+}
 
 size_t tt_verbs_region_bytes(int nch, int nslots, size_t slot_bytes)
 {
@@ -125,7 +146,8 @@ static int make_cq(tt_verbs_conn_t *c, char *why, size_t len)
         q->sig_every = need / 4 ? need / 4 : 1;
         cqe += (int)(q->sq_depth + q->rq_depth);
     }
-    c->cq = c->ctx->ibv->create_cq(p->ctx, cqe, NULL, NULL, 0);
+    c->chan = completion_channel(c->ctx->ibv, p);
+    c->cq = c->ctx->ibv->create_cq(p->ctx, cqe, NULL, c->chan, 0);
     if (!c->cq)
         snprintf(why, len, "creating a completion queue of %d entries on %s failed: %s", cqe, p->dev,
                  strerror(errno));
@@ -238,10 +260,13 @@ void tt_verbs_conn_detach(tt_verbs_conn_t *c)
         memset(&c->qp[qi], 0, sizeof c->qp[qi]);
     }
     if (c->cq)
-        ibv->destroy_cq(c->cq);
+        ibv->destroy_cq(c->cq); /* every event it raised was acknowledged (tt_verbs_disarm) */
+    if (c->chan)
+        ibv->destroy_comp_channel(c->chan);
     if (c->mr)
         ibv->dereg_mr(c->mr);
     c->cq = NULL;
+    c->chan = NULL;
     c->mr = NULL;
     c->peer_region = 0;
     c->failed = TUTTI_SUCCESS;

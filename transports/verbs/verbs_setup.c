@@ -28,9 +28,12 @@ static int verbs_reachable(const tt_tp_env_t *env, int peer)
 
 static tutti_status_t read_config(tt_verbs_ctx_t *ctx)
 {
-    int64_t nqps = tt_config_int(TT_CFG_IB_QPS_PER_PEER), nslots = tt_config_int(TT_CFG_IB_SLOTS);
-    int64_t slot = tt_config_int(TT_CFG_IB_SLOT_BYTES), zcopy = tt_config_int(TT_CFG_IB_ZCOPY_BYTES);
-    int64_t timeout = tt_config_int(TT_CFG_IB_TIMEOUT), retry = tt_config_int(TT_CFG_IB_RETRY_CNT);
+    int64_t nqps = tt_config_table_int(&tt_verbs_config, TT_CFG_IB_QPS_PER_PEER),
+            nslots = tt_config_table_int(&tt_verbs_config, TT_CFG_IB_SLOTS);
+    int64_t slot = tt_config_table_int(&tt_verbs_config, TT_CFG_IB_SLOT_BYTES),
+            zcopy = tt_config_table_int(&tt_verbs_config, TT_CFG_IB_ZCOPY_BYTES);
+    int64_t timeout = tt_config_table_int(&tt_verbs_config, TT_CFG_IB_TIMEOUT),
+            retry = tt_config_table_int(&tt_verbs_config, TT_CFG_IB_RETRY_CNT);
     if (nqps < 1 || nqps > TT_VERBS_MAX_QPS || nslots < 1 || nslots > 4096 || slot < 128 || slot % 64 ||
         slot > (1 << 30) || zcopy < 0 || timeout < 1 || timeout > 31 || retry < 0 || retry > 7) {
         TT_ERROR(TT_SUB_CONFIG,
@@ -69,7 +72,7 @@ static void not_usable(tt_verbs_ctx_t *ctx, const char *why)
  * application already runs CUDA; 0 never. */
 static tutti_status_t choose_gdr(tt_verbs_ctx_t *ctx)
 {
-    const char *setting = tt_config_str(TT_CFG_IB_GDR);
+    const char *setting = tt_config_table_str(&tt_verbs_config, TT_CFG_IB_GDR);
     tt_gdr_caps_t caps = {0};
     char why[TT_VERBS_WHY];
     int probe = strcmp(setting, "1") == 0 || (strcmp(setting, "auto") == 0 && tt_verbs_gdr_cuda_loaded());
@@ -92,8 +95,9 @@ tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char
         return TUTTI_SUCCESS;
     if (!dev->pd)
         dev->pd = ctx->ibv->alloc_pd(dev->port.ctx);
-    dev->cache =
-        dev->pd ? tt_verbs_cache_new(ctx->ibv, dev->pd, tt_config_int(TT_CFG_IB_REG_CACHE) != 0) : NULL;
+    dev->cache = dev->pd ? tt_verbs_cache_new(ctx->ibv, dev->pd,
+                                              tt_config_table_int(&tt_verbs_config, TT_CFG_IB_REG_CACHE) != 0)
+                         : NULL;
     if (!dev->cache) {
         snprintf(why, len, "%s: allocating a protection domain failed", dev->port.dev);
         return TUTTI_ERR_SYSTEM;
@@ -197,8 +201,11 @@ static int verbs_probe(char *why, size_t len)
     return ibv && tt_verbs_probe(ibv, why, len);
 }
 
+TT_CONFIG_TABLE_DEFINE(tt_verbs_config, "verbs", TT_VERBS_CONFIG, TT_VERBS_CONFIG_RULES);
+
 const tt_transport_ops_t tt_verbs_ops = {
     .name = "verbs",
+    .config = &tt_verbs_config,
     .summary =
         "RDMA verbs (InfiniBand, RoCE): RC queue pairs, writes with immediate, zero copy for large messages",
     .caps = TT_CAP_HOST_MEM,
@@ -211,6 +218,8 @@ const tt_transport_ops_t tt_verbs_ops = {
     .irecv = tt_verbs_irecv,
     .peek = tt_verbs_peek,
     .progress = tt_verbs_progress,
+    .arm = tt_verbs_arm,
+    .disarm = tt_verbs_disarm,
     .alive = tt_verbs_alive,
     .abort = tt_verbs_abort,
     .close = verbs_close,

@@ -141,7 +141,10 @@ def _stop_workers():
 
 class Worker:
     """One thread per process group: its calls run off the Python thread, in
-    the order they were issued, as NCCL's stream orders them."""
+    the order they were issued, as NCCL's stream orders them. Nothing here
+    polls: the thread sleeps in the queue between calls and, inside a call,
+    in tutti's engine once its peers are late (it releases the GIL in the C
+    call); a waiter sleeps on the Work's event."""
 
     def __init__(self, name):
         self._q = queue.SimpleQueue()

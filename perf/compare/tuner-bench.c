@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tuner-bench: the tuner's choices against the ring, in one process. Each
+ * rank joins two communicators, one tuned and one with TUTTI_ALGO=ring, and
+ * times fp32 sum all-reduces on them in alternation, size by size, so both
+ * see the same machine at the same moment (this project's machines change
+ * speed from one process to the next). Prints a Markdown table of medians;
+ * exit status 1 if, where the tuner picks something other than the ring, it
+ * is more than 10% slower.
+ *
+ *     tutti-run -n 4 perf/compare/tuner-bench [-b 8] [-e 256M] [-r 7]
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algorithms/registry.h"
+#include "tune/policy.h"
+#include "core/clock.h"
+#include "comm/comm.h"
+#include "core/env_config.h"
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Mean time of iters all-reduces of count floats, slowest rank's, in us. */
+static double time_allreduce(tutti_comm_t comm, float *in, float *out, size_t count, int iters)
+{
+    double local, slowest = -1;
+    if (tutti_barrier(comm, NULL))
+        return -1;
+    int64_t t0 = tt_now_ns();
+    for (int i = 0; i < iters; i++)
+        if (tutti_allreduce(in, out, count, TUTTI_FP32, TUTTI_SUM, comm, NULL))
+            return -1;
+    local = (double)(tt_now_ns() - t0) / 1e3 / iters;
+    if (tutti_allreduce(&local, &slowest, 1, TUTTI_FP64, TUTTI_MAX, comm, NULL))
+        return -1;
+    return slowest;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t minb = 8, maxb = 256 << 20;
+    int reps = 7;
+    for (int c; (c = getopt(argc, argv, "b:e:r:h")) != -1;) {
+        int64_t v;
+        if ((c == 'b' && tt_parse_size(optarg, &minb)) || (c == 'e' && tt_parse_size(optarg, &maxb)) ||
+            (c == 'r' && (tt_parse_int(optarg, &v) || v < 1 || (reps = (int)v, 0))) || c == 'h' || c == '?') {
+            fprintf(stderr, "usage: tutti-run -n P tuner-bench [-b MIN] [-e MAX] [-r REPEATS]\n");
+            return 2;
+        }
+    }
+    tutti_comm_t tuned, ring;
+    tutti_unique_id_t id;
+    if (tutti_comm_init_env(&tuned, NULL)) {
+        fprintf(stderr, "tuner-bench: %s (run it under tutti-run)\n", tutti_comm_last_error(NULL));
+        return 1;
+    }
+    tutti_comm_t tc =
+        tt_comm_lookup(tuned, NULL); /* the handle is no address: the internals, for the tuner's pick */
+    int rank = tc->rank, p = tc->nranks;
+    if ((rank == 0 && tutti_get_unique_id(&id)) ||
+        tutti_broadcast(&id, &id, sizeof id, TUTTI_UINT8, 0, tuned, NULL))
+        return 1;
+    setenv("TUTTI_ALGO", "ring", 1); /* read when the second communicator is made */
+    if (tutti_comm_init(&ring, p, rank, &id, NULL)) {
+        fprintf(stderr, "tuner-bench: %s\n", tutti_comm_last_error(NULL));
+        return 1;
+    }
+    unsetenv("TUTTI_ALGO");
+    float *in = calloc(maxb / 4 + 1, 4), *out = calloc(maxb / 4 + 1, 4);
+    double *t_tuned = calloc((size_t)reps, sizeof(double)), *t_ring = calloc((size_t)reps, sizeof(double));
+    if (!in || !out || !t_tuned || !t_ring)
+        return 1;
+    int worse = 0;
+    if (rank == 0)
+        printf("| size | tuner picks | tuned us | ring us | tuned / ring |\n|---:|---|---:|---:|---:|\n");
+    for (uint64_t size = minb; size <= maxb; size *= 2) {
+        size_t count = size / 4 ? size / 4 : 1;
+        /* about 20 ms of work per timing, at least 2 iterations */
+        double probe = time_allreduce(ring, in, out, count, 1);
+        int iters = probe > 0 && probe < 10000 ? (int)(20000 / probe) : 2;
+        iters = iters < 2 ? 2 : iters > 2000 ? 2000 : iters;
+        for (int r = 0; r < reps; r++) {
+            t_tuned[r] = time_allreduce(tuned, in, out, count, iters);
+            t_ring[r] = time_allreduce(ring, in, out, count, iters);
+            if (t_tuned[r] < 0 || t_ring[r] < 0) {
+                fprintf(stderr, "tuner-bench: rank %d: %s\n", rank, tutti_comm_last_error(tuned));
+                return 1;
+            }
+        }
+        qsort(t_tuned, (size_t)reps, sizeof(double), by_value);
+        qsort(t_ring, (size_t)reps, sizeof(double), by_value);
+        double a = t_tuned[reps / 2], b = t_ring[reps / 2];
+        tt_coll_args_t args = {.coll = TT_COLL_ALLREDUCE, .nranks = p, .count = count, .hosts = &tc->hosts};
+        const tt_algorithm_t *pick = tt_algo_choose(&tc->policy, &args, count * 4, 4).algo;
+        int bad = pick != &tt_algo_ring && a > 1.10 * b;
+        worse += bad;
+        if (rank == 0)
+            printf("| %llu | %s | %.2f | %.2f | %.2f%s |\n", (unsigned long long)size, pick->name, a, b,
+                   a / b, bad ? " **slower**" : "");
+        fflush(stdout);
+    }
+    tutti_comm_destroy(ring);
+    tutti_comm_destroy(tuned);
+    free(in);
+    free(out);
+    free(t_tuned);
+    free(t_ring);
+    return worse ? 1 : 0;
+}
