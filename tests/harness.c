@@ -12,9 +12,6 @@
 #include <unistd.h>
 
 #include "comm/bootstrap.h"
-#include "reduce/reduce.h"
-#include "core/fp8.h"
-#include "core/half.h"
 #include "core/env_config.h"
 #include "transports/shm/shm.h"
 #include "harness.h"
@@ -223,31 +220,6 @@ int tt_count_job_segments(uint64_t tag)
     return n;
 }
 
-void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank, size_t index)
-{
-    int v = op == TUTTI_PROD ? ((rank + (int)index) % 5 == 0 ? 2 : 1)
-                             : (int)(((size_t)rank * 7 + index * 13) % 9);
-    /* fp8 holds every integer only up to 8 (e5m2) or 16 (e4m3): a quarter
-     * of the ranks hold the same +-1 or +-2 at an index, the rest 0, so any
-     * partial sum of up to 32 ranks is exact and the order does not matter. */
-    int v8 = op == TUTTI_PROD          ? v
-             : (rank + (int)index) % 4 ? 0
-                                       : (int)(1 + index % 2) * (index % 3 == 2 ? -1 : 1);
-    switch (t) {
-    case TUTTI_FP8_E4M3: ((uint8_t *)buf)[i] = tt_f32_to_e4m3((float)v8); break;
-    case TUTTI_FP8_E5M2: ((uint8_t *)buf)[i] = tt_f32_to_e5m2((float)v8); break;
-    case TUTTI_FP16: ((uint16_t *)buf)[i] = tt_f32_to_fp16((float)v); break;
-    case TUTTI_BF16: ((uint16_t *)buf)[i] = tt_f32_to_bf16((float)v); break;
-    case TUTTI_FP32: ((float *)buf)[i] = (float)v; break;
-    case TUTTI_FP64: ((double *)buf)[i] = v; break;
-    case TUTTI_INT8:
-    case TUTTI_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case TUTTI_INT32:
-    case TUTTI_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    default: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    }
-}
-
 int tt_run_tool(const char *tool, const char *args, char *out, size_t len)
 {
     char cmd[1024];
@@ -259,20 +231,6 @@ int tt_run_tool(const char *tool, const char *args, char *out, size_t len)
     out[n] = '\0';
     int st = pclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-void tt_expect_reduced(char *want, char *term, size_t n, size_t base, int p, tutti_dtype_t t, tutti_op_t op)
-{
-    tt_reduce_fn fn = tt_reduce_get(t, op);
-    for (size_t i = 0; i < n; i++)
-        tt_test_value(t, op, want, i, 0, base + i);
-    for (int q = 1; q < p; q++) {
-        for (size_t i = 0; i < n; i++)
-            tt_test_value(t, op, term, i, q, base + i);
-        fn(want, want, term, n);
-    }
-    if (op == TUTTI_AVG)
-        tt_reduce_avg_finish(want, n, t, p);
 }
 
 static char fabric_name[64];

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "exact.h"
 #include "tutti.h"
 
 /* Body of one rank: 0 on success (the harness then destroys comm), -1 on
@@ -29,27 +30,6 @@ void tt_set_ranks_per_node(int n);
  * the pids are written to pids[] before the ranks start their body. */
 void tt_spawn_ranks(int nranks, tt_rank_fn fn, void *arg, pid_t *pids);
 int tt_wait_ranks(int nranks, const pid_t *pids, int *codes, int timeout_s);
-
-/*
- * Writes element i of buf as the exact small number that rank holds at
- * global index: every dtype and op then has an exact, order-free result
- * (prod uses only 1 and 2; for fp8, on up to 32 ranks).
- */
-void tt_test_value(tutti_dtype_t t, tutti_op_t op, void *buf, size_t i, int rank, size_t index);
-
-/* Expected op over p ranks of tt_test_value at global indices [base,
- * base + n), into want; term is scratch of n elements. */
-void tt_expect_reduced(char *want, char *term, size_t n, size_t base, int p, tutti_dtype_t t, tutti_op_t op);
-
-/* In a rank body: prints the message and returns 1 (failure) when cond holds. */
-#define TT_FAIL_IF(cond, ...)                                                                                \
-    do {                                                                                                     \
-        if (cond) {                                                                                          \
-            fprintf(stderr, __VA_ARGS__);                                                                    \
-            fprintf(stderr, "\n");                                                                           \
-            return 1;                                                                                        \
-        }                                                                                                    \
-    } while (0)
 
 /* Runs the built tool (TT_BUILDDIR/tool) with args through the shell;
  * returns its exit status, its stdout and stderr in out. */

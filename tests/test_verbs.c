@@ -36,77 +36,6 @@ static int on_verbs(tutti_comm_t handle)
     return 1;
 }
 
-/* One collective of each kind at count n; 0 when every result is exact. */
-static int round_of_collectives(tutti_comm_t comm, int r, int p, size_t n, tutti_dtype_t t, tutti_op_t op,
-                                int ip, char *in, char *out, char *want, char *term)
-{
-    size_t e = tutti_dtype_size(t);
-    int root = (int)(n % (size_t)p);
-    tutti_status_t st;
-    for (size_t i = 0; i < n; i++)
-        tt_test_value(t, op, ip ? out : in, i, r, i);
-    st = tutti_allreduce(ip ? out : in, out, n, t, op, comm, NULL);
-    TT_FAIL_IF(st, "allreduce n=%zu: %s", n, tutti_comm_last_error(comm));
-    tt_expect_reduced(want, term, n, 0, p, t, op);
-    TT_FAIL_IF(memcmp(want, out, n * e), "allreduce n=%zu %s %s wrong", n, tutti_dtype_name(t),
-               tutti_op_name(op));
-
-    for (size_t i = 0; i < n * (size_t)p; i++)
-        tt_test_value(t, op, in, i, r, i);
-    st = tutti_reduce_scatter(in, out, n, t, op, comm, NULL);
-    TT_FAIL_IF(st, "reduce_scatter n=%zu: %s", n, tutti_comm_last_error(comm));
-    tt_expect_reduced(want, term, n, (size_t)r * n, p, t, op);
-    TT_FAIL_IF(memcmp(want, out, n * e), "reduce_scatter n=%zu %s wrong", n, tutti_dtype_name(t));
-
-    for (size_t i = 0; i < n; i++)
-        tt_test_value(t, op, in, i, r, (size_t)r * n + i);
-    st = tutti_allgather(in, out, n, t, comm, NULL);
-    TT_FAIL_IF(st, "allgather n=%zu: %s", n, tutti_comm_last_error(comm));
-    for (size_t i = 0; i < n * (size_t)p; i++)
-        tt_test_value(t, op, want, i, (int)(i / n), i);
-    TT_FAIL_IF(memcmp(want, out, n * (size_t)p * e), "allgather n=%zu wrong", n);
-
-    for (size_t i = 0; i < n; i++)
-        tt_test_value(t, op, ip ? out : in, i, r, i);
-    st = tutti_broadcast(ip ? out : in, out, n, t, root, comm, NULL);
-    TT_FAIL_IF(st, "broadcast n=%zu: %s", n, tutti_comm_last_error(comm));
-    for (size_t i = 0; i < n; i++)
-        tt_test_value(t, op, want, i, root, i);
-    TT_FAIL_IF(memcmp(want, out, n * e), "broadcast n=%zu wrong", n);
-
-    for (size_t i = 0; i < n; i++)
-        tt_test_value(t, op, in, i, r, i);
-    st = tutti_reduce(in, r == root ? out : NULL, n, t, op, root, comm, NULL);
-    TT_FAIL_IF(st, "reduce n=%zu: %s", n, tutti_comm_last_error(comm));
-    tt_expect_reduced(want, term, n, 0, p, t, op);
-    TT_FAIL_IF(r == root && memcmp(want, out, n * e), "reduce n=%zu wrong", n);
-
-    for (size_t i = 0; i < n * (size_t)p; i++)
-        tt_test_value(t, op, in, i, r, i);
-    st = tutti_alltoall(in, out, n, t, comm, NULL);
-    TT_FAIL_IF(st, "alltoall n=%zu: %s", n, tutti_comm_last_error(comm));
-    for (size_t i = 0; i < n * (size_t)p; i++)
-        tt_test_value(t, op, want, i, (int)(i / n), (size_t)r * n + i % n);
-    TT_FAIL_IF(memcmp(want, out, n * (size_t)p * e), "alltoall n=%zu wrong", n);
-
-    if (p > 1) {
-        int right = (r + 1) % p, left = (r + p - 1) % p;
-        for (size_t i = 0; i < n; i++)
-            tt_test_value(t, op, in, i, r, i);
-        st = r % 2 == 0 ? tutti_send(in, n, t, right, comm, NULL) : tutti_recv(out, n, t, left, comm, NULL);
-        if (!st)
-            st = r % 2 == 0 ? tutti_recv(out, n, t, left, comm, NULL)
-                            : tutti_send(in, n, t, right, comm, NULL);
-        TT_FAIL_IF(st, "send/recv n=%zu: %s", n, tutti_comm_last_error(comm));
-        for (size_t i = 0; i < n; i++)
-            tt_test_value(t, op, want, i, left, i);
-        TT_FAIL_IF(memcmp(want, out, n * e), "send/recv n=%zu wrong", n);
-    }
-    st = tutti_barrier(comm, NULL);
-    TT_FAIL_IF(st, "barrier: %s", tutti_comm_last_error(comm));
-    return 0;
-}
-
 /* Three dtype/op kinds per count, cycling, so every kind runs (fp32, fp16
  * and bf16 at every count); arg, when set, is the number per count. */
 static int collectives(tutti_comm_t comm, int r, int p, void *arg)
@@ -114,17 +43,16 @@ static int collectives(tutti_comm_t comm, int r, int p, void *arg)
     size_t nkinds = arg ? *(const size_t *)arg : 3;
     TT_FAIL_IF(!on_verbs(comm), "rank %d: a peer is not on verbs", r);
     size_t maxn = 65537 * (size_t)p + 8;
-    char *in = malloc(maxn * 8), *out = malloc(maxn * 8), *want = malloc(maxn * 8), *term = malloc(maxn * 8);
+    tt_round_bufs_t b = {malloc(maxn * 8), malloc(maxn * 8), malloc(maxn * 8), malloc(maxn * 8)};
     int rc = 0;
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0] && !rc; ci++)
         for (size_t k = 0; k < nkinds && !rc; k++)
-            rc =
-                round_of_collectives(comm, r, p, counts[ci], kinds[(ci * nkinds + k) % NKINDS].t,
-                                     kinds[(ci * nkinds + k) % NKINDS].op, (int)(k % 2), in, out, want, term);
-    free(in);
-    free(out);
-    free(want);
-    free(term);
+            rc = tt_check_round(comm, r, p, counts[ci], kinds[(ci * nkinds + k) % NKINDS].t,
+                                kinds[(ci * nkinds + k) % NKINDS].op, (int)(k % 2), &b);
+    free(b.in);
+    free(b.out);
+    free(b.want);
+    free(b.term);
     return rc;
 }
 

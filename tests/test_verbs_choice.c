@@ -3,8 +3,9 @@
  * The verbs transport's choices, as pure functions: which devices and ports
  * TUTTI_IB_HCA allows, which NIC a rank takes (nearest its GPU on a
  * GPU/NIC topology, else its NUMA node, ranks spread over equals), which GID
- * on RoCE, and whether device buffers use GPUDirect RDMA (TUTTI_IB_GDR
- * against what driver, GPU and libibverbs offer). The GPUDirect paths
+ * on RoCE, in which order two ranks try pairs of their ports, and whether
+ * device buffers use GPUDirect RDMA (TUTTI_IB_GDR against what driver, GPU
+ * and libibverbs offer). The GPUDirect paths
  * themselves need a GPU and a NIC and do not run here.
  */
 #include <check.h>
@@ -118,6 +119,48 @@ START_TEST(roce_gid_is_v2_ipv4_first)
 }
 END_TEST
 
+static tt_verbs_port_info_t port(int roce, uint32_t subnet, int bits)
+{
+    return (tt_verbs_port_info_t){.roce = (uint8_t)roce, .subnet = subnet, .subnet_bits = (uint8_t)bits};
+}
+
+/* Both ranks derive the same order: one link layer only, one subnet first,
+ * unknown next, different last; then by the places in the two offers. */
+START_TEST(port_pairs_are_tried_in_one_order)
+{
+    tt_verbs_offer_t lo = {.nports = 3}, hi = {.nports = 2};
+    tt_verbs_pair_t p[16];
+    lo.port[0] = port(1, 0x0a150000, 24); /* a veth's network */
+    lo.port[1] = port(1, 0x0a0b0000, 24); /* the shared one */
+    lo.port[2] = port(0, 0, 0);           /* InfiniBand: never with RoCE */
+    hi.port[0] = port(1, 0x0a160000, 24);
+    hi.port[1] = port(1, 0x0a0b0000, 24);
+    int n = tt_verbs_pair_order(&lo, &hi, p, 16);
+    ck_assert_int_eq(n, 4);
+    ck_assert(p[0].lo == 1 && p[0].hi == 1); /* the one subnet they share */
+    ck_assert(p[1].lo == 0 && p[1].hi == 0); /* then differing ones, by place */
+    ck_assert(p[2].lo == 0 && p[2].hi == 1);
+    ck_assert(p[3].lo == 1 && p[3].hi == 0);
+    /* Subnets unknown (InfiniBand, IPv6 GIDs): by the sum of places, then
+     * the lower rank's place; max bounds the list. */
+    tt_verbs_offer_t a = {.nports = 2}, b = {.nports = 2};
+    n = tt_verbs_pair_order(&a, &b, p, 3);
+    ck_assert_int_eq(n, 3);
+    ck_assert(p[0].lo == 0 && p[0].hi == 0);
+    ck_assert(p[1].lo == 0 && p[1].hi == 1);
+    ck_assert(p[2].lo == 1 && p[2].hi == 0);
+    /* A known subnet against an unknown one is not known to differ. */
+    a.port[0] = port(1, 0x0a0b0000, 24);
+    b.port[0] = port(1, 0x0a0c0000, 24);
+    b.port[1] = port(1, 0, 0);
+    a.port[1] = port(1, 0, 0);
+    n = tt_verbs_pair_order(&a, &b, p, 16);
+    ck_assert_int_eq(n, 4);
+    ck_assert(p[0].lo == 0 && p[0].hi == 1);
+    ck_assert(p[3].lo == 0 && p[3].hi == 0);
+}
+END_TEST
+
 START_TEST(gpudirect_choice_follows_setting_and_machine)
 {
     tt_gdr_path_t path;
@@ -157,6 +200,7 @@ int main(void)
     tcase_add_test(tc, nearest_nic_to_each_gpu);
     tcase_add_test(tc, nearest_nic_to_the_numa_node_without_gpus);
     tcase_add_test(tc, roce_gid_is_v2_ipv4_first);
+    tcase_add_test(tc, port_pairs_are_tried_in_one_order);
     tcase_add_test(tc, gpudirect_choice_follows_setting_and_machine);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

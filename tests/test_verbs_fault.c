@@ -356,6 +356,17 @@ START_TEST(no_device_means_tcp_and_one_line_why)
 }
 END_TEST
 
+/* The #iterations of a perftest-style table's row for BYTES, or -1. */
+static long row_iterations(const char *out, unsigned long bytes)
+{
+    char head[32];
+    snprintf(head, sizeof head, "\n %lu ", bytes);
+    const char *row = strstr(out, head);
+    unsigned long b;
+    long iters;
+    return row && sscanf(row, " %lu %ld", &b, &iters) == 2 ? iters : -1;
+}
+
 /* tutti-bw-verbs over the stand-in: perftest's columns, one row a size. */
 START_TEST(bandwidth_tool_prints_perftest_columns)
 {
@@ -374,6 +385,15 @@ START_TEST(bandwidth_tool_prints_perftest_columns)
     ck_assert_int_eq(tt_run_tool("tutti-run", args, out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "t_typical[usec]"));
     ck_assert_ptr_nonnull(strstr(out, "\n 8       20 "));
+    /* --duration: batches sized to the link, as perftest's -D, both ways. */
+    for (int lat = 0; lat < 2; lat++) {
+        snprintf(args, sizeof args, "-n 2 --nodes 2 '%s/tutti-bw-verbs' -b 4K -e 64K -f 16 --duration 0.2%s",
+                 builddir, lat ? " --lat" : "");
+        ck_assert_int_eq(tt_run_tool("tutti-run", args, out, sizeof out), 0);
+        ck_assert_msg(strstr(out, "about 0.2 s per size (--duration)"), "%s", out);
+        ck_assert_msg(strstr(out, lat ? "t_typical[usec]" : "BW average[MB/sec]"), "%s", out);
+        ck_assert_msg(row_iterations(out, 4096) > 0 && row_iterations(out, 65536) > 0, "%s", out);
+    }
     /* A transport that cannot work here is refused with its reason. */
     setenv("TTFAKE_DEVICES", "", 1);
     ck_assert_int_eq(tt_run_tool("tutti-bw-verbs", "-b 8 -e 8", out, sizeof out), 2);

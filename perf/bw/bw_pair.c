@@ -2,7 +2,8 @@
 /*
  * Streams, two-way streams and ping-pongs between two ranks over a transport
  * connection, in batches: the timing rank sends a control message before each
- * batch (or the word to stop), so both ends agree on how many there are.
+ * batch with its size (or the word to stop), so both ends agree on how many
+ * there are and how long each is.
  */
 #include <sched.h>
 #include <stdio.h>
@@ -161,48 +162,69 @@ static tutti_status_t batch(tt_bw_link_t *l, int timer, tt_bw_kind_t kind, size_
     return st;
 }
 
+/* The messages of the next batch: its share of the budget at the pace of
+ * the last one, at least 1 and at most cap (a slow link's batches stay
+ * within the budget; a fast link's are cap, as many as fill 32 MiB). */
+static int next_count(int count, double seconds, const tt_repeat_rule_t *rule, int cap)
+{
+    double share = rule->budget_s / (rule->min_n + 1), want = seconds > 0 ? share * count / seconds : cap;
+    return want < 1 ? 1 : want > cap ? cap : (int)want;
+}
+
 tutti_status_t tt_bw_pair_measure(tt_bw_link_t *l, int timer, tt_bw_kind_t kind, size_t bytes,
                                   const tt_repeat_rule_t *rule, tt_bw_result_t *res)
 {
     memset(res, 0, sizeof *res);
-    int count = tt_bw_batch_count(kind, bytes);
+    int cap = tt_bw_batch_count(kind, bytes), count = cap < 8 ? cap : 8;
     int max_batches = rule->max_n;
-    tt_req_t *reqs = malloc(2 * (size_t)count * sizeof *reqs);
+    tt_req_t *reqs = malloc(2 * (size_t)cap * sizeof *reqs);
     double *samples = malloc((size_t)max_batches * sizeof *samples);
     double *rates = malloc((size_t)max_batches * sizeof *rates);
-    double *lat = malloc(((size_t)max_batches + 1) * (size_t)count * sizeof *lat);
+    double *lat = malloc(((size_t)max_batches + 1) * (size_t)cap * sizeof *lat);
     tutti_status_t st = reqs && samples && rates && lat ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
     int n = 0, stable = 0;
+    size_t timed = 0; /* one-way times in lat */
     double elapsed = 0;
-    /* One untimed batch first: connections and caches warm up. */
-    for (int warm = 1; !st; warm = 0) {
-        int64_t go = 1;
-        if (timer)
-            go = warm || !tt_stats_enough(rule, samples, n, elapsed, &stable);
+    /* Untimed batches first, growing from a few messages until one is about
+     * its share of the budget: connections and caches warm up. The timer
+     * tells the other end each batch's size (0: stop). */
+    for (int warm = 1; !st;) {
+        int64_t go = count;
+        if (timer && !warm && tt_stats_enough(rule, samples, n, elapsed, &stable))
+            go = 0;
         st = timer ? small_send(l, go) : small_recv(l, &go);
-        if (st || !go)
+        if (st || go <= 0)
             break;
+        count = go < cap ? (int)go : cap;
         double s = 0;
-        st = batch(l, timer, kind, bytes, count, reqs, lat + (size_t)n * count, &s);
-        if (st || !timer || warm)
+        st = batch(l, timer, kind, bytes, count, reqs, lat + timed, &s);
+        if (st || !timer)
             continue;
+        int next = next_count(count, s, rule, cap);
+        if (warm) {
+            warm = next > 2 * count; /* still growing */
+            count = next;
+            continue;
+        }
         elapsed += s;
         res->messages += count;
         if (kind == TT_BW_LAT || kind == TT_BW_XCH) { /* the batch's median message, for the stopping rule */
             tt_stats_t b;
-            double *copy = lat + (size_t)max_batches * count; /* the extra batch: scratch */
-            memcpy(copy, lat + (size_t)n * count, (size_t)count * sizeof *copy);
+            double *copy = lat + (size_t)max_batches * cap; /* the extra batch: scratch */
+            memcpy(copy, lat + timed, (size_t)count * sizeof *copy);
             tt_stats_compute(copy, count, &b);
             samples[n] = b.median;
+            timed += (size_t)count;
         } else {
             samples[n] = (double)bytes * count / s / 1e9;
         }
         rates[n] = count / s;
         n++;
+        count = next;
     }
     if (!st && timer) {
         if (kind == TT_BW_LAT || kind == TT_BW_XCH)
-            tt_stats_compute(lat, n * count, &res->stats);
+            tt_stats_compute(lat, (int)timed, &res->stats);
         else
             tt_stats_compute(samples, n, &res->stats);
         res->stats.stable = stable;

@@ -104,42 +104,125 @@ static tutti_status_t batch(tt_bwv_link_t *l, int bidir, const tt_bwv_params_t *
     return st;
 }
 
+/* Duration mode: the client tells the server how many messages or round
+ * trips come next (0: none, the size is done), so both post the same. */
+static tutti_status_t tell(tt_bwv_link_t *l, const tt_bwv_params_t *p, uint64_t *n, tt_req_t *win)
+{
+    return stream(l, p->client, !p->client, 1, sizeof *n, 1, (char *)n, (char *)n, win);
+}
+
+/* The next batch's size for the client, from the last one's n and time,
+ * so that it lasts about target seconds (growing at most 16-fold). */
+static uint64_t resize(uint64_t n, double secs, double target)
+{
+    double want = (double)n * target / (secs > 1e-6 ? secs : 1e-6);
+    want = want > 16.0 * (double)n ? 16.0 * (double)n : want;
+    return want < 1 ? 1 : want > 1e7 ? 10000000 : (uint64_t)want;
+}
+
+static tutti_status_t bandwidth(tt_bwv_link_t *l, int bidir, const tt_bwv_params_t *p, char *sbuf, char *rbuf,
+                                tt_req_t *win, tt_bwv_result_t *out)
+{
+    double secs, total = 0, best = 0, target = p->duration / (p->batches + 1); /* best: messages/s */
+    tutti_status_t st = TUTTI_SUCCESS;
+    int timed = 0, warm = 0; /* warm: a batch lasted a quarter of its share, the next ones count */
+    if (p->duration <= 0) {  /* fixed: warmup, then batches of iters */
+        if (p->warmup > 0)
+            st = batch(l, bidir, p, p->warmup, sbuf, rbuf, win, &secs);
+        for (int b = 0; b < p->batches && !st; b++, timed++) {
+            st = batch(l, bidir, p, p->iters, sbuf, rbuf, win, &secs);
+            total += secs;
+            best = p->iters / secs > best ? p->iters / secs : best;
+            out->iters += p->iters;
+        }
+    }
+    /* Duration: batches from one message up count as warmup until one lasts
+     * a quarter of its share; then timed ones until the batches or the time
+     * are used up. */
+    int64_t t0 = tt_now_ns();
+    for (uint64_t n = 1, next = 1; p->duration > 0 && !st && next;) {
+        double spent = (double)(tt_now_ns() - t0) / 1e9;
+        next = timed >= p->batches || (timed > 0 && spent >= p->duration) ? 0 : n;
+        if ((st = tell(l, p, &next, win)) != TUTTI_SUCCESS || !next)
+            break;
+        st = batch(l, bidir, p, (int)next, sbuf, rbuf, win, &secs);
+        if (!st && p->client && warm) {
+            total += secs;
+            best = (double)next / secs > best ? (double)next / secs : best;
+            out->iters += (long)next;
+            timed++;
+        }
+        warm |= secs >= target / 4;
+        n = resize(next, secs, target);
+    }
+    double per = (double)p->bytes * (bidir ? 2 : 1);
+    if (!st && total > 0 && out->iters > 0) {
+        out->bw_avg = per * (double)out->iters / total / MIB;
+        out->bw_peak = per * best / MIB;
+        out->msg_rate = (double)out->iters * (bidir ? 2.0 : 1.0) / total / 1e6;
+    }
+    return st;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-static tutti_status_t latency(tt_bwv_link_t *l, const tt_bwv_params_t *p, char *sbuf, char *rbuf,
-                              tt_req_t *win, tt_bwv_result_t *out)
+/* n round trips; with us, each one's half in microseconds from us[0]. */
+static tutti_status_t round_trips(tt_bwv_link_t *l, const tt_bwv_params_t *p, long n, char *sbuf, char *rbuf,
+                                  tt_req_t *win, double *us)
 {
-    double *us = malloc(sizeof(double) * (size_t)(p->iters > 0 ? p->iters : 1));
-    if (!us)
-        return TUTTI_ERR_NO_MEMORY;
     tutti_status_t st = TUTTI_SUCCESS;
-    for (int i = 0; i < p->warmup + p->iters && !st; i++) {
+    for (long i = 0; i < n && !st; i++) {
         int64_t t0 = tt_now_ns();
         st = stream(l, p->client, !p->client, 1, p->bytes, 1, sbuf, rbuf, win);
         if (!st)
             st = stream(l, !p->client, p->client, 1, p->bytes, 1, sbuf, rbuf, win);
-        if (i >= p->warmup)
-            us[i - p->warmup] = (double)(tt_now_ns() - t0) / 2e3;
+        if (us)
+            us[i] = (double)(tt_now_ns() - t0) / 2e3;
     }
-    if (!st && p->client && p->iters > 0) {
-        int n = p->iters;
+    return st;
+}
+
+static tutti_status_t latency(tt_bwv_link_t *l, const tt_bwv_params_t *p, char *sbuf, char *rbuf,
+                              tt_req_t *win, tt_bwv_result_t *out)
+{
+    long cap = p->duration > 0 ? 1 << 20 : p->iters, n = 0;
+    double *us = malloc(sizeof(double) * (size_t)(cap > 0 ? cap : 1));
+    if (!us)
+        return TUTTI_ERR_NO_MEMORY;
+    tutti_status_t st = round_trips(l, p, p->duration > 0 ? 1 : p->warmup, sbuf, rbuf, win, NULL);
+    if (!st && p->duration <= 0)
+        st = round_trips(l, p, n = p->iters, sbuf, rbuf, win, us);
+    /* Duration: chunks of round trips, each sized to a tenth of it. */
+    int64_t t0 = tt_now_ns();
+    for (uint64_t k = 1, next = 1; p->duration > 0 && !st && next;) {
+        double spent = (double)(tt_now_ns() - t0) / 1e9;
+        next = spent >= p->duration || n + (long)k > cap ? 0 : k;
+        if ((st = tell(l, p, &next, win)) != TUTTI_SUCCESS || !next)
+            break;
+        int64_t c0 = tt_now_ns();
+        st = round_trips(l, p, (long)next, sbuf, rbuf, win, us + n);
+        n += (long)next;
+        k = resize(next, (double)(tt_now_ns() - c0) / 1e9, p->duration / 10);
+    }
+    if (!st && p->client && n > 0) {
         double sum = 0, sq = 0;
-        for (int i = 0; i < n; i++)
+        for (long i = 0; i < n; i++)
             sum += us[i];
-        out->t_avg = sum / n;
-        for (int i = 0; i < n; i++)
+        out->iters = n;
+        out->t_avg = sum / (double)n;
+        for (long i = 0; i < n; i++)
             sq += (us[i] - out->t_avg) * (us[i] - out->t_avg);
         qsort(us, (size_t)n, sizeof *us, cmp_double);
         out->t_min = us[0];
         out->t_max = us[n - 1];
         out->t_typical = us[n / 2];
-        out->t_stdev = sqrt(sq / n);
-        out->t_p99 = us[(int)ceil(0.99 * n) - 1];
-        out->t_p999 = us[(int)ceil(0.999 * n) - 1];
+        out->t_stdev = sqrt(sq / (double)n);
+        out->t_p99 = us[(long)ceil(0.99 * (double)n) - 1];
+        out->t_p999 = us[(long)ceil(0.999 * (double)n) - 1];
     }
     free(us);
     return st;
@@ -152,26 +235,8 @@ tutti_status_t tt_bwv_measure(tt_bwv_link_t *l, tt_bwv_test_t test, const tt_bwv
     tt_req_t *win = calloc(2 * (size_t)(p->depth > 0 ? p->depth : 1), sizeof *win);
     if (!win)
         return TUTTI_ERR_NO_MEMORY;
-    tutti_status_t st = TUTTI_SUCCESS;
-    if (test == TT_BWV_LAT) {
-        st = latency(l, p, sendbuf, recvbuf, win, out);
-    } else {
-        double secs, total = 0, best = 1e30;
-        int bidir = test == TT_BWV_BIBW;
-        if (p->warmup > 0)
-            st = batch(l, bidir, p, p->warmup, sendbuf, recvbuf, win, &secs);
-        for (int b = 0; b < p->batches && !st; b++) {
-            st = batch(l, bidir, p, p->iters, sendbuf, recvbuf, win, &secs);
-            total += secs;
-            best = secs < best ? secs : best;
-        }
-        double bytes = (double)p->bytes * p->iters * (bidir ? 2 : 1);
-        if (!st && total > 0) {
-            out->bw_avg = bytes * p->batches / total / MIB;
-            out->bw_peak = bytes / best / MIB;
-            out->msg_rate = p->iters * (bidir ? 2.0 : 1.0) * p->batches / total / 1e6;
-        }
-    }
+    tutti_status_t st = test == TT_BWV_LAT ? latency(l, p, sendbuf, recvbuf, win, out)
+                                           : bandwidth(l, test == TT_BWV_BIBW, p, sendbuf, recvbuf, win, out);
     free(win);
     return st;
 }
@@ -191,9 +256,9 @@ void tt_bwv_print_row(FILE *f, tt_bwv_test_t test, const tt_bwv_params_t *p, con
 {
     double scale = gbits ? MIB * 8 / 1e9 : 1; /* MiB/s to Gb/s */
     if (test == TT_BWV_LAT)
-        fprintf(f, " %-7zu %-13d %-14.2f %-12.2f %-16.2f %-14.2f %-15.2f %-22.2f %.2f\n", p->bytes, p->iters,
+        fprintf(f, " %-7zu %-13ld %-14.2f %-12.2f %-16.2f %-14.2f %-15.2f %-22.2f %.2f\n", p->bytes, r->iters,
                 r->t_min, r->t_max, r->t_typical, r->t_avg, r->t_stdev, r->t_p99, r->t_p999);
     else
-        fprintf(f, " %-10zu %-14d %-18.2f %-20.2f %.6f\n", p->bytes, p->iters * p->batches,
-                r->bw_peak * scale, r->bw_avg * scale, r->msg_rate);
+        fprintf(f, " %-10zu %-14ld %-18.2f %-20.2f %.6f\n", p->bytes, r->iters, r->bw_peak * scale,
+                r->bw_avg * scale, r->msg_rate);
 }

@@ -34,11 +34,16 @@ typedef struct {
     int depth;   /* messages in flight, as perftest's --tx-depth */
     int batches; /* bandwidth: timed batches; peak is the best one */
     int client;  /* 1 on the rank that sends first and reports (rank 0) */
+    /* > 0: about this many seconds per size instead of iters and warmup,
+     * as perftest's -D; the client sizes each batch to the link and tells
+     * the server before it. */
+    double duration;
 } tt_bwv_params_t;
 
 /* What rank 0 reports: MiB/s as perftest's MB/sec, message rate in Mpps,
  * latencies one way (half the round trip) in microseconds. */
 typedef struct {
+    long iters; /* messages (bandwidth) or round trips (latency) timed */
     double bw_peak, bw_avg, msg_rate;
     double t_min, t_max, t_typical, t_avg, t_stdev, t_p99, t_p999;
 } tt_bwv_result_t;

@@ -21,6 +21,7 @@ typedef struct {
     uint64_t minb, maxb;
     double factor;
     int iters, warmup, depth, batches, gbits;
+    double duration;
     tt_bwv_test_t test;
 } opts_t;
 
@@ -36,6 +37,8 @@ static void usage(FILE *out)
             "  -w, --warmup_iters N  untimed messages first (default 100)\n"
             "  -D, --tx-depth N      messages in flight, as perftest's -t (default 128)\n"
             "  -B, --batches N       timed batches per size; BW peak is the best (default 5)\n"
+            "      --duration S      about S seconds per size, batches sized to the link, instead of\n"
+            "                        -n and -w (perftest's -D; for slow links)\n"
             "      --bidir           both ways at once, both directions counted (ib_write_bw -b)\n"
             "      --lat             one-way latency from round trips (ib_write_lat)\n"
             "      --report-gbits    Gb/s instead of MiB/s (perftest's MB/sec is MiB/s)\n"
@@ -52,13 +55,15 @@ static int parse(int argc, char **argv, opts_t *o)
                                           {"warmup_iters", required_argument, 0, 'w'},
                                           {"tx-depth", required_argument, 0, 'D'},
                                           {"batches", required_argument, 0, 'B'},
+                                          {"duration", required_argument, 0, 'U'},
                                           {"bidir", no_argument, 0, 'I'},
                                           {"lat", no_argument, 0, 'L'},
                                           {"report-gbits", no_argument, 0, 'G'},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
-    *o = (opts_t){"verbs", 2, 8 << 20, 2, 1000, 100, 128, 5, 0, TT_BWV_BW};
+    *o = (opts_t){"verbs", 2, 8 << 20, 2, 1000, 100, 128, 5, 0, 0, TT_BWV_BW};
     int opt;
+    char *end;
     while ((opt = getopt_long(argc, argv, "t:b:e:f:n:w:D:B:h", longs, NULL)) != -1) {
         switch (opt) {
         case 't': o->transport = optarg; break;
@@ -75,6 +80,11 @@ static int parse(int argc, char **argv, opts_t *o)
         case 'w': o->warmup = atoi(optarg); break;
         case 'D': o->depth = atoi(optarg); break;
         case 'B': o->batches = atoi(optarg); break;
+        case 'U':
+            o->duration = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->duration > 0 && o->duration <= 3600))
+                return -1;
+            break;
         case 'I': o->test = TT_BWV_BIBW; break;
         case 'L': o->test = TT_BWV_LAT; break;
         case 'G': o->gbits = 1; break;
@@ -112,8 +122,11 @@ static void banner(const opts_t *o, const tutti_comm_t comm, int peer)
            comm->peers[peer].ops->name, peer);
     printf("  %d slices in flight per peer (TUTTI_PIPELINE), tx depth %d, %s\n", comm->nchannels, o->depth,
            o->test == TT_BWV_LAT ? "latency is half the round trip" : "BW peak: best of the batches");
+    if (o->duration > 0)
+        printf("  about %g s per size (--duration), batches sized to the link\n", o->duration);
     printf("------------------------------------------------------------------------------------------\n");
     tt_bwv_print_header(stdout, o->test, o->gbits);
+    fflush(stdout); /* a slow link's first row may be a while */
 }
 
 int main(int argc, char **argv)
@@ -151,7 +164,7 @@ int main(int argc, char **argv)
     if (comm->rank == 0)
         banner(&o, comm, peer);
     for (double s = (double)o.minb; s <= (double)o.maxb && !st; s = ceil(s * o.factor)) {
-        tt_bwv_params_t p = {(size_t)s, o.iters, o.warmup, o.depth, o.batches, comm->rank == 0};
+        tt_bwv_params_t p = {(size_t)s, o.iters, o.warmup, o.depth, o.batches, comm->rank == 0, o.duration};
         tt_bwv_result_t r;
         st = tt_bwv_measure(&link, o.test, &p, sbuf, rbuf, &r);
         if (!st && comm->rank == 0) {

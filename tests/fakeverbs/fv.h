@@ -78,6 +78,7 @@ typedef struct {
     int32_t dev;     /* index in the device list */
     int32_t roce;    /* link layer of every port: 1 Ethernet, 0 InfiniBand */
     uint32_t nports; /* LIDs and GIDs derive from the slot and the port */
+    int32_t net;     /* devices of one network reach each other: 0, or the pid for an alone device */
 } fv_dir_ctx_t;
 
 /* The fabric directory, one shared segment per test. */
@@ -92,7 +93,8 @@ typedef struct {
     char name[IBV_SYSFS_NAME_MAX];
     int roce;
     int nports;
-    int down; /* ports report DOWN */
+    int down;  /* ports report DOWN */
+    int alone; /* on a network of its own process's only */
 } fv_devcfg_t;
 
 typedef struct fv_ctx fv_ctx_t;

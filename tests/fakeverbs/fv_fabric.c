@@ -36,7 +36,7 @@ long long fv_now_ns(void)
     return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-/* "name:ib|roce:ports[:down]" entries, comma-separated; unset: one of each. */
+/* "name:ib|roce:ports[:down][:alone]" entries, comma-separated; unset: one of each. */
 static void parse_devices(void)
 {
     const char *env = getenv("TTFAKE_DEVICES");
@@ -58,6 +58,7 @@ static void parse_devices(void)
         if (d->nports < 1 || d->nports > FV_MAX_PORTS)
             d->nports = 1;
         d->down = ports && strstr(ports, ":down") != NULL;
+        d->alone = ports && strstr(ports, ":alone") != NULL;
         ndevcfg++;
     }
 }
@@ -265,6 +266,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
     fd->ctx[c->index].dev = d;
     fd->ctx[c->index].roce = c->dev->roce;
     fd->ctx[c->index].nports = (uint32_t)c->dev->nports;
+    fd->ctx[c->index].net = c->dev->alone ? (int32_t)getpid() : 0;
     for (int i = 0; i < FV_MAX_CTX; i++)
         c->peers[i].pidfd = -1;
     c->next_key = 0x1000;

@@ -92,7 +92,7 @@ static int route_ok(fv_ctx_t *ctx, const fv_qp_t *q, int pidx, int pport, uint32
     const fv_dir_ctx_t *pd = &fv_dir()->ctx[pidx];
     union ibv_gid g;
     int mine, theirs;
-    if (pd->roce != ctx->dev->roce)
+    if (pd->roce != ctx->dev->roce || pd->net != fv_dir()->ctx[ctx->index].net)
         return 0;
     if (!pd->roce)
         return q->ah.dlid == fv_lid(pidx, pport);

@@ -142,6 +142,25 @@ static int mask_ok(enum ibv_qp_state from, enum ibv_qp_state to, int mask)
     return 0; /* not a transition the state machine has */
 }
 
+/* Whether gid is a port's of a live device on another network than ctx's. */
+static int unreachable_gid(const fv_ctx_t *ctx, const union ibv_gid *gid)
+{
+    fv_dir_t *d = fv_dir();
+    for (int i = 0; i < FV_MAX_CTX; i++) {
+        const fv_dir_ctx_t *e = &d->ctx[i];
+        if (!atomic_load(&e->pid) || !e->roce || e->net == d->ctx[ctx->index].net)
+            continue;
+        for (uint32_t p = 1; p <= e->nports; p++)
+            for (int g = 0; g < FV_ROCE_GIDS; g++) {
+                union ibv_gid mine;
+                int type;
+                if (!fv_gid(i, 1, (int)p, g, &mine, &type) && !memcmp(&mine, gid, sizeof mine))
+                    return 1;
+            }
+    }
+    return 0;
+}
+
 /* The values a transition sets; EINVAL for ones the port cannot take. */
 static int apply(fv_qp_t *q, const struct ibv_qp_attr *a, int mask)
 {
@@ -163,6 +182,10 @@ static int apply(fv_qp_t *q, const struct ibv_qp_attr *a, int mask)
         /* RoCE has no LIDs: every packet needs a GRH with a valid source GID. */
         if (dev->roce && (!a->ah_attr.is_global || a->ah_attr.grh.sgid_index >= FV_ROCE_GIDS))
             return EINVAL;
+        /* The kernel resolves a RoCE destination's address here; one on
+         * another network never answers. */
+        if (dev->roce && unreachable_gid(q->ctx, &a->ah_attr.grh.dgid))
+            return ETIMEDOUT;
         if (!dev->roce && !a->ah_attr.is_global && a->ah_attr.dlid == 0)
             return EINVAL;
         q->ah = a->ah_attr;

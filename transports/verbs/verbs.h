@@ -19,6 +19,7 @@
 #include "transports/transport.h"
 
 #define TT_VERBS_MAX_QPS 8         /* per peer */
+#define TT_VERBS_MAX_PORTS 8       /* ports a rank offers its peers */
 #define TT_VERBS_RTR_DEPTH 8       /* RTR descriptors in flight per channel */
 #define TT_VERBS_MAGIC 0x74747662u /* "ttvb" */
 #define TT_VERBS_WHY 256
@@ -99,13 +100,16 @@ const tt_ibv_t *tt_verbs_lib(char *why, size_t len);
 /* ibv_query_port as rdma-core's inline wrapper does it, without its symbol. */
 int tt_ibv_query_port(const tt_ibv_t *ibv, struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
 
+typedef struct tt_verbs_reg tt_verbs_reg_t;
+typedef struct tt_verbs_cache tt_verbs_cache_t;
+
 /* A GID table entry, as the GID choice sees it. */
 typedef struct {
     union ibv_gid gid;
     int type; /* IBV_GID_TYPE_* ; -1: unknown */
 } tt_verbs_gid_t;
 
-/* The chosen port of the chosen device. */
+/* A port of a device, as a connection uses it. */
 typedef struct {
     struct ibv_context *ctx;
     char dev[64];
@@ -114,15 +118,29 @@ typedef struct {
     uint16_t lid;
     int gid_index; /* -1: LID routing (InfiniBand without TUTTI_IB_GID_INDEX) */
     union ibv_gid gid;
+    uint32_t subnet; /* RoCE, IPv4 GID: its network (host order) ... */
+    int subnet_bits; /* ... and prefix length; 0: not known */
     enum ibv_mtu mtu;
     int max_qp_wr, max_sge;
 } tt_verbs_port_t;
 
-/* Opens the port this rank should use: TUTTI_IB_HCA, then the NIC nearest
- * to the rank's GPU or CPU, then the GID (TUTTI_IB_GID_INDEX or automatic).
+/* An opened port; its protection domain and registration cache are made
+ * when a connection first uses it (tt_verbs_dev_ready). */
+typedef struct {
+    tt_verbs_port_t port;
+    struct ibv_pd *pd;
+    tt_verbs_cache_t *cache;
+    int owns_ctx; /* port.ctx is closed with this entry (ports of a device share it) */
+} tt_verbs_dev_t;
+
+/* Opens every active port this rank may use (TUTTI_IB_HCA) of one link
+ * layer, InfiniBand where there is any (so every rank of a job agrees): at
+ * [0] the one nearest to the rank's GPU, else to its CPU's NUMA node
+ * (tutti's topology), ranks of one host spread over equally near ones;
+ * then the others, each with its GID (TUTTI_IB_GID_INDEX or automatic).
  * TUTTI_ERR_UNSUPPORTED with why filled when no port is usable. */
-tutti_status_t tt_verbs_open_port(const tt_ibv_t *ibv, const tt_tp_env_t *env, tt_verbs_port_t *out,
-                                  char *why, size_t len);
+tutti_status_t tt_verbs_open_ports(const tt_ibv_t *ibv, const tt_tp_env_t *env, tt_verbs_dev_t *out, int *n,
+                                   char *why, size_t len);
 
 /* TUTTI_IB_HCA, parsed: names (prefixes unless exact), optional ports. */
 typedef struct {
@@ -140,8 +158,6 @@ int tt_verbs_hca_match(const tt_verbs_hca_t *f, const char *name, int port);
 int tt_verbs_pick_gid(const tt_verbs_gid_t *tab, int n);
 
 /* Registration cache of user buffers (verbs_reg.c). */
-typedef struct tt_verbs_reg tt_verbs_reg_t;
-typedef struct tt_verbs_cache tt_verbs_cache_t;
 tt_verbs_cache_t *tt_verbs_cache_new(const tt_ibv_t *ibv, struct ibv_pd *pd, int enabled);
 void tt_verbs_cache_free(tt_verbs_cache_t *c);
 /* A registration covering [addr, addr + len) (write: remote write access);
@@ -191,14 +207,49 @@ typedef struct {
     uint32_t nqps, nslots, slot_bytes, zcopy_bytes;
 } tt_verbs_addr_t;
 
-/* What two ranks exchange over the set-up socket. */
+/* What two ranks exchange over the set-up socket for a pair of ports they
+ * try: the queue pairs made on the port, or why they could not be. */
 typedef struct {
     uint32_t magic;
     int32_t rank;
     uint32_t qpn[TT_VERBS_MAX_QPS], psn[TT_VERBS_MAX_QPS];
     uint64_t region; /* the registered region: receive rings, then RTR slots */
     uint32_t rkey;
+    int32_t failed; /* 1: nothing above is set */
+    char why[TT_VERBS_WHY];
 } tt_verbs_wire_t;
+
+/* A port as a rank offers it to a peer (verbs_pair.c). */
+typedef struct {
+    char dev[32];
+    uint8_t port, roce, mtu, subnet_bits;
+    int16_t gid_index;
+    uint16_t lid;
+    uint32_t subnet;
+    union ibv_gid gid;
+} tt_verbs_port_info_t;
+
+/* Every port a rank offers, in the order it prefers them. */
+typedef struct {
+    uint32_t magic;
+    int32_t rank;
+    uint32_t nports;
+    tt_verbs_port_info_t port[TT_VERBS_MAX_PORTS];
+} tt_verbs_offer_t;
+
+/* Which ports two ranks try together: positions in the lower rank's
+ * offer and in the higher rank's. */
+typedef struct {
+    int lo, hi;
+} tt_verbs_pair_t;
+
+/* The pairs two ranks try, in order, from their offers (the lower rank's
+ * first): ports of one link layer only; pairs on one IPv4 subnet first,
+ * then those not known to be on different ones, then the rest; each group
+ * by the sum of the two places in the offers, then the lower rank's place.
+ * Both ranks derive the same list. */
+int tt_verbs_pair_order(const tt_verbs_offer_t *lo, const tt_verbs_offer_t *hi, tt_verbs_pair_t *out,
+                        int max);
 
 /* Immediate data: kind, channel, value. */
 enum { TT_IMM_DATA = 1, TT_IMM_ZDONE, TT_IMM_CREDIT, TT_IMM_RTR, TT_IMM_ABORT };
@@ -253,6 +304,7 @@ struct tt_verbs_ctx;
 typedef struct {
     int peer;
     struct tt_verbs_ctx *ctx;
+    tt_verbs_dev_t *dev; /* the port this connection runs on */
     int nqps, nch, nslots;
     size_t slot_bytes, zcopy_bytes;
     tutti_status_t failed;
@@ -276,10 +328,10 @@ typedef struct tt_verbs_ctx {
     const tt_tp_env_t *env;
     const tt_ibv_t *ibv;
     int usable;
-    char why[TT_VERBS_WHY]; /* why not, when not */
-    tt_verbs_port_t port;
-    struct ibv_pd *pd;
-    tt_verbs_cache_t *cache;
+    char why[TT_VERBS_WHY];                 /* why not, when not */
+    tt_verbs_dev_t dev[TT_VERBS_MAX_PORTS]; /* the ports offered, the preferred first */
+    int ndev;
+    tt_verbs_offer_t offer;
     int listen_fd;
     tt_verbs_addr_t addr;
     int nqps, nslots, timeout, retry_cnt;
@@ -294,11 +346,27 @@ size_t tt_verbs_rtr_in_off(const tt_verbs_conn_t *c, int ch, uint64_t pos);
 size_t tt_verbs_rtr_out_off(const tt_verbs_conn_t *c, int ch, uint64_t pos);
 size_t tt_verbs_region_bytes(int nch, int nslots, size_t slot_bytes);
 
-/* Set-up of one connection's queue pairs (verbs_qp.c). */
-tutti_status_t tt_verbs_conn_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, tt_verbs_wire_t *mine);
-tutti_status_t tt_verbs_conn_connect(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer,
-                                     const tt_verbs_wire_t *theirs, const tt_verbs_wire_t *mine);
+/* One connection (verbs_qp.c): its region of memory, made once; then, on
+ * a port, the region's registration, a completion queue and queue pairs
+ * (attach, which fills mine or says why not in mine->why), brought up
+ * to the peer's port (connect: 0 or an errno), or taken down again
+ * (detach) to try another port. */
+tutti_status_t tt_verbs_conn_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c);
+tutti_status_t tt_verbs_conn_attach(tt_verbs_conn_t *c, tt_verbs_dev_t *dev, tt_verbs_wire_t *mine);
+int tt_verbs_conn_connect(tt_verbs_conn_t *c, const tt_verbs_port_info_t *peer, const tt_verbs_wire_t *theirs,
+                          const tt_verbs_wire_t *mine);
+void tt_verbs_conn_detach(tt_verbs_conn_t *c);
 void tt_verbs_conn_destroy(tt_verbs_conn_t *c);
+
+/* The port's protection domain and registration cache, made on first use;
+ * TUTTI_SUCCESS, or a status with why filled (verbs_setup.c). */
+tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char *why, size_t len);
+
+/* Ports for one connection (verbs_pair.c): this rank's offer, and the
+ * pairs tried in turn over the set-up socket fd until both ranks' queue
+ * pairs are up and a write went each way. */
+void tt_verbs_offer_make(tt_verbs_ctx_t *ctx);
+tutti_status_t tt_verbs_pair_up(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline);
 
 /* Posting (verbs_post.c). */
 int tt_verbs_sq_room(const tt_verbs_qp_t *q);

@@ -2,8 +2,9 @@
 /*
  * verbs connect: a connection to every peer the core gives (every rank
  * offers verbs then; two ports of different link layers are a configuration
- * error, named), queue pair numbers exchanged over a keyed set-up socket
- * (the higher rank dials the lower).
+ * error, named), over a keyed set-up socket (the higher rank dials the
+ * lower) on which the two ranks agree on a pair of ports and swap queue
+ * pair numbers (verbs_pair.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,20 +28,10 @@ static int same_config(const tt_verbs_addr_t *a, const tt_verbs_addr_t *b)
            a->zcopy_bytes == b->zcopy_bytes;
 }
 
-/* Sends ours, reads theirs, and brings the connection up. */
-static tutti_status_t exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer,
-                               const tt_verbs_wire_t *mine, int64_t deadline)
+/* Agrees on ports with the peer and brings the connection up. */
+static tutti_status_t exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline)
 {
-    tt_verbs_wire_t theirs;
-    tutti_status_t st = tt_sock_send_all(fd, mine, sizeof *mine, deadline);
-    if (!st)
-        st = tt_sock_recv_all(fd, &theirs, sizeof theirs, deadline);
-    if (!st && (theirs.magic != TT_VERBS_MAGIC || theirs.rank != c->peer)) {
-        TT_ERROR(TT_SUB_NET, "verbs: rank %d answered set-up with a malformed message", c->peer);
-        st = TUTTI_ERR_INTERNAL;
-    }
-    if (!st)
-        st = tt_verbs_conn_connect(ctx, c, peer, &theirs, mine);
+    tutti_status_t st = tt_verbs_pair_up(ctx, fd, c, deadline);
     close(fd);
     if (!st)
         c->probe_at_ms = tt_now_ms();
@@ -48,7 +39,7 @@ static tutti_status_t exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, 
 }
 
 static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer,
-                           const tt_verbs_wire_t *mine, int64_t deadline)
+                           int64_t deadline)
 {
     const tt_tp_env_t *env = ctx->env;
     int fd;
@@ -56,8 +47,8 @@ static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_ver
     if (!st && (st = tt_hello_send(fd, env->key, env->rank, env->nranks, 0, deadline)) != TUTTI_SUCCESS)
         close(fd);
     if (!st)
-        st = exchange(ctx, fd, c, peer, mine, deadline);
-    if (st)
+        st = exchange(ctx, fd, c, deadline);
+    if (st && st != TUTTI_ERR_CONFIG) /* CONFIG: no pair of ports, said in full already */
         TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", c->peer, tutti_strerror(st));
     return st;
 }
@@ -65,8 +56,7 @@ static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_ver
 /* Takes set-up connections from higher ranks until every one arrived:
  * admitted many at once, the keyed ones only (core/admit.c), so that
  * connections without the key cannot hold up the peers'. */
-static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npeers,
-                                 const tt_verbs_addr_t *addrs, void **conns, const tt_verbs_wire_t *wires,
+static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npeers, void **conns,
                                  int expected, int64_t deadline)
 {
     const tt_tp_env_t *env = ctx->env;
@@ -94,8 +84,8 @@ static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npee
             close(fd);
             continue;
         }
-        st = exchange(ctx, fd, conns[slot], &addrs[slot], &wires[slot], deadline);
-        if (st)
+        st = exchange(ctx, fd, conns[slot], deadline);
+        if (st && st != TUTTI_ERR_CONFIG)
             TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", h.rank, tutti_strerror(st));
         else
             expected--;
@@ -106,8 +96,7 @@ static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npee
 
 /* Makes a connection to each peer; how many of them dial in to us. */
 static tutti_status_t create_conns(tt_verbs_ctx_t *ctx, const int *peers, int npeers,
-                                   const tt_verbs_addr_t *addrs, void **conns, tt_verbs_wire_t *wires,
-                                   int *expected)
+                                   const tt_verbs_addr_t *addrs, void **conns, int *expected)
 {
     const tt_tp_env_t *env = ctx->env;
     *expected = 0;
@@ -133,7 +122,7 @@ static tutti_status_t create_conns(tt_verbs_ctx_t *ctx, const int *peers, int np
             return TUTTI_ERR_NO_MEMORY;
         c->peer = peers[i];
         conns[i] = c;
-        tutti_status_t st = tt_verbs_conn_create(ctx, c, &wires[i]);
+        tutti_status_t st = tt_verbs_conn_create(ctx, c);
         if (st)
             return st;
         *expected += peers[i] > env->rank;
@@ -147,8 +136,7 @@ tutti_status_t tt_verbs_connect(void *ctxp, const int *peers, int npeers, const 
     tt_verbs_ctx_t *ctx = ctxp;
     int64_t deadline = tt_now_ms() + ctx->env->timeout_ms;
     tt_verbs_addr_t *peer = calloc((size_t)npeers + 1, sizeof *peer);
-    tt_verbs_wire_t *wires = calloc((size_t)npeers + 1, sizeof *wires);
-    tutti_status_t st = peer && wires ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
+    tutti_status_t st = peer ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
     int expected = 0;
     for (int i = 0; i < npeers; i++) {
         conns[i] = NULL;
@@ -156,13 +144,13 @@ tutti_status_t tt_verbs_connect(void *ctxp, const int *peers, int npeers, const 
             memcpy(&peer[i], addrs + (size_t)peers[i] * TT_ADDR_MAX, sizeof peer[i]);
     }
     if (!st)
-        st = create_conns(ctx, peers, npeers, peer, conns, wires, &expected);
+        st = create_conns(ctx, peers, npeers, peer, conns, &expected);
     /* Dial lower ranks first: their listeners queue us without an accept. */
     for (int i = 0; i < npeers && !st; i++)
         if (conns[i] && peers[i] < ctx->env->rank)
-            st = dial(ctx, conns[i], &peer[i], &wires[i], deadline);
+            st = dial(ctx, conns[i], &peer[i], deadline);
     if (!st)
-        st = accept_all(ctx, peers, npeers, peer, conns, wires, expected, deadline);
+        st = accept_all(ctx, peers, npeers, conns, expected, deadline);
     if (ctx->listen_fd >= 0) { /* nothing more will dial in */
         close(ctx->listen_fd);
         ctx->listen_fd = -1;
@@ -174,6 +162,5 @@ tutti_status_t tt_verbs_connect(void *ctxp, const int *peers, int npeers, const 
                 conns[i] = NULL;
             }
     free(peer);
-    free(wires);
     return st;
 }

@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Which RDMA port a rank uses: the devices and ports TUTTI_IB_HCA allows
- * that are up, InfiniBand before RoCE (every rank of a job then agrees), the
- * one nearest to the rank's GPU, else to its CPU's NUMA node (tutti's
- * topology), ranks of one host spread over equally near ones; then, for
- * RoCE, the GID: TUTTI_IB_GID_INDEX, else a RoCE v2 IPv4-mapped one.
+ * Which RDMA ports a rank offers: the devices and ports TUTTI_IB_HCA allows
+ * that are up, InfiniBand before RoCE (every rank of a job then agrees),
+ * the one nearest to the rank's GPU, else to its CPU's NUMA node (tutti's
+ * topology) first, ranks of one host spread over equally near ones, then
+ * the others (a peer that the first cannot reach may meet another); for
+ * RoCE, each port's GID: TUTTI_IB_GID_INDEX, else a RoCE v2 IPv4-mapped one.
  */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/env_config.h"
 #include "core/log.h"
+#include "core/try.h"
 #include "topo/topo.h"
 #include "transports/verbs/verbs.h"
 
@@ -239,6 +244,28 @@ static tutti_status_t choose_gid(const tt_ibv_t *ibv, tt_verbs_port_t *p, int tb
     return TUTTI_SUCCESS;
 }
 
+/* The IPv4 network of a RoCE GID, from the interface that holds its
+ * address (unknown: 0 bits), so ranks can try ports on one subnet first. */
+static void gid_subnet(tt_verbs_port_t *p)
+{
+    static const unsigned char v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    struct ifaddrs *list;
+    uint32_t addr;
+    p->subnet_bits = 0;
+    if (!p->roce || memcmp(p->gid.raw, v4mapped, sizeof v4mapped) || getifaddrs(&list))
+        return;
+    memcpy(&addr, p->gid.raw + 12, sizeof addr);
+    for (struct ifaddrs *ifa = list; ifa && !p->subnet_bits; ifa = ifa->ifa_next) {
+        if (!ifa->ifa_addr || !ifa->ifa_netmask || ifa->ifa_addr->sa_family != AF_INET ||
+            ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr != addr)
+            continue;
+        uint32_t mask = ntohl(((struct sockaddr_in *)ifa->ifa_netmask)->sin_addr.s_addr);
+        p->subnet = ntohl(addr) & mask;
+        p->subnet_bits = __builtin_popcount(mask);
+    }
+    freeifaddrs(list);
+}
+
 static tutti_status_t open_chosen(const tt_ibv_t *ibv, const cand_t *c, tt_verbs_port_t *out, char *why,
                                   size_t len)
 {
@@ -257,13 +284,57 @@ static tutti_status_t open_chosen(const tt_ibv_t *ibv, const cand_t *c, tt_verbs
     out->mtu = pa.active_mtu;
     out->max_qp_wr = da.max_qp_wr;
     out->max_sge = da.max_sge;
-    return choose_gid(ibv, out, pa.gid_tbl_len, why, len);
+    TT_TRY(choose_gid(ibv, out, pa.gid_tbl_len, why, len));
+    gid_subnet(out);
+    return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_verbs_open_port(const tt_ibv_t *ibv, const tt_tp_env_t *env, tt_verbs_port_t *out,
-                                  char *why, size_t len)
+/* Each device context closes with the first entry of out that uses it;
+ * those of no entry close now (all of them with n 0). */
+static void keep_contexts(const tt_ibv_t *ibv, const cand_t *cands, int ncands, tt_verbs_dev_t *out, int n)
+{
+    for (int i = 0; i < ncands; i++) {
+        int seen = 0, user = -1;
+        for (int j = 0; j < i; j++)
+            seen |= cands[j].ctx == cands[i].ctx;
+        for (int k = 0; k < n && user < 0; k++)
+            if (out[k].port.ctx == cands[i].ctx)
+                user = k;
+        if (!seen && user >= 0)
+            out[user].owns_ctx = 1;
+        else if (!seen)
+            ibv->close_device(cands[i].ctx);
+    }
+}
+
+/* The candidates of one link layer, InfiniBand where there is any, the
+ * preferred first; returns how many. */
+static int order_ports(const tt_tp_env_t *env, const cand_t *cands, int n, int *order)
+{
+    const char *names[MAX_CANDS];
+    int idx[MAX_CANDS] = {0}, m = 0, want_roce = 1;
+    for (int i = 0; i < n; i++)
+        want_roce &= cands[i].roce;
+    for (int i = 0; i < n; i++)
+        if (cands[i].roce == want_roce) {
+            names[m] = cands[i].name;
+            idx[m++] = i;
+        }
+    int numa = (int)(env->endpoints[env->rank].place >> 32);
+    int pick = m > 1 ? tt_verbs_pick_nearest(machine_topo(), names, m, numa, local_rank(env)) : 0;
+    int k = 0;
+    order[k++] = idx[pick];
+    for (int j = 0; j < m; j++)
+        if (j != pick)
+            order[k++] = idx[j];
+    return k;
+}
+
+tutti_status_t tt_verbs_open_ports(const tt_ibv_t *ibv, const tt_tp_env_t *env, tt_verbs_dev_t *out,
+                                   int *nout, char *why, size_t len)
 {
     tt_verbs_hca_t filter;
+    *nout = 0;
     if (tt_verbs_hca_parse(tt_config_table_str(&tt_verbs_config, TT_CFG_IB_HCA), &filter)) {
         snprintf(why, len, "TUTTI_IB_HCA='%s' is not a list of name[:port]",
                  tt_config_table_str(&tt_verbs_config, TT_CFG_IB_HCA));
@@ -287,28 +358,26 @@ tutti_status_t tt_verbs_open_port(const tt_ibv_t *ibv, const tt_tp_env_t *env, t
                  *seen ? ": " : "", seen);
         return TUTTI_ERR_UNSUPPORTED;
     }
-    /* One link layer for every rank: InfiniBand where there is any. */
-    const char *names[MAX_CANDS];
-    int idx[MAX_CANDS] = {0}, m = 0, want_roce = 1;
-    for (int i = 0; i < n; i++)
-        want_roce &= cands[i].roce;
-    for (int i = 0; i < n; i++)
-        if (cands[i].roce == want_roce) {
-            names[m] = cands[i].name;
-            idx[m++] = i;
+    int order[MAX_CANDS], m = order_ports(env, cands, n, order);
+    tutti_status_t st = TUTTI_SUCCESS;
+    for (int o = 0; o < m && *nout < TT_VERBS_MAX_PORTS && !st; o++) {
+        char err[TT_VERBS_WHY];
+        tt_verbs_dev_t *d = &out[*nout];
+        memset(d, 0, sizeof *d);
+        tutti_status_t one = open_chosen(ibv, &cands[order[o]], &d->port, err, sizeof err);
+        if (one && o == 0) { /* the preferred port must work: its error is the answer */
+            snprintf(why, len, "%s", err);
+            st = one;
+        } else if (one) {
+            TT_DEBUG(TT_SUB_NET, "verbs: not offering %s port %d: %s", cands[order[o]].name,
+                     cands[order[o]].port, err);
+        } else {
+            (*nout)++;
         }
-    int numa = (int)(env->endpoints[env->rank].place >> 32);
-    int pick = m > 1 ? idx[tt_verbs_pick_nearest(machine_topo(), names, m, numa, local_rank(env))] : idx[0];
-    for (int i = 0; i < n; i++) {
-        int shared = 0; /* several ports of one device share its context */
-        for (int j = 0; j < i; j++)
-            shared |= cands[j].ctx == cands[i].ctx;
-        if (!shared && cands[i].ctx != cands[pick].ctx)
-            ibv->close_device(cands[i].ctx);
     }
-    tutti_status_t st = open_chosen(ibv, &cands[pick], out, why, len);
     if (st)
-        ibv->close_device(cands[pick].ctx);
+        *nout = 0;
+    keep_contexts(ibv, cands, n, out, *nout);
     return st;
 }
 

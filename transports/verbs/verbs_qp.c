@@ -1,35 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One connection's resources: a registered region (receive slots, send
- * staging, RTR descriptors in and out), a completion queue deep enough for
- * every work request it can have outstanding (so it cannot overrun), and RC
- * queue pairs taken through INIT, RTR and RTS with the peer's numbers.
+ * One connection's resources: a region (receive slots, send staging, RTR
+ * descriptors in and out), and on the port it runs on the region's
+ * registration, a completion queue deep enough for every work request it
+ * can have outstanding (so it cannot overrun), and RC queue pairs taken
+ * through INIT, RTR and RTS with the peer's numbers. The port's resources
+ * can be taken down again, so that a peer the first port cannot reach may
+ * be tried from another.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 
 #include "core/log.h"
-#include "core/try.h"
 #include "transports/verbs/verbs.h"
 
 /* The channel an idle engine sleeps on (tt_verbs_arm), non-blocking so
  * that disarming takes what came without waiting; NULL where the library
  * or the provider has none (the engine then naps). */
-static struct ibv_comp_channel *completion_channel(tt_verbs_ctx_t *ctx)
+static struct ibv_comp_channel *completion_channel(const tt_ibv_t *ibv, const tt_verbs_port_t *p)
 {
-    const tt_ibv_t *ibv = ctx->ibv;
     if (!ibv->create_comp_channel || !ibv->destroy_comp_channel || !ibv->get_cq_event || !ibv->ack_cq_events)
         return NULL;
-    struct ibv_comp_channel *ch = ibv->create_comp_channel(ctx->port.ctx);
+    struct ibv_comp_channel *ch = ibv->create_comp_channel(p->ctx);
     int flags = ch ? fcntl(ch->fd, F_GETFL) : -1;
     if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
         TT_INFO(TT_SUB_NET,
-                "verbs: no completion channel on %s (%s): a waiting rank naps instead of sleeping",
-                ctx->port.dev, strerror(errno));
+                "verbs: no completion channel on %s (%s): a waiting rank naps instead of sleeping", p->dev,
+                strerror(errno));
         if (ch)
             ibv->destroy_comp_channel(ch);
         return NULL;
@@ -73,7 +75,7 @@ static uint32_t queue_need(int nch, int nslots)
     return (uint32_t)(nch * (2 * nslots + 2 * TT_VERBS_RTR_DEPTH) + 8);
 }
 
-static struct ibv_qp *qp_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, tt_verbs_qp_t *q)
+static struct ibv_qp *qp_create(tt_verbs_conn_t *c, tt_verbs_qp_t *q)
 {
     /* Inline data as large as the device takes, down to none. */
     static const uint32_t inl[] = {256, 128, 64, 0};
@@ -86,7 +88,7 @@ static struct ibv_qp *qp_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, tt_verb
                                               .max_recv_sge = 1,
                                               .max_inline_data = inl[i]},
                                       .qp_type = IBV_QPT_RC};
-        struct ibv_qp *qp = ctx->ibv->create_qp(ctx->pd, &ia);
+        struct ibv_qp *qp = c->ctx->ibv->create_qp(c->dev->pd, &ia);
         if (qp) {
             q->max_inline = ia.cap.max_inline_data;
             return qp;
@@ -95,33 +97,28 @@ static struct ibv_qp *qp_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, tt_verb
     return NULL;
 }
 
-static tutti_status_t qp_init(tt_verbs_ctx_t *ctx, struct ibv_qp *qp)
+static int qp_init(tt_verbs_conn_t *c, struct ibv_qp *qp)
 {
     struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-                            .port_num = (uint8_t)ctx->port.port,
+                            .port_num = (uint8_t)c->dev->port.port,
                             .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE};
-    int rc =
-        ctx->ibv->modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    if (rc)
-        TT_ERROR(TT_SUB_NET, "verbs: queue pair to INIT failed: %s", strerror(rc));
-    return rc ? TUTTI_ERR_SYSTEM : TUTTI_SUCCESS;
+    return c->ctx->ibv->modify_qp(qp, &a,
+                                  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
-static tutti_status_t region_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c)
+tutti_status_t tt_verbs_conn_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c)
 {
+    c->ctx = ctx;
+    c->nch = ctx->env->nchannels;
+    c->nqps = ctx->nqps < c->nch ? ctx->nqps : c->nch;
+    c->nslots = ctx->nslots;
+    c->slot_bytes = ctx->slot_bytes;
+    c->zcopy_bytes = ctx->zcopy_bytes;
     c->region_bytes = tt_verbs_region_bytes(c->nch, c->nslots, c->slot_bytes);
     c->region = mmap(NULL, c->region_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (c->region == MAP_FAILED) {
         c->region = NULL;
         return TUTTI_ERR_NO_MEMORY;
-    }
-    c->mr = ctx->ibv->reg_mr(ctx->pd, c->region, c->region_bytes,
-                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    if (!c->mr) {
-        TT_ERROR(TT_SUB_NET,
-                 "verbs: registering %zu bytes for rank %d failed: %s (is RLIMIT_MEMLOCK too low?)",
-                 c->region_bytes, c->peer, strerror(errno));
-        return TUTTI_ERR_SYSTEM;
     }
     for (int ch = 0; ch < c->nch; ch++) {
         c->rx[ch].piece = calloc((size_t)c->nslots, sizeof(uint32_t));
@@ -131,66 +128,88 @@ static tutti_status_t region_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c)
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_verbs_conn_create(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, tt_verbs_wire_t *mine)
+/* The queue depths, and the completion queue that holds them all. */
+static int make_cq(tt_verbs_conn_t *c, char *why, size_t len)
 {
-    c->ctx = ctx;
-    c->nch = ctx->env->nchannels;
-    c->nqps = ctx->nqps < c->nch ? ctx->nqps : c->nch;
-    c->nslots = ctx->nslots;
-    c->slot_bytes = ctx->slot_bytes;
-    c->zcopy_bytes = ctx->zcopy_bytes;
-    TT_TRY(region_create(ctx, c));
+    const tt_verbs_port_t *p = &c->dev->port;
     int cqe = 0;
     for (int qi = 0; qi < c->nqps; qi++) {
         tt_verbs_qp_t *q = &c->qp[qi];
         int nch = (c->nch - qi + c->nqps - 1) / c->nqps; /* channels ch with ch % nqps == qi */
         uint32_t need = queue_need(nch, c->nslots);
-        if (need > (uint32_t)ctx->port.max_qp_wr) {
-            TT_ERROR(TT_SUB_NET,
-                     "verbs: %u work requests per queue pair exceed %s's %d (lower TUTTI_IB_SLOTS)", need,
-                     ctx->port.dev, ctx->port.max_qp_wr);
-            return TUTTI_ERR_CONFIG;
+        if (need > (uint32_t)p->max_qp_wr) {
+            snprintf(why, len, "%u work requests per queue pair exceed %s's %d (lower TUTTI_IB_SLOTS)", need,
+                     p->dev, p->max_qp_wr);
+            return -1;
         }
         q->sq_depth = q->rq_depth = need;
         q->sig_every = need / 4 ? need / 4 : 1;
         cqe += (int)(q->sq_depth + q->rq_depth);
     }
-    c->chan = completion_channel(ctx);
-    c->cq = ctx->ibv->create_cq(ctx->port.ctx, cqe, NULL, c->chan, 0);
-    if (!c->cq) {
-        TT_ERROR(TT_SUB_NET, "verbs: creating a completion queue of %d entries failed: %s", cqe,
+    c->chan = completion_channel(c->ctx->ibv, p);
+    c->cq = c->ctx->ibv->create_cq(p->ctx, cqe, NULL, c->chan, 0);
+    if (!c->cq)
+        snprintf(why, len, "creating a completion queue of %d entries on %s failed: %s", cqe, p->dev,
                  strerror(errno));
-        return TUTTI_ERR_SYSTEM;
+    return c->cq ? 0 : -1;
+}
+
+/* Registers the region and makes the queue pairs on c->dev; 0, or -1
+ * with why filled. */
+static int attach(tt_verbs_conn_t *c, tt_verbs_wire_t *mine, char *why, size_t len)
+{
+    const tt_ibv_t *ibv = c->ctx->ibv;
+    if (tt_verbs_dev_ready(c->ctx, c->dev, why, len))
+        return -1;
+    c->mr =
+        ibv->reg_mr(c->dev->pd, c->region, c->region_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (!c->mr) {
+        snprintf(why, len, "registering %zu bytes on %s failed: %s (is RLIMIT_MEMLOCK too low?)",
+                 c->region_bytes, c->dev->port.dev, strerror(errno));
+        return -1;
     }
-    memset(mine, 0, sizeof *mine);
-    mine->magic = TT_VERBS_MAGIC;
-    mine->rank = ctx->env->rank;
+    if (make_cq(c, why, len))
+        return -1;
     mine->region = (uintptr_t)c->region;
     mine->rkey = c->mr->rkey;
     for (int qi = 0; qi < c->nqps; qi++) {
         tt_verbs_qp_t *q = &c->qp[qi];
-        q->qp = qp_create(ctx, c, q);
-        if (!q->qp) {
-            TT_ERROR(TT_SUB_NET, "verbs: creating a queue pair failed: %s", strerror(errno));
-            return TUTTI_ERR_SYSTEM;
+        int rc;
+        q->qp = qp_create(c, q);
+        if (!q->qp || (rc = qp_init(c, q->qp)) != 0) {
+            snprintf(why, len, "%s a queue pair on %s failed: %s", q->qp ? "initializing" : "creating",
+                     c->dev->port.dev, strerror(q->qp ? rc : errno));
+            return -1;
         }
-        TT_TRY(qp_init(ctx, q->qp));
         /* Receives are posted before the peer can send: from INIT on. */
-        if (tt_verbs_post_recvs(c, qi, q->rq_depth))
-            return TUTTI_ERR_SYSTEM;
+        if (tt_verbs_post_recvs(c, qi, q->rq_depth)) {
+            snprintf(why, len, "%s", c->why);
+            return -1;
+        }
         uint32_t psn = 0;
         if (getrandom(&psn, sizeof psn, 0) != (ssize_t)sizeof psn)
             psn = (uint32_t)(uintptr_t)q;
         mine->qpn[qi] = q->qp->qp_num;
         mine->psn[qi] = psn & 0xffffff;
     }
-    return TUTTI_SUCCESS;
+    return 0;
 }
 
-static tutti_status_t qp_up(tt_verbs_ctx_t *ctx, struct ibv_qp *qp, const tt_verbs_addr_t *peer,
-                            uint32_t dest_qpn, uint32_t rq_psn, uint32_t sq_psn)
+tutti_status_t tt_verbs_conn_attach(tt_verbs_conn_t *c, tt_verbs_dev_t *dev, tt_verbs_wire_t *mine)
 {
-    const tt_verbs_port_t *p = &ctx->port;
+    memset(mine, 0, sizeof *mine);
+    mine->magic = TT_VERBS_MAGIC;
+    mine->rank = c->ctx->env->rank;
+    c->dev = dev;
+    mine->failed = attach(c, mine, mine->why, sizeof mine->why) != 0;
+    return mine->failed ? TUTTI_ERR_SYSTEM : TUTTI_SUCCESS;
+}
+
+static int qp_up(tt_verbs_conn_t *c, struct ibv_qp *qp, const tt_verbs_port_info_t *peer, uint32_t dest_qpn,
+                 uint32_t rq_psn, uint32_t sq_psn)
+{
+    const tt_verbs_ctx_t *ctx = c->ctx;
+    const tt_verbs_port_t *p = &c->dev->port;
     struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR,
                             .path_mtu = p->mtu < (enum ibv_mtu)peer->mtu ? p->mtu : (enum ibv_mtu)peer->mtu,
                             .dest_qp_num = dest_qpn,
@@ -218,40 +237,51 @@ static tutti_status_t qp_up(tt_verbs_ctx_t *ctx, struct ibv_qp *qp, const tt_ver
                                  IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                      IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
     }
-    if (rc)
-        TT_ERROR(TT_SUB_NET, "verbs: bringing queue pair %u up to %u failed: %s", qp->qp_num, dest_qpn,
-                 strerror(rc));
-    return rc ? TUTTI_ERR_SYSTEM : TUTTI_SUCCESS;
+    return rc;
 }
 
-tutti_status_t tt_verbs_conn_connect(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer,
-                                     const tt_verbs_wire_t *theirs, const tt_verbs_wire_t *mine)
+int tt_verbs_conn_connect(tt_verbs_conn_t *c, const tt_verbs_port_info_t *peer, const tt_verbs_wire_t *theirs,
+                          const tt_verbs_wire_t *mine)
 {
     c->peer_region = theirs->region;
     c->peer_rkey = theirs->rkey;
-    for (int qi = 0; qi < c->nqps; qi++)
-        TT_TRY(qp_up(ctx, c->qp[qi].qp, peer, theirs->qpn[qi], theirs->psn[qi], mine->psn[qi]));
-    return TUTTI_SUCCESS;
+    int rc = 0;
+    for (int qi = 0; qi < c->nqps && !rc; qi++)
+        rc = qp_up(c, c->qp[qi].qp, peer, theirs->qpn[qi], theirs->psn[qi], mine->psn[qi]);
+    return rc;
 }
 
-void tt_verbs_conn_destroy(tt_verbs_conn_t *c)
+void tt_verbs_conn_detach(tt_verbs_conn_t *c)
 {
     const tt_ibv_t *ibv = c->ctx->ibv;
-    for (int qi = 0; qi < c->nqps; qi++)
+    for (int qi = 0; qi < c->nqps; qi++) {
         if (c->qp[qi].qp)
             ibv->destroy_qp(c->qp[qi].qp);
+        memset(&c->qp[qi], 0, sizeof c->qp[qi]);
+    }
     if (c->cq)
         ibv->destroy_cq(c->cq); /* every event it raised was acknowledged (tt_verbs_disarm) */
     if (c->chan)
         ibv->destroy_comp_channel(c->chan);
-    for (int ch = 0; ch < c->nch; ch++) {
-        tt_verbs_cache_put(c->ctx->cache, c->tx[ch].reg);
-        for (int i = 0; i < TT_VERBS_RTR_DEPTH; i++)
-            tt_verbs_cache_put(c->ctx->cache, c->rx[ch].regs[i]);
-        free(c->rx[ch].piece);
-    }
     if (c->mr)
         ibv->dereg_mr(c->mr);
+    c->cq = NULL;
+    c->chan = NULL;
+    c->mr = NULL;
+    c->peer_region = 0;
+    c->failed = TUTTI_SUCCESS;
+}
+
+void tt_verbs_conn_destroy(tt_verbs_conn_t *c)
+{
+    for (int ch = 0; ch < c->nch && c->dev; ch++) {
+        tt_verbs_cache_put(c->dev->cache, c->tx[ch].reg);
+        for (int i = 0; i < TT_VERBS_RTR_DEPTH; i++)
+            tt_verbs_cache_put(c->dev->cache, c->rx[ch].regs[i]);
+    }
+    tt_verbs_conn_detach(c);
+    for (int ch = 0; ch < c->nch; ch++)
+        free(c->rx[ch].piece);
     if (c->region)
         munmap(c->region, c->region_bytes);
     free(c);

@@ -33,7 +33,7 @@ void tt_verbs_rx_offer(tt_verbs_conn_t *c, int ch)
          * it has been once the receive it was for is complete. */
         if (rx->rtr_sent - rx->large_done >= TT_VERBS_RTR_DEPTH || !tt_verbs_sq_room(&c->qp[qi]))
             return;
-        tt_verbs_reg_t *reg = r->combine ? NULL : tt_verbs_cache_get(c->ctx->cache, r->buf, r->len, 1);
+        tt_verbs_reg_t *reg = r->combine ? NULL : tt_verbs_cache_get(c->dev->cache, r->buf, r->len, 1);
         tt_verbs_rtr_t *d = (tt_verbs_rtr_t *)(c->region + tt_verbs_rtr_out_off(c, ch, rx->rtr_sent));
         *d = (tt_verbs_rtr_t){.addr = (uintptr_t)r->buf,
                               .rkey = reg ? tt_verbs_reg_mr(reg)->rkey : 0,
@@ -42,7 +42,7 @@ void tt_verbs_rx_offer(tt_verbs_conn_t *c, int ch)
         if (tt_verbs_post_write(c, qi, d, c->mr->lkey, sizeof *d,
                                 c->peer_region + tt_verbs_rtr_in_off(c, ch, rx->rtr_sent), c->peer_rkey,
                                 TT_IMM(TT_IMM_RTR, ch, rx->rtr_sent), TT_WR_SIGNAL, ch)) {
-            tt_verbs_cache_put(c->ctx->cache, reg);
+            tt_verbs_cache_put(c->dev->cache, reg);
             return;
         }
         rx->regs[rx->rtr_sent % TT_VERBS_RTR_DEPTH] = reg;
@@ -131,7 +131,7 @@ void tt_verbs_rx_drive(tt_verbs_conn_t *c, int ch, int *progressed)
         rx->hdr_ok = 0;
         if (large) {
             tt_verbs_reg_t **reg = &rx->regs[rx->large_done % TT_VERBS_RTR_DEPTH];
-            tt_verbs_cache_put(c->ctx->cache, *reg);
+            tt_verbs_cache_put(c->dev->cache, *reg);
             *reg = NULL;
             rx->large_done++;
         }

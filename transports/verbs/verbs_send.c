@@ -61,7 +61,7 @@ static void take_rtr(tt_verbs_conn_t *c, int ch, tt_req_t *r, int *progressed)
     tx->dst = *d;
     tx->phase = PHASE_SLOTS;
     if (d->direct && d->bytes == r->len) {
-        tx->reg = tt_verbs_cache_get(c->ctx->cache, r->buf, r->len, 0);
+        tx->reg = tt_verbs_cache_get(c->dev->cache, r->buf, r->len, 0);
         if (tx->reg)
             tx->phase = PHASE_DIRECT;
     }
@@ -131,7 +131,7 @@ void tt_verbs_tx_zcopy_done(tt_verbs_conn_t *c, int ch)
     int progressed;
     if (!tx->q || tx->phase != PHASE_DIRECT_POSTED)
         return;
-    tt_verbs_cache_put(c->ctx->cache, tx->reg);
+    tt_verbs_cache_put(c->dev->cache, tx->reg);
     tx->reg = NULL;
     finish_head(tx, &progressed);
 }

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * verbs set-up. listen opens libibverbs, picks the port and publishes its
- * LID/GID, MTU and a set-up socket; where nothing is usable it says why in
- * one info line and is not offered (the core then leaves verbs out for every
- * rank). connect brings up a connection to every peer: the higher rank dials
- * the lower one, both present the job key, exchange queue pair numbers, PSNs
- * and the registered region, and bring their queue pairs up.
+ * verbs set-up. listen opens libibverbs and the ports this rank offers,
+ * and publishes the preferred one's link layer and a set-up socket; where
+ * nothing is usable it says why in one info line and is not offered (the
+ * core then leaves verbs out for every rank). connect brings up a
+ * connection to every peer: the higher rank dials the lower one, both
+ * present the job key, agree on a pair of ports, exchange queue pair
+ * numbers, PSNs and the registered region, and bring their queue pairs up.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,25 +86,40 @@ static tutti_status_t choose_gdr(tt_verbs_ctx_t *ctx)
                 ctx->gdr == TT_GDR_DMABUF    ? " (dmabuf)"
                 : ctx->gdr == TT_GDR_PEERMEM ? " (nvidia_peermem)"
                                              : why);
-    tt_verbs_cache_set_gdr(ctx->cache, ctx->gdr);
     return st;
+}
+
+tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char *why, size_t len)
+{
+    if (dev->cache)
+        return TUTTI_SUCCESS;
+    if (!dev->pd)
+        dev->pd = ctx->ibv->alloc_pd(dev->port.ctx);
+    dev->cache = dev->pd ? tt_verbs_cache_new(ctx->ibv, dev->pd,
+                                              tt_config_table_int(&tt_verbs_config, TT_CFG_IB_REG_CACHE) != 0)
+                         : NULL;
+    if (!dev->cache) {
+        snprintf(why, len, "%s: allocating a protection domain failed", dev->port.dev);
+        return TUTTI_ERR_SYSTEM;
+    }
+    tt_verbs_cache_set_gdr(dev->cache, ctx->gdr);
+    return TUTTI_SUCCESS;
 }
 
 static tutti_status_t open_resources(tt_verbs_ctx_t *ctx, char *why, size_t len)
 {
-    tt_verbs_port_t *p = &ctx->port;
-    TT_TRY(tt_verbs_open_port(ctx->ibv, ctx->env, p, why, len));
-    ctx->pd = ctx->ibv->alloc_pd(p->ctx);
-    ctx->cache = ctx->pd ? tt_verbs_cache_new(ctx->ibv, ctx->pd,
-                                              tt_config_table_int(&tt_verbs_config, TT_CFG_IB_REG_CACHE) != 0)
-                         : NULL;
-    if (!ctx->cache) {
-        snprintf(why, len, "%s: allocating a protection domain failed", p->dev);
-        return TUTTI_ERR_SYSTEM;
-    }
+    TT_TRY(tt_verbs_open_ports(ctx->ibv, ctx->env, ctx->dev, &ctx->ndev, why, len));
     TT_TRY(choose_gdr(ctx));
-    TT_DEBUG(TT_SUB_NET, "verbs: rank %d uses %s port %d (%s, LID %u, GID index %d, MTU %d)", ctx->env->rank,
-             p->dev, p->port, p->roce ? "RoCE" : "InfiniBand", p->lid, p->gid_index, 128 << p->mtu);
+    /* The preferred port's resources now, so that a port that cannot serve
+     * says so here; the others' when a peer needs them. */
+    TT_TRY(tt_verbs_dev_ready(ctx, &ctx->dev[0], why, len));
+    for (int i = 0; i < ctx->ndev; i++) {
+        const tt_verbs_port_t *p = &ctx->dev[i].port;
+        TT_DEBUG(TT_SUB_NET, "verbs: rank %d %s %s port %d (%s, LID %u, GID index %d, MTU %d)",
+                 ctx->env->rank, i ? "also offers" : "prefers", p->dev, p->port,
+                 p->roce ? "RoCE" : "InfiniBand", p->lid, p->gid_index, 128 << p->mtu);
+    }
+    tt_verbs_offer_make(ctx);
     return TUTTI_SUCCESS;
 }
 
@@ -112,11 +128,15 @@ static void verbs_finalize(void *ctxp)
     tt_verbs_ctx_t *ctx = ctxp;
     if (ctx->listen_fd >= 0)
         close(ctx->listen_fd);
-    tt_verbs_cache_free(ctx->cache);
-    if (ctx->pd)
-        ctx->ibv->dealloc_pd(ctx->pd);
-    if (ctx->port.ctx)
-        ctx->ibv->close_device(ctx->port.ctx);
+    for (int i = 0; i < ctx->ndev; i++) {
+        tt_verbs_dev_t *d = &ctx->dev[i];
+        tt_verbs_cache_free(d->cache);
+        if (d->pd)
+            ctx->ibv->dealloc_pd(d->pd);
+    }
+    for (int i = 0; i < ctx->ndev; i++) /* after every PD of a context */
+        if (ctx->dev[i].owns_ctx)
+            ctx->ibv->close_device(ctx->dev[i].port.ctx);
     free(ctx);
 }
 
@@ -152,12 +172,13 @@ static tutti_status_t verbs_listen(const tt_tp_env_t *env, void **ctxp, void *ad
     }
     ctx->usable = 1;
     a->usable = 1;
-    a->roce = (uint8_t)ctx->port.roce;
-    a->port = (uint8_t)ctx->port.port;
-    a->mtu = (uint8_t)ctx->port.mtu;
-    a->lid = ctx->port.lid;
-    a->gid_index = (int16_t)ctx->port.gid_index;
-    a->gid = ctx->port.gid;
+    const tt_verbs_port_t *p = &ctx->dev[0].port; /* the peers check the link layer against it */
+    a->roce = (uint8_t)p->roce;
+    a->port = (uint8_t)p->port;
+    a->mtu = (uint8_t)p->mtu;
+    a->lid = p->lid;
+    a->gid_index = (int16_t)p->gid_index;
+    a->gid = p->gid;
     a->nqps = (uint32_t)ctx->nqps;
     a->nslots = (uint32_t)ctx->nslots;
     a->slot_bytes = (uint32_t)ctx->slot_bytes;
