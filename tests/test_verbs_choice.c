@@ -17,8 +17,6 @@
 #include "topo/topo.h"
 #include "transports/verbs/verbs.h"
 
-int tt_verbs_pick_nearest(const tt_topo_t *t, const char *const *names, int n, int numa, int lrank);
-
 START_TEST(hca_lists_select_exclude_and_name_ports)
 {
     tt_verbs_hca_t f;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/sock.h"
+#include "topo/topo.h"
 #include "transports/transport.h"
 
 #define TT_VERBS_MAX_QPS 8         /* per peer */
@@ -156,6 +157,10 @@ int tt_verbs_hca_match(const tt_verbs_hca_t *f, const char *name, int port);
 /* Of the GID table, the entry to use: a RoCE v2 IPv4-mapped GID, else any
  * other RoCE v2 global GID, else RoCE v2, else 0. */
 int tt_verbs_pick_gid(const tt_verbs_gid_t *tab, int n);
+/* Of the ports names[0..n), the index of the one nearest the rank's GPU
+ * (the lrank-th local rank's) or else its NUMA node numa in t (NULL: not
+ * known), the ranks of a host taking turns among equally near ones. */
+int tt_verbs_pick_nearest(const tt_topo_t *t, const char *const *names, int n, int numa, int lrank);
 
 /* Registration cache of user buffers (verbs_reg.c). */
 tt_verbs_cache_t *tt_verbs_cache_new(const tt_ibv_t *ibv, struct ibv_pd *pd, int enabled);

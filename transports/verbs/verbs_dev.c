@@ -95,7 +95,6 @@ static int local_rank(const tt_tp_env_t *env)
     return n;
 }
 
-int tt_verbs_pick_nearest(const tt_topo_t *t, const char *const *names, int n, int numa, int lrank);
 int tt_verbs_pick_nearest(const tt_topo_t *t, const char *const *names, int n, int numa, int lrank)
 {
     int score[MAX_CANDS], best = 1 << 30, nbest = 0;
