@@ -350,8 +350,8 @@ START_TEST(every_variable_is_documented_in_tutti_7)
     FILE *f = fopen(path, "r");
     ck_assert_msg(f != NULL, "cannot open %s", path);
     static char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    text[len] = '\0';
     fclose(f);
     variable_t v[128];
     for (int i = 0, n = every_variable(v, 128); i < n; i++) {
