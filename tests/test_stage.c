@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "sched/stage.h"
 
 START_TEST(pieces_merge_and_follow_the_slice)
