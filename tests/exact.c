@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "comm/comm.h"
 #include "core/fp8.h"
 #include "core/half.h"
 #include "exact.h"
@@ -116,4 +117,14 @@ int tt_check_round(tutti_comm_t comm, int r, int p, size_t n, tutti_dtype_t t, t
     st = tutti_barrier(comm, NULL);
     TT_FAIL_IF(st, "barrier: %s", tutti_comm_last_error(comm));
     return 0;
+}
+
+int tt_test_on_transport(tutti_comm_t handle, const tt_transport_ops_t *ops)
+{
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    for (int q = 0; q < comm->nranks; q++)
+        if (q != comm->rank && comm->endpoints[q].host_id != comm->endpoints[comm->rank].host_id &&
+            comm->peers[q].ops != ops)
+            return 0;
+    return 1;
 }

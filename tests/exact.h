@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Exact results for multi-rank tests: the small numbers each rank holds, the
- * reduction every dtype and op must give from them, and one round of every
- * collective checked against them. No Check framework here, so that rank
- * programs run on machines without it (the guests of .ci/rxe).
+ * reduction every dtype and op must give from them, one round of every
+ * collective checked against them, and whether a rank is on the transport
+ * it should be. No Check framework here, so that rank programs run on
+ * machines without it (the guests of .ci/rxe).
  */
 #ifndef TT_TEST_EXACT_H
 #define TT_TEST_EXACT_H
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "transports/transport.h"
 #include "tutti.h"
 
 /* In a rank body: prints the message and returns 1 (failure) when cond holds. */
@@ -47,5 +49,9 @@ typedef struct {
  */
 int tt_check_round(tutti_comm_t comm, int r, int p, size_t n, tutti_dtype_t t, tutti_op_t op, int ip,
                    const tt_round_bufs_t *b);
+
+/* Whether the rank reaches every peer on another host through the
+ * transport ops (white box: its connections), not a fallback. */
+int tt_test_on_transport(tutti_comm_t handle, const tt_transport_ops_t *ops);
 
 #endif

@@ -39,17 +39,6 @@ static const struct {
              {TUTTI_BF16, TUTTI_MAX},  {TUTTI_INT32, TUTTI_MAX}};
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
-/* Whether every peer on another host is reached through verbs. */
-static int on_verbs(tutti_comm_t handle)
-{
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the connections */
-    for (int q = 0; q < comm->nranks; q++)
-        if (q != comm->rank && comm->endpoints[q].host_id != comm->endpoints[comm->rank].host_id &&
-            comm->peers[q].ops != &tt_verbs_ops)
-            return 0;
-    return 1;
-}
-
 /* Algorithm a (0: the tuner) on a communicator of its own; the number of
  * rounds checked, or -1. The tuner's choice runs every kind at every count
  * up to maxcount / 4, then one at maxcount; a forced algorithm one kind a
@@ -73,7 +62,7 @@ static int sweep_one(tutti_comm_t world, int a, size_t maxcount, const tt_round_
                 tutti_comm_last_error(world));
         return -1;
     }
-    int bad = !on_verbs(comm);
+    int bad = !tt_test_on_transport(comm, &tt_verbs_ops);
     if (bad)
         fprintf(stderr, "rank %d: a peer on another host is not on verbs\n", r);
     for (size_t ci = 0; ci < ncounts && !bad; ci++)

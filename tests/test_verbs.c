@@ -25,23 +25,12 @@ static const struct {
              {TUTTI_INT32, TUTTI_MAX}, {TUTTI_FP64, TUTTI_PROD}};
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
-/* Whether every peer on another host is reached through verbs. */
-static int on_verbs(tutti_comm_t handle)
-{
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the connections */
-    for (int q = 0; q < comm->nranks; q++)
-        if (q != comm->rank && comm->endpoints[q].host_id != comm->endpoints[comm->rank].host_id &&
-            comm->peers[q].ops != &tt_verbs_ops)
-            return 0;
-    return 1;
-}
-
 /* Three dtype/op kinds per count, cycling, so every kind runs (fp32, fp16
  * and bf16 at every count); arg, when set, is the number per count. */
 static int collectives(tutti_comm_t comm, int r, int p, void *arg)
 {
     size_t nkinds = arg ? *(const size_t *)arg : 3;
-    TT_FAIL_IF(!on_verbs(comm), "rank %d: a peer is not on verbs", r);
+    TT_FAIL_IF(!tt_test_on_transport(comm, &tt_verbs_ops), "rank %d: a peer is not on verbs", r);
     size_t maxn = 65537 * (size_t)p + 8;
     tt_round_bufs_t b = {malloc(maxn * 8), malloc(maxn * 8), malloc(maxn * 8), malloc(maxn * 8)};
     int rc = 0;
