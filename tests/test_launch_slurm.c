@@ -331,9 +331,17 @@ START_TEST(a_step_tutti_cannot_join_is_named)
         .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = htons((uint16_t)port)};
     ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
     ck_assert_int_eq(listen(s, 4), 0);
+    /* and on ::1, where localhost may name it first (no IPv6: nothing to hold) */
+    int s6 = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 a6 = {
+        .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT, .sin6_port = a.sin_port};
+    if (s6 >= 0 && (bind(s6, (struct sockaddr *)&a6, sizeof a6) || listen(s6, 4)))
+        close(s6), s6 = -1;
     srun_vars(vars, sizeof vars, 2, job, "");
     run_job(1, vars, codes, text);
     close(s);
+    if (s6 >= 0)
+        close(s6);
     char want[128];
     snprintf(want, sizeof want, "rank 0 cannot listen on localhost:%d for tutti's bootstrap", port);
     ck_assert_msg(codes[0] && strstr(text[0], want) && strstr(text[0], "derived from the job and step ids") &&
