@@ -39,6 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pthread_mutex_init(&s->send_lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     s->nranks = nranks;
+    s->dead = calloc((size_t)nranks, 1); /* frames that say a rank died or ended mark it */
     s->timeout_ms = 10;
     s->wait_ms = 5;
     s->mfd = nul;
@@ -81,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->send_lock);
     pthread_cond_destroy(&s->cond);
+    free(s->dead);
     free(s);
     return 0;
 }
