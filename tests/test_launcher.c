@@ -142,6 +142,31 @@ START_TEST(exports_what_torch_env_rendezvous_reads)
 }
 END_TEST
 
+/* Tagged output loses nothing: ranks that print a lot and exit at once
+ * still have lines in their pipes when the last of them is reaped. */
+START_TEST(tagged_output_keeps_every_line)
+{
+    enum { RANKS = 4, LINES = 20000 };
+    char out[256], args[2048], path[600];
+    snprintf(path, sizeof path, "%s/tagged", workdir);
+    snprintf(args, sizeof args, "-n %d --tag-output seq 1 %d > '%s'", RANKS, LINES, path);
+    ck_assert_int_eq(launch(args, out, sizeof out), 0);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    int next[RANKS] = {0}, rank, value;
+    char line[64];
+    while (fgets(line, sizeof line, f)) {
+        ck_assert_msg(sscanf(line, "[%d] %d", &rank, &value) == 2 && rank >= 0 && rank < RANKS,
+                      "not a tagged line: %s", line);
+        ck_assert_msg(value == next[rank] + 1, "rank %d: line %d after %d", rank, value, next[rank]);
+        next[rank] = value;
+    }
+    fclose(f);
+    for (int r = 0; r < RANKS; r++)
+        ck_assert_msg(next[r] == LINES, "rank %d: %d of %d lines arrived", r, next[r], LINES);
+}
+END_TEST
+
 START_TEST(propagates_the_first_failing_exit_code)
 {
     char out[8192], args[2048];
@@ -323,6 +348,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, sets_the_environment_and_tags_output);
     tcase_add_test(tc, exports_what_torch_env_rendezvous_reads);
+    tcase_add_test(tc, tagged_output_keeps_every_line);
     tcase_add_test(tc, propagates_the_first_failing_exit_code);
     tcase_add_test(tc, ranks_must_agree_on_what_steers_the_algorithm_choice);
     tcase_add_test(tc, a_killed_rank_stops_the_job);

@@ -130,7 +130,10 @@ static void flush_lines(int rank, char *buf, size_t *len, FILE *to, int all)
     fflush(to);
 }
 
-static void pump(rank_proc_t *p, int rank, int is_err)
+/* Reads what one of a rank's pipes holds now and prints its whole lines:
+ * how many bytes came (0 at the end, when the pipe is closed; -1 when
+ * nothing is there yet). */
+static ssize_t pump(rank_proc_t *p, int rank, int is_err)
 {
     int *fd = is_err ? &p->err_fd : &p->out_fd;
     char *buf = is_err ? p->err_line : p->out_line;
@@ -144,6 +147,7 @@ static void pump(rank_proc_t *p, int rank, int is_err)
         close(*fd);
         *fd = -1;
     }
+    return n;
 }
 
 static void signal_all(rank_proc_t *procs, int n, int sig)
@@ -243,6 +247,10 @@ static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, 
     if (tag) {
         close(out[1]);
         close(err[1]);
+        /* Non-blocking: what is left after the rank ended is drained
+         * without waiting for anything it may have left running. */
+        fcntl(out[0], F_SETFL, O_NONBLOCK);
+        fcntl(err[0], F_SETFL, O_NONBLOCK);
         p->out_fd = out[0];
         p->err_fd = err[0];
     }
@@ -528,6 +536,12 @@ int main(int argc, char **argv)
             kill_at = now + 1000000;
         }
     }
+    /* The ranks' last words can still be in their pipes when the last one
+     * is reaped: read them before the partial lines are printed. */
+    for (int r = 0; r < n; r++)
+        for (int is_err = 0; is_err < 2; is_err++)
+            while ((is_err ? procs[r].err_fd : procs[r].out_fd) >= 0 && pump(&procs[r], r, is_err) > 0) {
+            }
     for (int r = 0; r < n; r++) {
         if (procs[r].out_fd >= 0)
             flush_lines(r, procs[r].out_line, &procs[r].out_len, stdout, 1);
