@@ -25,7 +25,7 @@ cd "$build"
 # Debian's check.pc names -lsubunit, which would link the shared one.
 ./configure --with-cuda=yes --with-check=yes --with-hwloc=no --with-pmix=no --with-mpi=no \
     --with-verbs=no CHECK_CFLAGS=-pthread CHECK_LIBS="-lcheck_pic -lrt -lm -l:libsubunit.a" >configure.out
-make -j"$(nproc)" tutti-run tutti-perf tutti-bw tutti-info tests/test-device tests/test-device-life \
+make -j"$(nproc)" tutti-run tutti-perf tutti-bw tutti-info tests/test-device tests/test-device-life tests/test-reduce \
     libnccl.la >make.out
 cuda=$(sed -n 's/^CUDA_CFLAGS = -I\(.*\)\/include$/\1/p' Makefile)
 gcc -O2 -Inccl/compat -I. -I"$cuda/include" -o nccl-gpu tests/nccl_gpu.c -L.libs -l:libnccl.so.2 \
@@ -33,10 +33,10 @@ gcc -O2 -Inccl/compat -I. -I"$cuda/include" -o nccl-gpu tests/nccl_gpu.c -L.libs
 
 cd "$kit"
 cp "$build/tutti-run" "$build/tutti-perf" "$build/tutti-bw" "$build/tutti-info" "$build/tests/test-device" \
-    "$build/tests/test-device-life" "$build/nccl-gpu" "$src/tests/gpu-check.sh" "$src/tests/python/ddp_gpu.py" .
+    "$build/tests/test-device-life" "$build/tests/test-reduce" "$build/nccl-gpu" "$src/tests/gpu-check.sh" "$src/tests/python/ddp_gpu.py" .
 cp -L "$build/.libs/libnccl.so.2" libnccl.so.2
 # Anything else the programs load must be on every Linux machine with a driver.
-extra=$(ldd tutti-run tutti-perf tutti-bw tutti-info test-device test-device-life nccl-gpu libnccl.so.2 |
+extra=$(ldd tutti-run tutti-perf tutti-bw tutti-info test-device test-device-life test-reduce nccl-gpu libnccl.so.2 |
     awk '/=>/ { print $1 }' |
     grep -v -E '^(linux-vdso|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux|libnccl)' |
     sort -u || true)

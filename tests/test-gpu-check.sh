@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # gpu-check.sh's own behaviour, without a GPU: its plan fits the two runs'
-# budgets; with a stand-in nvidia-smi that sees a GPU and stand-in programs
+# budgets and checks the GPU machine's CPU kernels (the suites' reference)
+# before the suites; with a stand-in nvidia-smi that sees a GPU and stand-in programs
 # (one step skips as the real suites do without a usable driver, one hangs
 # with a rank process of its own, the rest pass), run 1 kills the hung step
 # at its limit and names it, fails the skip, leaves no process behind and
@@ -31,6 +32,12 @@ for run in 1 2; do
 done
 echo "$plan" | grep -q '^run 1 (at most 450 s)' && echo "$plan" | grep -q '^run 2 (at most 180 s)' ||
     fail "the runs' budgets are not 450 s and 180 s"
+# The CPU kernels the suites take their expected bits from are checked on
+# the GPU machine itself, before the first suite that compares with them.
+first_cpu=$(echo "$plan" | grep -n ' \./test-reduce$' | head -1 | cut -d: -f1)
+first_user=$(echo "$plan" | grep -n -E '^  (kernels|quantizers|staged|compressed|direct) ' | head -1 | cut -d: -f1)
+[ -n "$first_cpu" ] && [ -n "$first_user" ] && [ "$first_cpu" -lt "$first_user" ] ||
+    fail "run 1 does not check the CPU's kernels against the portable ones before the suites use them"
 
 # The stand-in kit.
 cp "$src/gpu-check.sh" "$kit/"
@@ -58,12 +65,12 @@ lazy_kernel) sleep 300 & echo $! >"$HANG_PID"; wait ;;
 *) printf '1..1\nok 1 - %s\n' "${CK_RUN_CASE:-}" ;;
 esac
 SUITE
-for prog in tutti-info nccl-gpu bin/compute-sanitizer; do
+for prog in tutti-info nccl-gpu test-reduce bin/compute-sanitizer; do
     printf '#!/bin/sh\necho stand-in\n' >"$kit/$prog"
 done
 cp /bin/true "$kit/libnccl.so.2" # ldd reads it
 chmod +x "$kit/bin/nvidia-smi" "$kit/bin/compute-sanitizer" "$kit/test-device" "$kit/test-device-life" \
-    "$kit/tutti-info" "$kit/nccl-gpu"
+    "$kit/tutti-info" "$kit/nccl-gpu" "$kit/test-reduce"
 export PATH="$kit/bin:$PATH" HANG_PID="$kit/hang.pid"
 
 # Run 1 with every limit 3 s: the skip fails, the hang is named, the rest passes.
