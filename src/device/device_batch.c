@@ -58,13 +58,21 @@ static int staged(const batch_t *b, int i)
     return on_device(&b->calls[i]) && !b->direct[i];
 }
 
-/* Whether call i is a send to a rank the batch receives from directly if it can. */
+/* Whether capable send i waits briefly for its receiver's offer: the batch
+ * receives from that rank too, directly if it can (so it waits for that
+ * rank anyway), and no earlier send to it waited in vain. */
 static int exchange(const batch_t *b, int i)
 {
-    for (int k = 0; k < b->n; k++)
-        if (b->capable[k] && b->calls[k].coll == TT_COLL_RECV && b->calls[k].root == b->calls[i].root)
-            return 1;
-    return 0;
+    int peer = b->calls[i].root, receives = 0;
+    for (int k = 0; k < b->n; k++) {
+        const tt_call_t *c = &b->calls[k];
+        if (c->root != peer || !b->capable[k])
+            continue;
+        if (c->coll == TT_COLL_SEND && k < i && !b->direct[k])
+            return 0;
+        receives |= c->coll == TT_COLL_RECV;
+    }
+    return receives;
 }
 
 /* The three steps of the agreement (see the top), in call order each. */

@@ -5,11 +5,11 @@
  * they were queued, each once its stream has put the inputs through the
  * pipe, and puts the results back. While direct rounds (of collectives, or
  * of sends and receives) are pending on this rank's streams it watches the
- * peers: one that dies or gives up would
- * leave them waiting for ever, so the proxy stores that peer's words
- * itself (the stream goes on, the call's results unfinished) and fails the
- * communicator, which the next call reports. With nothing to do it sleeps
- * on a condition variable the queuing thread signals.
+ * peers: one that dies or gives up would leave them waiting for ever, so
+ * the proxy stores that peer's words itself (the stream goes on, the
+ * call's results unfinished) and fails the communicator, which the next
+ * call reports. With nothing to do it sleeps on a condition variable the
+ * queuing thread signals.
  */
 #include <stdlib.h>
 #include <time.h>
