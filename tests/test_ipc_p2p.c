@@ -235,6 +235,57 @@ START_TEST(a_grouped_exchange_larger_than_a_slot_goes_direct)
 END_TEST
 
 /*
+ * An exchange grouped otherwise on each side: rank 0 sends two messages
+ * (5 slots, then 1) and receives two (1 slot, then 5) in one batch; rank 1
+ * receives the first and sends its first in one batch, then the second
+ * pair in another. Round by round, rank 0's stream would wait for rank
+ * 1's second batch before sending what rank 1's first waits for: such
+ * messages must stage (and arrive exact), not hang.
+ */
+static int regrouped(tutti_comm_t handle, int r, int p, void *arg)
+{
+    (void)p;
+    (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    void *stream = tt_fake_gpu_stream();
+    TT_FAIL_IF(!prepared(comm), "the peers' windows did not open");
+    enum { BIG = 5 * 8192 - 3, SMALL = 8000 };
+    unsigned char *in = tt_fake_gpu_malloc(2 * BIG + 64, 0), *out = tt_fake_gpu_malloc(2 * BIG + 64, 0);
+    memset(out, 0, 2 * BIG + 64);
+    int other = 1 - r;
+    size_t first = r == 0 ? BIG : SMALL, second = r == 0 ? SMALL : BIG; /* what this rank sends */
+    unsigned char *s0 = in + 1, *s1 = in + BIG + 9, *r0 = out + 2, *r1 = out + BIG + 12;
+    fill(s0, first, r * 10);
+    fill(s1, second, r * 10 + 1);
+    tt_call_t c[4] = {
+        {.coll = TT_COLL_RECV, .recv = r0, .count = second, .dtype = TUTTI_UINT8, .root = other},
+        {.coll = TT_COLL_SEND, .send = s0, .count = first, .dtype = TUTTI_UINT8, .root = other},
+        {.coll = TT_COLL_RECV, .recv = r1, .count = first, .dtype = TUTTI_UINT8, .root = other},
+        {.coll = TT_COLL_SEND, .send = s1, .count = second, .dtype = TUTTI_UINT8, .root = other}};
+    for (int i = 0; i < 4; i++)
+        TT_FAIL_IF(tt_coll_validate(comm, &c[i], "test") || tt_device_classify(comm, &c[i], "test"),
+                   "validate: %s", tutti_comm_last_error(handle));
+    if (r == 0) {
+        TT_FAIL_IF(tt_device_batch_enqueue(comm, c, 4, stream, "test"), "%s", tutti_comm_last_error(handle));
+    } else {
+        TT_FAIL_IF(!offered(comm, 0), "rank 0 never offered");
+        TT_FAIL_IF(tt_device_batch_enqueue(comm, c, 2, stream, "test") ||
+                       tt_device_batch_enqueue(comm, c + 2, 2, stream, "test"),
+                   "%s", tutti_comm_last_error(handle));
+    }
+    TT_FAIL_IF(tt_fake_gpu.stream_sync(stream), "sync");
+    TT_FAIL_IF(!holds(r0, second, other * 10) || !holds(r1, first, other * 10 + 1),
+               "rank %d received wrong bytes", r);
+    return 0;
+}
+
+START_TEST(an_exchange_grouped_otherwise_on_each_side_stages)
+{
+    tt_run_ranks(2, regrouped, NULL, 120);
+}
+END_TEST
+
+/*
  * A receive from any source (host memory) matched with a device send,
  * between two direct messages: it stages, and the count stays in step.
  */
@@ -383,6 +434,7 @@ int main(int argc, char **argv)
         {"ring", device_sends_and_receives_go_direct, 0, 2},
         {"host_sides", host_buffer_sides_stage_and_keep_the_count, 0, 0},
         {"exchange", a_grouped_exchange_larger_than_a_slot_goes_direct, 0, 0},
+        {"regrouped", an_exchange_grouped_otherwise_on_each_side_stages, 0, 0},
         {"recv_any", a_receive_from_any_source_takes_a_device_send, 0, 0},
         {"peer_lost", a_peer_lost_while_the_stream_waits_is_named, 0, 2},
         {"apart", ranks_a_ring_of_messages_apart_wait, 0, 0},

@@ -48,8 +48,6 @@ tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable,
  * its peer), for callers that agree on it themselves (tt_comm_pair_*);
  * tt_coll_begin numbers a send or receive and agrees on host buffers. */
 tutti_status_t tt_coll_p2p_number(tutti_comm_t comm, const tt_call_t *c, uint64_t *seq);
-/* What both sides of a message must call alike for it to run directly. */
-uint64_t tt_coll_p2p_sig(const tt_call_t *c);
 tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route);
 /* Both halves for a validated call on host buffers, blocking: for the API
  * front, and for collectives made of collectives (the compressed

@@ -102,12 +102,6 @@ tutti_status_t tt_coll_p2p_number(tutti_comm_t comm, const tt_call_t *c, uint64_
     return check_news(comm, c, *seq);
 }
 
-uint64_t tt_coll_p2p_sig(const tt_call_t *c)
-{
-    uint64_t sig[] = {(uint64_t)c->dtype, c->count};
-    return tt_hash(sig, sizeof sig, TT_HASH_SEED);
-}
-
 tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct)
 {
     *seq = 0;

@@ -17,10 +17,15 @@
  * offers: an exchange between two ranks, one batch on each side, agrees
  * whichever comes first, and goes direct when both are on time (a send
  * whose receiver this batch also receives from waits briefly for its
- * offer, as the batch waits for that peer anyway).
+ * offer, as the batch waits for that peer anyway). Both sides must have
+ * grouped the pair's messages alike (signature()).
+ *
+ * Known limit: a capable receive waits on the calling thread until its
+ * sender makes the send, as a collective waits for the other ranks.
  */
 #include <stdlib.h>
 
+#include "core/hash.h"
 #include "device/device_coll.h"
 #include "device/direct_run.h"
 #include "device/queue.h"
@@ -75,18 +80,40 @@ static int exchange(const batch_t *b, int i)
     return receives;
 }
 
+/*
+ * What both sides of message i must have alike for it to go direct: its
+ * datatype and count, and the batch's shape with its peer (the numbers of
+ * the first message and how many, of each direction, as both sides count
+ * them). Direct messages of one batch go round by round, both directions
+ * of a pair interleaved; a side that grouped the pair's messages otherwise
+ * would interleave them otherwise, and two streams waiting on each other's
+ * later chunks would never finish: such messages stage.
+ */
+static uint64_t signature(const batch_t *b, int i)
+{
+    const tt_call_t *c = &b->calls[i];
+    uint64_t first[2] = {UINT64_MAX, UINT64_MAX}, count[2] = {0, 0}; /* this direction, the other */
+    for (int k = 0; k < b->n; k++)
+        if (b->calls[k].root == c->root) {
+            int d = b->calls[k].coll != c->coll;
+            first[d] = b->seqs[k] < first[d] ? b->seqs[k] : first[d];
+            count[d]++;
+        }
+    uint64_t sig[] = {(uint64_t)c->dtype, c->count, first[0], count[0], first[1], count[1]};
+    return tt_hash(sig, sizeof sig, TT_HASH_SEED);
+}
+
 /* The three steps of the agreement (see the top), in call order each. */
 static tutti_status_t agree(tutti_comm_t comm, batch_t *b)
 {
     for (int i = 0; i < b->n; i++)
         if (b->calls[i].coll == TT_COLL_RECV)
-            TT_TRY(tt_comm_pair_offer(comm, b->calls[i].root, b->seqs[i], b->capable[i],
-                                      tt_coll_p2p_sig(&b->calls[i])));
+            TT_TRY(tt_comm_pair_offer(comm, b->calls[i].root, b->seqs[i], b->capable[i], signature(b, i)));
     for (int i = 0; i < b->n; i++)
         if (b->calls[i].coll == TT_COLL_SEND)
-            TT_TRY(tt_comm_pair_decide(
-                comm, b->calls[i].root, b->seqs[i], b->capable[i], tt_coll_p2p_sig(&b->calls[i]),
-                b->capable[i] && exchange(b, i) ? EXCHANGE_WAIT_NS : 0, &b->direct[i]));
+            TT_TRY(tt_comm_pair_decide(comm, b->calls[i].root, b->seqs[i], b->capable[i], signature(b, i),
+                                       b->capable[i] && exchange(b, i) ? EXCHANGE_WAIT_NS : 0,
+                                       &b->direct[i]));
     for (int i = 0; i < b->n; i++)
         if (b->calls[i].coll == TT_COLL_RECV)
             TT_TRY(tt_comm_pair_took(comm, b->calls[i].root, b->seqs[i], b->capable[i], &b->direct[i]));
