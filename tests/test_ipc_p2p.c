@@ -286,6 +286,53 @@ START_TEST(an_exchange_grouped_otherwise_on_each_side_stages)
 END_TEST
 
 /*
+ * Three ranks, large messages: rank 0 groups a send to 1 with a receive
+ * from 2; rank 1 receives from 0, then sends to 2, plainly; rank 2 groups
+ * a send to 0 with a receive from 1 (what NCCL runs at once). Each pair
+ * is grouped alike on both sides, but one stream per rank would wait in a
+ * cycle (0's later chunks to 1, which 1 needs before its send to 2, come
+ * after 0's receive from 2, which waits for 2's receive from 1): the
+ * groups' messages larger than two slots must stage, and arrive exact.
+ */
+static int three_way(tutti_comm_t handle, int r, int p, void *arg)
+{
+    (void)p;
+    (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    void *stream = tt_fake_gpu_stream();
+    TT_FAIL_IF(!prepared(comm), "the peers' windows did not open");
+    enum { BIG = 3 * 5376 + 1 }; /* three slots of 3 ranks' windows, and a byte */
+    unsigned char *in = tt_fake_gpu_malloc(BIG + 8, 0), *out = tt_fake_gpu_malloc(BIG + 8, 0);
+    memset(out, 0, BIG + 8);
+    fill(in + 1, BIG, r);
+    int to = (r + 1) % 3, from = (r + 2) % 3;
+    tt_call_t c[2] = {
+        {.coll = TT_COLL_SEND, .send = in + 1, .count = BIG, .dtype = TUTTI_UINT8, .root = to},
+        {.coll = TT_COLL_RECV, .recv = out + 1, .count = BIG, .dtype = TUTTI_UINT8, .root = from}};
+    for (int i = 0; i < 2; i++)
+        TT_FAIL_IF(tt_coll_validate(comm, &c[i], "test") || tt_device_classify(comm, &c[i], "test"),
+                   "validate: %s", tutti_comm_last_error(handle));
+    tutti_status_t st;
+    if (r == 1) { /* receives first: its sender finds its offer */
+        st = tutti_recv(out + 1, BIG, TUTTI_UINT8, 0, handle, stream);
+        TT_FAIL_IF(!st && !offered(comm, 2), "rank 2 never offered");
+        st = st ? st : tutti_send(in + 1, BIG, TUTTI_UINT8, 2, handle, stream);
+    } else {
+        TT_FAIL_IF(!offered(comm, to), "rank %d never offered", to);
+        st = tt_device_batch_enqueue(comm, c, 2, stream, "test");
+    }
+    TT_FAIL_IF(st || tt_fake_gpu.stream_sync(stream), "%s", tutti_comm_last_error(handle));
+    TT_FAIL_IF(!holds(out + 1, BIG, from), "rank %d received wrong bytes", r);
+    return 0;
+}
+
+START_TEST(groups_of_several_peers_stage_what_could_wait_in_a_cycle)
+{
+    tt_run_ranks(3, three_way, NULL, 120);
+}
+END_TEST
+
+/*
  * A receive from any source (host memory) matched with a device send,
  * between two direct messages: it stages, and the count stays in step.
  */
@@ -435,6 +482,7 @@ int main(int argc, char **argv)
         {"host_sides", host_buffer_sides_stage_and_keep_the_count, 0, 0},
         {"exchange", a_grouped_exchange_larger_than_a_slot_goes_direct, 0, 0},
         {"regrouped", an_exchange_grouped_otherwise_on_each_side_stages, 0, 0},
+        {"three_way", groups_of_several_peers_stage_what_could_wait_in_a_cycle, 0, 0},
         {"recv_any", a_receive_from_any_source_takes_a_device_send, 0, 0},
         {"peer_lost", a_peer_lost_while_the_stream_waits_is_named, 0, 2},
         {"apart", ranks_a_ring_of_messages_apart_wait, 0, 0},

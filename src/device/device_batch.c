@@ -197,6 +197,32 @@ static tutti_status_t run_batch(tutti_comm_t comm, const tt_device_ctx_t *ctx, v
     return tt_coll_run_batch_at(comm, host, m, seqs);
 }
 
+/*
+ * Whether call i could run directly: its buffer on the communicator's GPU,
+ * its peer's side open. In a batch with more than one peer, only while its
+ * pair direction's messages in the batch fit the two slots: the rounds of
+ * a single stream serialise what NCCL's group runs at once, and a peer
+ * that groups its own messages with a third rank otherwise could wait on
+ * this stream's later chunks while this stream waits on the third rank's
+ * (the stream model shows it); chunks that need no slot back from a
+ * receiver in the batch cannot take part in such a cycle.
+ */
+static int capable(tutti_comm_t comm, const batch_t *b, int i, int device)
+{
+    const tt_call_t *c = &b->calls[i];
+    const void *buf = c->coll == TT_COLL_SEND ? c->send : c->recv;
+    size_t slot = tt_direct_p2p_slot(comm, c->root), pair_bytes = 0;
+    int there = -1, one_peer = 1;
+    if (!on_device(c) || !slot || tt_device_runtime()->device_of(buf, &there) || there != device)
+        return 0;
+    for (int k = 0; k < b->n; k++) {
+        one_peer &= b->calls[k].root == c->root;
+        if (b->calls[k].root == c->root && b->calls[k].coll == c->coll)
+            pair_bytes += b->calls[k].count * tutti_dtype_size(b->calls[k].dtype);
+    }
+    return one_peer || pair_bytes <= 2 * slot;
+}
+
 static batch_t *batch_new(const tt_call_t *calls, int n)
 {
     batch_t *b = calloc(1, sizeof *b);
@@ -239,12 +265,8 @@ tutti_status_t tt_device_batch_enqueue(tutti_comm_t comm, const tt_call_t *calls
         batch_free(b);
         return st;
     }
-    for (int i = 0; i < n; i++) {
-        const void *buf = calls[i].coll == TT_COLL_SEND ? calls[i].send : calls[i].recv;
-        int there = -1;
-        b->capable[i] = on_device(&calls[i]) && tt_direct_p2p_open(comm, calls[i].root) &&
-                        tt_device_runtime()->device_of(buf, &there) == TUTTI_SUCCESS && there == device;
-    }
+    for (int i = 0; i < n; i++)
+        b->capable[i] = capable(comm, b, i, device);
     tt_device_work_t work = {.name = name,
                              .begin = begin_batch,
                              .replan = replan_batch,

@@ -115,11 +115,13 @@ tutti_status_t tt_direct_p2p_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, 
     return r.st;
 }
 
-int tt_direct_p2p_open(tutti_comm_t comm, int peer)
+size_t tt_direct_p2p_slot(tutti_comm_t comm, int peer)
 {
-    size_t slot;
-    return comm->device_tp >= 0 && comm->device_bound == 1 &&
-           comm->tp_ops[comm->device_tp]->device->pair(comm->tp_ctx[comm->device_tp], peer, &slot) != NULL;
+    size_t slot = 0;
+    if (comm->device_tp < 0 || comm->device_bound != 1 ||
+        !comm->tp_ops[comm->device_tp]->device->pair(comm->tp_ctx[comm->device_tp], peer, &slot))
+        return 0;
+    return slot;
 }
 
 uint64_t tt_direct_messages(tutti_comm_t comm)

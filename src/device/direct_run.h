@@ -39,9 +39,9 @@ uint64_t tt_direct_runs(tutti_comm_t comm);
  */
 tutti_status_t tt_direct_p2p_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *calls,
                                  const int *direct, int n, void *stream);
-/* Whether rank peer's side of a direct send or receive with this rank is
- * open (its window, its segment) and their GPUs reach each other. */
-int tt_direct_p2p_open(tutti_comm_t comm, int peer);
+/* The slot size of direct sends and receives with rank peer; 0 unless its
+ * side is open (its window, its segment) and their GPUs reach each other. */
+size_t tt_direct_p2p_slot(tutti_comm_t comm, int peer);
 /* How many sends and receives this communicator ran directly (for the tests). */
 uint64_t tt_direct_messages(tutti_comm_t comm);
 
