@@ -6,10 +6,12 @@
  * when both sides of a message can, and stage otherwise, both sides agreeing
  * message by message; host-buffer sides, receives from any source, grouped
  * exchanges, a peer that dies or aborts while this rank's stream waits for
- * it, and ranks thousands of messages apart. Windows of 64 KiB make slots
+ * it, ranks thousands of messages apart, and two communicators used in
+ * crossed order (receivers stop waiting for their senders). Windows of 64 KiB make slots
  * of 8 KiB (2 ranks) and 4 KiB (4 ranks), so a few tens of KiB take several.
  */
 #include <check.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +45,11 @@ static int prepared(tutti_comm_t comm)
  * message to it, so that the message can go direct. */
 static int offered(tutti_comm_t comm, int receiver)
 {
-    void *ctx = comm->tp_ctx[comm->device_tp];
-    uint64_t k = comm->send_seq[receiver], sig;
+    tt_ipc_ctx_t *ctx = comm->tp_ctx[comm->device_tp];
+    uint64_t k = comm->send_seq[receiver];
+    _Atomic uint64_t *slot = &tt_ipc_inbox(ctx->segs[receiver], comm->rank)->offer[k % TT_IPC_RING];
     for (int tries = 0; tries < 40000; tries++) {
-        if (tt_ipc_offered(ctx, receiver, k, &sig) >= 0)
+        if (atomic_load(slot) / 4 == k + 1)
             return 1;
         usleep(250);
     }
@@ -429,6 +432,60 @@ START_TEST(a_peer_lost_while_the_stream_waits_is_named)
 END_TEST
 
 /*
+ * Two communicators between the same two ranks, used in crossed order on
+ * separate streams, as pipelines do: rank 0 receives on A, then sends on B;
+ * rank 1 receives on B, then sends on A. Each receive offers and waits only
+ * briefly for a sender that cannot come before the receiver's thread goes
+ * on: both withdraw, the messages stage, and everything arrives (a receive
+ * that waited for its sender would hold both threads until the timeout).
+ */
+static int crossed(tutti_comm_t a, int r, int p, void *arg)
+{
+    (void)p;
+    (void)arg;
+    tt_comm_pair_set_receive_wait(TT_PAIR_RECEIVE_WAIT_NS);
+    tutti_comm_t b;
+    TT_FAIL_IF(tutti_comm_split(a, 0, r, &b), "split: %s", tutti_comm_last_error(a));
+    TT_FAIL_IF(!prepared(tt_comm_lookup(a, NULL)) || !prepared(tt_comm_lookup(b, NULL)),
+               "the peers' windows did not open");
+    void *sa = tt_fake_gpu_stream(), *sb = tt_fake_gpu_stream();
+    enum { N = 12345 };
+    unsigned char *in = tt_fake_gpu_malloc(N + 2, 0), *out = tt_fake_gpu_malloc(N + 2, 0);
+    memset(out, 0, N + 2);
+    fill(in + 1, N, r);
+    /* A first message on each, in the same order on both ranks: both
+     * queues exist before a stream is held (a pinned allocation behind a
+     * held stream would wait for ever). */
+    for (int c = 0; c < 2; c++) {
+        tutti_comm_t comm = c ? b : a;
+        void *s = c ? sb : sa;
+        tutti_status_t st = r == 0 ? tutti_send(in + 1, 10, TUTTI_UINT8, 1, comm, s)
+                                   : tutti_recv(out + 1, 10, TUTTI_UINT8, 0, comm, s);
+        TT_FAIL_IF(st || tt_fake_gpu.stream_sync(s), "first message: %s", tutti_comm_last_error(comm));
+    }
+    tutti_comm_t first = r == 0 ? a : b, second = r == 0 ? b : a;
+    void *s1 = r == 0 ? sa : sb, *s2 = r == 0 ? sb : sa;
+    int64_t t0 = tt_now_ns();
+    TT_FAIL_IF(tutti_recv(out + 1, N, TUTTI_UINT8, 1 - r, first, s1), "recv: %s",
+               tutti_comm_last_error(first));
+    TT_FAIL_IF(tutti_send(in + 1, N, TUTTI_UINT8, 1 - r, second, s2), "send: %s",
+               tutti_comm_last_error(second));
+    TT_FAIL_IF(tt_fake_gpu.stream_sync(s1) || tt_fake_gpu.stream_sync(s2), "sync: %s",
+               tutti_comm_last_error(first));
+    TT_FAIL_IF(!holds(out + 1, N, 1 - r), "rank %d: the message from rank %d differs", r, 1 - r);
+    TT_FAIL_IF(tt_now_ns() - t0 > 20000000000LL, "rank %d: the crossed messages took %lld ms", r,
+               (long long)((tt_now_ns() - t0) / 1000000));
+    tutti_comm_destroy(b);
+    return no_foreign_calls(r);
+}
+
+START_TEST(crossed_communicators_do_not_wait_for_each_other)
+{
+    tt_run_ranks(2, crossed, NULL, 120);
+}
+END_TEST
+
+/*
  * Rank 0 sends more messages than a ring holds before rank 1 receives
  * any: its send past the ring must wait for rank 1 to start (not overwrite
  * an answer rank 1 has not read), and every message arrives exact.
@@ -486,8 +543,12 @@ int main(int argc, char **argv)
         {"recv_any", a_receive_from_any_source_takes_a_device_send, 0, 0},
         {"peer_lost", a_peer_lost_while_the_stream_waits_is_named, 0, 2},
         {"apart", ranks_a_ring_of_messages_apart_wait, 0, 0},
+        {"crossed", crossed_communicators_do_not_wait_for_each_other, 0, 0},
     };
     setenv("TUTTI_IPC_WINDOW_BYTES", "65536", 1);
+    /* The cases that count direct messages need every receiver to wait for
+     * its sender however loaded this machine is ("crossed" sets it back). */
+    tt_comm_pair_set_receive_wait(60000000000LL);
     tt_ipc_set_backend(&tt_fake_ipc);
     tt_device_set_rt(&tt_fake_gpu);
     int rc = tt_run_cases("ipc-p2p", cases, sizeof cases / sizeof *cases, 300, argc, argv);

@@ -204,9 +204,14 @@ typedef struct {
      * caller waits as it waits for announcements.
      */
     int (*offer)(void *ctx, int sender, uint64_t k, int capable, uint64_t sig);
-    /* -1: the receiver's offer for k is not there yet; else whether it is
-     * capable (and *sig). */
-    int (*offered)(const void *ctx, int receiver, uint64_t k, uint64_t *sig);
+    /* The sender takes the receiver's capable offer for k, of signature
+     * sig, atomically against its withdrawal: 1 taken (k is direct), 0 not
+     * (the receiver cannot, withdrew, or offered another signature), -1
+     * the offer is not there yet. */
+    int (*claim)(void *ctx, int receiver, uint64_t k, uint64_t sig);
+    /* The receiver withdraws its capable offer for k, atomically against
+     * the sender's claim: 1 withdrawn (k stages), 0 the sender took it. */
+    int (*withdraw)(void *ctx, int sender, uint64_t k);
     int (*decide)(void *ctx, int receiver, uint64_t k, int direct);
     /* -1: not decided yet; else whether message k from sender is direct. */
     int (*decision)(const void *ctx, int sender, uint64_t k);

@@ -7,7 +7,9 @@
  * device transport's rings, as collectives agree on the board:
  * - the receiver leads and never waits for the sender before writing: its
  *   offer for k says whether it could receive k directly; only a capable
- *   receiver then waits for the sender's decision;
+ *   receiver then waits for the sender's decision, for a short while
+ *   (TT_PAIR_RECEIVE_WAIT_NS), after which it withdraws the offer and the
+ *   message stages unless the sender took it meanwhile;
  * - the sender never waits for the receiver (but for a short, bounded
  *   while, where the caller asks): k is direct when the receiver's offer
  *   is there, capable, of the same signature, and the sender is capable;
@@ -15,10 +17,11 @@
  *   slower; the sender writes its decision for every message.
  * Host calls pay one store (a send's decision) or two (a receive's offer
  * and its "took"). The waits run on the caller's thread; a ring's wait
- * (ranks a ring of messages apart) and a capable receiver's wait have the
- * communicator's timeout and end on abort, revocation or a dead peer.
+ * (ranks a ring of messages apart) has the communicator's timeout, and
+ * every wait ends on abort, revocation or a dead peer.
  */
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "comm/comm.h"
@@ -26,6 +29,19 @@
 #include "core/log.h"
 
 #define ALIVE_EVERY_NS 20000000 /* between liveness checks while waiting */
+
+/* How long a capable receiver waits for its sender's decision before it
+ * withdraws its offer and the message stages. Without a bound, a receive
+ * would hold the calling thread until its sender comes, and a thread
+ * that must go on to let the sender come (a pipeline's other
+ * communicator, a send after this receive on another stream) would wait
+ * forever, where a staged receive returns at once. */
+static _Atomic int64_t receive_wait_ns = TT_PAIR_RECEIVE_WAIT_NS;
+
+void tt_comm_pair_set_receive_wait(int64_t ns)
+{
+    atomic_store_explicit(&receive_wait_ns, ns, memory_order_relaxed);
+}
 
 typedef int (*pair_poll_t)(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
                            void *arg);
@@ -88,14 +104,14 @@ tutti_status_t tt_comm_pair_offer(tutti_comm_t comm, int sender, uint64_t k, int
     return wait_pair(comm, sender, k, "receiving", offer_room, v, 0, &late);
 }
 
-static int offer_there(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
+/* The sender's taking of the offer: v[0] = what claim said. */
+static int offer_taken(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
                        void *arg)
 {
     (void)comm;
-    uint64_t *v = arg; /* what it says, its signature */
-    int said = dev->offered(ctx, peer, k, &v[1]);
-    v[0] = (uint64_t)(int64_t)said;
-    return said >= 0;
+    int64_t *v = arg; /* in: the signature; out: what claim said */
+    v[0] = dev->claim(ctx, peer, k, (uint64_t)v[1]);
+    return v[0] >= 0;
 }
 
 static int decision_room(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
@@ -114,14 +130,14 @@ tutti_status_t tt_comm_pair_decide(tutti_comm_t comm, int receiver, uint64_t k, 
     const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
     void *ctx = comm->tp_ctx[comm->device_tp];
     if (capable) {
-        uint64_t v[2] = {(uint64_t)-1, 0};
+        int64_t v[2] = {-1, (int64_t)sig};
         int late = 0;
-        tutti_status_t st = offer_there(comm, dev, ctx, receiver, k, v) || wait_ns <= 0
+        tutti_status_t st = offer_taken(comm, dev, ctx, receiver, k, v) || wait_ns <= 0
                                 ? TUTTI_SUCCESS
-                                : wait_pair(comm, receiver, k, "sending", offer_there, v, wait_ns, &late);
+                                : wait_pair(comm, receiver, k, "sending", offer_taken, v, wait_ns, &late);
         if (st)
             return st;
-        *direct = (int64_t)v[0] == 1 && v[1] == sig;
+        *direct = v[0] == 1;
     }
     int late = 0;
     return wait_pair(comm, receiver, k, "sending", decision_room, direct, 0, &late);
@@ -140,9 +156,17 @@ tutti_status_t tt_comm_pair_took(tutti_comm_t comm, int sender, uint64_t k, int 
     *direct = 0;
     if (comm->device_tp < 0)
         return TUTTI_SUCCESS;
+    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
+    void *ctx = comm->tp_ctx[comm->device_tp];
     int late = 0;
-    tutti_status_t st =
-        offered ? wait_pair(comm, sender, k, "receiving", decided, direct, 0, &late) : TUTTI_SUCCESS;
+    int64_t wait_ns = atomic_load_explicit(&receive_wait_ns, memory_order_relaxed);
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (offered)
+        st = wait_pair(comm, sender, k, "receiving", decided, direct, wait_ns, &late);
+    /* A sender this late gets a staged message; one that took the offer
+     * meanwhile is deciding now: its decision comes at once. */
+    if (!st && late && !dev->withdraw(ctx, sender, k))
+        st = wait_pair(comm, sender, k, "receiving", decided, direct, 0, &late);
     if (!st)
         comm->tp_ops[comm->device_tp]->device->took(comm->tp_ctx[comm->device_tp], sender, k);
     return st;

@@ -20,8 +20,9 @@
  * offer, as the batch waits for that peer anyway). Both sides must have
  * grouped the pair's messages alike (signature()).
  *
- * Known limit: a capable receive waits on the calling thread until its
- * sender makes the send, as a collective waits for the other ranks.
+ * A capable receive waits on the calling thread for its sender's decision
+ * for a short while only (tt_comm_pair_took), then stages: a pipeline
+ * whose thread must go on before the sender can come still works.
  */
 #include <stdlib.h>
 

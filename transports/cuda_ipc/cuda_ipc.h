@@ -44,6 +44,9 @@
 #define TT_IPC_REACH_MAX 32      /* GPUs one rank can list as reachable */
 #define TT_IPC_BOARD 4096        /* announcements kept per rank */
 #define TT_IPC_RING 4096         /* point-to-point offers and decisions kept per pair */
+/* An offer's state: the receiver cannot receive directly (or withdrew),
+ * can and waits, or the sender took it (the message is direct). */
+enum { TT_IPC_OFFER_NO = 0, TT_IPC_OFFER_OPEN = 1, TT_IPC_OFFER_TAKEN = 2 };
 
 /* cuda_ipc's variables (see config_table.h for the two lists' form). The
  * windows are shared memory: every rank of a host must size them alike. */
@@ -110,8 +113,8 @@ typedef struct {
     _Atomic uint32_t taken;
     /* What the owner writes, q reads: flow control (decisions written for
      * q, receives from q whose agreement is over), then entry k %
-     * TT_IPC_RING of its offers (2 (k + 1) + capable, after the signature)
-     * and of its decisions (2 (k + 1) + direct). */
+     * TT_IPC_RING of its offers (4 (k + 1) + TT_IPC_OFFER_*, after the
+     * signature) and of its decisions (2 (k + 1) + direct). */
     _Alignas(TT_LOCAL_LINE) _Atomic uint64_t decided;
     _Atomic uint64_t took;
     _Alignas(TT_LOCAL_LINE) _Atomic uint64_t offer[TT_IPC_RING];
@@ -199,7 +202,8 @@ void tt_ipc_release(void *ctx, int peer, unsigned round, const unsigned *chunks_
 const tt_direct_peer_t *tt_ipc_pair(void *ctx, int peer, size_t *slot_bytes);
 /* Point-to-point agreement (cuda_ipc_pair.c). */
 int tt_ipc_offer(void *ctx, int sender, uint64_t k, int capable, uint64_t sig);
-int tt_ipc_offered(const void *ctx, int receiver, uint64_t k, uint64_t *sig);
+int tt_ipc_claim(void *ctx, int receiver, uint64_t k, uint64_t sig);
+int tt_ipc_withdraw(void *ctx, int sender, uint64_t k);
 int tt_ipc_decide(void *ctx, int receiver, uint64_t k, int direct);
 int tt_ipc_decision(const void *ctx, int sender, uint64_t k);
 void tt_ipc_took(void *ctx, int sender, uint64_t k);

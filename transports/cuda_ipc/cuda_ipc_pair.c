@@ -3,9 +3,11 @@
  * Point-to-point agreement in the cuda_ipc segments: per pair and
  * direction, message by message, whether a send runs directly. The
  * receiver writes its offer for message k into its own segment (its inbox
- * for the sender); the sender reads it at its call, decides, and writes
- * the decision into its own; a capable receiver reads that. Each side
- * writes only its own segment, and the rings are reused as the board is:
+ * for the sender); the sender takes it at its call (unless it is not
+ * there, not capable or withdrawn), decides, and writes the decision into
+ * its own; a capable receiver reads that, or withdraws its offer once it
+ * has waited long enough. Each side writes only its own segment (but for
+ * the sender's taking of an offer), and the rings are reused as the board is:
  * an offer's place only once the sender has decided the message a ring
  * before, a decision's only once the receiver took the one a ring before.
  */
@@ -14,6 +16,11 @@
 static uint64_t entry(uint64_t k, int yes)
 {
     return 2 * (k + 1) + (yes ? 1 : 0);
+}
+
+static uint64_t offer_entry(uint64_t k, int state)
+{
+    return 4 * (k + 1) + (uint64_t)state;
 }
 
 /* The owner's side of its pair with peer q, in the segment of rank owner. */
@@ -31,19 +38,36 @@ int tt_ipc_offer(void *ctxp, int sender, uint64_t k, int capable, uint64_t sig)
         return 1; /* the sender has not read the offer a ring before */
     tt_ipc_inbox_t *mine = side(ctx, me, sender);
     mine->offer_sig[k % TT_IPC_RING] = sig; /* published by the release store after it */
-    atomic_store_explicit(&mine->offer[k % TT_IPC_RING], entry(k, capable), memory_order_release);
+    atomic_store_explicit(&mine->offer[k % TT_IPC_RING],
+                          offer_entry(k, capable ? TT_IPC_OFFER_OPEN : TT_IPC_OFFER_NO),
+                          memory_order_release);
     return 0;
 }
 
-int tt_ipc_offered(const void *ctxp, int receiver, uint64_t k, uint64_t *sig)
+/* The offer lives in the receiver's segment and both sides change it, by
+ * compare-and-swap, so a sender taking it and a receiver that stopped
+ * waiting cannot both win. */
+int tt_ipc_claim(void *ctxp, int receiver, uint64_t k, uint64_t sig)
 {
-    const tt_ipc_ctx_t *ctx = ctxp;
+    tt_ipc_ctx_t *ctx = ctxp;
     tt_ipc_inbox_t *theirs = side(ctx, receiver, ctx->env->rank);
-    uint64_t v = atomic_load_explicit(&theirs->offer[k % TT_IPC_RING], memory_order_acquire);
-    if (v / 2 != k + 1)
+    _Atomic uint64_t *slot = &theirs->offer[k % TT_IPC_RING];
+    uint64_t v = atomic_load_explicit(slot, memory_order_acquire);
+    if (v / 4 != k + 1)
         return -1;
-    *sig = theirs->offer_sig[k % TT_IPC_RING];
-    return (int)(v & 1);
+    if (v != offer_entry(k, TT_IPC_OFFER_OPEN) || theirs->offer_sig[k % TT_IPC_RING] != sig)
+        return 0;
+    return atomic_compare_exchange_strong_explicit(slot, &v, offer_entry(k, TT_IPC_OFFER_TAKEN),
+                                                   memory_order_acq_rel, memory_order_acquire);
+}
+
+int tt_ipc_withdraw(void *ctxp, int sender, uint64_t k)
+{
+    tt_ipc_ctx_t *ctx = ctxp;
+    uint64_t open = offer_entry(k, TT_IPC_OFFER_OPEN);
+    return atomic_compare_exchange_strong_explicit(&side(ctx, ctx->env->rank, sender)->offer[k % TT_IPC_RING],
+                                                   &open, offer_entry(k, TT_IPC_OFFER_NO),
+                                                   memory_order_acq_rel, memory_order_acquire);
 }
 
 int tt_ipc_decide(void *ctxp, int receiver, uint64_t k, int direct)
