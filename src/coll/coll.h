@@ -44,6 +44,10 @@ tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *nam
  * with that number over route (NULL: the host connections and memory).
  */
 tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct);
+/* A send's or receive's number only (its number in its direction with
+ * its peer), for callers that agree on it themselves (tt_comm_pair_*);
+ * tt_coll_begin numbers a send or receive and agrees on host buffers. */
+tutti_status_t tt_coll_p2p_number(tutti_comm_t comm, const tt_call_t *c, uint64_t *seq);
 tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route);
 /* Both halves for a validated call on host buffers, blocking: for the API
  * front, and for collectives made of collectives (the compressed

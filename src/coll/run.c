@@ -96,13 +96,22 @@ static tutti_status_t check_news(tutti_comm_t comm, const tt_call_t *c, uint64_t
     return st;
 }
 
+tutti_status_t tt_coll_p2p_number(tutti_comm_t comm, const tt_call_t *c, uint64_t *seq)
+{
+    *seq = (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++;
+    return check_news(comm, c, *seq);
+}
+
 tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct)
 {
     *seq = 0;
     *direct = 0;
-    if (is_p2p(c)) {
-        *seq = (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++;
-        return check_news(comm, c, *seq);
+    if (is_p2p(c)) { /* on host buffers: the peer learns this message stages */
+        TT_TRY(tt_coll_p2p_number(comm, c, seq));
+        if (c->coll == TT_COLL_SEND)
+            return tt_comm_pair_decide(comm, c->root, *seq, 0, 0, 0, direct);
+        TT_TRY(tt_comm_pair_offer(comm, c->root, *seq, 0, 0));
+        return tt_comm_pair_took(comm, c->root, *seq, 0, direct);
     }
     *seq = comm->coll_seq++;
     TT_TRY(check_news(comm, c, *seq));

@@ -23,16 +23,11 @@ static tutti_status_t agree_failed(tutti_comm_t comm, tutti_status_t st)
     return st;
 }
 
-/* Whether the wait for collective seq must end (and ended it): news from
- * the star (a revocation, a rank that died or gave up) or this rank's
- * abort, as the engine's waits do. */
-static int stopped(tutti_comm_t comm, uint64_t seq)
+int tt_comm_wait_ended(tutti_comm_t comm, const char *call, uint64_t seq)
 {
     int aborting = atomic_load_explicit(&comm->aborting, memory_order_relaxed);
     if (!aborting && !tt_comm_has_news(comm))
         return 0;
-    char call[48];
-    snprintf(call, sizeof call, "collective #%llu", (unsigned long long)seq);
     tutti_status_t st = tt_comm_news(comm, call, seq);
     if (!st && aborting)
         st = tt_comm_error(comm, TUTTI_ERR_ABORTED,
@@ -40,6 +35,13 @@ static int stopped(tutti_comm_t comm, uint64_t seq)
     if (st)
         agree_failed(comm, st);
     return st != TUTTI_SUCCESS;
+}
+
+static int stopped(tutti_comm_t comm, uint64_t seq)
+{
+    char call[48];
+    snprintf(call, sizeof call, "collective #%llu", (unsigned long long)seq);
+    return tt_comm_wait_ended(comm, call, seq);
 }
 
 /* Waits for rank r's announcement of seq (and its signature); after a

@@ -77,6 +77,8 @@ static int is_p2p(const tt_call_t *c)
 tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream)
 {
     const char *name = tt_coll_name(c->coll);
+    if (is_p2p(c)) /* a batch of one: direct where both sides can */
+        return tt_device_batch_enqueue(comm, c, 1, stream, name);
     int device;
     TT_TRY(tt_device_refuse_capture(comm, name, stream));
     TT_TRY(tt_device_of(comm, c->send_on_device ? c->send : c->recv, name, &device));
@@ -93,7 +95,7 @@ tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, voi
      * here, before anything of this call is on the stream. */
     int ready = 0;
     tutti_status_t st = TUTTI_SUCCESS;
-    if (!is_p2p(c) && (!c->in_bytes || c->send_on_device) && (!c->out_bytes || c->recv_on_device))
+    if ((!c->in_bytes || c->send_on_device) && (!c->out_bytes || c->recv_on_device))
         st = tt_direct_prepare(comm, device, &ready);
     if (st) {
         free(op);

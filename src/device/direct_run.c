@@ -280,5 +280,7 @@ tutti_status_t tt_direct_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, cons
     case TT_COLL_ALLTOALL: blocks(&r, 0); break;
     default: return TUTTI_ERR_INTERNAL;
     }
+    if (!r.st)
+        d->direct_runs++;
     return r.st;
 }

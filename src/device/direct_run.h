@@ -6,7 +6,8 @@
  * the peers' words), when every rank of a one-host communicator has its
  * buffers on a GPU for that call and every GPU can load from every other;
  * the ranks learn that call by call (tt_comm_agree). Otherwise the call is
- * staged through pinned host memory, as on other hosts.
+ * staged through pinned host memory, as on other hosts. Sends and receives
+ * go direct message by message, where both sides can (tt_comm_pair_*).
  */
 #ifndef TT_DIRECT_RUN_H
 #define TT_DIRECT_RUN_H
@@ -26,7 +27,22 @@ tutti_status_t tt_direct_prepare(tutti_comm_t comm, int device, int *ready);
 size_t tt_direct_scratch_bytes(tutti_comm_t comm);
 /* Puts c's direct run on stream: every rank agreed to go direct. */
 tutti_status_t tt_direct_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *c, void *stream);
-/* How many calls this communicator ran directly (for the tests). */
+/* How many collectives this communicator ran directly (for the tests). */
 uint64_t tt_direct_runs(tutti_comm_t comm);
+
+/*
+ * Direct sends and receives (direct_p2p.c), between two ranks whose sides
+ * agreed on each message (tt_comm_pair_*): calls[i] with direct[i] set, on
+ * stream, in chunks through the sender's window. Every rank's messages to
+ * one peer form one sequence of chunks, in message order, and so do its
+ * messages from one peer.
+ */
+tutti_status_t tt_direct_p2p_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *calls,
+                                 const int *direct, int n, void *stream);
+/* The slot size of direct sends and receives with rank peer; 0 unless its
+ * side is open (its window, its segment) and their GPUs reach each other. */
+size_t tt_direct_p2p_slot(tutti_comm_t comm, int peer);
+/* How many sends and receives this communicator ran directly (for the tests). */
+uint64_t tt_direct_messages(tutti_comm_t comm);
 
 #endif

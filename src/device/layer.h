@@ -22,6 +22,7 @@ enum {
     TT_WORD_GPU = 0, /* pieces the stream has finished (stream to proxy) */
     TT_WORD_HOST,    /* pieces the proxy has finished (proxy to stream) */
     TT_WORD_ROUND,   /* the last direct round the stream has finished */
+    TT_WORD_P2P,     /* the last direct sends and receives the stream has finished */
     TT_WORDS
 };
 
@@ -54,6 +55,13 @@ typedef struct {
      * watch), and how many calls ran directly. */
     _Atomic unsigned rounds;
     uint64_t direct_runs;
+    /* Direct sends and receives: the calls' parts put on streams (their
+     * end stores TT_WORD_P2P), the chunks sent to and received from each
+     * rank (what this rank's stream waits for), how many messages ran
+     * directly. */
+    _Atomic unsigned p2p_puts;
+    _Atomic unsigned *chunks_to, *chunks_from;
+    uint64_t direct_messages;
 } tt_device_layer_t;
 
 /* The layer's state on comm, made on first use (NULL: no memory, said). */
@@ -62,7 +70,11 @@ tt_device_layer_t *tt_device_layer(tutti_comm_t comm, const char *name);
 void tt_device_queue_stop(tt_device_layer_t *d);
 /* The proxy thread (proxy.c). */
 void *tt_device_proxy_main(void *arg);
-/* Whether direct rounds are issued that the stream has not finished. */
+/* Whether direct rounds, or direct sends and receives, are issued that the
+ * stream has not finished. */
 int tt_device_rounds_pending(const tt_device_layer_t *d);
+/* Releases this rank's streams from whatever they wait for of its peers
+ * (the transport's release): host stores only. */
+void tt_device_release_streams(tt_device_layer_t *d);
 
 #endif

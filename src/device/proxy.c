@@ -3,12 +3,13 @@
  * The device proxy thread. It touches host memory only and makes no GPU
  * runtime call (queue.c says why). It runs the staged calls in the order
  * they were queued, each once its stream has put the inputs through the
- * pipe, and puts the results back. While direct rounds are pending on this
- * rank's streams it watches the peers: one that dies or gives up would
- * leave them waiting for ever, so the proxy stores that peer's words
- * itself (the stream goes on, the call's results unfinished) and fails the
- * communicator, which the next call reports. With nothing to do it sleeps
- * on a condition variable the queuing thread signals.
+ * pipe, and puts the results back. While direct rounds (of collectives, or
+ * of sends and receives) are pending on this rank's streams it watches the
+ * peers: one that dies or gives up would leave them waiting for ever, so
+ * the proxy stores that peer's words itself (the stream goes on, the
+ * call's results unfinished) and fails the communicator, which the next
+ * call reports. With nothing to do it sleeps on a condition variable the
+ * queuing thread signals.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -21,17 +22,33 @@
 int tt_device_rounds_pending(const tt_device_layer_t *d)
 {
     unsigned issued = atomic_load_explicit(&d->rounds, memory_order_acquire);
-    return (int)(issued - atomic_load_explicit(&d->words[TT_WORD_ROUND], memory_order_acquire)) > 0;
+    unsigned puts = atomic_load_explicit(&d->p2p_puts, memory_order_acquire);
+    return (int)(issued - atomic_load_explicit(&d->words[TT_WORD_ROUND], memory_order_acquire)) > 0 ||
+           (int)(puts - atomic_load_explicit(&d->words[TT_WORD_P2P], memory_order_acquire)) > 0;
+}
+
+void tt_device_release_streams(tt_device_layer_t *d)
+{
+    tutti_comm_t comm = d->comm;
+    if (comm->device_tp < 0)
+        return;
+    int p = comm->nranks;
+    unsigned *to = calloc(2 * (size_t)p, sizeof *to); /* the counts as they are now */
+    for (int q = 0; to && q < p; q++) {
+        to[q] = atomic_load_explicit(&d->chunks_to[q], memory_order_acquire);
+        to[p + q] = atomic_load_explicit(&d->chunks_from[q], memory_order_acquire);
+    }
+    comm->tp_ops[comm->device_tp]->device->release(comm->tp_ctx[comm->device_tp], -1,
+                                                   atomic_load_explicit(&d->rounds, memory_order_acquire), to,
+                                                   to ? to + p : NULL);
+    free(to);
 }
 
 static void watch_peers(tt_device_layer_t *d)
 {
     tutti_comm_t comm = d->comm;
-    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
-    void *ctx = comm->tp_ctx[comm->device_tp];
-    unsigned rounds = atomic_load_explicit(&d->rounds, memory_order_acquire);
     if (comm->failed) { /* said when it failed: nothing more will come from the peers */
-        dev->release(ctx, -1, rounds);
+        tt_device_release_streams(d);
         return;
     }
     for (int q = 0; q < comm->nranks; q++) {
@@ -42,7 +59,7 @@ static void watch_peers(tt_device_layer_t *d)
         tt_comm_error(comm, st, "a direct run: rank %d %s while this rank's stream waited for it", q,
                       st == TUTTI_ERR_ABORTED ? "gave up" : "died");
         tt_comm_fail(comm, st);
-        dev->release(ctx, -1, rounds);
+        tt_device_release_streams(d);
         return;
     }
 }

@@ -201,10 +201,8 @@ void tt_device_queue_stop(tt_device_layer_t *d)
     pthread_mutex_unlock(&d->lock);
     pthread_join(d->thread, NULL); /* the proxy finishes what is queued first, unless aborting */
     int aborting = atomic_load_explicit(&d->comm->aborting, memory_order_relaxed);
-    tutti_comm_t comm = d->comm;
-    if (aborting && comm->device_tp >= 0) /* this rank's stream stops waiting for its peers' rounds */
-        comm->tp_ops[comm->device_tp]->device->release(
-            comm->tp_ctx[comm->device_tp], -1, atomic_load_explicit(&d->rounds, memory_order_relaxed));
+    if (aborting) /* this rank's stream stops waiting for its peers' rounds */
+        tt_device_release_streams(d);
     int prev, mode;
     if (d->rt->enter(d->device, &prev) == TUTTI_SUCCESS) {
         int relaxed = d->rt->relax(&mode) == TUTTI_SUCCESS;
@@ -260,11 +258,8 @@ static tutti_status_t grow_gpu(tt_device_layer_t *d, size_t want, void *stream)
  * stream. */
 static tutti_status_t give_up(tt_device_layer_t *d, tutti_status_t st)
 {
-    tutti_comm_t comm = d->comm;
-    tt_comm_fail(comm, st);
-    if (comm->device_tp >= 0)
-        comm->tp_ops[comm->device_tp]->device->release(
-            comm->tp_ctx[comm->device_tp], -1, atomic_load_explicit(&d->rounds, memory_order_relaxed));
+    tt_comm_fail(d->comm, st);
+    tt_device_release_streams(d);
     return st;
 }
 
@@ -280,7 +275,6 @@ static tutti_status_t put_direct(tt_device_layer_t *d, const tt_device_work_t *w
         d->any_queued = 1;
     if (st)
         return give_up(d, tt_device_error(d->comm, work->name, "recording the call's end on the stream", st));
-    d->direct_runs++;
     pthread_mutex_lock(&d->lock); /* the proxy watches the peers while rounds are pending */
     pthread_cond_broadcast(&d->changed);
     pthread_mutex_unlock(&d->lock);
@@ -318,14 +312,20 @@ static tutti_status_t put_staged(tt_device_layer_t *d, tt_device_item_t *item, v
 }
 
 /* With enqueue_lock held and the device current; releases work in every case. */
-static tutti_status_t enqueue_locked(tt_device_layer_t *d, const tt_device_work_t *work, void *stream)
+static tutti_status_t enqueue_locked(tt_device_layer_t *d, const tt_device_work_t *queued, void *stream)
 {
     int direct = 0;
+    tt_device_work_t w = *queued, *work = &w;
     tutti_status_t st = work->begin ? work->begin(d->comm, work->arg, &direct) : TUTTI_SUCCESS;
     tt_device_item_t *item = NULL;
     if (st) /* said: nothing was taken, or the communicator failed there */
         goto release;
-    TT_DEBUG(TT_SUB_COLL, "%s: %s", work->name, direct ? "direct run" : "staged through the proxy");
+    if (work->replan)
+        work->replan(work->arg, work);
+    TT_DEBUG(TT_SUB_COLL, "%s: %s", work->name,
+             direct == TT_DIRECT_ALL    ? "direct run"
+             : direct == TT_DIRECT_PART ? "direct run, then the rest staged"
+                                        : "staged through the proxy");
     /* From here the call's sequence numbers are taken: a failure is partial. */
     tt_device_ctx_t ctx = {.comm = d->comm, .rt = d->rt, .device = d->device};
     const char *what = "ordering the call after the previous one";
@@ -340,7 +340,8 @@ static tutti_status_t enqueue_locked(tt_device_layer_t *d, const tt_device_work_
     ctx.gpu = d->gpu;
     if (direct) {
         st = put_direct(d, work, &ctx, stream);
-        goto release;
+        if (st || direct == TT_DIRECT_ALL)
+            goto release;
     }
     if (!(item = calloc(1, sizeof *item))) {
         st = give_up(

@@ -34,13 +34,20 @@ typedef struct {
     size_t gpu_off, host_off, bytes;
 } tt_device_span_t;
 
-typedef struct {
+/* How much of a call runs directly (begin's answer). */
+enum { TT_DIRECT_NONE = 0, TT_DIRECT_ALL = 1, TT_DIRECT_PART = 2 /* direct, then the rest staged */ };
+
+typedef struct tt_device_work tt_device_work_t;
+struct tt_device_work {
     const char *name; /* the API call, for errors */
     /* On the caller's thread, the GPU current, before anything goes on the
      * stream: takes the call's sequence numbers (and agrees, with the other
-     * ranks, whether it runs directly: *direct). Optional. */
+     * ranks, whether it runs directly: *direct, TT_DIRECT_*). Optional. */
     tutti_status_t (*begin)(tutti_comm_t comm, void *arg, int *direct);
-    /* A direct run: the whole call on the stream. */
+    /* After begin: sets the staged part's spans and host_bytes in w where
+     * begin changed them (a batch whose messages went direct). Optional. */
+    void (*replan)(void *arg, tt_device_work_t *w);
+    /* A direct run: the whole call (or its direct part) on the stream. */
     tutti_status_t (*direct)(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *stream, void *arg);
     /* A staged call, on the stream: before (GPU work, optional), the in
      * spans to the host, the proxy's run on ctx->host, the out spans back,
@@ -54,7 +61,7 @@ typedef struct {
     void (*release)(void *arg); /* once nothing will use arg: after run, or when queuing fails */
     void *arg;
     size_t host_bytes, gpu_bytes; /* the stand-in, the GPU working memory */
-} tt_device_work_t;
+};
 
 /* The GPU that ptr is memory of. */
 tutti_status_t tt_device_of(tutti_comm_t comm, const void *ptr, const char *name, int *device);

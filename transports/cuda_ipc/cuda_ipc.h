@@ -11,11 +11,17 @@
  * Every rank of the (single-host) communicator owns:
  * - a host segment, like shm's: a header, the board where it announces,
  *   call by call, whether it can run the call on its device buffers (and
- *   the call's signature), and one inbox per sender: the two words that
- *   sender's stream writes for this rank in each round of a direct run;
+ *   the call's signature), and one inbox per peer: the words that peer's
+ *   stream writes for this rank (two per round of a direct collective, two
+ *   per chunk of a direct send or receive), and this rank's point-to-point
+ *   offers (as receiver) and decisions (as sender) for that peer;
  * - a window in its GPU's memory, allocated at its first device call and
- *   exported as an IPC handle in its segment, where its part of each round
- *   waits for the peers' kernels to read it.
+ *   exported as an IPC handle in its segment. TUTTI_IPC_WINDOW_BYTES (W)
+ *   is the collectives' part: two halves, where its part of each round
+ *   waits for the peers' kernels to read it. Half as much again (W / 2)
+ *   follows for direct sends: a region per receiver (this rank's own
+ *   unused), of two slots, W / 2 / nranks / 2 bytes each rounded down to
+ *   256, where a chunk waits for the receiver to copy it out.
  * At its first device calls a rank opens each peer's window (the same
  * address when the peer is a thread of this process, else its IPC handle)
  * and registers each segment with its GPU, so its stream can write the
@@ -37,6 +43,10 @@
 #define TT_IPC_HANDLE_BYTES 64   /* a cudaIpcMemHandle_t */
 #define TT_IPC_REACH_MAX 32      /* GPUs one rank can list as reachable */
 #define TT_IPC_BOARD 4096        /* announcements kept per rank */
+#define TT_IPC_RING 4096         /* point-to-point offers and decisions kept per pair */
+/* An offer's state: the receiver cannot receive directly (or withdrew),
+ * can and waits, or the sender took it (the message is direct). */
+enum { TT_IPC_OFFER_NO = 0, TT_IPC_OFFER_OPEN = 1, TT_IPC_OFFER_TAKEN = 2 };
 
 /* cuda_ipc's variables (see config_table.h for the two lists' form). The
  * windows are shared memory: every rank of a host must size them alike. */
@@ -44,7 +54,8 @@
     X(CUDA_IPC, INT, "1",                                                                                    \
       "1: device calls of ranks on one host run on the GPUs through cuda_ipc when all can; 0: staged")       \
     X(IPC_WINDOW_BYTES, SIZE, "32M",                                                                         \
-      "bytes of each rank's cuda_ipc window in GPU memory: two halves, one round of a direct run in each")
+      "bytes of each rank's cuda_ipc window in GPU memory for direct collectives (two halves, one round in " \
+      "each); direct sends take half as much again")
 #define TT_IPC_CONFIG_RULES(R)                                                                               \
     R(CUDA_IPC, .min = 0, .max = 1)                                                                          \
     R(IPC_WINDOW_BYTES, .min = 1 << 16, .max = 1 << 30, .multiple = 512, .agreed = TT_CFG_AGREE_HOST)
@@ -91,10 +102,24 @@ extern const tt_ipc_backend_t tt_ipc_cuda_backend;
 /* Tests set their own backend before creating communicators. */
 void tt_ipc_set_backend(const tt_ipc_backend_t *backend);
 
-/* What one sender's stream writes for the segment's owner. */
+/* The segment owner's side of its pair with one peer q. */
 typedef struct {
+    /* What q's stream writes: direct collectives' rounds, then direct
+     * sends' chunks (sent: q's chunks for the owner in q's window; taken:
+     * the owner's chunks for q that q has copied out). */
     _Alignas(TT_LOCAL_LINE) _Atomic uint32_t ready;
     _Atomic uint32_t done;
+    _Alignas(TT_LOCAL_LINE) _Atomic uint32_t sent;
+    _Atomic uint32_t taken;
+    /* What the owner writes, q reads: flow control (decisions written for
+     * q, receives from q whose agreement is over), then entry k %
+     * TT_IPC_RING of its offers (4 (k + 1) + TT_IPC_OFFER_*, after the
+     * signature) and of its decisions (2 (k + 1) + direct). */
+    _Alignas(TT_LOCAL_LINE) _Atomic uint64_t decided;
+    _Atomic uint64_t took;
+    _Alignas(TT_LOCAL_LINE) _Atomic uint64_t offer[TT_IPC_RING];
+    uint64_t offer_sig[TT_IPC_RING];
+    _Atomic uint64_t decision[TT_IPC_RING];
 } tt_ipc_inbox_t;
 
 typedef struct {
@@ -142,8 +167,10 @@ struct tt_ipc_ctx {
     tt_ipc_seg_hdr_t *seg; /* our own segment */
     void *seg_dev;         /* as our GPU reaches it, once registered */
     size_t seg_bytes;
-    char *window; /* our window, once allocated */
-    size_t window_bytes;
+    char *window;            /* our window, once allocated */
+    size_t window_bytes;     /* the collectives' part (TUTTI_IPC_WINDOW_BYTES) */
+    size_t mapped_bytes;     /* the whole window: the sends' regions follow */
+    size_t slot_bytes;       /* one slot of a sends' region (0: too small to use) */
     uint64_t announce_room;  /* seqs below this may be announced without checking the others */
     tt_ipc_seg_hdr_t **segs; /* every rank's segment (ours included), for the board */
     int reach_verdict;       /* 1 or 0 once every rank's window is published; -1 before */
@@ -152,7 +179,7 @@ struct tt_ipc_ctx {
     int open_failed;         /* opening one failed (said once): no direct runs */
     int kept;                /* the GPU may still use the windows and segments */
     tt_ipc_conn_t **conns;   /* by rank */
-    tt_direct_peer_t *view;  /* by rank, once opened */
+    tt_direct_peer_t *view;  /* by rank, filled as each peer opens (from bind on) */
     int unlinked;
 };
 
@@ -170,7 +197,19 @@ uint64_t tt_ipc_pid_ns(void);
 tutti_status_t tt_ipc_bind(void *ctx, int device);
 tutti_status_t tt_ipc_open_peers(void *ctx, int *all);
 const tt_direct_peer_t *tt_ipc_peers(void *ctx, size_t *window_bytes);
-void tt_ipc_release(void *ctx, int peer, unsigned round);
+void tt_ipc_release(void *ctx, int peer, unsigned round, const unsigned *chunks_to,
+                    const unsigned *chunks_from);
+const tt_direct_peer_t *tt_ipc_pair(void *ctx, int peer, size_t *slot_bytes);
+/* Point-to-point agreement (cuda_ipc_pair.c). */
+int tt_ipc_offer(void *ctx, int sender, uint64_t k, int capable, uint64_t sig);
+int tt_ipc_claim(void *ctx, int receiver, uint64_t k, uint64_t sig);
+int tt_ipc_withdraw(void *ctx, int sender, uint64_t k);
+int tt_ipc_decide(void *ctx, int receiver, uint64_t k, int direct);
+int tt_ipc_decision(const void *ctx, int sender, uint64_t k);
+void tt_ipc_took(void *ctx, int sender, uint64_t k);
+tt_ipc_inbox_t *tt_ipc_inbox(void *seg, int peer);
+/* Whether segment from's GPU can load from device's memory. */
+int tt_ipc_reaches(const tt_ipc_seg_hdr_t *from, uint64_t device);
 void tt_ipc_keep(void *ctx);
 /* Unless the GPU may still use them (kept): closes the peer's window and
  * unregisters its segment (a connection's close); unregisters this rank's

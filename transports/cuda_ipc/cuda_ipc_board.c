@@ -57,7 +57,7 @@ tt_board_t tt_ipc_announcement(const void *ctxp, int rank, uint64_t seq, uint64_
     return v & 1 ? TT_BOARD_DIRECT : TT_BOARD_STAGES;
 }
 
-static int reaches(const tt_ipc_seg_hdr_t *from, uint64_t device)
+int tt_ipc_reaches(const tt_ipc_seg_hdr_t *from, uint64_t device)
 {
     for (int i = 0; i < from->nreach && i < TT_IPC_REACH_MAX; i++)
         if (from->reach[i] == device)
@@ -78,7 +78,7 @@ tutti_status_t tt_ipc_reach_all(void *ctxp, int *all)
         if (!atomic_load_explicit(&ctx->segs[a]->window_ready, memory_order_acquire))
             return TUTTI_SUCCESS; /* cannot happen once every rank announced it can go direct */
         for (int b = 0; b < p; b++)
-            every &= reaches(ctx->segs[a], ctx->segs[b]->device);
+            every &= tt_ipc_reaches(ctx->segs[a], ctx->segs[b]->device);
     }
     if (!every)
         TT_INFO(TT_SUB_NET, "cuda_ipc: some ranks' GPUs cannot load from each other; device calls go through "

@@ -77,13 +77,21 @@ static tutti_status_t ipc_listen(const tt_tp_env_t *env, void **ctxp, void *addr
         return TUTTI_ERR_UNSUPPORTED;
     }
     tt_ipc_ctx_t *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
+    tt_direct_peer_t *view = calloc((size_t)env->nranks, sizeof *view);
+    if (!ctx || !view) {
+        free(ctx);
+        free(view);
         return TUTTI_ERR_NO_MEMORY;
+    }
     *ctx = (tt_ipc_ctx_t){.env = env,
                           .be = current_backend,
                           .window_bytes =
                               (size_t)tt_config_table_int(&tt_cuda_ipc_config, TT_CFG_IPC_WINDOW_BYTES),
+                          .view = view,
                           .reach_verdict = -1};
+    /* The sends' regions follow the collectives' part (cuda_ipc.h). */
+    ctx->mapped_bytes = ctx->window_bytes + ctx->window_bytes / 2;
+    ctx->slot_bytes = ctx->window_bytes / 2 / (size_t)env->nranks / 2 / 256 * 256;
     snprintf(ctx->name, sizeof ctx->name, TT_IPC_NAME_FORMAT, (unsigned long long)env->key_tag, env->rank);
     snprintf(addr, TT_ADDR_MAX, "%s", ctx->name);
     *addr_len = strlen(ctx->name) + 1;
@@ -240,7 +248,7 @@ static void ipc_finalize(void *ctxp)
         TT_INFO(TT_SUB_NET,
                 "cuda_ipc: this rank's window stays allocated: a peer or this GPU may still use it");
     else if (ctx->window)
-        ctx->be->window_free(ctx->dev, ctx->window, ctx->window_bytes);
+        ctx->be->window_free(ctx->dev, ctx->window, ctx->mapped_bytes);
     if (ctx->dev && !leak)
         ctx->be->detach(ctx->dev);
     for (int r = 0; ctx->segs && r < ctx->env->nranks && !ctx->kept; r++)
@@ -266,6 +274,13 @@ static const tt_device_ops_t ipc_device_ops = {
     .reach_all = tt_ipc_reach_all,
     .peers = tt_ipc_peers,
     .release = tt_ipc_release,
+    .offer = tt_ipc_offer,
+    .claim = tt_ipc_claim,
+    .withdraw = tt_ipc_withdraw,
+    .decide = tt_ipc_decide,
+    .decision = tt_ipc_decision,
+    .took = tt_ipc_took,
+    .pair = tt_ipc_pair,
     .keep = tt_ipc_keep,
 };
 

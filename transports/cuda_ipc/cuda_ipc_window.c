@@ -14,9 +14,9 @@
 #include "core/log.h"
 #include "transports/cuda_ipc/cuda_ipc.h"
 
-static tt_ipc_inbox_t *inbox_at(void *seg, int sender)
+tt_ipc_inbox_t *tt_ipc_inbox(void *seg, int peer)
 {
-    return (tt_ipc_inbox_t *)((char *)seg + tt_ipc_inbox_offset(sender));
+    return (tt_ipc_inbox_t *)((char *)seg + tt_ipc_inbox_offset(peer));
 }
 
 static void undo_bind(tt_ipc_ctx_t *ctx)
@@ -45,7 +45,7 @@ tutti_status_t tt_ipc_bind(void *ctxp, int device)
         what = "allocating the window";
     else if (!st)
         what = "registering the segment with the GPU";
-    if (!st && (st = be->window_alloc(ctx->dev, ctx->window_bytes, (void **)&ctx->window, seg->handle)) != 0)
+    if (!st && (st = be->window_alloc(ctx->dev, ctx->mapped_bytes, (void **)&ctx->window, seg->handle)) != 0)
         undo_bind(ctx);
     if (st) {
         ctx->window = NULL;
@@ -54,6 +54,7 @@ tutti_status_t tt_ipc_bind(void *ctxp, int device)
         return st;
     }
     ctx->device = device;
+    ctx->view[ctx->env->rank].window = ctx->window;
     seg->window_addr = (uint64_t)(uintptr_t)ctx->window;
     seg->window_device = device;
     atomic_store_explicit(&seg->window_ready, 1, memory_order_release);
@@ -71,7 +72,7 @@ static tutti_status_t open_peer(tt_ipc_ctx_t *ctx, tt_ipc_conn_t *c)
     int same_process = seg->pid == (int32_t)getpid() && seg->pid_ns == ctx->seg->pid_ns;
     tutti_status_t st = same_process ? ctx->be->window_share(ctx->dev, (void *)(uintptr_t)seg->window_addr,
                                                              seg->window_device, &p)
-                                     : ctx->be->window_open(ctx->dev, seg->handle, ctx->window_bytes, &p);
+                                     : ctx->be->window_open(ctx->dev, seg->handle, ctx->mapped_bytes, &p);
     if (!st) {
         c->peer_window = p;
         c->shared = same_process;
@@ -84,26 +85,24 @@ static tutti_status_t open_peer(tt_ipc_ctx_t *ctx, tt_ipc_conn_t *c)
     return st;
 }
 
-static tutti_status_t make_view(tt_ipc_ctx_t *ctx)
+/* Peer q's entry of the view, once its window is open and its segment
+ * registered. A sends' region for receiver r starts at W + 2 r slots. */
+static void view_peer(tt_ipc_ctx_t *ctx, const tt_ipc_conn_t *c)
 {
-    int me = ctx->env->rank, p = ctx->env->nranks;
-    ctx->view = calloc((unsigned)p, sizeof *ctx->view);
-    if (!ctx->view)
-        return TUTTI_ERR_NO_MEMORY;
-    for (int q = 0; q < p; q++) {
-        tt_direct_peer_t *v = &ctx->view[q];
-        if (q == me) {
-            v->window = ctx->window;
-            continue;
-        }
-        const tt_ipc_conn_t *c = ctx->conns[q];
-        v->window = c->peer_window;
-        v->ready_from = (unsigned *)&inbox_at(ctx->seg_dev, q)->ready;
-        v->done_from = (unsigned *)&inbox_at(ctx->seg_dev, q)->done;
-        v->ready_to = (unsigned *)&inbox_at(c->peer_seg_dev, me)->ready;
-        v->done_to = (unsigned *)&inbox_at(c->peer_seg_dev, me)->done;
-    }
-    return TUTTI_SUCCESS;
+    int me = ctx->env->rank, q = c->peer;
+    tt_direct_peer_t *v = &ctx->view[q];
+    tt_ipc_inbox_t *mine = tt_ipc_inbox(ctx->seg_dev, q), *theirs = tt_ipc_inbox(c->peer_seg_dev, me);
+    v->window = c->peer_window;
+    v->ready_from = (unsigned *)&mine->ready;
+    v->done_from = (unsigned *)&mine->done;
+    v->ready_to = (unsigned *)&theirs->ready;
+    v->done_to = (unsigned *)&theirs->done;
+    v->p2p_out = ctx->window + ctx->window_bytes + (size_t)q * 2 * ctx->slot_bytes;
+    v->p2p_in = c->peer_window + ctx->window_bytes + (size_t)me * 2 * ctx->slot_bytes;
+    v->sent_from = (unsigned *)&mine->sent;
+    v->taken_from = (unsigned *)&mine->taken;
+    v->sent_to = (unsigned *)&theirs->sent;
+    v->taken_to = (unsigned *)&theirs->taken;
 }
 
 tutti_status_t tt_ipc_open_peers(void *ctxp, int *all)
@@ -125,13 +124,11 @@ tutti_status_t tt_ipc_open_peers(void *ctxp, int *all)
             ctx->open_failed = 1; /* said; this communicator stages from now on */
             return TUTTI_SUCCESS;
         }
+        view_peer(ctx, c);
     }
-    if (!every)
-        return TUTTI_SUCCESS;
-    tutti_status_t st = make_view(ctx);
-    ctx->opened = st == TUTTI_SUCCESS;
-    *all = ctx->opened;
-    return st;
+    ctx->opened = every;
+    *all = every;
+    return TUTTI_SUCCESS;
 }
 
 const tt_direct_peer_t *tt_ipc_peers(void *ctxp, size_t *window_bytes)
@@ -139,6 +136,21 @@ const tt_direct_peer_t *tt_ipc_peers(void *ctxp, size_t *window_bytes)
     tt_ipc_ctx_t *ctx = ctxp;
     *window_bytes = ctx->window_bytes;
     return ctx->opened ? ctx->view : NULL;
+}
+
+const tt_direct_peer_t *tt_ipc_pair(void *ctxp, int peer, size_t *slot_bytes)
+{
+    tt_ipc_ctx_t *ctx = ctxp;
+    *slot_bytes = ctx->slot_bytes;
+    const tt_ipc_conn_t *c =
+        peer < 0 || peer >= ctx->env->nranks || peer == ctx->env->rank ? NULL : ctx->conns[peer];
+    if (!ctx->window || ctx->open_failed || !ctx->slot_bytes || !c || !c->peer_seg_dev)
+        return NULL;
+    /* The receiver's kernels copy out of the sender's window: both ways, as
+     * either side may send. */
+    if (!tt_ipc_reaches(ctx->seg, c->peer_seg->device) || !tt_ipc_reaches(c->peer_seg, ctx->seg->device))
+        return NULL;
+    return &ctx->view[peer];
 }
 
 /* Only forward: a late release must not undo what the peer wrote since. */
@@ -150,13 +162,19 @@ static void raise_to(_Atomic uint32_t *word, unsigned round)
         ;
 }
 
-void tt_ipc_release(void *ctxp, int peer, unsigned round)
+void tt_ipc_release(void *ctxp, int peer, unsigned round, const unsigned *chunks_to,
+                    const unsigned *chunks_from)
 {
     tt_ipc_ctx_t *ctx = ctxp;
     for (int q = 0; q < ctx->env->nranks; q++)
         if (q != ctx->env->rank && (peer < 0 || q == peer)) {
-            raise_to(&inbox_at(ctx->seg, q)->ready, round);
-            raise_to(&inbox_at(ctx->seg, q)->done, round);
+            tt_ipc_inbox_t *in = tt_ipc_inbox(ctx->seg, q);
+            raise_to(&in->ready, round);
+            raise_to(&in->done, round);
+            if (chunks_to)
+                raise_to(&in->taken, chunks_to[q]);
+            if (chunks_from)
+                raise_to(&in->sent, chunks_from[q]);
         }
 }
 
@@ -172,7 +190,7 @@ void tt_ipc_unbind_peer(tt_ipc_conn_t *c)
     if (ctx->kept)
         return;
     if (c->peer_window && !c->shared)
-        ctx->be->window_close(ctx->dev, c->peer_window, ctx->window_bytes);
+        ctx->be->window_close(ctx->dev, c->peer_window, ctx->mapped_bytes);
     if (c->peer_seg_dev)
         ctx->be->host_unregister(ctx->dev, c->peer_seg);
     c->peer_window = NULL;
