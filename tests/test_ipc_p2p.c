@@ -289,6 +289,72 @@ START_TEST(an_exchange_grouped_otherwise_on_each_side_stages)
 END_TEST
 
 /*
+ * Three ranks, each message once: rank 0 groups a send to 1 with a receive
+ * from 2; rank 1 receives from 0, then sends to 2; rank 2 receives from 1,
+ * then sends to 0 (plain calls). NCCL runs rank 0's group at once, and so
+ * must tutti, whatever went direct:
+ * - _i = 0, 1 ("late"): rank 1 comes late, so rank 0's send to it stages
+ *   while its receive from 2 may go direct: the staged send's input must
+ *   not wait behind that receive (_i = 0 with every message staged, the
+ *   path from before direct messages);
+ * - _i = 2 ("chunks"): all direct, rank 0's send two chunks long: both
+ *   chunks must go before the receive from 2.
+ */
+static int three_plain(tutti_comm_t handle, int r, int p, void *arg)
+{
+    (void)p;
+    int mode = *(const int *)arg, late = mode < 2;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    void *stream = tt_fake_gpu_stream();
+    TT_FAIL_IF(mode && !prepared(comm), "the peers' windows did not open");
+    size_t n = late ? 1000 : 6000; /* 6000: two of 3 ranks' 5376-byte slots */
+    unsigned char *in = tt_fake_gpu_malloc(n + 8, 0), *out = tt_fake_gpu_malloc(n + 8, 0);
+    memset(out, 0, n + 8);
+    fill(in + 1, n, r);
+    TT_FAIL_IF(tutti_barrier(handle, NULL), "barrier: %s", tutti_comm_last_error(handle));
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (r == 0) {
+        tt_call_t c[2] = {
+            {.coll = TT_COLL_SEND, .send = in + 1, .count = n, .dtype = TUTTI_UINT8, .root = 1},
+            {.coll = TT_COLL_RECV, .recv = out + 1, .count = n, .dtype = TUTTI_UINT8, .root = 2}};
+        for (int i = 0; i < 2; i++)
+            TT_FAIL_IF(tt_coll_validate(comm, &c[i], "test") || tt_device_classify(comm, &c[i], "test"),
+                       "validate: %s", tutti_comm_last_error(handle));
+        TT_FAIL_IF(!late && !offered(comm, 1), "rank 1 never offered");
+        st = tt_device_batch_enqueue(comm, c, 2, stream, "test");
+    } else if (r == 1) {
+        if (late)
+            usleep(500000); /* rank 0's send finds no offer: it stages */
+        st = tutti_recv(out + 1, n, TUTTI_UINT8, 0, handle, stream);
+        TT_FAIL_IF(!st && !late && !offered(comm, 2), "rank 2 never offered");
+        st = st ? st : tutti_send(in + 1, n, TUTTI_UINT8, 2, handle, stream);
+    } else {
+        st = tutti_recv(out + 1, n, TUTTI_UINT8, 1, handle, stream);
+        if (!mode)
+            usleep(100000); /* where nothing goes direct, nothing offers */
+        TT_FAIL_IF(!st && mode && !offered(comm, 0), "rank 0 never offered");
+        st = st ? st : tutti_send(in + 1, n, TUTTI_UINT8, 0, handle, stream);
+    }
+    TT_FAIL_IF(st || tt_fake_gpu.stream_sync(stream), "%s", tutti_comm_last_error(handle));
+    TT_FAIL_IF(!holds(out + 1, n, (r + 2) % 3), "rank %d received wrong bytes", r);
+    TT_FAIL_IF(mode == 1 && r == 0 && tt_direct_messages(comm) != 1,
+               "rank 0: %llu messages direct, not only its receive from rank 2",
+               (unsigned long long)tt_direct_messages(comm));
+    TT_FAIL_IF(mode == 2 && tt_direct_messages(comm) != 2, "rank %d: %llu messages direct, not 2", r,
+               (unsigned long long)tt_direct_messages(comm));
+    return 0;
+}
+
+START_TEST(a_group_of_several_peers_is_never_held_by_its_own_receive)
+{
+    int mode = _i;
+    setenv("TUTTI_CUDA_IPC", mode ? "1" : "0", 1);
+    tt_run_ranks(3, three_plain, &mode, 60);
+    setenv("TUTTI_CUDA_IPC", "1", 1);
+}
+END_TEST
+
+/*
  * Three ranks, large messages: rank 0 groups a send to 1 with a receive
  * from 2; rank 1 receives from 0, then sends to 2, plainly; rank 2 groups
  * a send to 0 with a receive from 1 (what NCCL runs at once). Each pair
@@ -540,6 +606,7 @@ int main(int argc, char **argv)
         {"exchange", a_grouped_exchange_larger_than_a_slot_goes_direct, 0, 0},
         {"regrouped", an_exchange_grouped_otherwise_on_each_side_stages, 0, 0},
         {"three_way", groups_of_several_peers_stage_what_could_wait_in_a_cycle, 0, 0},
+        {"three_plain", a_group_of_several_peers_is_never_held_by_its_own_receive, 0, 3},
         {"recv_any", a_receive_from_any_source_takes_a_device_send, 0, 0},
         {"peer_lost", a_peer_lost_while_the_stream_waits_is_named, 0, 2},
         {"apart", ranks_a_ring_of_messages_apart_wait, 0, 0},

@@ -8,8 +8,8 @@
  * the host stand-in before the proxy runs those calls there (host memory
  * only), and what arrived goes back after. Whole buffers are staged (no
  * slice overlap): batches serve NCCL's grouped point-to-point calls,
- * which are mostly small. The direct part goes on the stream first, then
- * the staged one.
+ * which are mostly small. On the stream, the staged messages' inputs go
+ * first, then the direct part, then the staged results (queue.c).
  *
  * The agreement, on the caller's thread: every receive's offer first,
  * then every send's decision, then the capable receives wait for theirs.
@@ -85,8 +85,8 @@ static int exchange(const batch_t *b, int i)
  * What both sides of message i must have alike for it to go direct: its
  * datatype and count, and the batch's shape with its peer (the numbers of
  * the first message and how many, of each direction, as both sides count
- * them). Direct messages of one batch go round by round, both directions
- * of a pair interleaved; a side that grouped the pair's messages otherwise
+ * them). Direct messages of a batch with one peer go round by round, both
+ * directions interleaved; a side that grouped the pair's messages otherwise
  * would interleave them otherwise, and two streams waiting on each other's
  * later chunks would never finish: such messages stage.
  */
@@ -201,27 +201,29 @@ static tutti_status_t run_batch(tutti_comm_t comm, const tt_device_ctx_t *ctx, v
 /*
  * Whether call i could run directly: its buffer on the communicator's GPU,
  * its peer's side open. In a batch with more than one peer, only while its
- * pair direction's messages in the batch fit the two slots: the rounds of
- * a single stream serialise what NCCL's group runs at once, and a peer
- * that groups its own messages with a third rank otherwise could wait on
- * this stream's later chunks while this stream waits on the third rank's
- * (the stream model shows it); chunks that need no slot back from a
- * receiver in the batch cannot take part in such a cycle.
+ * pair direction's messages in the batch take at most the two slots (in
+ * chunks): such a batch puts every send's chunks before any receive
+ * (direct_p2p.c), and sends that need no slot back from their receiver
+ * never wait on this batch's receives, so a peer that groups its own
+ * messages with a third rank otherwise cannot wait on them in a cycle (the
+ * stream model shows the cycle without either rule). The staged messages'
+ * inputs go before the direct part too (queue.c).
  */
 static int capable(tutti_comm_t comm, const batch_t *b, int i, int device)
 {
     const tt_call_t *c = &b->calls[i];
     const void *buf = c->coll == TT_COLL_SEND ? c->send : c->recv;
-    size_t slot = tt_direct_p2p_slot(comm, c->root), pair_bytes = 0;
+    size_t slot = tt_direct_p2p_slot(comm, c->root), pair_chunks = 0;
     int there = -1, one_peer = 1;
     if (!on_device(c) || !slot || tt_device_runtime()->device_of(buf, &there) || there != device)
         return 0;
     for (int k = 0; k < b->n; k++) {
-        one_peer &= b->calls[k].root == c->root;
-        if (b->calls[k].root == c->root && b->calls[k].coll == c->coll)
-            pair_bytes += b->calls[k].count * tutti_dtype_size(b->calls[k].dtype);
+        const tt_call_t *o = &b->calls[k];
+        one_peer &= o->root == c->root;
+        if (o->root == c->root && o->coll == c->coll)
+            pair_chunks += (o->count * tutti_dtype_size(o->dtype) + slot - 1) / slot;
     }
-    return one_peer || pair_bytes <= 2 * slot;
+    return one_peer || pair_chunks <= 2;
 }
 
 static batch_t *batch_new(const tt_call_t *calls, int n)

@@ -11,10 +11,12 @@
  *   chunk out into the user's buffer, stores "taken j" into the sender's.
  * Both sides cut a message into the same chunks (they agreed on its
  * signature), and each side puts a pair's chunks in message order, so the
- * counts match without a word said. A batch goes round by round over its
- * direct messages, every send's chunk of the round before every receive's:
- * an exchange between two ranks larger than two slots, in one batch on
- * each side, then never waits on itself. Copies take any alignment.
+ * counts match without a word said. A batch with one peer goes round by
+ * round over its direct messages, every send's chunk of the round before
+ * every receive's: an exchange between two ranks larger than two slots, in
+ * one batch on each side, then never waits on itself. A batch with several
+ * peers puts all its sends' chunks before its receives'. Copies take any
+ * alignment.
  */
 #include <stdlib.h>
 
@@ -98,14 +100,23 @@ tutti_status_t tt_direct_p2p_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, 
                    .tp = comm->tp_ctx[comm->device_tp]};
     r.dev->pair(r.tp, -1, &r.slot);
     size_t rounds = plan(&r, calls, direct, n, first);
-    for (size_t e = 0; e < rounds && !r.st; e++)
-        for (int sends = 1; sends >= 0; sends--)
-            for (int i = 0; i < n; i++) {
-                const tt_call_t *c = &calls[i];
-                if (direct[i] && (c->coll == TT_COLL_SEND) == sends && e >= first[i] &&
-                    e < first[i] + chunks_of(&r, c))
-                    chunk(&r, c, (e - first[i]) * r.slot);
-            }
+    int one_peer = 1;
+    for (int i = 0; i < n; i++)
+        one_peer &= calls[i].root == calls[0].root;
+    /* With one peer, round by round (an exchange larger than the slots
+     * takes turns); with several, every send's chunks before any receive:
+     * a receive from one peer must not hold back a chunk another peer
+     * waits for (each pair direction of such a batch fits its two slots,
+     * device_batch.c, so these sends never wait on this batch). */
+    for (int pass = 0; pass < (one_peer ? 1 : 2); pass++)
+        for (size_t e = 0; e < rounds && !r.st; e++)
+            for (int sends = 1; sends >= 0; sends--)
+                for (int i = 0; i < n; i++) {
+                    const tt_call_t *c = &calls[i];
+                    if (direct[i] && (c->coll == TT_COLL_SEND) == sends && (one_peer || pass != sends) &&
+                        e >= first[i] && e < first[i] + chunks_of(&r, c))
+                        chunk(&r, c, (e - first[i]) * r.slot);
+                }
     free(first);
     unsigned puts = atomic_fetch_add_explicit(&d->p2p_puts, 1, memory_order_acq_rel) + 1;
     if (!r.st)

@@ -263,26 +263,45 @@ static tutti_status_t give_up(tt_device_layer_t *d, tutti_status_t st)
     return st;
 }
 
-static tutti_status_t put_direct(tt_device_layer_t *d, const tt_device_work_t *work,
-                                 const tt_device_ctx_t *ctx, void *stream)
+/* The direct part of a call on the stream, and the stream's note that its
+ * rounds are done, for the proxy's watch (woken: it watches the peers
+ * while rounds are pending). */
+static tutti_status_t put_direct_part(tt_device_layer_t *d, const tt_device_work_t *work,
+                                      const tt_device_ctx_t *ctx, void *stream, const char **what)
 {
+    *what = "putting the direct run on the stream";
     tutti_status_t st = work->direct(d->comm, ctx, stream, work->arg);
+    if (!st)
+        st = d->rt->signal(stream, &d->words_dev[TT_WORD_ROUND],
+                           atomic_load_explicit(&d->rounds, memory_order_relaxed));
     if (st)
-        return give_up(d, tt_device_error(d->comm, work->name, "putting the direct run on the stream", st));
-    unsigned rounds = atomic_load_explicit(&d->rounds, memory_order_relaxed);
-    st = d->rt->signal(stream, &d->words_dev[TT_WORD_ROUND], rounds);
-    if (!st && !(st = d->rt->event_record(d->last_queued, stream)))
-        d->any_queued = 1;
-    if (st)
-        return give_up(d, tt_device_error(d->comm, work->name, "recording the call's end on the stream", st));
-    pthread_mutex_lock(&d->lock); /* the proxy watches the peers while rounds are pending */
+        return st;
+    pthread_mutex_lock(&d->lock);
     pthread_cond_broadcast(&d->changed);
     pthread_mutex_unlock(&d->lock);
     return TUTTI_SUCCESS;
 }
 
-/* Queued for the proxy first (CUDA_LAUNCH_BLOCKING), then on the stream. */
-static tutti_status_t put_staged(tt_device_layer_t *d, tt_device_item_t *item, void *stream)
+static tutti_status_t put_direct(tt_device_layer_t *d, const tt_device_work_t *work,
+                                 const tt_device_ctx_t *ctx, void *stream)
+{
+    const char *what;
+    tutti_status_t st = put_direct_part(d, work, ctx, stream, &what);
+    if (!st && (st = d->rt->event_record(d->last_queued, stream)) != TUTTI_SUCCESS)
+        what = "recording the call's end on the stream";
+    if (st)
+        return give_up(d, tt_device_error(d->comm, work->name, what, st));
+    d->any_queued = 1;
+    return TUTTI_SUCCESS;
+}
+
+/* Queued for the proxy first (CUDA_LAUNCH_BLOCKING), then on the stream.
+ * A call that runs partly direct (a batch) puts its direct part after its
+ * staged inputs are on their way and before its gate: the proxy's part
+ * then never waits behind this rank's direct receives, which may wait for
+ * a peer whose own progress needs the staged messages (NCCL's group runs
+ * all of its messages at once). */
+static tutti_status_t put_staged(tt_device_layer_t *d, tt_device_item_t *item, int part, void *stream)
 {
     const tt_device_work_t *w = &item->work;
     pthread_mutex_lock(&d->lock);
@@ -297,6 +316,8 @@ static tutti_status_t put_staged(tt_device_layer_t *d, tt_device_item_t *item, v
     tutti_status_t st = w->before ? w->before(&item->ctx, stream, w->arg) : TUTTI_SUCCESS;
     if (!st)
         st = tt_pipe_put_in(d, item, stream, &what);
+    if (!st && part)
+        st = put_direct_part(d, w, &item->ctx, stream, &what);
     if (!st)
         st = tt_pipe_put_out(d, item, stream, &what);
     if (!st && w->after && (st = w->after(&item->ctx, stream, w->arg)) != TUTTI_SUCCESS)
@@ -324,7 +345,7 @@ static tutti_status_t enqueue_locked(tt_device_layer_t *d, const tt_device_work_
         work->replan(work->arg, work);
     TT_DEBUG(TT_SUB_COLL, "%s: %s", work->name,
              direct == TT_DIRECT_ALL    ? "direct run"
-             : direct == TT_DIRECT_PART ? "direct run, then the rest staged"
+             : direct == TT_DIRECT_PART ? "partly direct, the rest staged"
                                         : "staged through the proxy");
     /* From here the call's sequence numbers are taken: a failure is partial. */
     tt_device_ctx_t ctx = {.comm = d->comm, .rt = d->rt, .device = d->device};
@@ -338,10 +359,9 @@ static tutti_status_t enqueue_locked(tt_device_layer_t *d, const tt_device_work_
         goto release;
     }
     ctx.gpu = d->gpu;
-    if (direct) {
+    if (direct == TT_DIRECT_ALL) {
         st = put_direct(d, work, &ctx, stream);
-        if (st || direct == TT_DIRECT_ALL)
-            goto release;
+        goto release;
     }
     if (!(item = calloc(1, sizeof *item))) {
         st = give_up(
@@ -356,7 +376,7 @@ static tutti_status_t enqueue_locked(tt_device_layer_t *d, const tt_device_work_
         free(item);
         goto release;
     }
-    st = put_staged(d, item, stream);
+    st = put_staged(d, item, direct == TT_DIRECT_PART, stream);
     tt_device_item_let_go(item); /* the last to let go releases work */
     return st;
 release:

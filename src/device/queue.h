@@ -35,7 +35,7 @@ typedef struct {
 } tt_device_span_t;
 
 /* How much of a call runs directly (begin's answer). */
-enum { TT_DIRECT_NONE = 0, TT_DIRECT_ALL = 1, TT_DIRECT_PART = 2 /* direct, then the rest staged */ };
+enum { TT_DIRECT_NONE = 0, TT_DIRECT_ALL = 1, TT_DIRECT_PART = 2 /* the rest staged, around it */ };
 
 typedef struct tt_device_work tt_device_work_t;
 struct tt_device_work {
