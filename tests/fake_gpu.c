@@ -803,14 +803,20 @@ void tt_fake_gpu_app_thread(void)
     pthread_mutex_unlock(&g.lock);
 }
 
-int tt_fake_gpu_foreign_calls(char *first, size_t len)
+int tt_fake_gpu_own_calls_only(int rank)
 {
     start();
     pthread_mutex_lock(&g.lock);
     int n = g.foreign;
-    snprintf(first, len, "%s", g.first_foreign);
+    char first[64];
+    snprintf(first, sizeof first, "%s", g.first_foreign);
     pthread_mutex_unlock(&g.lock);
-    return n;
+    if (!n)
+        return 0;
+    if (rank >= 0)
+        fprintf(stderr, "rank %d: ", rank);
+    fprintf(stderr, "%d runtime calls from another thread than the caller's, the first %s\n", n, first);
+    return 1;
 }
 
 int tt_fake_gpu_first_gate(void)

@@ -82,9 +82,10 @@ void tt_fake_gpu_runtime_call(const char *what);
 /* The calling thread is one of the application's (the one that started
  * the model is). */
 void tt_fake_gpu_app_thread(void);
-/* Runtime calls made by other threads than the application's (the device
- * proxy's would be): how many, and the first's name into first. */
-int tt_fake_gpu_foreign_calls(char *first, size_t len);
+/* A rank body's check that no thread but the application's (the device
+ * proxy, say) made a runtime call: 0, else 1 after printing how many and
+ * the first (prefixed with the rank when rank >= 0). */
+int tt_fake_gpu_own_calls_only(int rank);
 int tt_fake_gpu_current(void);
 void tt_fake_gpu_set_current(int device);
 

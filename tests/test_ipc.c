@@ -66,16 +66,6 @@ static const struct {
  * window; more than a one-shot all-reduce takes (two-shot). */
 static const size_t counts[] = {1, 3001, 40000, 70001};
 
-/* Fails when a thread other than the caller's made a runtime call. */
-static int no_foreign_calls(int r)
-{
-    char first[64];
-    int n = tt_fake_gpu_foreign_calls(first, sizeof first);
-    TT_FAIL_IF(n, "rank %d: %d runtime calls from another thread than the caller's, the first %s", r, n,
-               first);
-    return 0;
-}
-
 /* One call: the host path's result on ref, then the same call on dev
  * through the device queue (or the host path, for the plan's host rank);
  * the two must be equal. */
@@ -145,7 +135,7 @@ static int direct_collectives(tutti_comm_t handle, int r, int p, void *arg)
         TT_FAIL_IF(tt_fake_ipc_used.opens != p - 1 || tt_fake_ipc_used.opens != opens,
                    "%d window opens for %d peers, %d during the calls", tt_fake_ipc_used.opens, p - 1,
                    tt_fake_ipc_used.opens - opens);
-    return no_foreign_calls(r);
+    return tt_fake_gpu_own_calls_only(r);
 }
 
 /* Every collective, dtype, size (up to many rounds) and in-place form runs
@@ -472,7 +462,7 @@ static int queued_calls(tutti_comm_t handle, int r, int p, void *arg)
         if (k > 1) /* the peers may open this rank's window only at their second call */
             TT_FAIL_IF(tt_direct_runs(comm) != runs + 1, "call %d did not run directly", k);
     }
-    return no_foreign_calls(r);
+    return tt_fake_gpu_own_calls_only(r);
 }
 
 START_TEST(queued_calls_go_direct_with_one_hardware_queue_too)

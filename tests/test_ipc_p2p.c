@@ -73,15 +73,6 @@ static int holds(const unsigned char *x, size_t n, int seed)
     return 1;
 }
 
-static int no_foreign_calls(int r)
-{
-    char first[64];
-    int n = tt_fake_gpu_foreign_calls(first, sizeof first);
-    TT_FAIL_IF(n, "rank %d: %d runtime calls from another thread than the caller's, the first %s", r, n,
-               first);
-    return 0;
-}
-
 /*
  * Around a ring (2 ranks: each other), every size, misaligned buffers: even
  * ranks receive first, odd ranks send first once the receiver has offered;
@@ -117,7 +108,7 @@ static int ring(tutti_comm_t handle, int r, int p, void *arg)
     uint64_t direct = tt_direct_messages(comm) - before;
     TT_FAIL_IF(direct != 2 * NSIZES, "rank %d: %llu of %d messages ran directly", r,
                (unsigned long long)direct, 2 * NSIZES);
-    return no_foreign_calls(r);
+    return tt_fake_gpu_own_calls_only(r);
 }
 
 START_TEST(device_sends_and_receives_go_direct)
@@ -177,7 +168,7 @@ static int host_sides(tutti_comm_t handle, int r, int p, void *arg)
     TT_FAIL_IF(direct != 2, "rank %d: %llu messages ran directly, not the 2 device-to-device ones", r,
                (unsigned long long)direct);
     free(host);
-    return no_foreign_calls(r);
+    return tt_fake_gpu_own_calls_only(r);
 }
 
 START_TEST(host_buffer_sides_stage_and_keep_the_count)
@@ -228,7 +219,7 @@ static int exchange(tutti_comm_t handle, int r, int p, void *arg)
         both = all;
     }
     TT_FAIL_IF(!both, "rank %d: in 10 tries, the exchange never went direct both ways", r);
-    return no_foreign_calls(r);
+    return tt_fake_gpu_own_calls_only(r);
 }
 
 START_TEST(a_grouped_exchange_larger_than_a_slot_goes_direct)
@@ -542,7 +533,7 @@ static int crossed(tutti_comm_t a, int r, int p, void *arg)
     TT_FAIL_IF(tt_now_ns() - t0 > 20000000000LL, "rank %d: the crossed messages took %lld ms", r,
                (long long)((tt_now_ns() - t0) / 1000000));
     tutti_comm_destroy(b);
-    return no_foreign_calls(r);
+    return tt_fake_gpu_own_calls_only(r);
 }
 
 START_TEST(crossed_communicators_do_not_wait_for_each_other)

@@ -26,15 +26,6 @@
 #include "fake_gpu.h"
 #include "harness.h"
 
-/* Fails when a thread other than the caller's (the proxy) made a runtime call. */
-static int no_proxy_calls(void)
-{
-    char first[64];
-    int n = tt_fake_gpu_foreign_calls(first, sizeof first);
-    TT_FAIL_IF(n, "%d runtime calls from another thread than the caller's, the first %s", n, first);
-    return 0;
-}
-
 /* The modes of _i: default; one hardware queue; launch blocking; both. */
 static const tt_fake_mode_t modes[] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}};
 
@@ -100,7 +91,7 @@ static int staged_through_the_stream(tutti_comm_t handle, int r, int p, void *ar
         }
     tt_fake_gpu_log(stream, got, sizeof got);
     TT_FAIL_IF(strcmp(got, want), "the stream saw \"%s\", not \"%s\"", got, want);
-    TT_FAIL_IF(no_proxy_calls(), "the proxy made runtime calls");
+    TT_FAIL_IF(tt_fake_gpu_own_calls_only(-1), "the proxy made runtime calls");
     TT_FAIL_IF(tt_fake_gpu_preloaded_at() < 0 || tt_fake_gpu_preloaded_at() > tt_fake_gpu_first_gate(),
                "the kernels were not loaded before the first gate");
     free(ref);
@@ -337,7 +328,7 @@ static int through_the_slots(tutti_comm_t handle, int r, int p, void *arg)
     for (const char *at = log; *at; at++)
         gates += *at == 'G';
     TT_FAIL_IF(gates < 6 * 8, "%d gates for 6 calls larger than the staging: \"%s\"", gates, log);
-    return no_proxy_calls();
+    return tt_fake_gpu_own_calls_only(-1);
 }
 
 START_TEST(calls_larger_than_the_staging_pass_through_it_in_pieces)
@@ -377,7 +368,7 @@ static int device_batch(tutti_comm_t handle, int r, int p, void *arg)
     char log[64];
     tt_fake_gpu_log(stream, log, sizeof log);
     TT_FAIL_IF(strcmp(log, "CSGCR"), "the stream saw \"%s\"", log);
-    TT_FAIL_IF(no_proxy_calls(), "the proxy made runtime calls");
+    TT_FAIL_IF(tt_fake_gpu_own_calls_only(-1), "the proxy made runtime calls");
     return 0;
 }
 

@@ -168,6 +168,6 @@ tutti_status_t tt_comm_pair_took(tutti_comm_t comm, int sender, uint64_t k, int 
     if (!st && late && !dev->withdraw(ctx, sender, k))
         st = wait_pair(comm, sender, k, "receiving", decided, direct, 0, &late);
     if (!st)
-        comm->tp_ops[comm->device_tp]->device->took(comm->tp_ctx[comm->device_tp], sender, k);
+        dev->took(ctx, sender, k);
     return st;
 }
