@@ -27,23 +27,22 @@ typedef struct {
     const tt_device_rt_t *rt;
     void *s;
     tt_device_layer_t *d;
-    const tt_device_ops_t *dev;
-    void *tp;
     size_t slot;
     tutti_status_t st; /* the first failure; everything after it is skipped */
 } p2p_run_t;
 
-static void chunk(p2p_run_t *r, const tt_call_t *c, size_t off)
+/* A direct call's place in the batch's rounds, and its peer's side. */
+typedef struct {
+    size_t first; /* the round of its first chunk */
+    const tt_direct_peer_t *peer;
+} p2p_call_t;
+
+static void chunk(p2p_run_t *r, const tt_call_t *c, const tt_direct_peer_t *peer, size_t off)
 {
-    size_t slot, bytes = c->count * tutti_dtype_size(c->dtype), len = bytes - off;
+    size_t bytes = c->count * tutti_dtype_size(c->dtype), len = bytes - off;
     len = len < r->slot ? len : r->slot;
-    const tt_direct_peer_t *peer = r->dev->pair(r->tp, c->root, &slot);
     if (r->st)
         return;
-    if (!peer) {
-        r->st = TUTTI_ERR_INTERNAL;
-        return;
-    }
     const tt_device_rt_t *rt = r->rt;
     if (c->coll == TT_COLL_SEND) {
         unsigned j = atomic_fetch_add_explicit(&r->d->chunks_to[c->root], 1, memory_order_acq_rel) + 1;
@@ -66,20 +65,20 @@ static size_t chunks_of(const p2p_run_t *r, const tt_call_t *c)
     return (c->count * tutti_dtype_size(c->dtype) + r->slot - 1) / r->slot;
 }
 
-/* first[i]: the round of call i's first chunk, after the chunks of the
- * batch's earlier direct calls with the same peer and direction. */
-static size_t plan(const p2p_run_t *r, const tt_call_t *calls, const int *direct, int n, size_t *first)
+/* Each direct call's first round, after the chunks of the batch's earlier
+ * direct calls with the same peer and direction; the number of rounds. */
+static size_t plan(const p2p_run_t *r, const tt_call_t *calls, const int *direct, int n, p2p_call_t *at)
 {
     size_t rounds = 0;
     for (int i = 0; i < n; i++) {
-        first[i] = 0;
+        at[i].first = 0;
         for (int k = i - 1; k >= 0 && direct[i]; k--)
             if (direct[k] && calls[k].coll == calls[i].coll && calls[k].root == calls[i].root) {
-                first[i] = first[k] + chunks_of(r, &calls[k]);
+                at[i].first = at[k].first + chunks_of(r, &calls[k]);
                 break;
             }
-        if (direct[i] && first[i] + chunks_of(r, &calls[i]) > rounds)
-            rounds = first[i] + chunks_of(r, &calls[i]);
+        if (direct[i] && at[i].first + chunks_of(r, &calls[i]) > rounds)
+            rounds = at[i].first + chunks_of(r, &calls[i]);
     }
     return rounds;
 }
@@ -88,18 +87,20 @@ tutti_status_t tt_direct_p2p_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, 
                                  const int *direct, int n, void *stream)
 {
     tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
-    size_t *first = calloc((size_t)n, sizeof *first);
-    if (!d || !first) {
-        free(first);
+    p2p_call_t *at = calloc((size_t)n, sizeof *at);
+    if (!d || !at) {
+        free(at);
         return d ? TUTTI_ERR_NO_MEMORY : TUTTI_ERR_INTERNAL;
     }
-    p2p_run_t r = {.rt = ctx->rt,
-                   .s = stream,
-                   .d = d,
-                   .dev = comm->tp_ops[comm->device_tp]->device,
-                   .tp = comm->tp_ctx[comm->device_tp]};
-    r.dev->pair(r.tp, -1, &r.slot);
-    size_t rounds = plan(&r, calls, direct, n, first);
+    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
+    void *tp = comm->tp_ctx[comm->device_tp];
+    p2p_run_t r = {.rt = ctx->rt, .s = stream, .d = d};
+    for (int i = 0; i < n; i++)
+        if (direct[i] && !(at[i].peer = dev->pair(tp, calls[i].root, &r.slot))) {
+            free(at); /* both sides agreed on it: its side was open then */
+            return TUTTI_ERR_INTERNAL;
+        }
+    size_t rounds = plan(&r, calls, direct, n, at);
     int one_peer = 1;
     for (int i = 0; i < n; i++)
         one_peer &= calls[i].root == calls[0].root;
@@ -114,10 +115,10 @@ tutti_status_t tt_direct_p2p_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, 
                 for (int i = 0; i < n; i++) {
                     const tt_call_t *c = &calls[i];
                     if (direct[i] && (c->coll == TT_COLL_SEND) == sends && (one_peer || pass != sends) &&
-                        e >= first[i] && e < first[i] + chunks_of(&r, c))
-                        chunk(&r, c, (e - first[i]) * r.slot);
+                        e >= at[i].first && e < at[i].first + chunks_of(&r, c))
+                        chunk(&r, c, at[i].peer, (e - at[i].first) * r.slot);
                 }
-    free(first);
+    free(at);
     unsigned puts = atomic_fetch_add_explicit(&d->p2p_puts, 1, memory_order_acq_rel) + 1;
     if (!r.st)
         r.st = ctx->rt->signal(stream, &d->words_dev[TT_WORD_P2P], puts);

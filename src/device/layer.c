@@ -15,8 +15,7 @@ static void layer_destroy(tutti_comm_t comm, void *state)
     tt_device_layer_t *d = state;
     (void)comm;
     tt_device_queue_stop(d); /* the proxy finishes what is queued first, unless aborting */
-    free(d->chunks_to);
-    free(d->chunks_from);
+    free(d->chunks_to); /* chunks_from with it */
     free(d);
 }
 
@@ -28,15 +27,9 @@ tt_device_layer_t *tt_device_layer(tutti_comm_t comm, const char *name)
     if (d)
         return d;
     d = calloc(1, sizeof *d);
-    if (d) {
-        d->chunks_to = calloc((size_t)comm->nranks, sizeof *d->chunks_to);
-        d->chunks_from = calloc((size_t)comm->nranks, sizeof *d->chunks_from);
-    }
-    if (!d || !d->chunks_to || !d->chunks_from) {
-        if (d) {
-            free(d->chunks_to);
-            free(d->chunks_from);
-        }
+    if (d && (d->chunks_to = calloc(2 * (size_t)comm->nranks, sizeof *d->chunks_to)) != NULL)
+        d->chunks_from = d->chunks_to + comm->nranks;
+    if (!d || !d->chunks_to) {
         free(d);
         tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for the device layer", name);
         return NULL;
