@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The benchmarks' labels and judgements: every column of tutti-perf
- * --compress labelled.
+ * The benchmarks' labels and judgements: the names tutti-bw -t takes, and
+ * every column of tutti-perf --compress labelled.
  */
 #include <check.h>
 #include <stdio.h>
@@ -10,6 +10,23 @@
 #include "harness.h"
 
 static char out[1 << 16];
+
+START_TEST(bw_takes_ib_for_verbs_and_refuses_a_typo)
+{
+    int st = tt_run_tool("tutti-bw", "-t IB", out, sizeof out);
+    ck_assert_msg(st == 0 && strstr(out, "verbs: ") && !strstr(out, "ib: "), "%d:\n%.2000s", st, out);
+#ifdef TT_HAVE_VERBS
+    ck_assert_msg(!strstr(out, "not built"), "%.2000s", out);
+#else
+    ck_assert_msg(strstr(out, "verbs: not built into this tutti"), "%.2000s", out);
+#endif
+    st = tt_run_tool("tutti-bw", "-t shm,shmm", out, sizeof out);
+    ck_assert_msg(st == 2 && strstr(out, "-t: no transport 'shmm'; this tutti has ") &&
+                      strstr(out, "shm, ") && strstr(out, "tcp, ") && strstr(out, "gpu and all") &&
+                      !strstr(out, "GB/s"),
+                  "%d:\n%.2000s", st, out);
+}
+END_TEST
 
 /* Words on the line that starts at p (a lone "#" is not one). */
 static int words(const char *p)
@@ -42,6 +59,7 @@ int main(void)
     Suite *s = suite_create("bench");
     TCase *tc = tcase_create("bench");
     tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, bw_takes_ib_for_verbs_and_refuses_a_typo);
     tcase_add_test(tc, perf_compress_labels_its_ratio_column);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

@@ -8,9 +8,11 @@
  * the cost model's parameters. Run one per rank under tutti-run, mpirun or
  * torchrun; rank 0 prints.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "bw.h"
@@ -55,6 +57,52 @@ enum {
     OPT_JSON,
     OPT_CSV
 };
+
+/* Transports a build may lack (configure leaves them out without their
+ * library): -t names them to hear "not built", not as typos. */
+static const char *const optional_transports[] = {"verbs", NULL};
+
+/* -t's list, checked and spelled as the build's registry does: "ib" (what
+ * NCCL and perftest call InfiniBand) is the verbs transport. */
+static int check_transports(char *list, size_t len)
+{
+    char in[256], out[256] = "", known[160] = "";
+    snprintf(in, sizeof in, "%s", list);
+    for (int i = 0; tt_transports[i]; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s, ", tt_transports[i]->name);
+    char *save = NULL;
+    for (char *name = strtok_r(in, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        const char *as = strcasecmp(name, "ib") == 0 ? "verbs" : name;
+        int ok = strcasecmp(as, "all") == 0 || strcasecmp(as, "gpu") == 0;
+        for (int i = 0; !ok && tt_transports[i]; i++)
+            if (strcasecmp(as, tt_transports[i]->name) == 0)
+                as = tt_transports[i]->name, ok = 1;
+        for (int i = 0; !ok && optional_transports[i]; i++)
+            ok = strcasecmp(as, optional_transports[i]) == 0;
+        if (!ok) {
+            fprintf(stderr, "tutti-bw: -t: no transport '%s'; this tutti has %sgpu and all\n", name, known);
+            return -1;
+        }
+        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", *out ? "," : "", as);
+    }
+    for (char *c = out; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    snprintf(list, len, "%s", out);
+    return 0;
+}
+
+/* The options that must agree with each other. */
+static int check_opts(tt_bw_opts_t *o)
+{
+    if (o->minb > o->maxb || o->rule.min_n > o->rule.max_n || (o->json && o->csv)) {
+        fprintf(stderr, "tutti-bw: %s\n",
+                o->minb > o->maxb   ? "-b is larger than -e"
+                : o->json && o->csv ? "--json and --csv exclude each other"
+                                    : "-n is larger than --max-repeats");
+        return -1;
+    }
+    return check_transports(o->transports, sizeof o->transports);
+}
 
 static int parse_args(int argc, char **argv, tt_bw_opts_t *o)
 {
@@ -127,16 +175,9 @@ static int parse_args(int argc, char **argv, tt_bw_opts_t *o)
         fprintf(stderr, "tutti-bw: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
-    if (o->minb > o->maxb || o->rule.min_n > o->rule.max_n || (o->json && o->csv)) {
-        fprintf(stderr, "tutti-bw: %s\n",
-                o->minb > o->maxb   ? "-b is larger than -e"
-                : o->json && o->csv ? "--json and --csv exclude each other"
-                                    : "-n is larger than --max-repeats");
-        return -1;
-    }
     o->matrix = !only_sweep || only_matrix;
     o->sweep = !only_matrix || only_sweep;
-    return 0;
+    return check_opts(o);
 }
 
 /* Joins the job; without a launcher, runs as a job of one rank. */
