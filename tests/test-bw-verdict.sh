@@ -1,9 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tutti-bw's verdicts, end to end on this machine, whatever its load: the
-# header states the machine's state; each verdict quotes a figure its
-# table shows (a sweep row's bw_med, or a matrix cell), is never "normal"
-# above its baseline, and states the CPU other processes took.
+# tutti-bw's verdicts and fit check, end to end on this machine, whatever
+# its load: the header states the machine's state; each verdict quotes a
+# figure its table shows (a sweep row's bw_med, or a matrix cell), is
+# never "normal" above its baseline, and states the CPU other processes
+# took; a --fit warns, on stderr and in the tuning file, exactly when its
+# own JSON shows a line missing an exchange by more than a factor of 2 or
+# models off by more than 50%.
 set -u
 B=${TT_BUILDDIR:-.}
 S=${TT_SRCDIR:-.}
@@ -52,4 +55,32 @@ for text in (sweep, matrix):
         fail("no verdict", text)
 PYEOF
 
+"$B/tutti-run" -n 2 "$B/tutti-bw" --fit "$WORK/tuning" --fit-max 4K --fit-reps 3 -n 3 --budget 0.05 --json \
+    >"$WORK/fit.json" 2>"$WORK/fit.err" || { cat "$WORK/fit.err"; fail "tutti-bw --fit"; }
+$PY - "$WORK/fit.json" "$WORK/fit.err" "$WORK/tuning" <<'PYEOF' || exit 1
+import json, statistics, sys
+fit = json.load(open(sys.argv[1]))["fit"]
+err, tuning = open(sys.argv[2]).read(), open(sys.argv[3]).read()
+miss = {l["class"]: max(max(p["fitted_us"] / p["exchange_us"], p["exchange_us"] / p["fitted_us"])
+                        for p in l["points"]) for l in fit["links"]}
+link = statistics.median(a["median_error_link_fit"] for a in fit["algorithms"])
+after = statistics.median(a["median_error_after"] for a in fit["algorithms"])
+# Each reason the fit does not explain its data, and the line that must say it.
+reasons = ["%s: the line alpha + beta n misses" % c for c, m in miss.items() if m > 2]
+reasons += ["the fitted links' predictions of the all-reduce times are off by"] if link > 0.5 else []
+reasons += ["with its corrections, the model's predictions of a second pass are off by"] if after > 0.5 else []
+poor = bool(reasons)
+print("fit: worst misses %s, link fit off by %.0f%%, after %.0f%%: %s" % (
+    ", ".join("%s x%.2f" % cm for cm in miss.items()), 100 * link, 100 * after,
+    "warned" if poor else "explains its data"))
+said = "WARNING: this fit does not explain its data"
+if fit.get("explains_data") is not (not poor) or (said in err) != poor or (said in tuning) != poor:
+    print("FAIL: explains_data %s, stderr %s, file %s:\n%s" % (fit.get("explains_data"), said in err,
+                                                              said in tuning, err))
+    sys.exit(1)
+for r in reasons:
+    if r not in err or "# " + r not in tuning or r not in fit.get("warnings", ""):
+        print("FAIL: the warning does not say '%s':\n%s" % (r, err))
+        sys.exit(1)
+PYEOF
 exit 0

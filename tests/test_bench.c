@@ -2,8 +2,8 @@
 /*
  * The benchmarks' judgements and labels: tutti-bw's verdicts (never
  * "normal" above a baseline, withheld when the machine cannot give a pair
- * its CPUs or the figure is noise), its baselines, the names -t takes, and
- * every column of tutti-perf --compress labelled.
+ * its CPUs or the figure is noise), its check of a fit, its baselines, the
+ * names -t takes, and every column of tutti-perf --compress labelled.
  */
 #include <check.h>
 #include <sched.h>
@@ -72,6 +72,19 @@ START_TEST(a_verdict_is_withheld_when_the_machine_makes_it_meaningless)
 }
 END_TEST
 
+START_TEST(a_fit_miss_is_the_worst_factor_either_way)
+{
+    double measured[] = {1, 2, 4, 8}, fitted[] = {1, 2, 4, 8};
+    int at = -1;
+    ck_assert(tt_bw_fit_miss(measured, fitted, 4, &at) == 1);
+    fitted[1] = 6;    /* 3x too slow */
+    measured[3] = 80; /* 10x faster than measured */
+    ck_assert(tt_bw_fit_miss(measured, fitted, 4, &at) == 10 && at == 3);
+    ck_assert(tt_bw_fit_miss(measured, fitted, 3, &at) == 3 && at == 1);
+    ck_assert(tt_bw_fit_miss(measured, fitted, 0, &at) == 1);
+}
+END_TEST
+
 /* The baselines run on the CPUs they are given and stop by the rule. */
 START_TEST(the_baselines_measure_under_the_rule)
 {
@@ -136,6 +149,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_link_above_its_baseline_is_never_normal);
     tcase_add_test(tc, a_verdict_is_withheld_when_the_machine_makes_it_meaningless);
+    tcase_add_test(tc, a_fit_miss_is_the_worst_factor_either_way);
     tcase_add_test(tc, the_baselines_measure_under_the_rule);
     tcase_add_test(tc, bw_takes_ib_for_verbs_and_refuses_a_typo);
     tcase_add_test(tc, perf_compress_labels_its_ratio_column);

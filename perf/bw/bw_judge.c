@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Verdicts on links, from the figures tutti-bw shows. */
+/* Verdicts on links and on fits, from the figures tutti-bw shows. */
 #include <stdio.h>
 
 #include "bw_judge.h"
@@ -45,4 +45,20 @@ tt_bw_verdict_t tt_bw_judge(const tt_bw_evidence_t *e, char *why, size_t len)
         return TT_VERDICT_ABOVE;
     }
     return f >= 0.75 ? TT_VERDICT_NORMAL : f >= 0.4 ? TT_VERDICT_BELOW : TT_VERDICT_LOW;
+}
+
+double tt_bw_fit_miss(const double *measured, const double *fitted, int n, int *at)
+{
+    double worst = 1;
+    *at = 0;
+    for (int i = 0; i < n; i++) {
+        if (measured[i] <= 0 || fitted[i] <= 0)
+            continue;
+        double q = fitted[i] > measured[i] ? fitted[i] / measured[i] : measured[i] / fitted[i];
+        if (q > worst) {
+            worst = q;
+            *at = i;
+        }
+    }
+    return worst;
 }

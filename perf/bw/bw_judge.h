@@ -2,7 +2,8 @@
 /*
  * tutti-bw's judgements from its own figures: whether a link runs as fast
  * as a baseline measured the same way says it could, or why no verdict
- * can be given. Pure functions, so the suites can try every case.
+ * can be given; and whether a --fit explains the measurements it rests on.
+ * Pure functions, so the suites can try every case.
  */
 #ifndef TT_BW_JUDGE_H
 #define TT_BW_JUDGE_H
@@ -38,5 +39,15 @@ typedef struct {
 tt_bw_verdict_t tt_bw_judge(const tt_bw_evidence_t *e, char *why, size_t len);
 /* "normal", "below the usual", "low", "above its baseline", "withheld", "unknown". */
 const char *tt_bw_verdict_name(tt_bw_verdict_t v);
+
+/* A fitted line may miss a measured point by this factor, and a model the
+ * collectives' times by this much (median relative error), before the fit
+ * is said not to explain its data. */
+#define TT_BW_FIT_MAX_MISS 2.0
+#define TT_BW_FIT_MAX_ERROR 0.5
+
+/* The largest factor max(fitted/measured, measured/fitted) over n points
+ * (positive times), and at which index (*at); 1 when n is 0. */
+double tt_bw_fit_miss(const double *measured, const double *fitted, int n, int *at);
 
 #endif
