@@ -37,8 +37,7 @@ typedef struct tt_bw_job {
     tt_json_t json; /* rank 0 with --json: the document */
     double memcpy_gbps;
     tt_bw_machine_t machine;
-    double others_cpus; /* CPUs other processes kept busy while the current transport was measured; < 0:
-                           unknown */
+    double others_cpus; /* CPUs other processes kept busy during this transport; < 0: unknown */
     int status;         /* the exit status so far */
 } tt_bw_job_t;
 

@@ -2,7 +2,7 @@
 /*
  * The machine's state for tutti-bw's verdicts. Other processes' CPU time is
  * what the job's CPUs spent busy (/proc/stat) less what the job's ranks on
- * this host spent (/proc/PID/stat); interrupt time is left out on both
+ * this machine spent (/proc/PID/stat); interrupt time is left out on both
  * sides, since the kernel charges loopback traffic's to no process.
  */
 #include <stdio.h>
@@ -11,6 +11,12 @@
 
 #include "bw.h"
 #include "comm/comm.h"
+
+int tt_bw_on_this_machine(const tt_bw_job_t *job, int r)
+{
+    const tt_endpoint_t *e = job->in->endpoints;
+    return e[r].host_id == e[0].host_id || strcmp(e[r].hostname, e[0].hostname) == 0;
+}
 
 int tt_bw_machine_init(tt_bw_job_t *job, tt_bw_machine_t *m)
 {
@@ -26,7 +32,7 @@ int tt_bw_machine_init(tt_bw_job_t *job, tt_bw_machine_t *m)
     cpu_set_t all;
     CPU_ZERO(&all);
     for (int r = 0; r < job->nranks; r++)
-        if (job->in->endpoints[r].host_id == job->in->endpoints[0].host_id) {
+        if (tt_bw_on_this_machine(job, r)) {
             CPU_OR(&all, &all, &m->masks[r]);
             m->ranks_here++;
         }
@@ -109,11 +115,11 @@ void tt_bw_cpu_mark(const tt_bw_job_t *job, tt_bw_cpu_mark_t *mark)
     CPU_ZERO(&all);
     memset(mark, 0, sizeof *mark);
     for (int r = 0; r < job->nranks; r++)
-        if (job->in->endpoints[r].host_id == job->in->endpoints[0].host_id)
+        if (tt_bw_on_this_machine(job, r))
             CPU_OR(&all, &all, &m->masks[r]);
     mark->ok = CPU_COUNT(&all) > 0 && cpu_ticks(&all, &mark->busy, &mark->total) == 0;
     for (int r = 0; mark->ok && r < job->nranks; r++) {
-        if (job->in->endpoints[r].host_id != job->in->endpoints[0].host_id)
+        if (!tt_bw_on_this_machine(job, r))
             continue;
         long long t = proc_ticks(job->in->endpoints[r].pid);
         mark->ok = t >= 0;

@@ -12,12 +12,12 @@
 
 typedef struct {
     cpu_set_t *masks; /* [rank]: the CPUs each rank may run on */
-    int cpus;         /* CPUs the ranks on rank 0's host may run on, together */
-    int ranks_here;   /* ranks on rank 0's host */
+    int cpus;         /* CPUs the ranks on rank 0's machine may run on, together */
+    int ranks_here;   /* ranks on rank 0's machine (simulated hosts included) */
     double load1;     /* the 1-minute load average; < 0: unknown */
 } tt_bw_machine_t;
 
-/* CPU time on the job's CPUs of rank 0's host, and its ranks' own share. */
+/* CPU time on the job's CPUs of rank 0's machine, and its ranks' own share. */
 typedef struct {
     long long busy, total; /* ticks of /proc/stat's per-CPU lines */
     long long own;         /* ticks the ranks of this host used (/proc/PID/stat) */
@@ -34,6 +34,9 @@ void tt_bw_machine_describe(const struct tt_bw_job *job, char *out, size_t len);
 void tt_bw_cpu_mark(const struct tt_bw_job *job, tt_bw_cpu_mark_t *mark);
 /* Rank 0: the CPUs other processes kept busy on average since mark; < 0: unknown. */
 double tt_bw_others_cpus(const struct tt_bw_job *job, const tt_bw_cpu_mark_t *since);
+/* Whether rank r runs on rank 0's machine: its host, or one of the same
+ * name (the simulated hosts of tutti-run --nodes share one machine). */
+int tt_bw_on_this_machine(const struct tt_bw_job *job, int r);
 /* Whether ranks a and b may run on one CPU only, the same one. */
 int tt_bw_shared_cpu(const tt_bw_machine_t *m, int a, int b);
 

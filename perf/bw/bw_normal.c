@@ -21,7 +21,6 @@
 #include "bw_baseline.h"
 #include "bw_ib.h"
 #include "bw_judge.h"
-#include "comm/comm.h"
 #include "core/env_config.h"
 #include "core/sock.h"
 #include "transports/shm/shm.h"
@@ -145,8 +144,7 @@ void tt_bw_verdict(tt_bw_job_t *job, const tt_bw_tp_t *tp, const tt_bw_reached_t
 {
     if (job->rank != 0)
         return;
-    const tt_endpoint_t *ep = job->in->endpoints;
-    int here_a = ep[r->a].host_id == ep[0].host_id, here_b = ep[r->b].host_id == ep[0].host_id;
+    int here_a = tt_bw_on_this_machine(job, r->a), here_b = tt_bw_on_this_machine(job, r->b);
     char basis[200], why[160];
     tt_bw_evidence_t e = {.measured = r->gbps,
                           .cv = r->cv,
@@ -161,7 +159,8 @@ void tt_bw_verdict(tt_bw_job_t *job, const tt_bw_tp_t *tp, const tt_bw_reached_t
         printf("is this normal? %s %d->%d (%s): %.2f GB/s (%s)", tp->name, r->a, r->b, cls, r->gbps, r->from);
         if (e.baseline > 0)
             printf(" = %.2f of %.2f GB/s (%s)", r->gbps / e.baseline, e.baseline, basis);
-        printf(": %s%s%s%s\n", name, *why ? ": " : "", why, hint(v, tp));
+        printf(": %s%s%s%s%s%s\n", name, *why ? ": " : "", why, e.baseline > 0 ? "" : " (",
+               e.baseline > 0 ? "" : basis, e.baseline > 0 ? hint(v, tp) : ")");
     }
     if (job->o->csv)
         printf("verdict,%s,,%d,%d,%s,%zu,%.6g,%.6g,%.4f,%s\n", tp->name, r->a, r->b, cls, r->bytes, r->gbps,
