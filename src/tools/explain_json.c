@@ -106,9 +106,7 @@ static void json_messages(FILE *f, const tt_view_t *v, const tt_shape_t *sh, int
             char what[400];
             int lo = t->sent[sl->rank][k0 + k].lo;
             carried(t->labels[sl->rank][k0 + k], what, sizeof what);
-            fprintf(f, "%s{\"from\":%d,\"to\":%d,\"label\":", nm++ ? "," : "", sl->rank, st[k].peer);
-            json_string(f, t->labels[sl->rank][k0 + k]);
-            fprintf(f, ",\"carries\":");
+            fprintf(f, "%s{\"from\":%d,\"to\":%d,\"carries\":", nm++ ? "," : "", sl->rank, st[k].peer);
             json_string(f, what);
             if (sh->kind == TT_SHAPE_TREE && lo >= 0 && sh->tree_of_chunk[lo] >= 0)
                 fprintf(f, ",\"tree\":%d", sh->tree_of_chunk[lo]);

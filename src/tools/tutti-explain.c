@@ -18,6 +18,7 @@
 #include "core/env_config.h"
 #include "tools/explain_measure.h"
 #include "tools/explain_names.h"
+#include "tools/explain_page.h"
 #include "tools/explain_compare.h"
 #include "tools/explain_steps.h"
 #include "tools/explain_sweep.h"
@@ -33,6 +34,8 @@ typedef struct {
     uint64_t bytes;
     tutti_dtype_t dtype;
     int compare, mermaid, measure, json;
+    int nranks_set;      /* -n given */
+    const char *html;    /* --html FILE */
     uint64_t minb, maxb; /* --measure across sizes when set */
 } opts_t;
 
@@ -53,10 +56,11 @@ static void usage(FILE *f)
             "      --compare        predicted time of every algorithm; * marks the tuner's pick\n"
             "      --mermaid        a Mermaid sequence diagram of the schedule\n"
             "      --measure        under tutti-run: run it and print measured next to predicted time\n"
-            "      --json           the steps as JSON, for perf/report/report's animation\n"
-
+            "      --json           the steps as JSON, for tutti-report's animation\n"
+            "      --html FILE      a page to step through every algorithm of the collective, picking\n"
+            "                       ranks (2 to 16, or -n) and size; opens from the file, no server\n"
             "  -b, -e SIZE          with --measure: time the whole call at sizes from -b to -e (doubling)\n"
-            "                       beside the tuner's prediction (a plot; --json for perf/report/report)\n"
+            "                       beside the tuner's prediction (a plot; --json for tutti-report)\n"
             "Predictions use the cost model (TUTTI_TUNING_FILE overrides its parameters).\n");
 }
 
@@ -68,7 +72,7 @@ static int parse_coll(const char *s, tt_coll_t *out)
 
 static int parse_args(int argc, char **argv, opts_t *o)
 {
-    enum { OPT_NODES = 256, OPT_CROWDING, OPT_COMPARE, OPT_MERMAID, OPT_MEASURE, OPT_JSON };
+    enum { OPT_NODES = 256, OPT_CROWDING, OPT_COMPARE, OPT_MERMAID, OPT_MEASURE, OPT_JSON, OPT_HTML };
     static const struct option longs[] = {{"collective", required_argument, 0, 'C'},
                                           {"algo", required_argument, 0, 'a'},
                                           {"nranks", required_argument, 0, 'n'},
@@ -81,6 +85,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
                                           {"mermaid", no_argument, 0, OPT_MERMAID},
                                           {"measure", no_argument, 0, OPT_MEASURE},
                                           {"json", no_argument, 0, OPT_JSON},
+                                          {"html", required_argument, 0, OPT_HTML},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     *o = (opts_t){.coll = TT_COLL_ALLREDUCE,
@@ -108,6 +113,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
             if (tt_parse_int(optarg, &v) || v < 1 || v > 64)
                 return fprintf(stderr, "tutti-explain: -n takes 1..64\n"), 2;
             o->nranks = (int)v;
+            o->nranks_set = 1;
             break;
         case 's':
             if (tt_parse_size(optarg, &o->bytes))
@@ -143,6 +149,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 return fprintf(stderr, "tutti-explain: -%c: bad size '%s'\n", c, optarg), 2;
             break;
         case OPT_JSON: o->json = 1; break;
+        case OPT_HTML: o->html = optarg; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 2;
         }
@@ -192,6 +199,19 @@ int main(int argc, char **argv)
     if (!ids || tt_hosts_init(&hosts, o.nranks, ids, NULL))
         return fprintf(stderr, "tutti-explain: out of memory\n"), 1;
     free(ids);
+    if (o.html) {
+        /* the page offers 2 to 16 ranks, or up to -n's, and shows -n's (8) first */
+        tt_page_opts_t po = {.coll = o.coll,
+                             .algo = o.algo,
+                             .first_ranks = o.nranks_set ? o.nranks : 8,
+                             .max_ranks = o.nranks_set && o.nranks > 16 ? o.nranks : 16,
+                             .nodes = o.nodes,
+                             .root = o.root,
+                             .first_bytes = (size_t)o.bytes,
+                             .elem = tutti_dtype_size(o.dtype)};
+        tt_hosts_free(&hosts);
+        return tt_explain_page(o.html, &po, &policy);
+    }
     tt_coll_args_t args = {.coll = o.coll,
                            .nranks = o.nranks,
                            .root = o.root,
