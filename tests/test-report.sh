@@ -35,7 +35,7 @@ grep -q 'src="http\|href="http\|<script src' "$WORK/report.html" && fail "the pa
 
 chrome --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" || fail "chromium could not load the page"
 for id in summary runs heatmap-shm-uni heatmap-tcp-lat topology-shm sweep-bw-shm sweep-lat-tcp diff-table perf-busbw \
-    anim-D anim-D-play0 anim-D-step7 explain-sweep-E; do
+    anim-D anim-D-picture anim-D-forward explain-sweep-E; do
     grep -q "id=\"$id\"" "$WORK/dom.html" || fail "the rendered page has no element $id"
 done
 sed 's/id="runs".*//' "$WORK/dom.html" | grep -q 'id="summary"' || fail "the summary of the links is not first"
