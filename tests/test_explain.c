@@ -156,6 +156,20 @@ START_TEST(tuning_files_override_the_defaults_and_bad_lines_are_named)
     ck_assert_msg(strstr(err, ":2: expected"), "%s", err);
     ck_assert_int_eq(tt_cost_load(&m, "/nonexistent/tuning", err, sizeof err), TUTTI_ERR_CONFIG);
     ck_assert_msg(strstr(err, "/nonexistent/tuning"), "%s", err);
+    /* tutti-bw --fit describes a loaded machine in a comment longer than a setting may be */
+    char text[1200] = "# machine: ";
+    memset(text + strlen(text), 'x', 600);
+    strcat(text, "\nwake_us 7\n");
+    path = write_file(text);
+    ck_assert_msg(tt_cost_load(&m, path, err, sizeof err) == TUTTI_SUCCESS, "%s", err);
+    unlink(path);
+    ck_assert(m.wake_s > 6.99e-6 && m.wake_s < 7.01e-6);
+    memset(text, ' ', 600);
+    strcpy(text + 600, "wake_us 8\n");
+    path = write_file(text);
+    ck_assert_int_eq(tt_cost_load(&m, path, err, sizeof err), TUTTI_ERR_CONFIG);
+    unlink(path);
+    ck_assert_msg(strstr(err, ":1: a setting longer than"), "%s", err);
 }
 END_TEST
 

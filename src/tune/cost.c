@@ -33,6 +33,22 @@ void tt_cost_defaults(tt_cost_model_t *m)
     m->fix.n = 0;
 }
 
+/* One line of a tuning file into line: 1, or 0 at its end. A line longer
+ * than the buffer is read to its end; it is kept (as far as it fits) only
+ * when it is a comment by then, for tutti-bw --fit writes long comments (a
+ * loaded machine's description) and no setting is that long: -1 else. */
+static int read_line(FILE *f, char *line, int size)
+{
+    if (!fgets(line, size, f))
+        return 0;
+    if (strchr(line, '\n') || feof(f))
+        return 1;
+    int c;
+    while ((c = fgetc(f)) != EOF && c != '\n')
+        ;
+    return strchr(line, '#') ? 1 : -1;
+}
+
 tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
@@ -43,8 +59,15 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
     char line[256];
     int lineno = 0;
     tutti_status_t st = TUTTI_SUCCESS;
-    while (st == TUTTI_SUCCESS && fgets(line, sizeof line, f)) {
+    int got;
+    while (st == TUTTI_SUCCESS && (got = read_line(f, line, (int)sizeof line)) != 0) {
         lineno++;
+        if (got < 0) {
+            snprintf(err, errlen, "TUTTI_TUNING_FILE %s:%d: a setting longer than %d characters", path,
+                     lineno, (int)sizeof line - 2);
+            st = TUTTI_ERR_CONFIG;
+            break;
+        }
         char *hash = strchr(line, '#');
         if (hash)
             *hash = '\0';
