@@ -4,8 +4,10 @@
  * (tests/kernel_cpu), through the library's entry points to them
  * (src/cuda/kernels.h), against the CPU's code bit for bit, each case with
  * blocks and threads run forward, reversed and shuffled; TT_KCPU_SWEEP=1
- * runs a larger sweep. This file: the stand-in itself and the gate and
- * signal kernels.
+ * runs a larger sweep. This file: the stand-in itself, the gate and signal
+ * kernels, and the reductions in every dtype and op, counts from 0 to past
+ * the grid's cap, buffers at every offset from a 16-byte boundary and
+ * misaligned to their element, in place, special values.
  */
 #include <check.h>
 #include <pthread.h>
@@ -58,6 +60,98 @@ START_TEST(stand_in_keeps_its_model)
 }
 END_TEST
 
+/* Past 65535 blocks of 256 threads, where each thread loops again. */
+#define PAST_CAP ((size_t)65535 * 256 + 7)
+
+static const size_t counts[] = {0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 100, 257, 1023, 4097};
+static const size_t more_counts[] = {65536 + 5, 300007};
+
+/* Byte offsets of dst, a and b from a 256-byte boundary, in units of the
+ * element (e) or of bytes (raw), and whether dst is a. */
+typedef struct {
+    unsigned d, a, b, raw, in_place;
+} layout_t;
+static const layout_t layouts[] = {
+    {0, 0, 0, 0, 0}, /* all aligned: 16-byte vectors */
+    {1, 1, 1, 0, 0}, /* one element in: a scalar head first */
+    {0, 1, 2, 0, 0}, /* no common boundary: element by element */
+    {1, 1, 1, 1, 0}, /* one byte in: misaligned elements */
+    {3, 1, 0, 1, 0}, /* misaligned, each differently */
+    {0, 0, 0, 0, 1}, /* in place */
+    {5, 5, 0, 1, 1}, /* in place and misaligned */
+};
+
+static size_t off_of(unsigned o, const layout_t *l, size_t elem)
+{
+    return l->raw ? o : o * elem;
+}
+
+static void reduce_case(tutti_dtype_t dt, tutti_op_t op, size_t n, const layout_t *l, int order, char *dev_a,
+                        char *dev_b, char *dev_d, char *host)
+{
+    size_t e = tutti_dtype_size(dt), bytes = n * e;
+    size_t od = off_of(l->d, l, e), oa = off_of(l->a, l, e), ob = off_of(l->b, l, e);
+    char *ha = host, *hb = host + bytes + 256, *want = hb + bytes + 256;
+    uint64_t seed = (uint64_t)dt << 40 ^ (uint64_t)op << 32 ^ n;
+    kc_fill(ha, n, dt, seed);
+    kc_fill(hb, n, dt, seed + 1);
+    memcpy(dev_a + oa, ha, bytes);
+    memcpy(dev_b + ob, hb, bytes);
+    memset(dev_d, 0xff, od + bytes);
+    memcpy(want, ha, bytes);
+    tt_reduce_get(dt, op == TUTTI_AVG ? TUTTI_SUM : op)(want, want, hb, n);
+    kc_order(order, seed);
+    char *dst = l->in_place ? dev_a + oa : dev_d + od;
+    ck_assert_int_eq(tt_cuda_reduce(dst, dev_a + oa, dev_b + ob, n, dt, op, NULL), 0);
+    char what[160];
+    snprintf(what, sizeof what, "reduce %s %s n=%zu offsets %zu,%zu,%zu%s, %s", tutti_dtype_name(dt),
+             tutti_op_name(op), n, od, oa, ob, l->in_place ? " in place" : "", kc_order_name(order));
+    kc_same(dst, want, bytes, e, what);
+    if (!l->in_place)
+        kc_same(dev_a + oa, ha, bytes, e, "reduce left an input as it was");
+}
+
+/* Every op and count of one dtype (the loop's index). */
+START_TEST(reduce_matches_the_cpu_kernels)
+{
+    tutti_dtype_t dt = (tutti_dtype_t)_i;
+    size_t e = tutti_dtype_size(dt), most = 4097 * e + 64;
+    kc_begin();
+    char *a = kc_dev(most), *b = kc_dev(most), *d = kc_dev(most), *host = malloc(3 * (most + 256));
+    ck_assert_ptr_nonnull(host);
+    for (int op = 0; op < TUTTI_NUM_OPS; op++)
+        for (size_t c = 0; c < sizeof counts / sizeof *counts; c++)
+            for (size_t l = 0; l < sizeof layouts / sizeof *layouts; l++)
+                for (int o = 0; o < KC_ORDERS; o++)
+                    reduce_case(dt, (tutti_op_t)op, counts[c], &layouts[l], o, a, b, d, host);
+    free(host);
+    kc_end();
+}
+END_TEST
+
+/* Large counts: a vector body of many blocks, and (bytes, element by
+ * element) past the grid's cap; every dtype and order in the sweep. */
+START_TEST(reduce_past_the_grid_cap)
+{
+    kc_begin();
+    size_t big = (kc_sweep() ? PAST_CAP * 8 : PAST_CAP) + 64;
+    char *a = kc_dev(big), *b = kc_dev(big), *d = kc_dev(big), *host = malloc(3 * (big + 256));
+    ck_assert_ptr_nonnull(host);
+    for (int t = 0; t < TUTTI_NUM_DTYPES; t++) {
+        tutti_dtype_t dt = (tutti_dtype_t)t;
+        for (size_t c = 0; c < sizeof more_counts / sizeof *more_counts; c++)
+            if (kc_sweep() || c == (size_t)t % 2)
+                reduce_case(dt, TUTTI_SUM, more_counts[c], &layouts[1], t % KC_ORDERS, a, b, d, host);
+        if (!kc_sweep() && dt != TUTTI_INT8)
+            continue;
+        for (int o = 0; o < (kc_sweep() ? KC_ORDERS : 1); o++)
+            reduce_case(dt, TUTTI_SUM, PAST_CAP, &layouts[2], o, a, b, d, host);
+    }
+    free(host);
+    kc_end();
+}
+END_TEST
+
 #if defined(__SANITIZE_THREAD__)
 #define KC_TSAN 1
 #elif defined(__has_feature)
@@ -77,6 +171,8 @@ int main(int argc, char **argv)
     tt_case_t cases[KC_MAX_CASES] = {
         {"stand_in", stand_in_keeps_its_model, 0, 0},
         {"gate_signal", gate_and_signal_kernels, 0, 0},
+        {"reduce", reduce_matches_the_cpu_kernels, 0, TUTTI_NUM_DTYPES},
+        {"reduce_past_cap", reduce_past_the_grid_cap, 0, 0},
     };
     size_t n = 0;
     while (cases[n].name)
