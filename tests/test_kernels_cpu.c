@@ -5,9 +5,10 @@
  * (src/cuda/kernels.h), against the CPU's code bit for bit, each case with
  * blocks and threads run forward, reversed and shuffled; TT_KCPU_SWEEP=1
  * runs a larger sweep. This file: the stand-in itself, the gate and signal
- * kernels, and the reductions in every dtype and op, counts from 0 to past
- * the grid's cap, buffers at every offset from a 16-byte boundary and
- * misaligned to their element, in place, special values.
+ * kernels, the reductions and the average's division in every dtype and
+ * op, counts from 0 to past the grid's cap, buffers at every offset from a
+ * 16-byte boundary and misaligned to their element, in place, special
+ * values.
  */
 #include <check.h>
 #include <pthread.h>
@@ -152,6 +153,50 @@ START_TEST(reduce_past_the_grid_cap)
 }
 END_TEST
 
+static const int rank_counts[] = {1, 2, 3, 7, 127, 128, 129, 255, 256, 257, 512, 1000, 65536, 2147483647};
+
+/* avg's division by the number of ranks, as the CPU's average does it. */
+START_TEST(avg_finish_matches_the_cpu)
+{
+    tutti_dtype_t dt = (tutti_dtype_t)_i;
+    size_t e = tutti_dtype_size(dt), sizes[] = {1, 17, 1000, 4099};
+    kc_begin();
+    char *d = kc_dev(4099 * e + 16), *host = malloc(2 * (4099 * e + 16));
+    ck_assert_ptr_nonnull(host);
+    for (size_t r = 0; r < sizeof rank_counts / sizeof *rank_counts; r++)
+        for (size_t c = 0; c < 4; c++)
+            for (unsigned off = 0; off < 2; off++) /* aligned, then one byte in */
+                for (int o = 0; o < KC_ORDERS; o++) {
+                    size_t n = sizes[c], bytes = n * e;
+                    char *want = host + bytes;
+                    uint64_t seed = (uint64_t)r << 32 ^ n ^ (uint64_t)dt << 48;
+                    kc_fill(host, n, dt, seed);
+                    memcpy(d + off, host, bytes);
+                    memcpy(want, host, bytes);
+                    tt_reduce_avg_finish(want, n, dt, rank_counts[r]);
+                    kc_order(o, seed);
+                    ck_assert_int_eq(tt_cuda_avg_finish(d + off, n, dt, rank_counts[r], NULL), 0);
+                    char what[128];
+                    snprintf(what, sizeof what, "avg %s n=%zu over %d ranks at +%u, %s", tutti_dtype_name(dt),
+                             n, rank_counts[r], off, kc_order_name(o));
+                    kc_same(d + off, want, bytes, e, what);
+                }
+    if (dt == TUTTI_INT8) { /* past the grid's cap too */
+        char *big = kc_dev(PAST_CAP), *hb = malloc(2 * PAST_CAP);
+        ck_assert_ptr_nonnull(hb);
+        kc_fill(hb, PAST_CAP, dt, 7);
+        memcpy(big, hb, PAST_CAP);
+        memcpy(hb + PAST_CAP, hb, PAST_CAP);
+        tt_reduce_avg_finish(hb + PAST_CAP, PAST_CAP, dt, 3);
+        ck_assert_int_eq(tt_cuda_avg_finish(big, PAST_CAP, dt, 3, NULL), 0);
+        kc_same(big, hb + PAST_CAP, PAST_CAP, 1, "avg int8 past the grid's cap");
+        free(hb);
+    }
+    free(host);
+    kc_end();
+}
+END_TEST
+
 #if defined(__SANITIZE_THREAD__)
 #define KC_TSAN 1
 #elif defined(__has_feature)
@@ -173,6 +218,7 @@ int main(int argc, char **argv)
         {"gate_signal", gate_and_signal_kernels, 0, 0},
         {"reduce", reduce_matches_the_cpu_kernels, 0, TUTTI_NUM_DTYPES},
         {"reduce_past_cap", reduce_past_the_grid_cap, 0, 0},
+        {"avg_finish", avg_finish_matches_the_cpu, 0, TUTTI_NUM_DTYPES},
     };
     size_t n = 0;
     while (cases[n].name)

@@ -188,7 +188,9 @@ __global__ void reduce_split(T *dst, const T *a, const T *b, tt_vec_split_t sp, 
 }
 
 /* avg's last step: each element divided by the number of ranks, in the
- * wide type, as tt_reduce_avg_finish does on the CPU (NaN rule included). */
+ * wide type, as tt_reduce_avg_finish does on the CPU (NaN rule included):
+ * nranks stays an int, so C's conversions give the CPU's division (an int8
+ * divisor would turn 128 ranks into -128, and 256 into 0). */
 template <typename T> __global__ void divide_scalar(T *p, size_t n, int nranks, int bytes)
 {
     typedef typename wide<T>::type W;
@@ -198,7 +200,7 @@ template <typename T> __global__ void divide_scalar(T *p, size_t n, int nranks, 
             memcpy(&v, reinterpret_cast<const char *>(p) + i * sizeof(T), sizeof(T));
         else
             v = p[i];
-        v = wide<T>::store(canon<W>((W)(wide<T>::load(v) / (W)nranks)));
+        v = wide<T>::store(canon<W>((W)(wide<T>::load(v) / nranks)));
         if (bytes)
             memcpy(reinterpret_cast<char *>(p) + i * sizeof(T), &v, sizeof(T));
         else
