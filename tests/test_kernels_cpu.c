@@ -5,10 +5,10 @@
  * (src/cuda/kernels.h), against the CPU's code bit for bit, each case with
  * blocks and threads run forward, reversed and shuffled; TT_KCPU_SWEEP=1
  * runs a larger sweep. This file: the stand-in itself, the gate and signal
- * kernels, the reductions and the average's division in every dtype and
- * op, counts from 0 to past the grid's cap, buffers at every offset from a
- * 16-byte boundary and misaligned to their element, in place, special
- * values.
+ * kernels, the reductions, the average's division and the scalings in
+ * every dtype and op, counts from 0 to past the grid's cap, buffers at
+ * every offset from a 16-byte boundary and misaligned to their element, in
+ * place, special values.
  */
 #include <check.h>
 #include <pthread.h>
@@ -197,6 +197,58 @@ START_TEST(avg_finish_matches_the_cpu)
 }
 END_TEST
 
+/* dst = src * k, k passed by value or read from device memory, as
+ * tt_reduce_scale gives it; src and dst at any offset (a pre-multiplied
+ * sum scales the user's send buffer). */
+START_TEST(scale_matches_the_cpu)
+{
+    tutti_dtype_t dt = (tutti_dtype_t)_i;
+    size_t e = tutti_dtype_size(dt), most = 4097 * e + 64;
+    kc_begin();
+    char *src = kc_dev(most), *dst = kc_dev(most), *kdev = kc_dev(16), *host = malloc(2 * most);
+    ck_assert_ptr_nonnull(host);
+    for (int k = 0; k < 6; k++) {
+        char scalar[8];
+        kc_fill(scalar, 1, dt, 1000 + (uint64_t)k);
+        for (size_t c = 0; c < sizeof counts / sizeof *counts; c++)
+            for (size_t l = 0; l < sizeof layouts / sizeof *layouts; l++)
+                for (int o = 0; o < KC_ORDERS; o++) {
+                    const layout_t *lay = &layouts[l];
+                    size_t n = counts[c], bytes = n * e, od = off_of(lay->d, lay, e),
+                           os = off_of(lay->a, lay, e);
+                    uint64_t seed = (uint64_t)dt << 40 ^ (uint64_t)k << 32 ^ n ^ l << 20;
+                    char *want = host + most, *out = lay->in_place ? src + os : dst + od;
+                    kc_fill(host, n, dt, seed);
+                    memcpy(src + os, host, bytes);
+                    tt_reduce_scale(want, host, n, dt, scalar);
+                    memcpy(kdev + 1, scalar, e); /* the scalar need not be aligned either */
+                    kc_order(o, seed);
+                    int by_dev = (c + l) % 2;
+                    ck_assert_int_eq(
+                        tt_cuda_scale(out, src + os, n, dt, by_dev ? kdev + 1 : NULL, scalar, NULL), 0);
+                    char what[160];
+                    snprintf(what, sizeof what, "scale %s n=%zu by scalar %d (%s) offsets %zu,%zu%s, %s",
+                             tutti_dtype_name(dt), n, k, by_dev ? "on the device" : "by value", od, os,
+                             lay->in_place ? " in place" : "", kc_order_name(o));
+                    kc_same(out, want, bytes, e, what);
+                }
+    }
+    if (dt == TUTTI_UINT8) { /* past the grid's cap too */
+        char *big = kc_dev(PAST_CAP + 1), *hb = malloc(2 * PAST_CAP);
+        ck_assert_ptr_nonnull(hb);
+        kc_fill(hb, PAST_CAP, dt, 9);
+        memcpy(big + 1, hb, PAST_CAP);
+        uint8_t three = 3;
+        tt_reduce_scale(hb + PAST_CAP, hb, PAST_CAP, dt, &three);
+        ck_assert_int_eq(tt_cuda_scale(big + 1, big + 1, PAST_CAP, dt, NULL, &three, NULL), 0);
+        kc_same(big + 1, hb + PAST_CAP, PAST_CAP, 1, "scale uint8 past the grid's cap");
+        free(hb);
+    }
+    free(host);
+    kc_end();
+}
+END_TEST
+
 #if defined(__SANITIZE_THREAD__)
 #define KC_TSAN 1
 #elif defined(__has_feature)
@@ -219,6 +271,7 @@ int main(int argc, char **argv)
         {"reduce", reduce_matches_the_cpu_kernels, 0, TUTTI_NUM_DTYPES},
         {"reduce_past_cap", reduce_past_the_grid_cap, 0, 0},
         {"avg_finish", avg_finish_matches_the_cpu, 0, TUTTI_NUM_DTYPES},
+        {"scale", scale_matches_the_cpu, 0, TUTTI_NUM_DTYPES},
     };
     size_t n = 0;
     while (cases[n].name)

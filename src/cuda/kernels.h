@@ -14,7 +14,8 @@ extern "C" {
 
 /*
  * dst[i] = a[i] op b[i], i < n, on device buffers, enqueued on stream (a
- * cudaStream_t; NULL: the default stream). dst may alias a or b. fp16,
+ * cudaStream_t; NULL: the default stream). dst may alias a or b; no
+ * pointer needs to be aligned to its element (nor in the next two). fp16,
  * bf16 and fp8 are widened to fp32 and rounded back to nearest even by the
  * same code as the CPU kernels, so both give the same bits; avg is sum. Returns
  * 0, or the cudaError_t of the launch.
