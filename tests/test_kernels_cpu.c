@@ -9,6 +9,7 @@
  * every dtype and op, counts from 0 to past the grid's cap, buffers at
  * every offset from a 16-byte boundary and misaligned to their element, in
  * place, special values.
+ * test_kernels_codec.c: the compression kernels.
  */
 #include <check.h>
 #include <pthread.h>
@@ -276,5 +277,6 @@ int main(int argc, char **argv)
     size_t n = 0;
     while (cases[n].name)
         n++;
+    n += kc_codec_cases(cases + n);
     return tt_run_cases("kernels-cpu", cases, n, 300, argc, argv);
 }
