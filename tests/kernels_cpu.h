@@ -17,6 +17,7 @@
 /* The suite's cases: test_kernels_cpu.c's, then those of the others. */
 enum { KC_MAX_CASES = 32 };
 size_t kc_codec_cases(tt_case_t *cases);
+size_t kc_allreduce_cases(tt_case_t *cases);
 
 /* Every case runs in these orders of blocks and threads. */
 enum { KC_ORDERS = 3 };

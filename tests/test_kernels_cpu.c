@@ -10,6 +10,7 @@
  * every offset from a 16-byte boundary and misaligned to their element, in
  * place, special values.
  * test_kernels_codec.c: the compression kernels.
+ * test_kernels_allreduce.c: the compressed all-reduce's GPU path.
  */
 #include <check.h>
 #include <pthread.h>
@@ -278,5 +279,6 @@ int main(int argc, char **argv)
     while (cases[n].name)
         n++;
     n += kc_codec_cases(cases + n);
+    n += kc_allreduce_cases(cases + n);
     return tt_run_cases("kernels-cpu", cases, n, 300, argc, argv);
 }

@@ -12,7 +12,7 @@
 #include "device/staging.h"
 
 /* One call's working memory: GPU pieces, then host (stand-in) pieces. */
-enum { D_G32, D_OUT32, D_X, D_IDX, D_PAIRS, D_ALL, D_SCRATCH, D_N };
+enum { D_G32, D_OUT32, D_X, D_IDX, D_PAIRS, D_ALL, D_SCRATCH, D_IN, D_N };
 enum { H_MINE, H_ALL, H_SERVER, H_ERROR, H_N };
 
 /* How a queued call runs: the GPU path's three forms, or the CPU path on
@@ -24,6 +24,10 @@ typedef struct {
     tt_quant_t q;               /* the quantizers */
     size_t slot, pitch;         /* one chunk's encoding: on the wire, on the GPU */
     size_t dev[D_N], host[H_N]; /* bytes of each piece */
+    /* The user's input, or output, is not aligned to its element, which
+     * the kernels need: an aligned copy of it takes its place (D_G32 for
+     * fp32, else D_IN). */
+    int stage_in, stage_out;
 } tt_cplan_t;
 
 /* A queued call. */

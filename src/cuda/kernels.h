@@ -37,7 +37,11 @@ int tt_cuda_scale(void *dst, const void *src, size_t n, tutti_dtype_t dtype, con
 int tt_cuda_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks, void *stream);
 
 /*
- * The quantizers of compress.h on device buffers: the same encoding, bit
+ * From here on, every pointer must be aligned to its element (a GPU faults
+ * on a misaligned load or store; the compressed all-reduce copies a user's
+ * buffer that is not).
+ *
+ * The quantizers of codec.h on device buffers: the same encoding, bit
  * for bit, as tt_quant_encode and tt_quant_decode. out must be 4-byte
  * aligned; scratch holds tt_cuda_quant_scratch(q, n) bytes (sign's partial
  * sums). Enqueued on cuda_stream; return 0 or a cudaError_t.
