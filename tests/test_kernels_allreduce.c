@@ -175,8 +175,31 @@ START_TEST(compressed_allreduce_gpu_path_matches_the_cpu_path)
 }
 END_TEST
 
+/* Sampled top-k has no GPU path (tutti_compression(3)): its count would
+ * make the caller's thread wait for the GPU. */
+START_TEST(sampled_topk_runs_the_cpu_path)
+{
+    float *buf = kc_dev(4096 * sizeof(float));
+    tt_call_t c = {.coll = TT_COLL_ALLREDUCE,
+                   .send = buf,
+                   .recv = buf,
+                   .count = 4096,
+                   .dtype = TUTTI_FP32,
+                   .op = TUTTI_SUM,
+                   .send_on_device = 1,
+                   .recv_on_device = 1};
+    tutti_compress_t how = {.kind = TUTTI_COMPRESS_TOPK, .density = 0.01, .sampled = 1};
+    tt_cplan_t pl = {0};
+    ck_assert_int_eq(tt_compress_gpu_plan(&c, &how, 4, &pl), CPU_STAGED);
+    how.sampled = 0;
+    ck_assert_int_eq(tt_compress_gpu_plan(&c, &how, 4, &pl), GPU_TOPK);
+    kc_free_all();
+}
+END_TEST
+
 size_t kc_allreduce_cases(tt_case_t *cases)
 {
     cases[0] = (tt_case_t){"compressed_allreduce", compressed_allreduce_gpu_path_matches_the_cpu_path, 0, 0};
-    return 1;
+    cases[1] = (tt_case_t){"sampled_topk_path", sampled_topk_runs_the_cpu_path, 0, 0};
+    return 2;
 }

@@ -67,6 +67,8 @@ size_t tt_cuda_topk_scratch(size_t n);
  * most 2k, cut to the exact top-k among them when 2k passed. idx holds 2k;
  * *kept gets how many were picked, so the call waits for the stream.
  * scratch holds tt_cuda_topk_sampled_scratch(n, k) bytes; 0 < k < n.
+ * The library does not call it: a queued call cannot wait for the count
+ * (the compressed all-reduce runs sampled top-k on the CPU).
  */
 int tt_cuda_topk_sampled(const float *x, size_t n, size_t k, uint64_t seed, uint64_t stream, uint32_t *idx,
                          size_t *kept, void *scratch, void *cuda_stream);
