@@ -6,7 +6,8 @@
  * block size and rounding, in the shapes the compressed all-reduce uses
  * (chunks at any element offset, encodings 16 bytes apart); exact and
  * sampled top-k with ties; the fp16/bf16 conversions of every bit pattern;
- * the top-k pairs and the average. Part of test-kernels-cpu.
+ * the top-k pairs and the average; past the grid's cap. Part of
+ * test-kernels-cpu.
  */
 #include <check.h>
 #include <float.h>
@@ -329,6 +330,44 @@ START_TEST(pairs_and_average_match_the_cpu_path)
 }
 END_TEST
 
+/* Past 65535 blocks of 256 threads, where each thread loops again: the
+ * conversions and the average; the quantizers and top-k too in the
+ * sweep. */
+START_TEST(codec_past_the_grid_cap)
+{
+    kc_begin();
+    size_t n = (size_t)65535 * 256 + 7;
+    uint16_t *h = kc_dev(n * 2);
+    float *f = kc_dev(n * 4), *want = malloc(n * 4);
+    ck_assert_ptr_nonnull(want);
+    kc_fill(h, n, TUTTI_FP16, 1);
+    for (size_t i = 0; i < n; i++)
+        want[i] = tt_fp16_to_f32(h[i]);
+    ck_assert_int_eq(tt_cuda_to_f32(h, TUTTI_FP16, n, f, NULL), 0);
+    kc_same(f, want, n * 4, 4, "fp16 to fp32 past the grid's cap");
+    kc_fill_f32(want, n, -20, 20, 2);
+    memcpy(f, want, n * 4);
+    for (size_t i = 0; i < n; i++)
+        want[i] = tt_codec_canon(want[i] / 3.0f);
+    ck_assert_int_eq(tt_cuda_divide(f, n, 3.0f, NULL), 0);
+    kc_same(f, want, n * 4, 4, "the average past the grid's cap");
+    if (kc_sweep()) {
+        uint32_t *idx = kc_dev(n / 1000 * 4), *widx = malloc(n / 1000 * 4);
+        ck_assert_ptr_nonnull(widx);
+        ck_assert_uint_eq(tt_topk_exact(want, n, n / 1000, widx), n / 1000);
+        ck_assert_int_eq(tt_cuda_topk_exact(f, n, n / 1000, idx, kc_dev(tt_cuda_topk_scratch(n)), NULL), 0);
+        kc_same(idx, widx, n / 1000 * 4, 4, "top-k past the grid's cap");
+        free(widx);
+        for (size_t k = 0; k < 3; k++) {
+            tt_quant_t q = {.kind = kinds[k], .block = k == 1 ? 4096 : 0};
+            quant_case(&q, want, NULL, n, 0, 5, (int)k, "past the grid's cap");
+        }
+    }
+    free(want);
+    kc_end();
+}
+END_TEST
+
 size_t kc_codec_cases(tt_case_t *cases)
 {
     const tt_case_t mine[] = {
@@ -339,6 +378,7 @@ size_t kc_codec_cases(tt_case_t *cases)
         {"topk_sampled", sampled_topk_matches_the_cpu, 0, 0},
         {"conversions", conversions_match_half_h, 0, 0},
         {"pairs", pairs_and_average_match_the_cpu_path, 0, 0},
+        {"codec_past_cap", codec_past_the_grid_cap, 0, 0},
     };
     memcpy(cases, mine, sizeof mine);
     return sizeof mine / sizeof *mine;
