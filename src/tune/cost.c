@@ -7,6 +7,7 @@
 
 #include "sched/job.h"
 #include "tune/cost.h"
+#include "tune/cost_sample.h"
 
 /* alpha in microseconds, bandwidths in GB/s (1e9 bytes). */
 static tt_link_cost_t link_cost(double alpha_us, double gb_per_s, double reduce_gb_per_s)
@@ -276,56 +277,9 @@ static double one_slice_trip(job_t *j, const tt_cost_model_t *m, size_t elem, in
     return finish;
 }
 
-#define TT_COST_SAMPLE_RANKS 32
-
-/* For many ranks: up to 32 ranks spread evenly, rounds taken as aligned
- * by index (exact for the ring and the halving/doubling families). */
-static double predict_sampled(const tt_cost_model_t *m, const tt_algorithm_t *algo,
-                              const tt_coll_args_t *args, size_t elem, int nslices)
-{
-    int p = args->nranks, sampled = p < TT_COST_SAMPLE_RANKS ? p : TT_COST_SAMPLE_RANKS;
-    double *per_round = NULL, busiest_work = 0;
-    int nrounds = 0;
-    for (int i = 0; i < sampled; i++) {
-        tt_coll_args_t a = *args;
-        a.rank = (int)((long long)i * p / sampled);
-        tt_sched_t s;
-        if (tt_sched_build(algo, &a, &s) != TUTTI_SUCCESS) {
-            free(per_round);
-            return -1;
-        }
-        if (s.nrounds > nrounds) {
-            double *grown = realloc(per_round, (size_t)s.nrounds * sizeof *grown);
-            if (!grown) {
-                tt_sched_free(&s);
-                free(per_round);
-                return -1;
-            }
-            for (int k = nrounds; k < s.nrounds; k++)
-                grown[k] = 0;
-            per_round = grown;
-            nrounds = s.nrounds;
-        }
-        double work = 0;
-        for (int k = 0; k < s.nrounds; k++) {
-            double t = tt_cost_round(m, &a, &s, k, elem, nslices).seconds;
-            work += t;
-            if (t > per_round[k])
-                per_round[k] = t;
-        }
-        work *= nslices;
-        if (work > busiest_work)
-            busiest_work = work;
-        tt_sched_free(&s);
-    }
-    double trip = 0;
-    for (int k = 0; k < nrounds; k++)
-        trip += per_round[k];
-    free(per_round);
-    return trip + busiest_work * (1.0 - 1.0 / nslices);
-}
-
 #define TT_COST_EXACT_RANKS 64
+/* Beyond TT_COST_EXACT_RANKS, the walk's budget: this many steps per rank and log2 of the ranks. */
+#define TT_COST_WALK_STEPS_PER_RANK_LOG 4
 
 /* Fills each rank's per-slice round costs; returns W: the busiest rank's
  * sending or receiving time over all slices, or the busiest host's
@@ -381,15 +335,9 @@ int tt_cost_round_ends(const tt_cost_model_t *m, const tt_algorithm_t *algo, con
     return rc;
 }
 
-int tt_cost_predict_each(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+int tt_cost_predict_walk(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
                          size_t elem, const int *nslices, int count, double *out)
 {
-    if (args->nranks > TT_COST_EXACT_RANKS) {
-        for (int i = 0; i < count; i++)
-            if ((out[i] = predict_sampled(m, algo, args, elem, nslices[i])) < 0)
-                return -1;
-        return 0;
-    }
     job_t j = {0};
     int rc = job_build(&j, algo, args); /* the schedules once, priced per slice count */
     for (int i = 0; i < count && rc == 0; i++) {
@@ -400,6 +348,31 @@ int tt_cost_predict_each(const tt_cost_model_t *m, const tt_algorithm_t *algo, c
     }
     job_free(&j);
     return rc;
+}
+
+int tt_cost_walk_affordable(double steps, int p)
+{
+    int lg = 1;
+    while ((1 << lg) < p)
+        lg++;
+    return steps <= TT_COST_WALK_STEPS_PER_RANK_LOG * (double)p * lg;
+}
+
+int tt_cost_predict_each(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+                         size_t elem, const int *nslices, int count, double *out)
+{
+    if (args->nranks <= TT_COST_EXACT_RANKS)
+        return tt_cost_predict_walk(m, algo, args, elem, nslices, count, out);
+    /* A sample stands for the job where its ranks run alike: each round
+     * then costs what its costliest sampled rank's does, as in the walk.
+     * Where they do not (a tree, a chain), the walk decides. */
+    int alike;
+    double steps;
+    if (tt_cost_sample_price(m, algo, args, elem, nslices, count, out, &alike, &steps))
+        return -1;
+    if (!alike && tt_cost_walk_affordable(steps, args->nranks))
+        return tt_cost_predict_walk(m, algo, args, elem, nslices, count, out);
+    return 0;
 }
 
 double tt_cost_predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
