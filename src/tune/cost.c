@@ -232,13 +232,17 @@ typedef struct {
 } trip_t;
 
 /* A round ends when its own work is done and its last transfer has
- * arrived; a transfer starts once both ends have reached their rounds. */
+ * arrived; a transfer starts once both ends have reached their rounds. On
+ * crowded CPUs a rank that got to a receive first has slept meanwhile, and
+ * the data is taken only once it has its CPU back: every hop of a chain of
+ * such waits pays a switch, which is what makes a long chain slow there. */
 static int trip_finish(void *arg, int r, int k)
 {
     trip_t *t = arg;
     const tt_job_t *job = &t->j->job;
     const tt_sched_t *s = &job->s[r];
     double start = t->j->round_start[r][k], end = start + t->j->round_cost[r][k];
+    double wake = t->m->crowding > 1 ? t->m->wake_s * t->m->crowding : 0;
     for (int i = s->round_first[k]; i < s->round_first[k + 1]; i++) {
         const tt_step_t *st = &s->steps[i];
         if (st->peer < 0)
@@ -247,8 +251,10 @@ static int trip_finish(void *arg, int r, int k)
         double peer_start = t->j->round_start[q][job->round[q][qstep]];
         size_t bytes = (st->kind == TT_STEP_SEND ? st->src.count : st->dst.count) * t->elem;
         const tt_link_cost_t *c = &t->m->link[tt_cost_link(t->m, job->args[r].hosts, r, q)];
-        double arrive =
-            (peer_start > start ? peer_start : start) + c->alpha + (double)bytes / t->nslices * c->beta;
+        double ready = peer_start <= start        ? start
+                       : st->kind == TT_STEP_SEND ? peer_start
+                                                  : peer_start + wake;
+        double arrive = ready + c->alpha + (double)bytes / t->nslices * c->beta;
         if (arrive > end)
             end = arrive;
     }
