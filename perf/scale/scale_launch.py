@@ -96,11 +96,18 @@ class Job:
         return worst
 
     def kill(self):
-        for p in self.procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        """Every process of the job's sessions: mpirun's daemons and ranks make process groups of their own."""
+        leaders = {p.pid for p in self.procs}
+        for _ in range(3):
+            for pid in [int(d) for d in os.listdir("/proc") if d.isdigit()]:
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        sid = int(f.read().rsplit(")", 1)[1].split()[4])
+                    if sid in leaders:
+                        os.kill(pid, signal.SIGKILL)
+                except (OSError, ValueError, IndexError):
+                    pass
+            time.sleep(0.2)
         for p in self.procs:
             p.wait()
 
