@@ -6,7 +6,12 @@ error, so small and large N weigh alike). a is what one rank costs
 whatever N, k says how the rest grows (1: linearly, 2: with N^2). The fit
 is checked first: made without the largest measured N, it predicts that
 point, and the report gives the prediction and the error. Then, fitted on
-every point, it gives the figure at 10k and 100k ranks. Stdlib only."""
+every point, it gives the figure at 10k and 100k ranks. Stdlib only.
+
+    scale_model.py scale.csv [more.csv ...]   (runs of one build at other
+                                               rank counts, taken together)"""
+import csv
+import sys
 
 FIGURES = [("create_s", "creation s"), ("rss_mb_max", "RSS MiB (max)"), ("fds_max", "descriptors (max)"),
            ("shm_mb_host", "shm MiB per host"), ("setup_kb_max", "set-up KiB (max rank)")]
@@ -79,3 +84,14 @@ def report(rows):
                          f"(fit within {m[3] * 100:.0f}%) | {check} | {fmt(predict(m, TARGETS[0]))} | "
                          f"{fmt(predict(m, TARGETS[1]))} |")
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    every = []
+    for path in sys.argv[1:]:
+        with open(path) as f:
+            every += list(csv.DictReader(f))
+    for label in sorted({r["label"] for r in every}):
+        print(f"{label}:\n\n{report([r for r in every if r['label'] == label])}")
