@@ -55,25 +55,34 @@ static double time_calls(tt_coll_t coll, tutti_comm_t comm, float *in, float *ou
     return slowest;
 }
 
+/* The options into their variables; 0, or 2 after printing the usage. */
+static int parse_options(int argc, char **argv, uint64_t *minb, uint64_t *maxb, int *reps, tt_coll_t *coll,
+                         const char **against)
+{
+    for (int c; (c = getopt(argc, argv, "b:e:r:C:a:h")) != -1;) {
+        int64_t v;
+        if ((c == 'b' && tt_parse_size(optarg, minb)) || (c == 'e' && tt_parse_size(optarg, maxb)) ||
+            (c == 'r' && (tt_parse_int(optarg, &v) || v < 1 || (*reps = (int)v, 0))) ||
+            (c == 'C' &&
+             (tt_coll_parse(optarg, coll) ||
+              (*coll != TT_COLL_ALLREDUCE && *coll != TT_COLL_BROADCAST && *coll != TT_COLL_REDUCE))) ||
+            (c == 'a' && !tt_algo_named(*against = optarg)) || c == 'h' || c == '?') {
+            fprintf(stderr, "usage: tutti-run -n P tuner-bench [-b MIN] [-e MAX] [-r REPEATS] "
+                            "[-C allreduce|broadcast|reduce] [-a ALGORITHM]\n");
+            return 2;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t minb = 8, maxb = 256 << 20;
     int reps = 7;
     tt_coll_t coll = TT_COLL_ALLREDUCE;
     const char *against = "ring";
-    for (int c; (c = getopt(argc, argv, "b:e:r:C:a:h")) != -1;) {
-        int64_t v;
-        if ((c == 'b' && tt_parse_size(optarg, &minb)) || (c == 'e' && tt_parse_size(optarg, &maxb)) ||
-            (c == 'r' && (tt_parse_int(optarg, &v) || v < 1 || (reps = (int)v, 0))) ||
-            (c == 'C' &&
-             (tt_coll_parse(optarg, &coll) ||
-              (coll != TT_COLL_ALLREDUCE && coll != TT_COLL_BROADCAST && coll != TT_COLL_REDUCE))) ||
-            (c == 'a' && !tt_algo_named(against = optarg)) || c == 'h' || c == '?') {
-            fprintf(stderr, "usage: tutti-run -n P tuner-bench [-b MIN] [-e MAX] [-r REPEATS] "
-                            "[-C allreduce|broadcast|reduce] [-a ALGORITHM]\n");
-            return 2;
-        }
-    }
+    if (parse_options(argc, argv, &minb, &maxb, &reps, &coll, &against))
+        return 2;
     const tt_algorithm_t *other = tt_algo_named(against);
     if (!other->build[coll]) {
         fprintf(stderr, "tuner-bench: %s does not serve %s\n", against, tt_coll_name(coll));
