@@ -246,54 +246,6 @@ START_TEST(revoke_ends_every_waiting_call)
 }
 END_TEST
 
-/* Round after round, rank 1 revokes a communicator the moment tutti_comm_split
- * (even rounds) or tutti_comm_shrink (odd rounds) returns it, and aborts it
- * at once in every other round; the others call an all-reduce on it. Each
- * must end with TUTTI_ERR_REVOKED at once, even where the revocation
- * reached it before its own split or shrink had returned. */
-#define REVOKE_ROUNDS 24
-
-static int revoke_at_birth(tutti_comm_t comm, int r, int p, void *arg)
-{
-    (void)arg;
-    (void)p;
-    for (int round = 0; round < REVOKE_ROUNDS; round++) {
-        tutti_comm_t c = NULL;
-        tutti_status_t st = round % 2 ? tutti_comm_shrink(comm, NULL, 0, TUTTI_SHRINK_DEFAULT, &c)
-                                      : tutti_comm_split(comm, 0, r, &c);
-        TT_FAIL_IF(st, "rank %d round %d: %s: %s", r, round, round % 2 ? "shrink" : "split",
-                   tutti_comm_last_error(comm));
-        float x[64] = {0};
-        if (r == 1) {
-            TT_FAIL_IF(tutti_comm_revoke(c), "rank 1 round %d: revoke", round);
-            if (round % 4 < 2)
-                TT_FAIL_IF(tutti_comm_abort(c), "rank 1 round %d: abort", round);
-            else
-                TT_FAIL_IF(tutti_comm_destroy(c), "rank 1 round %d: destroy after revoke", round);
-        } else {
-            int64_t t0 = tt_now_ms();
-            st = tutti_allreduce(x, x, 64, TUTTI_FP32, TUTTI_SUM, c, NULL);
-            int64_t took = tt_now_ms() - t0;
-            TT_FAIL_IF(st != TUTTI_ERR_REVOKED || took > 1000, "rank %d round %d: %s after %lld ms: %s", r, round,
-                       tutti_status_name(st), (long long)took, tutti_comm_last_error(c));
-            tutti_comm_abort(c);
-        }
-        /* Rounds apart: the next one starts on every rank after this one ended. */
-        TT_FAIL_IF(tutti_barrier(comm, NULL), "rank %d round %d: barrier: %s", r, round,
-                   tutti_comm_last_error(comm));
-    }
-    return 0;
-}
-
-START_TEST(a_revoke_right_after_split_or_shrink_reaches_all)
-{
-    setenv("TUTTI_TIMEOUT", "10", 1);
-    setenv("TUTTI_TRANSPORTS", _i ? "tcp" : "shm,tcp", 1);
-    tt_run_ranks(4, revoke_at_birth, NULL, 120);
-    unsetenv("TUTTI_TIMEOUT");
-}
-END_TEST
-
 /* A rank that was to remain dies during the shrink: rank `second` never
  * calls it (dies as the others wait for it), or calls it on a thread and
  * dies while the coordinator waits for rank 4, which comes late. With
@@ -505,8 +457,6 @@ int main(int argc, char **argv)
 {
     const tt_case_t cases[] = {
         {"revoke_ends_every_waiting_call", revoke_ends_every_waiting_call, 0, 2},
-        {"a_revoke_right_after_split_or_shrink_reaches_all", a_revoke_right_after_split_or_shrink_reaches_all, 0,
-         2},
         {"shrink_after_kill_9", shrink_after_kill_9, 0, 21},
         {"a_rank_dies_during_the_shrink", a_rank_dies_during_the_shrink, 0, 4},
         {"shrink_arguments_and_live_ranks", shrink_arguments_and_live_ranks, 0, 0},
