@@ -102,6 +102,35 @@ START_TEST(a_revoke_right_after_split_or_shrink_reaches_all)
 }
 END_TEST
 
+/* Ranks that disagree learn it at once, every one of them; TUTTI_TIMEOUT
+ * is 20 s. Grow: rank 2 asks for 6 ranks, the others for 5 (nobody joins). */
+static int grow_apart(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    (void)p;
+    tutti_unique_id_t id;
+    TT_FAIL_IF(r == 0 && tutti_get_unique_id(&id), "unique id");
+    tutti_comm_t next = NULL;
+    int64_t t0 = tt_now_ms();
+    tutti_status_t st = tutti_comm_grow(comm, r == 2 ? 6 : 5, r == 0 ? &id : NULL, &next);
+    int64_t took = tt_now_ms() - t0;
+    TT_FAIL_IF(st != TUTTI_ERR_MISMATCH || took > PROMPT_MS, "rank %d: grow gave %s after %lld ms: %s", r,
+               tutti_status_name(st), (long long)took, tutti_comm_last_error(comm));
+    TT_FAIL_IF(!strstr(tutti_comm_last_error(comm), "rank 2 to 6"), "rank %d: %s", r,
+               tutti_comm_last_error(comm));
+    TT_FAIL_IF(round_ok(comm), "rank %d: the communicator stays usable", r);
+    return 0;
+}
+
+START_TEST(ranks_that_grow_apart_learn_it_at_once)
+{
+    setenv("TUTTI_TIMEOUT", "20", 1);
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_run_ranks(4, grow_apart, NULL, 90);
+    unsetenv("TUTTI_TIMEOUT");
+}
+END_TEST
+
 /* The code every recovery message carries is SipHash-2-4 with its 128-bit
  * output: the reference vectors (key 00..0f, messages 00, 00 01, ...). */
 START_TEST(the_code_is_siphash_2_4_128)
@@ -134,6 +163,7 @@ int main(int argc, char **argv)
         {"a_revoke_right_after_split_or_shrink_reaches_all", a_revoke_right_after_split_or_shrink_reaches_all, 0,
          2},
         {"the_code_is_siphash_2_4_128", the_code_is_siphash_2_4_128, 0, 0},
+        {"ranks_that_grow_apart_learn_it_at_once", ranks_that_grow_apart_learn_it_at_once, 0, 0},
     };
     return tt_run_cases("recovery", cases, sizeof cases / sizeof *cases, 120, argc, argv);
 }

@@ -260,12 +260,13 @@ TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t comm, const int *exclude
  * comm makes id with tutti_get_unique_id and hands it to the newcomers,
  * which call tutti_comm_init(newcomm, nranks, rank, id, params) with
  * rank >= the size of comm; every rank of comm calls tutti_comm_grow, with
- * id on rank 0 (ignored elsewhere: rank 0's is broadcast over comm). comm
- * stays valid and independent of the new communicator, which keeps its
- * timeout and host assignment.
+ * id on rank 0 (ignored elsewhere: rank 0's is all-gathered over comm with
+ * every rank's nranks). comm stays valid and independent of the new
+ * communicator, which keeps its timeout and host assignment.
  * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG (nranks not above comm's
- *         size, id NULL on rank 0), or the status of the broadcast on comm
- *         or of joining (as tutti_comm_init).
+ *         size, id NULL on rank 0), TUTTI_ERR_MISMATCH (on every rank, when
+ *         ranks passed different nranks), or the status of the all-gather
+ *         on comm or of joining (as tutti_comm_init).
  */
 TUTTI_API tutti_status_t tutti_comm_grow(tutti_comm_t comm, int nranks, const tutti_unique_id_t *id,
                                          tutti_comm_t *newcomm);
