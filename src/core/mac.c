@@ -47,7 +47,8 @@ static void absorb(uint64_t v[4], uint64_t m)
     v[0] ^= m;
 }
 
-void tt_mac(const unsigned char key[TT_KEY_BYTES], const void *msg, size_t len, unsigned char out[TT_MAC_BYTES])
+void tt_mac(const unsigned char key[TT_KEY_BYTES], const void *msg, size_t len,
+            unsigned char out[TT_MAC_BYTES])
 {
     const unsigned char *p = msg;
     uint64_t k0 = load_le(key, 8), k1 = load_le(key + 8, 8);

@@ -14,7 +14,8 @@
 #define TT_MAC_BYTES 16
 
 /* out = MAC(key, msg[0..len)). */
-void tt_mac(const unsigned char key[TT_KEY_BYTES], const void *msg, size_t len, unsigned char out[TT_MAC_BYTES]);
+void tt_mac(const unsigned char key[TT_KEY_BYTES], const void *msg, size_t len,
+            unsigned char out[TT_MAC_BYTES]);
 /* Whether two codes are equal, in time that does not depend on where they differ. */
 int tt_mac_equal(const unsigned char a[TT_MAC_BYTES], const unsigned char b[TT_MAC_BYTES]);
 
