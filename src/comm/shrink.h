@@ -61,8 +61,11 @@ typedef struct {
     char why[TT_RESCUE_WHY];
 } tt_rescue_decision_t;
 
-/* Why a rank is left out besides the caller's list (tt_shrink_t.dead). */
-enum { TT_ALIVE = 0, TT_DIED, TT_STOPPED, TT_SILENT, TT_LEFT_OUT };
+/* Why a rank is left out besides the caller's list (tt_shrink_t.dead).
+ * Only TT_DIED, a process seen to end, goes without a verdict: a rank
+ * that closed or failed an exchange (TT_GONE) may be alive and shrinking
+ * with others, and must hear that it was left out. */
+enum { TT_ALIVE = 0, TT_DIED, TT_STOPPED, TT_SILENT, TT_GONE, TT_LEFT_OUT };
 
 /* A member the coordinator admitted (by rank of comm). */
 typedef struct {

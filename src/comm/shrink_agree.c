@@ -82,7 +82,7 @@ static int learn(tt_shrink_t *sh, int coordinating)
     return blind;
 }
 
-/* A member that joined and then closed its connection has died. */
+/* A member that joined and then closed its connection is gone. */
 static void watch_members(tt_shrink_t *sh)
 {
     for (int r = 0; r < sh->n; r++) {
@@ -99,7 +99,7 @@ static void watch_members(tt_shrink_t *sh)
         if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
             close(*fd);
             *fd = -1;
-            sh->dead[r] = TT_DIED;
+            sh->dead[r] = TT_GONE; /* or gave up on this rank: it is told, not forgotten */
         }
     }
 }
@@ -172,6 +172,7 @@ static int tell_one(tt_shrink_t *sh, int r)
     tt_rescue_nonce(nonce);
     tt_rescue_decision_t d = sh->d;
     d.newrank = -1;
+    memset(d.key, 0, sizeof d.key); /* a rank left out has no use for it, and the address may not be r's */
     st = tt_rescue_send(sh, fd, TT_RESCUE_VERDICT, r, nonce, NULL, &d, sizeof d, sh->member, until);
     struct sockaddr_storage a;
     socklen_t alen = sizeof a;
@@ -194,7 +195,7 @@ static tutti_status_t tell(tt_shrink_t *sh)
     for (int r = 0; r < sh->n; r++) {
         if (r == sh->me || sh->member[r] || sh->joined[r].fd >= 0)
             continue;
-        int told = sh->dead[r] == TT_DIED ? 0 : tell_one(sh, r); /* the star saw its process end */
+        int told = sh->dead[r] == TT_DIED ? 0 : tell_one(sh, r); /* its process ended: no one to tell */
         gone += told == 0;
         unreachable += told < 0;
     }
@@ -411,8 +412,10 @@ static tutti_status_t follow(tt_shrink_t *sh)
         if (gone) { /* the next one coordinates */
             TT_INFO(TT_SUB_INIT, "shrink: rank %d, which was to coordinate, is gone%s", c,
                     st == TUTTI_ERR_AUTH ? " (what answers at its listener does not hold the key)" : "");
+            /* Maybe only slow: if it goes on, it is told. What failed the
+             * challenge is not c: c left that address, so no one is told. */
             if (!sh->dead[c])
-                sh->dead[c] = TT_DIED;
+                sh->dead[c] = st == TUTTI_ERR_AUTH ? TT_DIED : TT_GONE;
             if (fd >= 0)
                 close(fd);
             tt_rescue_inbox_serve(sh->inbox, 0, -1, tt_now_ms()); /* its verdict, if it left one */
