@@ -9,6 +9,7 @@
  * learns nothing and holds nobody up.
  */
 #include <check.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -442,6 +443,70 @@ START_TEST(a_process_at_a_dead_coordinators_address_learns_nothing)
 }
 END_TEST
 
+/* 3,000 silent connections at rank 0's TCP listener when rank 3 dies: a prompt shrink, few log lines. */
+typedef struct {
+    int ready, go;
+    tt_sockaddr_t addr; /* rank 0's TCP listener */
+} flood_t;
+
+static int flood_rank(tutti_comm_t comm, int r, int p, void *arg)
+{
+    flood_t *s = arg;
+    if (r == 1)
+        s->addr = tt_comm_lookup(comm, NULL)->rescue[0];
+    __atomic_add_fetch(&s->ready, 1, __ATOMIC_SEQ_CST);
+    while (r == 3 || !__atomic_load_n(&s->go, __ATOMIC_SEQ_CST))
+        usleep(1000); /* rank 3: until it is killed */
+    FILE *log = tmpfile();
+    int err = dup(2), lines = 0;
+    TT_FAIL_IF(!log || err < 0 || dup2(fileno(log), 2) < 0, "rank %d: no file for its log", r);
+    tutti_comm_t next = NULL;
+    int64_t t0 = tt_now_ms();
+    tutti_status_t st = tutti_comm_shrink(comm, NULL, 0, TUTTI_SHRINK_DEAD, &next);
+    int64_t took = tt_now_ms() - t0;
+    dup2(err, 2);
+    rewind(log);
+    for (int ch; (ch = fgetc(log)) != EOF;)
+        lines += ch == '\n';
+    TT_FAIL_IF(st || took > PROMPT_MS || lines > 2,
+               "rank %d: shrink gave %s after %lld ms in %d log lines: %s", r, tutti_status_name(st),
+               (long long)took, lines, tutti_comm_last_error(comm));
+    TT_FAIL_IF(size_of(next) != p - 1 || round_ok(next), "rank %d: the shrunk communicator", r);
+    tutti_comm_destroy(next);
+    tutti_comm_abort(comm);
+    return -1;
+}
+
+START_TEST(a_flood_of_silent_connections_costs_little)
+{
+    enum { FLOOD = 3000 };
+    static int fds[FLOOD];
+    flood_t *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(s != MAP_FAILED);
+    setenv("TUTTI_TIMEOUT", "20", 1);
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    tt_set_ranks_per_node(1);
+    pid_t pids[4];
+    tt_spawn_ranks(4, flood_rank, s, pids);
+    while (__atomic_load_n(&s->ready, __ATOMIC_SEQ_CST) < 4)
+        usleep(1000);
+    int n = 0, codes[4]; /* each waits in the backlog, or for its SYN to be taken */
+    while (n < FLOOD && (fds[n] = socket(s->addr.u.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK, 0)) >= 0 &&
+           (connect(fds[n], &s->addr.u.sa, s->addr.len) == 0 || errno == EINPROGRESS))
+        n++;
+    kill(pids[3], SIGKILL);
+    __atomic_store_n(&s->go, 1, __ATOMIC_SEQ_CST);
+    tt_wait_ranks(4, pids, codes, 60);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    tt_set_ranks_per_node(0);
+    unsetenv("TUTTI_TIMEOUT");
+    ck_assert_msg(n == FLOOD, "only %d connections could be made", n);
+    for (int r = 0; r < 3; r++)
+        ck_assert_msg(codes[r] == 0, "rank %d exited %d", r, codes[r]);
+}
+END_TEST
+
 /* White box: a member checks the coordinator's answer before it trusts
  * anything in it: the code over its own nonce and the key, then every
  * field. Coordinator rank 0 answers member rank 2 of 4; rank 1 is excluded. */
@@ -526,6 +591,7 @@ int main(int argc, char **argv)
         {"disagreements_fail_at_once_everywhere", disagreements_fail_at_once_everywhere, 0, 2},
         {"a_process_at_a_dead_coordinators_address_learns_nothing",
          a_process_at_a_dead_coordinators_address_learns_nothing, 0, 3},
+        {"a_flood_of_silent_connections_costs_little", a_flood_of_silent_connections_costs_little, 0, 0},
         {"answers_are_checked_field_by_field", answers_are_checked_field_by_field, 0, 0},
         {"the_code_is_siphash_2_4_128", the_code_is_siphash_2_4_128, 0, 0},
     };
