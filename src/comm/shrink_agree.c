@@ -44,6 +44,7 @@
 
 #define PROBE_EVERY_MS 200
 #define TELL_MS 1000 /* to leave a verdict at one rank's listener */
+#define LOOK_MS 20   /* between the coordinator's looks at the news: a death ends its wait soon */
 
 /* Whether comm was aborted from another thread meanwhile. */
 static int aborted(const tt_shrink_t *sh)
@@ -295,7 +296,7 @@ static tutti_status_t coordinate(tt_shrink_t *sh)
             st = silent(sh);
             break;
         }
-        int64_t step = now + TT_RESCUE_STEP_MS;
+        int64_t step = now + LOOK_MS;
         tt_rescue_inbox_serve(sh->inbox, 1, -1, step < sh->admit_until ? step : sh->admit_until);
     }
     return decide(sh, st);
