@@ -4,6 +4,6 @@
 # kill -9, SIGSTOP and busy ranks through collectives, revoke, shrink and
 # grow, every membership, result and communicator checked. A seed from the
 # clock each run (printed, to replay: tests/chaos -n 1 -s SEED -v);
-# TUTTI_CHAOS_SCHEDULES sets how many (2000 for a long run by hand).
+# TT_CHAOS_SCHEDULES sets how many (2000 for a long run by hand).
 cd "${TT_BUILDDIR:-.}" || exit 1
-exec ./tests/chaos -n "${TUTTI_CHAOS_SCHEDULES:-200}"
+exec ./tests/chaos -n "${TT_CHAOS_SCHEDULES:-200}"
