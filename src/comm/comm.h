@@ -61,9 +61,12 @@ struct tutti_comm {
     _Atomic int aborting;            /* waits stop (abort began, or comm was revoked) */
     _Atomic int revoked_by;          /* the rank that revoked comm (this one too), -1 */
     _Atomic int revoking;            /* calls of tutti_comm_revoke inside */
-    int rescue_fd;                   /* listens for a later shrink's coordinator (rescue.c), -1 */
-    tt_sockaddr_t *rescue;           /* every rank's listener, by rank */
-    unsigned nshrinks;               /* shrinks begun on comm: each has a key of its own */
+    int rescue_fd;                   /* a later shrink's TCP listener (rescue.c), -1 */
+    int rescue_local_fd;             /* the same for this host's ranks, a Unix socket, -1 */
+    tt_sockaddr_t *rescue;           /* every rank's TCP listener, by rank */
+    unsigned nshrinks;               /* shrinks begun on comm: their messages say which */
+    int shrunk_out_by;               /* the coordinator of a shrink of comm that left this rank out, -1 */
+    unsigned shrunk_out_no;          /* which shrink that was */
     int busy;                        /* calls inside the library (tt_comm_enter), under the registry lock */
     int oversubscribed;              /* more ranks on this host than CPUs they may use */
     int local_ranks;                 /* ranks on this host, this one included */
@@ -220,11 +223,14 @@ tutti_comm_params_t tt_comm_inherited(tutti_comm_t comm);
  * steers alike, connects the host and device transports and works out
  * every pair's link class. */
 tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id);
-/* This rank's listener for a later shrink (rescue.c): opened before
- * set-up's exchange (its address goes with this rank's record), kept
- * until comm is freed. */
+/* This rank's listeners for a later shrink (rescue.c): opened before
+ * set-up's exchange (the TCP address goes with this rank's record), kept
+ * until comm is freed; narrow closes the TCP one once set-up shows every
+ * rank on this host reaches this one over its Unix socket. In a forked
+ * child (local_only) close leaves the parent's socket file alone. */
 tutti_status_t tt_rescue_open(tutti_comm_t comm, tt_sockaddr_t *addr);
-void tt_rescue_close(tutti_comm_t comm);
+void tt_rescue_narrow(tutti_comm_t comm);
+void tt_rescue_close(tutti_comm_t comm, int local_only);
 
 /* Closes what tt_comm_setup opened. In a forked child (local_only) it
  * only releases this process's copies: the host transports' descriptors

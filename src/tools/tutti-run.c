@@ -219,9 +219,10 @@ static unsigned long long status_mask(const char *text, const char *field)
 
 /*
  * Whether process pid is on its way out: the kernel's PF_EXITING flag
- * (field 9 of /proc/PID/stat: killed, still freeing its memory), or a
- * signal that will end it pending but not yet acted on (a loaded machine
- * may not have run it since the kill).
+ * (field 9 of /proc/PID/stat: killed, still freeing its memory), a signal
+ * that will end it pending but not yet acted on (a loaded machine may not
+ * have run it since the kill), or ended and not yet reaped (a zombie: how
+ * it ended is known only once it is).
  */
 static int dying(pid_t pid)
 {
@@ -236,9 +237,9 @@ static int dying(pid_t pid)
     const char *end = strrchr(text, ')'); /* the command name may hold spaces */
     unsigned flags = 0;
     char state = 0;
-    if (!end || sscanf(end + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2 || state == 'Z')
+    if (!end || sscanf(end + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
         return 0;
-    if (flags & 0x4u)
+    if (state == 'Z' || (flags & 0x4u))
         return 1;
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     if (!(f = fopen(path, "r")))
