@@ -42,16 +42,6 @@ rank() {
 ranks=$(for f in include core reduce codec sched topo cuda algorithms transports tune comm coll device compress api \
     tools nccl; do printf '%s=%s ' "$f" "$(rank $f)"; done)
 
-# folder FILE: the layer a source file belongs to.
-folder() {
-    case "$1" in
-    src/*/*) f=${1#src/}; echo "${f%%/*}" ;;
-    transports/*) echo transports ;;
-    algorithms/*) echo algorithms ;;
-    nccl/*) echo nccl ;;
-    esac
-}
-
 bad=0
 breach() {
     echo "$1"
