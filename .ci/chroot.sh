@@ -184,8 +184,11 @@ chroot_enter() {
         exit 1
 }
 
-# Runs a command in the new system as a new user's root shell would, in /root/tutti.
+# Runs a command in the new system as a new user's root shell would, in
+# /root/tutti, except that make uses every core (MAKEFLAGS): the README's
+# plain `make check` would otherwise run the suites one at a time, which on
+# CI's two cores costs several minutes for nothing the commands prove.
 in_chroot() {
-    run chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 \
+    run chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 MAKEFLAGS="-j$(nproc)" \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/sh -c "cd /root/tutti && $1" </dev/null
 }
