@@ -16,6 +16,7 @@
 #include "comm/comm.h"
 #include "comm/star.h"
 #include "core/env_config.h"
+#include "core/fdlimit.h"
 #include "core/log.h"
 #include "core/wake.h"
 
@@ -217,6 +218,7 @@ static tutti_status_t comm_new(tutti_comm_t *out, int nranks, int rank, const tu
 {
     char msg[512];
     tt_log_set_rank(rank);
+    tt_fd_limit_raise();
     if (tt_config_check(tt_transport_configs(), msg, sizeof msg)) /* each bad variable is logged there */
         return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "%s", msg);
     tutti_comm_t comm = calloc(1, sizeof *comm);
