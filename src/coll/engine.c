@@ -186,8 +186,10 @@ static void list_add(char *list, size_t len, int rank)
 static int lost_peers(const run_t *run, char *out, size_t len, int allow_aborted_only)
 {
     char died[128] = "", aborted[128] = "";
-    int ndied = 0, naborted = 0;
-    for (int r = 0; r < run->comm->nranks; r++) {
+    int ndied = 0, naborted = 0, n;
+    const int *list = tt_coll_peer_list(run->comm, run->peers, &n);
+    for (int i = 0; i < n; i++) {
+        int r = list ? list[i] : i;
         if (!run->peers[r].ops)
             continue;
         tutti_status_t st = run->peers[r].ops->alive(run->peers[r].conn);
@@ -436,9 +438,11 @@ static tutti_status_t run_loop(run_t *runs, int n)
     const int clock_every = waiter.yield ? 1 : CLOCK_EVERY_IDLE;
     for (;;) {
         int progressed = 0, left;
-        for (int r = 0; r < comm->nranks; r++)
-            if (peers[r].ops)
-                peers[r].ops->progress(peers[r].conn, &progressed);
+        for (int i = 0; i < waiter.n; i++) {
+            const tt_peer_t *p = &peers[waiter.list ? waiter.list[i] : i];
+            if (p->ops)
+                p->ops->progress(p->conn, &progressed);
+        }
         TT_TRY(poll_runs(runs, n, &progressed, &left));
         if (!left)
             return TUTTI_SUCCESS;
@@ -506,6 +510,36 @@ static tutti_status_t lay_out(tutti_comm_t comm, run_t *runs, int n)
     return TUTTI_SUCCESS;
 }
 
+/* Connects the peers the runs name that are not connected yet (at first
+ * use: every peer named is in the same call on its side). */
+static tutti_status_t connect_peers(tutti_comm_t comm, const run_t *runs, int n)
+{
+    int *need = NULL, nneed = 0;
+    tutti_status_t st = TUTTI_SUCCESS;
+    for (int i = 0; i < n && !st; i++) {
+        if (runs[i].peers != comm->peers || runs[i].state != RUN_WAITING)
+            continue;
+        for (int k = 0; k < runs[i].s->nsteps; k++) {
+            int q = runs[i].s->steps[k].peer, known = 0;
+            if (q < 0 || comm->peers[q].ops)
+                continue;
+            for (int j = 0; j < nneed && !known; j++)
+                known = need[j] == q;
+            if (known)
+                continue;
+            if (!need && !(need = malloc(sizeof(int) * (size_t)comm->nranks))) {
+                st = tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory to connect the peers");
+                break;
+            }
+            need[nneed++] = q;
+        }
+    }
+    if (!st && nneed)
+        st = tt_comm_connect(comm, need, nneed);
+    free(need);
+    return st;
+}
+
 tutti_status_t tt_engine_run_batch(tutti_comm_t comm, const tt_engine_item_t *items, int n)
 {
     run_t one, *runs = n == 1 ? &one : calloc((size_t)n, sizeof *runs);
@@ -526,7 +560,9 @@ tutti_status_t tt_engine_run_batch(tutti_comm_t comm, const tt_engine_item_t *it
     int waiting = 0;
     for (int i = 0; i < n; i++)
         waiting += runs[i].state == RUN_WAITING;
-    tutti_status_t st = waiting ? lay_out(comm, runs, n) : TUTTI_SUCCESS;
+    tutti_status_t st = waiting ? connect_peers(comm, runs, n) : TUTTI_SUCCESS;
+    if (!st && waiting)
+        st = lay_out(comm, runs, n);
     if (!st && waiting)
         st = run_loop(runs, n);
     for (int i = 0; i < n; i++)

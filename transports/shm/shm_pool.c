@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm's memory: one segment per host, reserved whole when the communicator
+ * starts, and each rank's pool in it. The host's first rank sizes it: room
+ * for every same-host peer at full size, within TUTTI_SHM_HOST_BYTES for
+ * the host and three quarters of what /dev/shm has free (a container's
+ * 64 MiB is common); less than full size is said once, and less than the
+ * least that works is an error naming the room needed and the fixes. A
+ * rank gives a peer full-size queues while its pool could still give every
+ * peer as much, and smaller ones after, so a pool never runs out before
+ * every same-host peer has queues unless the pool is tiny; a pair whose
+ * receiver has no room left goes over the next transport.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "core/grow.h"
+#include "core/log.h"
+#include "core/try.h"
+#include "transports/shm/shm.h"
+
+#define PAGE 4096
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+static size_t queue_bytes(int nslots, size_t slot_bytes)
+{
+    return sizeof(tt_local_queue_t) + (size_t)nslots * (sizeof(tt_local_slot_t) + slot_bytes);
+}
+
+size_t tt_shm_queue_offset(int nslots, size_t slot_bytes, int ch)
+{
+    return (size_t)ch * queue_bytes(nslots, slot_bytes);
+}
+
+size_t tt_shm_region_bytes(int nchannels, int nslots, size_t slot_bytes)
+{
+    return (size_t)nchannels * queue_bytes(nslots, slot_bytes);
+}
+
+/* "64 MiB" */
+static void mib(uint64_t bytes, char *out, size_t len)
+{
+    snprintf(out, len, "%.0f MiB", (double)bytes / (1 << 20) + 0.4999);
+}
+
+/* A /dev/shm size that holds bytes in three quarters, as docker and mount
+ * spell it ("192m"), in steps of 64 MiB. */
+static void suggest(uint64_t bytes, char *out, size_t len)
+{
+    uint64_t m = round_up(bytes / 3 * 4, (uint64_t)64 << 20) >> 20;
+    snprintf(out, len, "%llum", (unsigned long long)m);
+}
+
+/* A pool's bytes: what the host's first rank decides. */
+static tutti_status_t pool_size(const tt_shm_ctx_t *ctx, uint64_t *pool)
+{
+    int n = ctx->nlocal;
+    uint64_t full = tt_shm_region_bytes(ctx->nchannels, ctx->nslots, ctx->slot_bytes);
+    uint64_t least = tt_shm_region_bytes(ctx->nchannels, ctx->nslots, TT_SHM_MIN_SLOT);
+    uint64_t want = round_up(TT_SHM_POOL_HDR + (uint64_t)(n - 1) * full, PAGE);
+    uint64_t need = round_up(TT_SHM_POOL_HDR + (uint64_t)(n - 1 < 2 ? n - 1 : 2) * least, PAGE);
+    uint64_t budget = ctx->host_budget / (uint64_t)n / PAGE * PAGE;
+    uint64_t p = want < budget ? want : budget > need ? budget : need;
+    struct statvfs fs;
+    uint64_t room = statvfs("/dev/shm", &fs) == 0 ? (uint64_t)fs.f_bavail * fs.f_frsize / 4 * 3 : UINT64_MAX;
+    char a[32], b[32], c[32];
+    if (TT_SHM_HOST_HDR + (uint64_t)n * p > room) {
+        uint64_t fit = room > TT_SHM_HOST_HDR ? (room - TT_SHM_HOST_HDR) / (uint64_t)n / PAGE * PAGE : 0;
+        mib(room / 3 * 4, a, sizeof a); /* what it has free */
+        if (fit < need) {
+            mib(TT_SHM_HOST_HDR + (uint64_t)n * need, b, sizeof b);
+            suggest(TT_SHM_HOST_HDR + (uint64_t)n * (want < budget ? want : budget), c, sizeof c);
+            TT_ERROR(
+                TT_SUB_NET,
+                "shm: /dev/shm has %s free, but the %d ranks of this host need at least %s of it; give it "
+                "more room (docker run --shm-size=%s, or mount -o remount,size=%s /dev/shm), lower "
+                "TUTTI_SHM_SLOTS, or leave shm out (TUTTI_TRANSPORTS=tcp)",
+                a, n, b, c, c);
+            return TUTTI_ERR_NO_MEMORY;
+        }
+        mib(TT_SHM_HOST_HDR + (uint64_t)n * fit, b, sizeof b);
+        suggest(TT_SHM_HOST_HDR + (uint64_t)n * (want < budget ? want : budget), c, sizeof c);
+        TT_WARN(TT_SUB_NET,
+                "shm: /dev/shm has %s free: the %d ranks of this host reserve %s of it, and some pairs get "
+                "smaller slots (docker run --shm-size=%s or more gives them full ones)",
+                a, n, b, c);
+        p = fit;
+    } else if (p < want) {
+        mib((uint64_t)n * p, b, sizeof b);
+        TT_INFO(TT_SUB_NET,
+                "shm: the %d ranks of this host share %s (TUTTI_SHM_HOST_BYTES): some pairs get "
+                "smaller slots",
+                n, b);
+    }
+    *pool = p;
+    return TUTTI_SUCCESS;
+}
+
+/* The host's first rank: the segment, reserved whole. */
+static tutti_status_t host_create(tt_shm_ctx_t *ctx)
+{
+    uint64_t pool;
+    TT_TRY(pool_size(ctx, &pool));
+    ctx->bytes = TT_SHM_HOST_HDR + (size_t)ctx->nlocal * pool;
+    int fd = shm_open(ctx->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        TT_ERROR(TT_SUB_NET, "shm: shm_open(%s) failed: %s", ctx->name, strerror(errno));
+        return TUTTI_ERR_SYSTEM;
+    }
+    /* Reserved now: a tmpfs that fills up later would kill a rank with
+     * SIGBUS at its first touch of a page. */
+    int err = posix_fallocate(fd, 0, (off_t)ctx->bytes);
+    void *p = err ? MAP_FAILED : mmap(NULL, ctx->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (!err && p == MAP_FAILED)
+        err = errno;
+    close(fd);
+    if (err) {
+        char a[32];
+        mib(ctx->bytes, a, sizeof a);
+        TT_ERROR(TT_SUB_NET, "shm: reserving %s in /dev/shm for the %d ranks of this host failed: %s%s", a,
+                 ctx->nlocal, strerror(err),
+                 err == ENOSPC ? " (another job took the room meanwhile? docker run --shm-size, or "
+                                 "TUTTI_SHM_HOST_BYTES)"
+                               : "");
+        shm_unlink(ctx->name);
+        return TUTTI_ERR_NO_MEMORY;
+    }
+    ctx->host = p;
+    *(tt_shm_host_t *)p = (tt_shm_host_t){.magic = TT_SHM_MAGIC, .nlocal = ctx->nlocal, .pool_bytes = pool};
+    memcpy(((tt_shm_host_t *)p)->key, ctx->env->key, TT_KEY_BYTES);
+    return TUTTI_SUCCESS;
+}
+
+static tutti_status_t host_map(tt_shm_ctx_t *ctx)
+{
+    int fd = shm_open(ctx->name, O_RDWR, 0);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || (size_t)st.st_size < TT_SHM_HOST_HDR) {
+        TT_ERROR(TT_SUB_NET, "shm: opening this host's segment %s failed: %s", ctx->name,
+                 fd < 0 ? strerror(errno) : "it is too small");
+        if (fd >= 0)
+            close(fd);
+        return TUTTI_ERR_SYSTEM;
+    }
+    ctx->bytes = (size_t)st.st_size;
+    void *p = mmap(NULL, ctx->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        TT_ERROR(TT_SUB_NET, "shm: mapping this host's segment failed: %s", strerror(err));
+        return TUTTI_ERR_SYSTEM;
+    }
+    ctx->host = p;
+    const tt_shm_host_t *h = p;
+    if (!tt_local_keyed(h->magic, TT_SHM_MAGIC, h->key, ctx->env->key) || h->nlocal != ctx->nlocal ||
+        TT_SHM_HOST_HDR + (size_t)h->nlocal * h->pool_bytes != ctx->bytes) {
+        TT_WARN(TT_SUB_NET, "shm: refused segment %s: it is not this job's", ctx->name);
+        return TUTTI_ERR_AUTH;
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* The host's first rank makes the segment, every rank maps it, then it is
+ * unlinked: a crash after leaves nothing in /dev/shm. Every rank takes
+ * part in both barriers, as every rank calls start. */
+tutti_status_t tt_shm_host_start(tt_shm_ctx_t *ctx)
+{
+    const tt_tp_env_t *env = ctx->env;
+    int me = ctx->local_index[env->rank], first = -1;
+    for (int r = 0; r < env->nranks && first < 0; r++)
+        if (ctx->local_index[r] == 0)
+            first = r;
+    snprintf(ctx->name, sizeof ctx->name, TT_SHM_NAME_FORMAT, (unsigned long long)env->key_tag, first);
+    tutti_status_t st = ctx->nlocal > 1 && me == 0 ? host_create(ctx) : TUTTI_SUCCESS;
+    if (st)
+        return st; /* set-up fails here, and the others learn why */
+    TT_TRY(env->barrier(env->barrier_arg));
+    if (ctx->nlocal > 1 && me > 0)
+        st = host_map(ctx);
+    tutti_status_t bst = env->barrier(env->barrier_arg);
+    if (ctx->nlocal > 1 && me == 0)
+        shm_unlink(ctx->name);
+    if (st || bst || ctx->nlocal < 2)
+        return st ? st : bst;
+    uint64_t pool = ((tt_shm_host_t *)ctx->host)->pool_bytes;
+    ctx->pool = (tt_shm_pool_t){.base = TT_SHM_HOST_HDR + (uint64_t)me * pool,
+                                .size = pool,
+                                .top = TT_SHM_POOL_HDR,
+                                .todo = ctx->nlocal - 1};
+    ctx->seg = (tt_shm_seg_hdr_t *)(ctx->host + ctx->pool.base);
+    ctx->seg->owner = env->rank;
+    ctx->seg->pid = (int32_t)getpid();
+    return TUTTI_SUCCESS;
+}
+
+void tt_shm_host_unmap(tt_shm_ctx_t *ctx)
+{
+    if (ctx->host)
+        munmap(ctx->host, ctx->bytes);
+    ctx->host = NULL;
+    free(ctx->pool.free);
+    ctx->pool.free = NULL;
+}
+
+/* The slot size a new peer gets: full while the pool could still give
+ * every peer left as much; else what a quarter of what is left allows. */
+static size_t slot_for(const tt_shm_ctx_t *ctx, uint64_t left)
+{
+    size_t slot = ctx->slot_bytes;
+    uint64_t full = tt_shm_region_bytes(ctx->nchannels, ctx->nslots, slot);
+    if (left >= full * (uint64_t)(ctx->pool.todo > 0 ? ctx->pool.todo : 1))
+        return slot;
+    while (slot > TT_SHM_MIN_SLOT && tt_shm_region_bytes(ctx->nchannels, ctx->nslots, slot) > left / 4)
+        slot = slot / 2 / TT_LOCAL_LINE * TT_LOCAL_LINE < TT_SHM_MIN_SLOT
+                   ? TT_SHM_MIN_SLOT
+                   : slot / 2 / TT_LOCAL_LINE * TT_LOCAL_LINE;
+    return slot;
+}
+
+tutti_status_t tt_shm_region_take(tt_shm_ctx_t *ctx, int peer, tt_shm_region_t *r)
+{
+    tt_shm_pool_t *p = &ctx->pool;
+    if (!ctx->host)
+        return TUTTI_ERR_UNSUPPORTED;
+    uint64_t left = p->size - p->top, off = 0;
+    for (int i = 0; i < p->nfree; i++)
+        left += p->free[i].len;
+    size_t slot = slot_for(ctx, left);
+    uint64_t need = round_up(tt_shm_region_bytes(ctx->nchannels, ctx->nslots, slot), TT_LOCAL_LINE);
+    for (int i = 0; i < p->nfree && !off; i++) /* room given back, first */
+        if (p->free[i].len >= need) {
+            off = p->free[i].off;
+            p->free[i].off += need;
+            if ((p->free[i].len -= need) == 0)
+                p->free[i] = p->free[--p->nfree];
+        }
+    if (!off && p->top + need <= p->size) {
+        off = p->base + p->top;
+        p->top += need;
+    }
+    if (!off) {
+        TT_INFO(TT_SUB_NET, "shm: rank %d's pool (%llu bytes) has no room left for rank %d's queues",
+                ctx->env->rank, (unsigned long long)p->size, peer);
+        return TUTTI_ERR_UNSUPPORTED;
+    }
+    memset(ctx->host + off, 0, need);
+    p->todo--;
+    *r = (tt_shm_region_t){
+        .offset = off, .slot_bytes = slot, .nslots = ctx->nslots, .nchannels = ctx->nchannels};
+    if (slot < ctx->slot_bytes)
+        TT_DEBUG(TT_SUB_NET, "shm: rank %d gives rank %d slots of %zu bytes", ctx->env->rank, peer, slot);
+    return TUTTI_SUCCESS;
+}
+
+void tt_shm_region_give_back(tt_shm_ctx_t *ctx, const tt_shm_region_t *r)
+{
+    tt_shm_pool_t *p = &ctx->pool;
+    uint64_t len = round_up(tt_shm_region_bytes(r->nchannels, r->nslots, r->slot_bytes), TT_LOCAL_LINE);
+    p->todo++;
+    if (r->offset + len == p->base + p->top) {
+        p->top -= len;
+        return;
+    }
+    if (!tt_grow((void **)&p->free, &p->free_cap, p->nfree + 1, sizeof *p->free))
+        p->free[p->nfree++] = (tt_shm_hole_t){r->offset, len};
+}
