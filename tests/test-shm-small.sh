@@ -27,10 +27,10 @@ grep -q "some pairs get smaller slots" "$WORK/a2a" ||
     { echo "FAIL: the smaller pool was not said:"; tail -20 "$WORK/a2a"; exit 1; }
 echo "64 MiB /dev/shm: 8 ranks' 64 MiB all-to-all is right; the log says:"
 grep -m1 "smaller slots" "$WORK/a2a"
-run 1m "$WORK/tiny" -n 8 "$B/tutti-perf" --collective allreduce -b 8 -e 8 -n 1 -w 0 -c 1
+run 64k "$WORK/tiny" -n 8 "$B/tutti-perf" --collective allreduce -b 8 -e 8 -n 1 -w 0 -c 1
 rc=$?
 [ $rc != 0 ] && grep -q "need at least" "$WORK/tiny" && grep -q "shm-size" "$WORK/tiny" &&
     ! grep -qi "bus error" "$WORK/tiny" ||
-    { echo "FAIL: a 1 MiB /dev/shm (exit $rc):"; tail -20 "$WORK/tiny"; exit 1; }
-echo "1 MiB /dev/shm: refused at creation:"
+    { echo "FAIL: a 64 KiB /dev/shm (exit $rc):"; tail -20 "$WORK/tiny"; exit 1; }
+echo "64 KiB /dev/shm: refused at creation:"
 grep -m1 "need at least" "$WORK/tiny"

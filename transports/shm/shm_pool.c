@@ -48,10 +48,13 @@ size_t tt_shm_region_bytes(int nchannels, int nslots, size_t slot_bytes)
     return (size_t)nchannels * queue_bytes(nslots, slot_bytes);
 }
 
-/* "64 MiB" */
+/* "64 MiB", or "48 KiB" below a MiB, rounded up */
 static void mib(uint64_t bytes, char *out, size_t len)
 {
-    snprintf(out, len, "%.0f MiB", (double)bytes / (1 << 20) + 0.4999);
+    if (bytes < (1 << 20))
+        snprintf(out, len, "%llu KiB", (unsigned long long)((bytes + 1023) >> 10));
+    else
+        snprintf(out, len, "%llu MiB", (unsigned long long)((bytes + (1 << 20) - 1) >> 20));
 }
 
 /* A /dev/shm size that holds bytes in three quarters, as docker and mount
@@ -213,6 +216,12 @@ void tt_shm_host_unmap(tt_shm_ctx_t *ctx)
     ctx->pool.free = NULL;
 }
 
+static size_t smaller_slot(size_t slot)
+{
+    size_t half = slot / 2 / TT_LOCAL_LINE * TT_LOCAL_LINE;
+    return half < TT_SHM_MIN_SLOT ? TT_SHM_MIN_SLOT : half;
+}
+
 /* The slot size a new peer gets: full while the pool could still give
  * every peer left as much; else what a quarter of what is left allows. */
 static size_t slot_for(const tt_shm_ctx_t *ctx, uint64_t left)
@@ -222,10 +231,25 @@ static size_t slot_for(const tt_shm_ctx_t *ctx, uint64_t left)
     if (left >= full * (uint64_t)(ctx->pool.todo > 0 ? ctx->pool.todo : 1))
         return slot;
     while (slot > TT_SHM_MIN_SLOT && tt_shm_region_bytes(ctx->nchannels, ctx->nslots, slot) > left / 4)
-        slot = slot / 2 / TT_LOCAL_LINE * TT_LOCAL_LINE < TT_SHM_MIN_SLOT
-                   ? TT_SHM_MIN_SLOT
-                   : slot / 2 / TT_LOCAL_LINE * TT_LOCAL_LINE;
+        slot = smaller_slot(slot);
     return slot;
+}
+
+/* Where need bytes fit: room given back first, then the pool's top; 0 if nowhere. */
+static uint64_t place(tt_shm_pool_t *p, uint64_t need)
+{
+    for (int i = 0; i < p->nfree; i++)
+        if (p->free[i].len >= need) {
+            uint64_t off = p->free[i].off;
+            p->free[i].off += need;
+            if ((p->free[i].len -= need) == 0)
+                p->free[i] = p->free[--p->nfree];
+            return off;
+        }
+    if (p->top + need > p->size)
+        return 0;
+    p->top += need;
+    return p->base + p->top - need;
 }
 
 tutti_status_t tt_shm_region_take(tt_shm_ctx_t *ctx, int peer, tt_shm_region_t *r)
@@ -233,21 +257,16 @@ tutti_status_t tt_shm_region_take(tt_shm_ctx_t *ctx, int peer, tt_shm_region_t *
     tt_shm_pool_t *p = &ctx->pool;
     if (!ctx->host)
         return TUTTI_ERR_UNSUPPORTED;
-    uint64_t left = p->size - p->top, off = 0;
+    uint64_t left = p->size - p->top, off = 0, need = 0;
     for (int i = 0; i < p->nfree; i++)
         left += p->free[i].len;
+    /* What is left may lie in pieces (regions of pairs that both sides
+     * asked for at once are given back): smaller slots until one fits. */
     size_t slot = slot_for(ctx, left);
-    uint64_t need = round_up(tt_shm_region_bytes(ctx->nchannels, ctx->nslots, slot), TT_LOCAL_LINE);
-    for (int i = 0; i < p->nfree && !off; i++) /* room given back, first */
-        if (p->free[i].len >= need) {
-            off = p->free[i].off;
-            p->free[i].off += need;
-            if ((p->free[i].len -= need) == 0)
-                p->free[i] = p->free[--p->nfree];
-        }
-    if (!off && p->top + need <= p->size) {
-        off = p->base + p->top;
-        p->top += need;
+    for (;; slot = smaller_slot(slot)) {
+        need = round_up(tt_shm_region_bytes(ctx->nchannels, ctx->nslots, slot), TT_LOCAL_LINE);
+        if ((off = place(p, need)) != 0 || slot == TT_SHM_MIN_SLOT)
+            break;
     }
     if (!off) {
         TT_INFO(TT_SUB_NET, "shm: rank %d's pool (%llu bytes) has no room left for rank %d's queues",
@@ -266,12 +285,21 @@ tutti_status_t tt_shm_region_take(tt_shm_ctx_t *ctx, int peer, tt_shm_region_t *
 void tt_shm_region_give_back(tt_shm_ctx_t *ctx, const tt_shm_region_t *r)
 {
     tt_shm_pool_t *p = &ctx->pool;
-    uint64_t len = round_up(tt_shm_region_bytes(r->nchannels, r->nslots, r->slot_bytes), TT_LOCAL_LINE);
+    tt_shm_hole_t h = {r->offset,
+                       round_up(tt_shm_region_bytes(r->nchannels, r->nslots, r->slot_bytes), TT_LOCAL_LINE)};
     p->todo++;
-    if (r->offset + len == p->base + p->top) {
-        p->top -= len;
-        return;
-    }
-    if (!tt_grow((void **)&p->free, &p->free_cap, p->nfree + 1, sizeof *p->free))
-        p->free[p->nfree++] = (tt_shm_hole_t){r->offset, len};
+    /* Merged with the holes it touches, so that the pool does not crumble
+     * into pieces too small for any peer's queues. */
+    for (int i = 0; i < p->nfree;)
+        if (p->free[i].off + p->free[i].len == h.off || h.off + h.len == p->free[i].off) {
+            h = (tt_shm_hole_t){h.off < p->free[i].off ? h.off : p->free[i].off, h.len + p->free[i].len};
+            p->free[i] = p->free[--p->nfree];
+            i = 0;
+        } else {
+            i++;
+        }
+    if (h.off + h.len == p->base + p->top)
+        p->top -= h.len;
+    else if (!tt_grow((void **)&p->free, &p->free_cap, p->nfree + 1, sizeof *p->free))
+        p->free[p->nfree++] = h;
 }
