@@ -223,14 +223,23 @@ static size_t smaller_slot(size_t slot)
 }
 
 /* The slot size a new peer gets: full while the pool could still give
- * every peer left as much; else what a quarter of what is left allows. */
+ * every peer left as much; else at most a quarter of what is left, and
+ * never so much that the peers still to come could not each have the
+ * smallest queues (the first peers a rank meets are not always the ones
+ * it talks to most). */
 static size_t slot_for(const tt_shm_ctx_t *ctx, uint64_t left)
 {
     size_t slot = ctx->slot_bytes;
+    uint64_t todo = (uint64_t)(ctx->pool.todo > 1 ? ctx->pool.todo : 1);
     uint64_t full = tt_shm_region_bytes(ctx->nchannels, ctx->nslots, slot);
-    if (left >= full * (uint64_t)(ctx->pool.todo > 0 ? ctx->pool.todo : 1))
+    uint64_t least =
+        round_up(tt_shm_region_bytes(ctx->nchannels, ctx->nslots, TT_SHM_MIN_SLOT), TT_LOCAL_LINE);
+    if (left >= full * todo)
         return slot;
-    while (slot > TT_SHM_MIN_SLOT && tt_shm_region_bytes(ctx->nchannels, ctx->nslots, slot) > left / 4)
+    uint64_t cap = left / 4;
+    if (left > (todo - 1) * least && left - (todo - 1) * least < cap)
+        cap = left - (todo - 1) * least;
+    while (slot > TT_SHM_MIN_SLOT && tt_shm_region_bytes(ctx->nchannels, ctx->nslots, slot) > cap)
         slot = smaller_slot(slot);
     return slot;
 }
@@ -269,8 +278,12 @@ tutti_status_t tt_shm_region_take(tt_shm_ctx_t *ctx, int peer, tt_shm_region_t *
             break;
     }
     if (!off) {
-        TT_INFO(TT_SUB_NET, "shm: rank %d's pool (%llu bytes) has no room left for rank %d's queues",
-                ctx->env->rank, (unsigned long long)p->size, peer);
+        TT_INFO(
+            TT_SUB_NET,
+            "shm: rank %d's pool (%llu bytes) has no room left for rank %d's queues (%llu bytes left in %d "
+            "pieces, %d peers still to come)",
+            ctx->env->rank, (unsigned long long)p->size, peer, (unsigned long long)left, p->nfree + 1,
+            p->todo);
         return TUTTI_ERR_UNSUPPORTED;
     }
     memset(ctx->host + off, 0, need);
