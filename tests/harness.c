@@ -105,14 +105,16 @@ int tt_wait_ranks(int nranks, const pid_t *pids, int *codes, int timeout_s)
 
 void tt_run_ranks(int nranks, tt_rank_fn fn, void *arg, int timeout_s)
 {
-    pid_t pids[64];
-    int codes[64];
-    ck_assert_int_le(nranks, 64);
+    pid_t *pids = calloc((size_t)nranks, sizeof *pids);
+    int *codes = calloc((size_t)nranks, sizeof *codes);
+    ck_assert(pids && codes);
     tt_spawn_ranks(nranks, fn, arg, pids);
     int timed_out = tt_wait_ranks(nranks, pids, codes, timeout_s);
     ck_assert_msg(!timed_out, "ranks did not finish within %d s", timeout_s);
     for (int r = 0; r < nranks; r++)
         ck_assert_msg(codes[r] == 0, "rank %d of %d exited with %d", r, nranks, codes[r]);
+    free(pids);
+    free(codes);
 }
 
 /* Copies Check's TAP to stdout, a case failed by tt_skip written as a
