@@ -14,6 +14,8 @@
  * level one.
  * Cost: about 3 lg p alpha + 3 (n/2) beta per rank's busiest link.
  */
+#include <stdatomic.h>
+
 #include "sched/schedule.h"
 
 typedef struct {
@@ -54,15 +56,23 @@ static int is_interior(int p, int pos)
 }
 
 /* Where rank r sits in tree 1 (t = 0) or tree 2 (t = 1). Tree 2 is tree 1
- * mirrored or shifted by one, whichever leaves fewer ranks interior in both. */
+ * mirrored or shifted by one, whichever leaves fewer ranks interior in both.
+ * Counting them takes O(p log p): the last answer is kept, so that pricing
+ * every rank's schedule (the cost model's walk) does not count p times. */
 static int use_mirror(int p)
 {
+    static _Atomic long long last; /* p * 2 + the answer; 0: none yet */
+    long long seen = atomic_load_explicit(&last, memory_order_relaxed);
+    if (seen / 2 == p)
+        return (int)(seen % 2);
     int both_mirror = 0, both_shift = 0;
     for (int r = 0; r < p; r++) {
         both_mirror += is_interior(p, r) && is_interior(p, p - 1 - r);
         both_shift += is_interior(p, r) && is_interior(p, (r + 1) % p);
     }
-    return both_mirror <= both_shift;
+    int mirror = both_mirror <= both_shift;
+    atomic_store_explicit(&last, (long long)p * 2 + mirror, memory_order_relaxed);
+    return mirror;
 }
 
 static int position(int p, int mirror, int t, int rank)

@@ -9,12 +9,17 @@
  *   blame    rank 0 fills 256 MiB (so its death takes a while), writes
  *            DIR/ready.0 and sleeps; rank 1 then kills it with SIGKILL and
  *            exits 1 a millisecond later; the others sleep
+ *   zombie   rank 0's main thread ends while another runs on, so that its
+ *            process shows as a zombie not yet reaped, and writes
+ *            DIR/ready.0; rank 1 then exits 1, and rank 2 kills rank 0
+ *            with SIGKILL half a second later; the others sleep
  *   echo     prints "hello from rank R of N node K" and exits 0
  *   sleep    joins, writes DIR/ready.<rank>, then sleeps
  *   check    joins, checks an all-reduce, prints "rank R of N ok"
  * Every mode writes its pid to DIR/pid.<rank> first (rank -1 when no
  * TUTTI_RANK is set) and the job key to DIR/key.<rank>.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +71,58 @@ static int blame(const char *dir, int rank)
     return 1;
 }
 
+/* Rank 0's second thread: waits until the main thread has ended (the
+ * process's state is Z), says so, and sleeps. */
+static void *zombie_leader(void *arg)
+{
+    const char *dir = arg;
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)getpid());
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        if (f)
+            fclose(f);
+        text[n] = '\0';
+        const char *end = strrchr(text, ')');
+        if (end && end[1] == ' ' && end[2] == 'Z')
+            break;
+        usleep(1000);
+    }
+    write_file(dir, "ready", 0, "zombie\n");
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static int zombie(const char *dir, int rank)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/ready.0", dir);
+    if (rank == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, zombie_leader, (void *)dir))
+            return 2;
+        pthread_exit(NULL);
+    }
+    for (int t = 0; t < 3000 && access(path, F_OK) != 0; t++)
+        usleep(10000);
+    if (rank == 1)
+        return 1;
+    if (rank == 2) {
+        int pid = -1;
+        usleep(500000);
+        snprintf(path, sizeof path, "%s/pid.0", dir);
+        FILE *f = fopen(path, "r");
+        if (!f || fscanf(f, "%d", &pid) != 1 || pid <= 0)
+            return 2;
+        fclose(f);
+        kill(pid, SIGKILL);
+    }
+    for (;;)
+        pause();
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3)
@@ -84,6 +141,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "blame") == 0)
         return blame(dir, rank);
+    if (strcmp(mode, "zombie") == 0)
+        return zombie(dir, rank);
     if (strcmp(mode, "exit7") == 0) {
         if (rank == 1)
             return 7;

@@ -51,6 +51,10 @@ static int bad_calls(tutti_comm_t comm, int r, int p, void *arg)
     bad |= expect(comm, tutti_send(buf, 4, TUTTI_FP32, p, comm, NULL), E, "peer", "send peer = nranks");
     bad |= expect(comm, tutti_send(buf, 4, TUTTI_FP32, r, comm, NULL), E, "peer", "send to self");
     bad |= expect(comm, tutti_recv(buf, 4, TUTTI_FP32, -2, comm, NULL), E, "peer", "recv peer -2");
+    /* -1 is no "any source": that is tutti_recv_any. Every negative peer is refused alike. */
+    bad |= expect(comm, tutti_recv(buf, 4, TUTTI_FP32, -1, comm, NULL), E, "peer", "recv peer -1");
+    bad |= expect(comm, tutti_recv(buf, 4, TUTTI_FP32, INT32_MIN, comm, NULL), E, "peer", "recv peer INT_MIN");
+    bad |= expect(comm, tutti_send(buf, 4, TUTTI_FP32, -1, comm, NULL), E, "peer", "send peer -1");
     bad |= expect(comm, tutti_allreduce(buf, buf + 1, 10, TUTTI_FP32, TUTTI_SUM, comm, NULL), E, "overlap",
                   "allreduce overlapping by one element");
     bad |=

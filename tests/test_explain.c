@@ -7,6 +7,7 @@
  * the tutti-explain command itself.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,20 @@ START_TEST(tuning_files_override_the_defaults_and_bad_lines_are_named)
     ck_assert_msg(strstr(err, ":2: expected"), "%s", err);
     ck_assert_int_eq(tt_cost_load(&m, "/nonexistent/tuning", err, sizeof err), TUTTI_ERR_CONFIG);
     ck_assert_msg(strstr(err, "/nonexistent/tuning"), "%s", err);
+    /* tutti-bw --fit describes a loaded machine in a comment longer than a setting may be */
+    char text[1200] = "# machine: ";
+    memset(text + strlen(text), 'x', 600);
+    strcat(text, "\nwake_us 7\n");
+    path = write_file(text);
+    ck_assert_msg(tt_cost_load(&m, path, err, sizeof err) == TUTTI_SUCCESS, "%s", err);
+    unlink(path);
+    ck_assert(m.wake_s > 6.99e-6 && m.wake_s < 7.01e-6);
+    memset(text, ' ', 600);
+    strcpy(text + 600, "wake_us 8\n");
+    path = write_file(text);
+    ck_assert_int_eq(tt_cost_load(&m, path, err, sizeof err), TUTTI_ERR_CONFIG);
+    unlink(path);
+    ck_assert_msg(strstr(err, ":1: a setting longer than"), "%s", err);
 }
 END_TEST
 
@@ -441,6 +456,86 @@ START_TEST(every_algorithm_file_is_registered_and_known_everywhere)
 }
 END_TEST
 
+/* What a student types and reads: algorithm names in any case, the list on
+ * a typo, each algorithm's shape in the JSON, arrows' loads, Mermaid steps
+ * that all move messages, and --compare's reasons term by term. */
+START_TEST(tutti_explain_names_shapes_and_reasons)
+{
+    static char out[1 << 18];
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C All_Reduce -a Double-Tree -n 4", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "with double_tree on 4 ranks"), "%.2000s", out);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-a tree -n 8", out, sizeof out), 2);
+    ck_assert_msg(strstr(out,
+                         "unknown algorithm 'tree'; did you mean double_tree or binomial (for broadcast, "
+                         "reduce)?") &&
+                      strstr(out, "\n  ring ") && strstr(out, "\n  rabenseifner "),
+                  "%.2000s", out);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-a recursive_halving -C allreduce", out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "did you mean rabenseifner?"), "%.2000s", out);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-a binomial", out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "binomial does not serve allreduce (it serves broadcast, reduce)"), "%.2000s",
+                  out);
+    static const char *shapes[][2] = {{"-a ring -n 5", "circle"},
+                                      {"-a recursive_doubling -n 6", "butterfly"},
+                                      {"-a rabenseifner -n 8", "butterfly"},
+                                      {"-a double_tree -n 8", "tree"},
+                                      {"-C broadcast -a binomial -n 7 -r 2", "tree"},
+                                      {"-C reduce -a chain -n 5 -r 1", "tree"},
+                                      {"-a direct -n 4", "circle"}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        char args[96], want[64];
+        snprintf(args, sizeof args, "%s --json", shapes[i][0]);
+        snprintf(want, sizeof want, "\"shape\":{\"kind\":\"%s\"", shapes[i][1]);
+        ck_assert_int_eq(tt_run_tool("tutti-explain", args, out, sizeof out), 0);
+        ck_assert_msg(strstr(out, want), "%s: no %s in %.1500s", args, want, out);
+    }
+    /* both trees of 8 ranks, from their roots down 3 levels; the chain from its root */
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-a double_tree -n 8 --json", out, sizeof out), 0);
+    ck_assert_msg(
+        strstr(out,
+               "{\"root\":4,\"chunks\":\"0-3\",\"parent\":[1,2,4,2,-1,6,4,6],\"depth\":[3,2,1,2,0,2,1,2]") &&
+            strstr(out, "\"chunks\":\"4-7\""),
+        "%.3000s", out);
+    ck_assert_msg(strstr(out, "{\"from\":0,\"to\":1,") &&
+                      strstr(out, "\"carries\":\"chunks 0-3 [a]\",\"tree\":0}"),
+                  "%.3000s", out);
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-C broadcast -a chain -n 4 -r 2 --json", out, sizeof out),
+                     0);
+    ck_assert_msg(strstr(out, "{\"root\":2,"), "%.3000s", out);
+    /* every step of the diagram moves a message */
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-a double_tree -n 8 --mermaid", out, sizeof out), 0);
+    for (char *note = strstr(out, "Note over"); note; note = strstr(note + 1, "Note over")) {
+        char *next = strchr(note, '\n');
+        ck_assert_msg(next && strncmp(next + 1, "    r", 5) == 0 && strstr(next, "->>"), "an empty step:\n%s",
+                      out);
+    }
+    ck_assert_msg(strstr(out, "Note over r0,r7: step 1\n"), "%s", out);
+    /* the difference, term by term, adds up to the model less the textbook, and says why */
+    ck_assert_int_eq(tt_run_tool("tutti-explain", "-n 8 -s 1M --compare", out, sizeof out), 0);
+    char *dt = strstr(out, "\ndouble_tree: model ");
+    double model, book, sum = 0, total = 0;
+    ck_assert_msg(dt && sscanf(dt, "\ndouble_tree: model %lf us, textbook %lf us", &model, &book) == 2, "%s",
+                  out);
+    for (char *line = strchr(dt + 1, '\n'); line && strncmp(line, "\n  ", 3) == 0;
+         line = strchr(line + 1, '\n')) {
+        char *us = strstr(line, " us\n"), *num = us;
+        while (us && num > line && num[-1] != ' ')
+            num--;
+        if (strncmp(line, "\n  total", 8) == 0)
+            total = strtod(num, NULL);
+        else if (us && strncmp(line, "\n  why", 6) != 0)
+            sum += strtod(num, NULL);
+    }
+    ck_assert_msg(model - book > 100 && fabs(total - (model - book)) < 0.2 && fabs(sum - total) < 0.5,
+                  "terms %.1f, total %.1f, model %.1f - textbook %.1f:\n%s", sum, total, model, book, dt);
+    ck_assert_msg(
+        strstr(dt,
+               "why: 9 messages one after another, not 6; its messages in a row carry 4.50 n, not 1.00 n"),
+        "%s", dt);
+    ck_assert_msg(strstr(out, "why: it copies 1.00 n locally, which the formula leaves out"), "%s", out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("explain");
@@ -451,6 +546,7 @@ int main(void)
     tcase_add_test(tc, a_slow_network_favours_the_hierarchical_algorithm);
     tcase_add_test(tc, tuning_files_override_the_defaults_and_bad_lines_are_named);
     tcase_add_test(tc, tutti_explain_shows_rounds_compares_and_draws);
+    tcase_add_test(tc, tutti_explain_names_shapes_and_reasons);
     tcase_add_loop_test(tc, global_steps_put_both_ends_of_every_message_together, 2, 13);
     tcase_add_test(tc, textbook_formulas_match_the_model_where_both_are_exact);
     tcase_add_test(tc, measured_corrections_steer_the_tuner_on_their_shape);

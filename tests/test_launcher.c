@@ -236,6 +236,22 @@ START_TEST(the_signalled_rank_is_blamed_first)
 }
 END_TEST
 
+/* A rank that ended but is not reaped yet (a zombie) has not said how it
+ * ended: rank 1's exit must not be blamed before it is. Rank 0 shows as a
+ * zombie while a thread of it runs on, until rank 2 kills it. */
+START_TEST(an_unreaped_rank_is_not_passed_over)
+{
+    char out[16384], args[2048], ready[1100];
+    snprintf(args, sizeof args, "-n 3 --grace 0.2 '%s/tests/rank-helper' zombie '%s'", builddir, workdir);
+    int code = launch(args, out, sizeof out);
+    ck_assert_msg(code == 128 + SIGKILL && strstr(out, "rank 0 (pid") && strstr(out, "killed by signal 9") &&
+                      !strstr(out, "rank 1 (pid"),
+                  "tutti-run exited %d and said: %s", code, out);
+    snprintf(ready, sizeof ready, "%s/ready.0", workdir);
+    unlink(ready);
+}
+END_TEST
+
 START_TEST(no_orphans_when_the_launcher_is_killed)
 {
     char exe[1024], dir[1024];
@@ -353,6 +369,7 @@ int main(void)
     tcase_add_test(tc, ranks_must_agree_on_what_steers_the_algorithm_choice);
     tcase_add_test(tc, a_killed_rank_stops_the_job);
     tcase_add_test(tc, the_signalled_rank_is_blamed_first);
+    tcase_add_test(tc, an_unreaped_rank_is_not_passed_over);
     tcase_add_test(tc, no_orphans_when_the_launcher_is_killed);
     tcase_add_test(tc, bad_command_lines_are_rejected);
     tcase_add_test(tc, np_as_mpirun_users_type_it);

@@ -56,6 +56,10 @@ static int bad_arguments(int rank, int nranks, const ncclUniqueId *id, void *arg
     NCCL_FAILS(ncclBroadcast(x, x, 4, ncclFloat32, nranks, comm, NULL), ncclInvalidArgument, "root");
     NCCL_FAILS(ncclAllReduce(NULL, x, 4, ncclFloat32, ncclSum, comm, NULL), ncclInvalidArgument, "sendbuf");
     NCCL_FAILS(ncclSend(x, 4, ncclFloat32, nranks + 3, comm, NULL), ncclInvalidArgument, "peer");
+    NCCL_FAILS(ncclRecv(x, 4, ncclFloat32, -1, comm, NULL), ncclInvalidArgument, "peer");
+    NCCL_OK(ncclGroupStart()); /* the batch path checks each call too */
+    NCCL_FAIL_IF(ncclRecv(x, 4, ncclFloat32, -1, comm, NULL) != ncclSuccess, "a grouped ncclRecv ran early");
+    NCCL_FAILS(ncclGroupEnd(), ncclInvalidArgument, "peer");
     NCCL_FAILS(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupStart");
     NCCL_FAILS(ncclCommInitRank(&(ncclComm_t){NULL}, 2, *id, 5), ncclInvalidArgument, "rank");
     /* A failed call inside a group fails its end, which runs nothing. */

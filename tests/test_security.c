@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -69,12 +70,16 @@ static int rogue_connect(const tt_sockaddr_t *root, const unsigned char *key, in
     return fd;
 }
 
-/* The root closes a refused connection: reading it gives end-of-file. */
+/* The root closes a refused connection (after a refusal, for a hello with
+ * another key): reading it ends with end-of-file. */
 static int closed_by_peer(int fd, int timeout_ms)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    char b;
-    return poll(&p, 1, timeout_ms) == 1 && read(fd, &b, 1) <= 0;
+    char b[64];
+    for (int64_t until = tt_now_ms() + timeout_ms; tt_now_ms() < until;)
+        if (poll(&p, 1, 100) == 1 && read(fd, b, sizeof b) <= 0)
+            return 1;
+    return 0;
 }
 
 START_TEST(rogue_connections_to_the_root_are_refused)
@@ -116,6 +121,82 @@ START_TEST(rogue_connections_to_the_root_are_refused)
 }
 END_TEST
 
+/* Rank r of nranks on uid in a child that exits 0 once its communicator
+ * formed and worked; out (shared, may be NULL) gets its init's status and
+ * last error, as soon as init returns. */
+typedef struct {
+    int done;
+    tutti_status_t st;
+    char why[256];
+} joined_t;
+
+static pid_t start_rank(const tutti_unique_id_t *uid, int nranks, int r, joined_t *out)
+{
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        tutti_comm_t comm;
+        tutti_status_t st = tutti_comm_init(&comm, nranks, r, uid, NULL);
+        if (out) {
+            snprintf(out->why, sizeof out->why, "%s", tutti_comm_last_error(NULL));
+            out->st = st;
+            __atomic_store_n(&out->done, 1, __ATOMIC_SEQ_CST);
+        }
+        if (st)
+            _exit(out ? 0 : 100);
+        int rc = allreduce_once(comm, r, nranks, NULL);
+        tutti_comm_destroy(comm);
+        _exit(rc);
+    }
+    return pid;
+}
+
+/* A joiner with another key, or as a rank that already joined, is told
+ * so by the root: TUTTI_ERR_AUTH at once, saying why, not
+ * TUTTI_ERR_CONFIG ("not tutti's bootstrap root"); the job forms anyway. */
+START_TEST(a_refused_joiner_is_told_why)
+{
+    tutti_unique_id_t uid, wrong;
+    ck_assert_int_eq(tutti_get_unique_id(&uid), TUTTI_SUCCESS);
+    tt_id_t id;
+    memcpy(&id, uid.internal, sizeof id);
+    id.key[0] ^= 0x80;
+    wrong = uid;
+    memcpy(wrong.internal, &id, sizeof id);
+    setenv("TUTTI_TIMEOUT", "20", 1);
+    joined_t *two = mmap(NULL, 2 * sizeof *two, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(two, MAP_FAILED);
+    memset(two, 0, 2 * sizeof *two);
+    pid_t pids[4] = {start_rank(&uid, 3, 0, NULL), -1, -1, -1};
+    /* The root waits for ranks 1 and 2: one with another key is refused. */
+    tutti_comm_t comm = NULL;
+    int64_t t0 = tt_now_ms();
+    tutti_status_t st = tutti_comm_init(&comm, 3, 1, &wrong, NULL);
+    ck_assert_msg(st == TUTTI_ERR_AUTH && tt_now_ms() - t0 < 5000 &&
+                      strstr(tutti_comm_last_error(NULL), "key"),
+                  "another key gave %s after %lld ms: %s", tutti_status_name(st),
+                  (long long)(tt_now_ms() - t0), tutti_comm_last_error(NULL));
+    /* Two processes join as rank 1: the second to reach the root is refused
+     * before rank 2 comes. */
+    pids[1] = start_rank(&uid, 3, 1, &two[0]);
+    pids[2] = start_rank(&uid, 3, 1, &two[1]);
+    for (int t = 0; t < 20000 && !two[0].done && !two[1].done; t++)
+        usleep(1000);
+    pids[3] = start_rank(&uid, 3, 2, NULL);
+    int codes[4];
+    ck_assert(!tt_wait_ranks(4, pids, codes, 60));
+    for (int r = 0; r < 4; r++)
+        ck_assert_msg(codes[r] == 0, "process %d exited %d", r, codes[r]);
+    int refused = two[0].st ? 0 : 1;
+    ck_assert_msg(two[1 - refused].st == TUTTI_SUCCESS && two[refused].st == TUTTI_ERR_AUTH &&
+                      strstr(two[refused].why, "joined as this rank"),
+                  "the second rank 1 got %s: %s", tutti_status_name(two[refused].st), two[refused].why);
+    munmap(two, 2 * sizeof *two);
+    unsetenv("TUTTI_TIMEOUT");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("security");
@@ -123,6 +204,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, hello_with_the_wrong_key_is_refused);
     tcase_add_test(tc, rogue_connections_to_the_root_are_refused);
+    tcase_add_test(tc, a_refused_joiner_is_told_why);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "bw_machine.h"
 #include "bw_pair.h"
 #include "perf/common/json_out.h"
 #include "tutti.h"
@@ -27,7 +28,7 @@ typedef struct {
     int fit_reps;       /* repeats of each algorithm and size under --fit */
 } tt_bw_opts_t;
 
-typedef struct {
+typedef struct tt_bw_job {
     const tt_bw_opts_t *o;
     tutti_comm_t ctl; /* the job's communicator (default transports): coordination */
     tutti_comm_t in;  /* the communicator behind the handle ctl: the fields read here */
@@ -35,7 +36,9 @@ typedef struct {
     int text;       /* this rank prints the tables (rank 0 without --json/--csv) */
     tt_json_t json; /* rank 0 with --json: the document */
     double memcpy_gbps;
-    int status; /* the exit status so far */
+    tt_bw_machine_t machine;
+    double others_cpus; /* CPUs other processes kept busy during this transport; < 0: unknown */
+    int status;         /* the exit status so far */
 } tt_bw_job_t;
 
 /* One transport's connections between every pair it reaches. */
@@ -76,22 +79,23 @@ int tt_bw_class_pairs(const tt_bw_tp_t *tp, int *as, int *bs, int max);
 void tt_bw_format_bytes(size_t b, char *out, size_t len);
 
 /* The sections; each is called by every rank and returns a status. */
-/* The bandwidth one link class reached: pair, GB/s, at which size. */
+/* The bandwidth one link class reached: a figure a table shows (which one
+ * in from), its repeats' cv, at which size. */
 typedef struct {
     int a, b;
-    double gbps;
+    double gbps, cv;
     size_t bytes;
+    char from[96];
 } tt_bw_reached_t;
 #define TT_BW_MAX_CLASSES 8
 
 /* Each fills reached[] (rank 0) with one entry per link class and its count. */
 tutti_status_t tt_bw_matrices(tt_bw_job_t *job, tt_bw_tp_t *tp, tt_bw_reached_t *reached, int *nreached);
 tutti_status_t tt_bw_sweeps(tt_bw_job_t *job, tt_bw_tp_t *tp, tt_bw_reached_t *reached, int *nreached);
-/* "Is this normal?" for the link between ranks a and b of tp (rank 0 only):
- * the expected peak from what is detected, the measured fraction of it and
- * a one-line verdict; JSON: an object in the current array. */
-void tt_bw_verdict(tt_bw_job_t *job, const tt_bw_tp_t *tp, int a, int b, double measured_gbps,
-                   size_t at_bytes);
+/* "Is this normal?" for the figure r of tp's link (rank 0 only): a
+ * baseline measured the same way, the fraction of it and a one-line
+ * verdict, or why there is none; JSON: an object in the current array. */
+void tt_bw_verdict(tt_bw_job_t *job, const tt_bw_tp_t *tp, const tt_bw_reached_t *r);
 tutti_status_t tt_bw_fit(tt_bw_job_t *job);
 /* The GPU rows (host<->device, device<->device, peer copies) of rank 0's
  * GPUs, or one line saying why there are none. */

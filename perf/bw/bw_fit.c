@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bw_fit.h"
+#include "bw_judge.h"
 #include "comm/comm.h"
 #include "core/clock.h"
 #include "reduce/reduce.h"
@@ -405,6 +406,87 @@ static void header_text(const tt_bw_job_t *job, const link_fit_t *fits, int coun
     }
 }
 
+/* Rank 0: what shows that the fit does not explain its data, one line
+ * each into out; how many. */
+static int poor_fit(const tt_bw_job_t *job, const link_fit_t *fits, int count, const tt_fit_errors_t *errs,
+                    char *out, size_t size)
+{
+    int lines = 0;
+    size_t len = 0;
+    out[0] = '\0';
+    for (int k = 0; k < count; k++) {
+        const link_fit_t *f = &fits[k];
+        double fitted[NPTS];
+        int at;
+        for (int i = 0; i < f->npts; i++)
+            fitted[i] = (f->alpha + f->beta * (double)fit_sizes[i]) * 1e6;
+        double miss = tt_bw_fit_miss(f->xch_us, fitted, f->npts, &at);
+        if (miss <= TT_BW_FIT_MAX_MISS || len >= size)
+            continue;
+        char sz[32];
+        tt_bw_format_bytes(fit_sizes[at], sz, sizeof sz);
+        len += (size_t)snprintf(out + len, size - len,
+                                "%s: the line alpha + beta n misses the %s exchange by a factor of %.1f "
+                                "(measured %.1f us, fitted %.1f us)\n",
+                                tt_link_name(f->cls), sz, miss, f->xch_us[at], fitted[at]);
+        lines++;
+    }
+    if (errs->link_fit > TT_BW_FIT_MAX_ERROR && len < size) {
+        len += (size_t)snprintf(out + len, size - len,
+                                "the fitted links' predictions of the all-reduce times are off by %.0f%% "
+                                "(median): something the links do not show dominates them\n",
+                                100 * errs->link_fit);
+        lines++;
+    }
+    if (errs->after > TT_BW_FIT_MAX_ERROR && len < size) {
+        len += (size_t)snprintf(out + len, size - len,
+                                "with its corrections, the model's predictions of a second pass are off by "
+                                "%.0f%% (median): the times did not repeat\n",
+                                100 * errs->after);
+        lines++;
+    }
+    if (lines && len < size) {
+        char state[320];
+        tt_bw_machine_describe(job, state, sizeof state);
+        len += (size_t)snprintf(out + len, size - len, "machine: %s", state);
+        if (job->others_cpus >= 0 && len < size)
+            len += (size_t)snprintf(out + len, size - len,
+                                    "; other processes kept %.1f of its CPUs busy during "
+                                    "the fit",
+                                    job->others_cpus);
+        if (len < size)
+            snprintf(out + len, size - len, "\n");
+    }
+    return lines;
+}
+
+/* Rank 0: says loudly that the fit does not explain its data, and marks the file. */
+static void warn_poor(tt_bw_job_t *job, const link_fit_t *fits, int count, const tt_fit_errors_t *errs,
+                      const tt_cost_model_t *m, unsigned measured, const char *header)
+{
+    char why[1536], marked[2048];
+    int lines = poor_fit(job, fits, count, errs, why, sizeof why);
+    if (job->o->json) {
+        tt_json_bool(&job->json, "explains_data", lines == 0);
+        tt_json_str(&job->json, "warnings", why);
+    }
+    if (!lines)
+        return;
+    fprintf(stderr,
+            "\ntutti-bw --fit: WARNING: this fit does not explain its data, and tuning with %s may do\n"
+            "more harm than good:\n",
+            job->o->fit_file);
+    for (const char *l = why, *end; *l; l = end + 1) {
+        end = strchr(l, '\n');
+        fprintf(stderr, "  - %.*s\n", (int)(end - l), l);
+    }
+    fprintf(stderr, "Rerun on an idle machine, with a CPU for each rank, before tuning with it.\n");
+    snprintf(marked, sizeof marked, "%s\nWARNING: this fit does not explain its data:\n%s", header, why);
+    marked[strlen(marked) - 1] = '\0';
+    if (write_file(job->o->fit_file, m, measured, marked))
+        fprintf(stderr, "tutti-bw: cannot mark the tuning file %s\n", job->o->fit_file);
+}
+
 /* Rank 0's model to every rank; each keeps its own pointer to the pairs' link classes. */
 static tutti_status_t broadcast_model(tt_bw_job_t *job, tt_cost_model_t *m)
 {
@@ -419,6 +501,9 @@ tutti_status_t tt_bw_fit(tt_bw_job_t *job)
 {
     int n = job->nranks, count = 0;
     link_fit_t fits[TT_LINK_COUNT];
+    tt_bw_cpu_mark_t mark;
+    if (job->rank == 0)
+        tt_bw_cpu_mark(job, &mark);
     int *idx = calloc((size_t)n * n, sizeof *idx);
     tt_cost_model_t *link = calloc(1, sizeof *link), *after = calloc(1, sizeof *after);
     tt_fit_pass_t *pass = calloc(2, sizeof *pass);
@@ -458,6 +543,7 @@ tutti_status_t tt_bw_fit(tt_bw_job_t *job)
     if (!st)
         st = broadcast_model(job, after);
     char header[512], mine[64] = "";
+    tt_fit_errors_t errs = {0};
     unsigned measured = 0;
     const char *path = NULL;
     header_text(job, fits, count, header, sizeof header, &measured);
@@ -473,7 +559,11 @@ tutti_status_t tt_bw_fit(tt_bw_job_t *job)
         json_fits(job, fits, count, link, reduce_s, copy_s);
     }
     if (!st && job->rank == 0)
-        tt_bw_fit_report(job, &pass[0], &pass[1], before, link, after);
+        tt_bw_fit_report(job, &pass[0], &pass[1], before, link, after, &errs);
+    if (!st && job->rank == 0) {
+        job->others_cpus = tt_bw_others_cpus(job, &mark);
+        warn_poor(job, fits, count, &errs, after, measured, header);
+    }
     if (!st && job->rank == 0 && job->o->json)
         tt_json_end(&job->json);
     if (*mine)

@@ -28,12 +28,19 @@ int tt_bw_fit_corrections(const tt_bw_job_t *job, const tt_fit_pass_t *pass, tt_
 /* Adds to m the corrections of other job shapes from the tuning file at
  * path, moved onto m's link parameters; returns how many did not fit. */
 int tt_bw_fit_keep_shapes(const tt_bw_job_t *job, const char *path, tt_cost_model_t *m);
+/* How well the fitted models predict the all-reduce times: the median
+ * over the algorithms of each one's median relative error. */
+typedef struct {
+    double link_fit; /* the fitted links alone, against the first pass */
+    double after;    /* with the corrections, against the second pass */
+} tt_fit_errors_t;
+
 /* Rank 0: the prediction errors of the default (before), link-fitted and
  * corrected (after) models, and the tuner's picks before and after against
  * the fastest algorithm in the second pass; returns at how many sizes the
  * fitted tuner's pick is within 10% of the fastest. */
 int tt_bw_fit_report(tt_bw_job_t *job, const tt_fit_pass_t *first, const tt_fit_pass_t *second,
-                     const tt_cost_model_t *before, const tt_cost_model_t *link,
-                     const tt_cost_model_t *after);
+                     const tt_cost_model_t *before, const tt_cost_model_t *link, const tt_cost_model_t *after,
+                     tt_fit_errors_t *errs);
 
 #endif

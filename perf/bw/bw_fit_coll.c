@@ -178,8 +178,9 @@ static void errors(const tt_bw_job_t *job, const tt_fit_pass_t *p, int k, const 
 }
 
 static void error_table(tt_bw_job_t *job, const tt_fit_pass_t *first, const tt_fit_pass_t *second,
-                        const tt_cost_model_t *models[3])
+                        const tt_cost_model_t *models[3], tt_fit_errors_t *errs)
 {
+    double link_err[TT_FIT_MAX_ALGOS], after_err[TT_FIT_MAX_ALGOS];
     static const char *const names[3] = {"before", "link_fit", "after"};
     if (job->text)
         printf("\nall-reduce on %d ranks, fp32 sum, %zu B to %zu B: predicted / measured, median over sizes\n"
@@ -194,6 +195,8 @@ static void error_table(tt_bw_job_t *job, const tt_fit_pass_t *first, const tt_f
         double pred[3][TT_FIT_MAX_SIZES], ratio[3], err[3];
         for (int m = 0; m < 3; m++)
             errors(job, m == 2 ? second : first, k, models[m], pred[m], &ratio[m], &err[m]);
+        link_err[k] = err[1];
+        after_err[k] = err[2];
         if (job->text)
             printf("%-20s %8.2f %6.0f%% %8.2f %6.0f%% %8.2f %6.0f%%\n", first->algo[k]->name, ratio[0],
                    100 * err[0], ratio[1], 100 * err[1], ratio[2], 100 * err[2]);
@@ -225,6 +228,8 @@ static void error_table(tt_bw_job_t *job, const tt_fit_pass_t *first, const tt_f
     }
     if (job->o->json)
         tt_json_end(&job->json);
+    errs->link_fit = median(link_err, first->nalgo);
+    errs->after = median(after_err, first->nalgo);
 }
 
 static const tt_algorithm_t *pick_with(const tt_bw_job_t *job, const tt_cost_model_t *m, size_t bytes)
@@ -313,10 +318,11 @@ static int tuner_table(tt_bw_job_t *job, const tt_fit_pass_t *p, const tt_cost_m
 }
 
 int tt_bw_fit_report(tt_bw_job_t *job, const tt_fit_pass_t *first, const tt_fit_pass_t *second,
-                     const tt_cost_model_t *before, const tt_cost_model_t *link, const tt_cost_model_t *after)
+                     const tt_cost_model_t *before, const tt_cost_model_t *link, const tt_cost_model_t *after,
+                     tt_fit_errors_t *errs)
 {
     const tt_cost_model_t *models[3] = {before, link, after};
-    error_table(job, first, second, models);
+    error_table(job, first, second, models, errs);
     int tuned = 0, within = tuner_table(job, second, before, after, &tuned);
     if (job->o->json) {
         tt_json_int(&job->json, "tuner_within_10pct", within);

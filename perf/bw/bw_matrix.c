@@ -163,7 +163,8 @@ static void emit_cells(tt_bw_job_t *job, const tt_bw_tp_t *tp, tt_bw_kind_t kind
     }
 }
 
-/* Per link class: the median of its one-way cells. */
+/* Per link class: its median one-way cell (the lower of the two middle
+ * ones), a figure the matrix shows. */
 static void class_medians(const tt_bw_tp_t *tp, const matrix_t *m, tt_bw_reached_t *reached, int *nreached,
                           size_t bytes)
 {
@@ -172,12 +173,26 @@ static void class_medians(const tt_bw_tp_t *tp, const matrix_t *m, tt_bw_reached
     double *tmp = calloc((size_t)n * n, sizeof *tmp);
     *nreached = 0;
     for (int c = 0; c < count && tmp; c++) {
+        const char *cls = tp->cls[as[c] * n + bs[c]];
         int k = 0;
         for (int i = 0; i < n * n; i++)
-            if (m->valid[i] && strcmp(tp->cls[i], tp->cls[as[c] * n + bs[c]]) == 0)
+            if (m->valid[i] && strcmp(tp->cls[i], cls) == 0)
                 tmp[k++] = m->res[i].stats.median;
-        if (k)
-            reached[(*nreached)++] = (tt_bw_reached_t){as[c], bs[c], median_of(tmp, k), bytes};
+        if (!k)
+            continue;
+        qsort(tmp, (size_t)k, sizeof *tmp, by_value);
+        double mid = tmp[(k - 1) / 2];
+        for (int i = 0; i < n * n; i++)
+            if (m->valid[i] && strcmp(tp->cls[i], cls) == 0 && m->res[i].stats.median == mid) {
+                char sz[32];
+                tt_bw_format_bytes(bytes, sz, sizeof sz);
+                tt_bw_reached_t *r = &reached[(*nreached)++];
+                *r = (tt_bw_reached_t){
+                    .a = i / n, .b = i % n, .gbps = mid, .cv = m->res[i].stats.cv, .bytes = bytes};
+                snprintf(r->from, sizeof r->from,
+                         "the one-way matrix's cell at %s, the median of %d %s cells", sz, k, cls);
+                break;
+            }
     }
     free(tmp);
 }

@@ -1,93 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * "Is this normal?": for each link, the peak one could expect from what is
- * detected or measured on this machine, the fraction of it tutti reached,
- * and a one-line verdict. The peaks: shm, one CPU's memcpy (each side of
- * the pair copies once, both at once); tcp inside a host, a plain TCP
- * stream over loopback measured here; tcp between hosts, the interface's
- * link speed from sysfs; verbs, the port's rate from libibverbs.
+ * "Is this normal?": for each link, a figure the tables show beside a
+ * baseline measured the same way on this machine, the fraction of it tutti
+ * reached, and a one-line verdict, withheld when the machine's state makes
+ * one meaningless (bw_judge.c decides). The baselines: shm, a plain copy
+ * from one rank's CPUs to the other's through slots as shm's queue; tcp
+ * inside a host, a plain TCP stream over loopback on the pair's CPUs; both
+ * at the same size, repeated under the same rule, their median. tcp
+ * between hosts: the interface's link speed from sysfs; verbs: the port's
+ * rate from libibverbs.
  */
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "bw.h"
+#include "bw_baseline.h"
 #include "bw_ib.h"
-#include "core/clock.h"
+#include "bw_judge.h"
 #include "core/env_config.h"
 #include "core/sock.h"
+#include "transports/shm/shm.h"
 #include "transports/tcp/tcp.h"
-
-#define STREAM_SECONDS 0.3
-#define STREAM_CHUNK ((size_t)4 << 20)
-
-typedef struct {
-    int fd;
-    char *buf;
-    int64_t end_ns;
-    size_t moved;
-} stream_end_t;
-
-static void *writer(void *arg)
-{
-    stream_end_t *w = arg;
-    while (tt_now_ns() < w->end_ns) {
-        ssize_t n = send(w->fd, w->buf, STREAM_CHUNK, 0);
-        if (n <= 0)
-            break;
-        w->moved += (size_t)n;
-    }
-    shutdown(w->fd, SHUT_WR);
-    return NULL;
-}
-
-/* One plain TCP stream over loopback, writer and reader threads, GB/s; 0 on failure. */
-static double tcp_loopback_gbps(void)
-{
-    tt_sockaddr_t addr;
-    int lfd = -1, a = -1, b = -1;
-    double gbps = 0;
-    if (tt_sock_parse_addr("127.0.0.1:0", &addr) || tt_sock_listen(&addr, &lfd))
-        return 0;
-    int64_t deadline = tt_now_ms() + 5000;
-    if (tt_sock_connect(&addr, deadline, &a) || tt_sock_accept(lfd, deadline, &b))
-        goto out;
-    int bufbytes = (int)tt_config_table_int(&tt_tcp_config, TT_CFG_TCP_BUF_BYTES);
-    tt_sock_tune(a, bufbytes);
-    tt_sock_tune(b, bufbytes);
-    stream_end_t w = {.fd = a, .buf = calloc(1, STREAM_CHUNK)};
-    char *rbuf = calloc(1, STREAM_CHUNK);
-    pthread_t t;
-    if (!w.buf || !rbuf) {
-        free(w.buf);
-        free(rbuf);
-        goto out;
-    }
-    int64_t t0 = tt_now_ns();
-    w.end_ns = t0 + (int64_t)(STREAM_SECONDS * 1e9);
-    if (pthread_create(&t, NULL, writer, &w) == 0) {
-        size_t got = 0;
-        for (ssize_t n; (n = recv(b, rbuf, STREAM_CHUNK, 0)) > 0;)
-            got += (size_t)n;
-        pthread_join(t, NULL);
-        gbps = (double)got / (double)(tt_now_ns() - t0);
-    }
-    free(w.buf);
-    free(rbuf);
-out:
-    if (a >= 0)
-        close(a);
-    if (b >= 0)
-        close(b);
-    close(lfd);
-    return gbps;
-}
 
 /* The link speed of the interface tcp binds to, GB/s; 0 when it reports none. */
 static double nic_gbps(char *ifname, size_t len)
@@ -124,22 +61,34 @@ static double nic_gbps(char *ifname, size_t len)
     return gbps;
 }
 
-/* The expected peak of tp's link between a and b, GB/s, and what it rests on. */
-static double expected_peak(const tt_bw_tp_t *tp, int a, int b, size_t at_bytes, char *basis, size_t len)
+/* The baseline of tp's link between a and b at the figure's size, GB/s, and what it is. */
+static double baseline(const tt_bw_job_t *job, const tt_bw_tp_t *tp, const tt_bw_reached_t *r, char *basis,
+                       size_t len)
 {
-    const char *cls = tp->cls[a * tp->n + b];
-    int other_host = strcmp(cls, "NET") == 0;
+    const tt_bw_machine_t *m = &job->machine;
+    const cpu_set_t *wr = &m->masks[r->a], *rd = &m->masks[r->b];
+    int other_host = strcmp(tp->cls[r->a * tp->n + r->b], "NET") == 0;
+    tt_stats_t s = {0};
+    char sz[32];
+    tt_bw_format_bytes(r->bytes, sz, sizeof sz);
     if (strcmp(tp->name, "shm") == 0) {
-        /* At the same size: small messages copy within the caches, as memcpy does. */
-        snprintf(basis, len, "one CPU's memcpy of that size, measured; each side copies once, both at once");
-        return tt_bw_memcpy_gbps(at_bytes);
+        size_t slot = (size_t)tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOT_BYTES);
+        int nslots = (int)tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOTS);
+        char kib[32];
+        tt_bw_format_bytes(slot, kib, sizeof kib);
+        snprintf(basis, len,
+                 "a plain copy of %s messages from rank %d's CPUs to rank %d's through %d slots of %s, "
+                 "as shm's queue; median of repeats",
+                 sz, r->a, r->b, nslots, kib);
+        return tt_bw_copy_baseline(wr, rd, r->bytes, slot, nslots, &job->o->rule, &s) ? 0 : s.median;
     }
     if (strcmp(tp->name, "tcp") == 0 && !other_host) {
-        static double loop = -1; /* measured once per run */
-        if (loop < 0)
-            loop = tcp_loopback_gbps();
-        snprintf(basis, len, "a plain TCP stream over loopback, measured");
-        return loop;
+        int buf = (int)tt_config_table_int(&tt_tcp_config, TT_CFG_TCP_BUF_BYTES);
+        snprintf(basis, len,
+                 "a plain TCP stream over loopback, sends of %s, on the CPUs of ranks %d and %d; "
+                 "median of repeats",
+                 sz, r->a, r->b);
+        return tt_bw_tcp_baseline(wr, rd, r->bytes, buf, &job->o->rule, &s) ? 0 : s.median;
     }
     if (strcmp(tp->name, "tcp") == 0) {
         char ifname[IF_NAMESIZE + 1];
@@ -153,57 +102,69 @@ static double expected_peak(const tt_bw_tp_t *tp, int a, int b, size_t at_bytes,
         snprintf(basis, len, "%s", port);
         return g;
     }
-    snprintf(basis, len, "no expected peak is known for %s", tp->name);
+    snprintf(basis, len, "no baseline is known for %s", tp->name);
     return 0;
 }
 
-static const char *judge(double fraction, const char **hint, const tt_bw_tp_t *tp)
+static const char *hint(tt_bw_verdict_t v, const tt_bw_tp_t *tp)
 {
-    *hint = "";
-    if (fraction >= 0.75)
-        return "normal";
+    if (v == TT_VERDICT_WITHHELD)
+        return "; rerun on an idle machine, with a CPU for each rank of the pair";
+    if (v != TT_VERDICT_BELOW && v != TT_VERDICT_LOW)
+        return "";
     if (strcmp(tp->name, "shm") == 0)
-        *hint = "; ranks sharing a CPU or a busy machine halve it";
-    else if (strcmp(tp->name, "tcp") == 0)
-        *hint = "; check TUTTI_SOCKET_IFNAME, TUTTI_PIPELINE (sockets per peer) and other traffic";
-    return fraction >= 0.4 ? "below the usual" : "low";
+        return "; ranks sharing a CPU or a busy machine halve it";
+    if (strcmp(tp->name, "tcp") == 0)
+        return "; check TUTTI_SOCKET_IFNAME, TUTTI_PIPELINE (sockets per peer) and other traffic";
+    return "";
 }
 
-void tt_bw_verdict(tt_bw_job_t *job, const tt_bw_tp_t *tp, int a, int b, double measured, size_t at_bytes)
+static void verdict_json(tt_bw_job_t *job, const tt_bw_tp_t *tp, const tt_bw_reached_t *r,
+                         const tt_bw_evidence_t *e, const char *basis, tt_bw_verdict_t v, const char *why)
+{
+    tt_json_t *j = &job->json;
+    tt_json_obj(j, NULL);
+    tt_json_int(j, "a", r->a);
+    tt_json_int(j, "b", r->b);
+    tt_json_str(j, "class", tp->cls[r->a * tp->n + r->b]);
+    tt_json_num(j, "measured_gbps", r->gbps);
+    tt_json_str(j, "figure", r->from);
+    tt_json_num(j, "cv", r->cv);
+    tt_json_int(j, "bytes", (long long)r->bytes);
+    tt_json_num(j, "expected_gbps", e->baseline > 0 ? e->baseline : 0.0 / 0.0);
+    tt_json_str(j, "basis", basis);
+    tt_json_num(j, "fraction", e->baseline > 0 ? r->gbps / e->baseline : 0.0 / 0.0);
+    tt_json_num(j, "others_cpus", e->others_cpus >= 0 ? e->others_cpus : 0.0 / 0.0);
+    tt_json_str(j, "verdict", tt_bw_verdict_name(v));
+    tt_json_str(j, "why", why);
+    tt_json_end(j);
+}
+
+void tt_bw_verdict(tt_bw_job_t *job, const tt_bw_tp_t *tp, const tt_bw_reached_t *r)
 {
     if (job->rank != 0)
         return;
-    char basis[160], sz[32];
-    double peak = expected_peak(tp, a, b, at_bytes, basis, sizeof basis);
-    double fraction = peak > 0 ? measured / peak : 0;
-    const char *hint = "", *verdict = peak > 0 ? judge(fraction, &hint, tp) : "unknown";
-    if (peak <= 0)
-        hint = "";
-    tt_bw_format_bytes(at_bytes, sz, sizeof sz);
+    int here_a = tt_bw_on_this_machine(job, r->a), here_b = tt_bw_on_this_machine(job, r->b);
+    char basis[200], why[160];
+    tt_bw_evidence_t e = {.measured = r->gbps,
+                          .cv = r->cv,
+                          .same_host = here_a && here_b,
+                          .shared_cpu = here_a && here_b && tt_bw_shared_cpu(&job->machine, r->a, r->b),
+                          .cpus = job->machine.cpus,
+                          .others_cpus = here_a || here_b ? job->others_cpus : -1};
+    e.baseline = baseline(job, tp, r, basis, sizeof basis);
+    tt_bw_verdict_t v = tt_bw_judge(&e, why, sizeof why);
+    const char *cls = tp->cls[r->a * tp->n + r->b], *name = tt_bw_verdict_name(v);
     if (job->text) {
-        if (peak > 0)
-            printf("is this normal? %s %d->%d (%s): %.2f GB/s at %s = %.2f of %.2f GB/s (%s): %s%s\n",
-                   tp->name, a, b, tp->cls[a * tp->n + b], measured, sz, fraction, peak, basis, verdict,
-                   hint);
-        else
-            printf("is this normal? %s %d->%d (%s): %.2f GB/s at %s; %s, so no verdict\n", tp->name, a, b,
-                   tp->cls[a * tp->n + b], measured, sz, basis);
+        printf("is this normal? %s %d->%d (%s): %.2f GB/s (%s)", tp->name, r->a, r->b, cls, r->gbps, r->from);
+        if (e.baseline > 0)
+            printf(" = %.2f of %.2f GB/s (%s)", r->gbps / e.baseline, e.baseline, basis);
+        printf(": %s%s%s%s%s%s\n", name, *why ? ": " : "", why, e.baseline > 0 ? "" : " (",
+               e.baseline > 0 ? "" : basis, e.baseline > 0 ? hint(v, tp) : ")");
     }
     if (job->o->csv)
-        printf("verdict,%s,,%d,%d,%s,%zu,%.6g,%.6g,%.4f,%s\n", tp->name, a, b, tp->cls[a * tp->n + b],
-               at_bytes, measured, peak, fraction, verdict);
-    if (job->o->json) {
-        tt_json_t *j = &job->json;
-        tt_json_obj(j, NULL);
-        tt_json_int(j, "a", a);
-        tt_json_int(j, "b", b);
-        tt_json_str(j, "class", tp->cls[a * tp->n + b]);
-        tt_json_num(j, "measured_gbps", measured);
-        tt_json_int(j, "bytes", (long long)at_bytes);
-        tt_json_num(j, "expected_gbps", peak > 0 ? peak : 0.0 / 0.0);
-        tt_json_str(j, "basis", basis);
-        tt_json_num(j, "fraction", peak > 0 ? fraction : 0.0 / 0.0);
-        tt_json_str(j, "verdict", verdict);
-        tt_json_end(j);
-    }
+        printf("verdict,%s,,%d,%d,%s,%zu,%.6g,%.6g,%.4f,%s\n", tp->name, r->a, r->b, cls, r->bytes, r->gbps,
+               e.baseline, e.baseline > 0 ? r->gbps / e.baseline : 0, name);
+    if (job->o->json)
+        verdict_json(job, tp, r, &e, basis, v, why);
 }

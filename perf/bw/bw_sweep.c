@@ -20,16 +20,16 @@ static void print_head(const tt_bw_tp_t *tp, int a, int b)
 {
     printf("\n# %s sweep, rank %d -> rank %d (%s); bandwidth in GB/s (1e9 B/s), latency in us\n", tp->name, a,
            b, tp->cls[a * tp->n + b]);
-    printf("# %10s %9s %8s %8s %6s %8s %8s %8s %8s %9s\n", "bytes", "iters", "bw_peak", "bw_avg", "cv%",
-           "bibw", "lat_min", "lat_med", "lat_p99", "Mmsg/s");
+    printf("# %10s %9s %8s %8s %8s %6s %8s %8s %8s %8s %9s\n", "bytes", "iters", "bw_peak", "bw_med",
+           "bw_avg", "cv%", "bibw", "lat_min", "lat_med", "lat_p99", "Mmsg/s");
 }
 
 static void print_row(const row_t *w)
 {
     const tt_stats_t *u = &w->r[TT_BW_UNI].stats, *bi = &w->r[TT_BW_BI].stats, *l = &w->r[TT_BW_LAT].stats;
-    printf("  %10zu %9lld %8.3f %8.3f %6.1f %8.3f %8.2f %8.2f %8.2f %9.4f%s\n", w->bytes,
-           w->r[TT_BW_UNI].messages, u->max, u->mean, 100 * u->cv, bi->median, l->min, l->median, l->p99,
-           w->r[TT_BW_UNI].msg_rate / 1e6, u->stable && bi->stable ? "" : "  ~");
+    printf("  %10zu %9lld %8.3f %8.3f %8.3f %6.1f %8.3f %8.2f %8.2f %8.2f %9.4f%s\n", w->bytes,
+           w->r[TT_BW_UNI].messages, u->max, u->median, u->mean, 100 * u->cv, bi->median, l->min, l->median,
+           l->p99, w->r[TT_BW_UNI].msg_rate / 1e6, u->stable && bi->stable ? "" : "  ~");
 }
 
 static void json_row(tt_json_t *j, const row_t *w)
@@ -71,7 +71,7 @@ static tutti_status_t sweep_pair(tt_bw_job_t *job, tt_bw_tp_t *tp, int a, int b,
         tt_json_str(&job->json, "class", tp->cls[a * tp->n + b]);
         tt_json_arr(&job->json, "rows");
     }
-    *best = (tt_bw_reached_t){a, b, 0, 0};
+    *best = (tt_bw_reached_t){.a = a, .b = b};
     tutti_status_t st = TUTTI_SUCCESS;
     for (uint64_t size = o->minb; size <= o->maxb && !st;) {
         row_t w = {.bytes = (size_t)size};
@@ -92,8 +92,12 @@ static tutti_status_t sweep_pair(tt_bw_job_t *job, tt_bw_tp_t *tp, int a, int b,
                            s->cv, s->n, s->outliers, s->stable, w.r[k].msg_rate);
                 }
             if (w.r[TT_BW_UNI].stats.median > best->gbps) {
+                char sz[32];
+                tt_bw_format_bytes(w.bytes, sz, sizeof sz);
                 best->gbps = w.r[TT_BW_UNI].stats.median;
+                best->cv = w.r[TT_BW_UNI].stats.cv;
                 best->bytes = w.bytes;
+                snprintf(best->from, sizeof best->from, "the sweep's bw_med at %s, its best row", sz);
             }
         }
         uint64_t next = (uint64_t)((double)size * o->factor);
@@ -120,9 +124,9 @@ tutti_status_t tt_bw_sweeps(tt_bw_job_t *job, tt_bw_tp_t *tp, tt_bw_reached_t *r
         *nreached = c + 1;
     }
     if (job->text && count)
-        printf("(iters: messages timed; bw_peak: the best repeat, bw_avg: the mean of the repeats; ~: the "
-               "budget ran\n"
-               " out before the median was stable)\n");
+        printf(
+            "(iters: messages timed; bw_peak: the best repeat, bw_med: their median, bw_avg: their mean;\n"
+            " cv%%: their standard deviation / mean; ~: the budget ran out before the median was stable)\n");
     if (job->rank == 0 && job->o->json)
         tt_json_end(&job->json);
     return st;

@@ -8,9 +8,11 @@
  * the cost model's parameters. Run one per rank under tutti-run, mpirun or
  * torchrun; rank 0 prints.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "bw.h"
@@ -55,6 +57,52 @@ enum {
     OPT_JSON,
     OPT_CSV
 };
+
+/* Transports a build may lack (configure leaves them out without their
+ * library): -t names them to hear "not built", not as typos. */
+static const char *const optional_transports[] = {"verbs", NULL};
+
+/* -t's list, checked and spelled as the build's registry does: "ib" (what
+ * NCCL and perftest call InfiniBand) is the verbs transport. */
+static int check_transports(char *list, size_t len)
+{
+    char in[256], out[256] = "", known[160] = "";
+    snprintf(in, sizeof in, "%s", list);
+    for (int i = 0; tt_transports[i]; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s, ", tt_transports[i]->name);
+    char *save = NULL;
+    for (char *name = strtok_r(in, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        const char *as = strcasecmp(name, "ib") == 0 ? "verbs" : name;
+        int ok = strcasecmp(as, "all") == 0 || strcasecmp(as, "gpu") == 0;
+        for (int i = 0; !ok && tt_transports[i]; i++)
+            if (strcasecmp(as, tt_transports[i]->name) == 0)
+                as = tt_transports[i]->name, ok = 1;
+        for (int i = 0; !ok && optional_transports[i]; i++)
+            ok = strcasecmp(as, optional_transports[i]) == 0;
+        if (!ok) {
+            fprintf(stderr, "tutti-bw: -t: no transport '%s'; this tutti has %sgpu and all\n", name, known);
+            return -1;
+        }
+        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", *out ? "," : "", as);
+    }
+    for (char *c = out; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    snprintf(list, len, "%s", out);
+    return 0;
+}
+
+/* The options that must agree with each other. */
+static int check_opts(tt_bw_opts_t *o)
+{
+    if (o->minb > o->maxb || o->rule.min_n > o->rule.max_n || (o->json && o->csv)) {
+        fprintf(stderr, "tutti-bw: %s\n",
+                o->minb > o->maxb   ? "-b is larger than -e"
+                : o->json && o->csv ? "--json and --csv exclude each other"
+                                    : "-n is larger than --max-repeats");
+        return -1;
+    }
+    return check_transports(o->transports, sizeof o->transports);
+}
 
 static int parse_args(int argc, char **argv, tt_bw_opts_t *o)
 {
@@ -127,16 +175,9 @@ static int parse_args(int argc, char **argv, tt_bw_opts_t *o)
         fprintf(stderr, "tutti-bw: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
-    if (o->minb > o->maxb || o->rule.min_n > o->rule.max_n || (o->json && o->csv)) {
-        fprintf(stderr, "tutti-bw: %s\n",
-                o->minb > o->maxb   ? "-b is larger than -e"
-                : o->json && o->csv ? "--json and --csv exclude each other"
-                                    : "-n is larger than --max-repeats");
-        return -1;
-    }
     o->matrix = !only_sweep || only_matrix;
     o->sweep = !only_matrix || only_sweep;
-    return 0;
+    return check_opts(o);
 }
 
 /* Joins the job; without a launcher, runs as a job of one rank. */
@@ -191,6 +232,22 @@ static void json_head(tt_bw_job_t *job)
     tt_json_num(j, "budget_s", o->rule.budget_s);
     tt_json_end(j);
     tt_json_num(j, "memcpy_gbps", job->memcpy_gbps);
+    tt_json_obj(j, "machine");
+    tt_json_int(j, "cpus", job->machine.cpus);
+    tt_json_int(j, "ranks_here", job->machine.ranks_here);
+    tt_json_num(j, "load1", job->machine.load1 >= 0 ? job->machine.load1 : 0.0 / 0.0);
+    tt_json_end(j);
+}
+
+/* Rank 0: how busy other processes kept the CPUs while tp was measured. */
+static void others_since(tt_bw_job_t *job, const char *name, const tt_bw_cpu_mark_t *mark)
+{
+    job->others_cpus = tt_bw_others_cpus(job, mark);
+    if (job->text && job->others_cpus >= 0)
+        printf("# while %s was measured, other processes kept %.1f of the %d CPUs busy\n", name,
+               job->others_cpus, job->machine.cpus);
+    if (job->o->json)
+        tt_json_num(&job->json, "others_cpus", job->others_cpus >= 0 ? job->others_cpus : 0.0 / 0.0);
 }
 
 /* One transport: matrices, sweeps and verdicts. */
@@ -211,7 +268,10 @@ static tutti_status_t one_transport(tt_bw_job_t *job, const char *name)
     if (st == TUTTI_ERR_UNSUPPORTED)
         st = TUTTI_SUCCESS;
     tt_bw_reached_t reached[TT_BW_MAX_CLASSES];
+    tt_bw_cpu_mark_t mark;
     int nreached = 0;
+    if (!st && tp.comm && job->rank == 0)
+        tt_bw_cpu_mark(job, &mark);
     if (!st && tp.comm) {
         if (job->text)
             printf("\n== %s (%d ranks, %d channels per pair)\n", name, tp.n, tp.in->nchannels);
@@ -219,10 +279,12 @@ static tutti_status_t one_transport(tt_bw_job_t *job, const char *name)
             st = tt_bw_matrices(job, &tp, reached, &nreached);
         if (!st && job->o->sweep)
             st = tt_bw_sweeps(job, &tp, reached, &nreached);
+        if (!st && job->rank == 0)
+            others_since(job, name, &mark);
         if (!st && job->rank == 0 && job->o->json)
             tt_json_arr(&job->json, "verdicts");
         for (int c = 0; !st && c < nreached; c++)
-            tt_bw_verdict(job, &tp, reached[c].a, reached[c].b, reached[c].gbps, reached[c].bytes);
+            tt_bw_verdict(job, &tp, &reached[c]);
         if (!st && job->rank == 0 && job->o->json)
             tt_json_end(&job->json);
     }
@@ -283,11 +345,20 @@ int main(int argc, char **argv)
     job.rank = job.in->rank;
     job.nranks = job.in->nranks;
     job.text = job.rank == 0 && !o.json && !o.csv;
+    if (tt_bw_machine_init(&job, &job.machine)) {
+        fprintf(stderr, "tutti-bw: rank %d: sharing the ranks' CPU masks failed\n", job.rank);
+        tutti_comm_abort(job.ctl);
+        return 1;
+    }
     if (job.rank == 0)
         job.memcpy_gbps = tt_bw_memcpy_gbps((size_t)64 << 20);
-    if (job.text)
-        printf("# tutti-bw %s: %d ranks on %d host%s; memcpy %.2f GB/s (one CPU, 64 MiB)\n", PACKAGE_VERSION,
-               job.nranks, job.in->hosts.nhosts, job.in->hosts.nhosts == 1 ? "" : "s", job.memcpy_gbps);
+    if (job.text) {
+        char state[320];
+        tt_bw_machine_describe(&job, state, sizeof state);
+        printf("# tutti-bw %s: %d ranks on %d host%s; memcpy %.2f GB/s (one CPU, 64 MiB)\n# %s\n",
+               PACKAGE_VERSION, job.nranks, job.in->hosts.nhosts, job.in->hosts.nhosts == 1 ? "" : "s",
+               job.memcpy_gbps, state);
+    }
     if (job.rank == 0 && o.csv)
         printf(
             "section,transport,kind,a,b,class,bytes,median,p5,p95,p99,cv,samples,outliers,stable,msg_rate\n");
@@ -302,6 +373,7 @@ int main(int argc, char **argv)
         }
     }
     tt_json_free(&job.json);
+    tt_bw_machine_free(&job.machine);
     if (st) {
         fprintf(stderr, "tutti-bw: rank %d: %s\n", job.rank, tutti_strerror(st));
         tutti_comm_abort(job.ctl);

@@ -106,8 +106,8 @@ void perf_print_table_head(perf_out_t *out, coll_t coll, const char *algorithms,
         return;
     if (o->compress)
         printf(
-            "# compressed: busbw counts the dense all-reduce's bytes (effective bandwidth); the last column\n"
-            "# is dense bytes / bytes sent; results are approximate, so #wrong is N/A\n");
+            "# compressed: busbw counts the dense all-reduce's bytes (effective bandwidth); ratio is dense\n"
+            "# bytes / bytes sent, out of place; results are approximate, so #wrong is N/A\n");
     printf("#\n# %10s  %12s  %8s  %6s  %6s  %s out-of-place%s  %s in-place%s\n", "", "", "", "", "",
            o->per_iter ? "         " : "",
            o->per_iter ? " (+ per-iteration)                  " : "                  ",
@@ -120,8 +120,8 @@ void perf_print_table_head(perf_out_t *out, coll_t coll, const char *algorithms,
         if (o->per_iter)
             printf("  %7s  %7s  %7s  %7s", "i_min", "i_max", "i_p99", "i_cv%");
     }
-    printf("%s\n# %10s  %12s  %8s  %6s  %6s", o->timestamps ? "  timestamp" : "", "(B)", "(elements)", "", "",
-           "");
+    printf("%s%s\n# %10s  %12s  %8s  %6s  %6s", o->compress ? "    ratio" : "",
+           o->timestamps ? "  timestamp" : "", "(B)", "(elements)", "", "", "");
     for (int ip = 0; ip < 2; ip++) {
         printf("  %7s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
         if (o->proc_cpu)
@@ -129,7 +129,7 @@ void perf_print_table_head(perf_out_t *out, coll_t coll, const char *algorithms,
         if (o->per_iter)
             printf("  %7s  %7s  %7s  %7s", "(us)", "(us)", "(us)", "(%)");
     }
-    printf("\n");
+    printf("%s\n", o->compress ? "      (x)" : "");
 }
 
 static void json_side(tt_json_t *j, const char *key, const perf_result_t *r)
@@ -188,7 +188,7 @@ static void text_row(perf_out_t *out, const perf_row_t *w, const perf_result_t r
             printf("  %7.2f  %7.2f  %7.2f  %7.2f", r->i_min, r->i_max, r->i_p99, 100 * r->i_cv);
     }
     if (o->compress)
-        printf(" %7.2f", res[0].ratio);
+        printf("  %7.2f", res[0].ratio);
     if (o->timestamps) {
         char stamp[32];
         time_t now = time(NULL);

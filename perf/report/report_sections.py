@@ -39,13 +39,12 @@ def topology_of(run, tp):
     color = TRANSPORT_COLORS.get(tp["name"], "#555")
     for a in range(n):
         for b in range(a + 1, n):
-            v = [x for x in (uni[a][b], uni[b][a]) if x is not None]
-            if v:
-                g = sum(v) / len(v)
-                edges.append((str(a), str(b), g, color, "%d <-> %d over %s: %.2f GB/s one way (mean of both directions)"
-                              % (a, b, tp["name"], g)))
-    return svg.topology("%s: ranks by host, edges labelled with one-way GB/s" % tp["name"], host_list, edges,
-                        ident="topology-%s" % tp["name"])
+            ab, ba = uni[a][b], uni[b][a]
+            if ab is not None or ba is not None:
+                edges.append((str(a), str(b), ab, ba, color, "%d -> %d: %s GB/s, %d -> %d: %s GB/s over %s (one way)"
+                              % (a, b, svg.fmt_num(ab), b, a, svg.fmt_num(ba), tp["name"])))
+    return svg.topology("%s: ranks by host; on each edge, the number nearer a rank is the GB/s it sends one way"
+                        % tp["name"], host_list, edges, ident="topology-%s" % tp["name"])
 
 
 def sweep_plots(tp):
@@ -66,23 +65,65 @@ def sweep_plots(tp):
     return bw.svg() + lat.svg()
 
 
+VERDICT_STYLE = {"normal": "normal", "below the usual": "low", "low": "low"}
+
+
 def verdicts(items):
     if not items:
         return ""
     rows = "".join(
-        "<tr><td class=l>%d-%d %s</td><td>%s</td><td>%s</td><td>%s</td><td class='l verdict-%s'>%s</td>"
-        "<td class=l>%s</td></tr>" % (
-            v["a"], v["b"], esc(v["class"]), svg.fmt_num(v["measured_gbps"]), svg.fmt_num(v.get("expected_gbps")),
-            svg.fmt_num(v.get("fraction")), "normal" if v["verdict"] == "normal" else "low", esc(v["verdict"]),
-            esc(v["basis"])) for v in items)
-    return ("<table class=verdicts><tr><th class=l>link</th><th>measured GB/s</th><th>expected GB/s</th>"
-            "<th>fraction</th><th class=l>is this normal?</th><th class=l>expected peak from</th></tr>%s</table>" % rows)
+        "<tr><td class=l>%d-&gt;%d %s</td><td>%s</td><td class=l>%s</td><td>%s</td><td>%s</td>"
+        "<td class='l verdict-%s'>%s%s</td><td class=l>%s</td></tr>" % (
+            v["a"], v["b"], esc(v["class"]), svg.fmt_num(v["measured_gbps"]), esc(v.get("figure", "")),
+            svg.fmt_num(v.get("expected_gbps")), svg.fmt_num(v.get("fraction")),
+            VERDICT_STYLE.get(v["verdict"], "none"), esc(v["verdict"]),
+            (": " + esc(v["why"])) if v.get("why") else "", esc(v["basis"])) for v in items)
+    return ("<table class=verdicts><tr><th class=l>link</th><th>measured GB/s</th><th class=l>figure</th>"
+            "<th>baseline GB/s</th><th>fraction</th><th class=l>is this normal?</th><th class=l>baseline</th></tr>"
+            "%s</table>" % rows)
+
+
+def _class_latency(tp, cls):
+    cells = [c["median"] for c in tp.get("matrices", {}).get("lat", {}).get("cells", []) if c["class"] == cls]
+    if cells:
+        return sorted(cells)[(len(cells) - 1) // 2]
+    for s in tp.get("sweeps", []):
+        if s["class"] == cls and s["rows"]:
+            return s["rows"][0]["lat_median"]
+    return None
+
+
+def summary(runs):
+    """One line first: every link class each tutti-bw run measured, its
+    bandwidth and latency, and the verdict on it."""
+    parts = []
+    for i, run in enumerate(runs):
+        if run.get("tool") != "tutti-bw":
+            continue
+        tag = chr(ord("A") + i)
+        for tp in run.get("transports", []):
+            if tp.get("status") != "measured":
+                continue
+            for v in tp.get("verdicts", []):
+                lat = _class_latency(tp, v["class"])
+                verdict = v["verdict"] if v["verdict"] not in ("withheld", "unknown") else \
+                    "no verdict (%s)" % v.get("why", v["verdict"])
+                parts.append("<span class='verdict-%s'>%s%s %s %s GB/s one way%s: %s</span>" % (
+                    VERDICT_STYLE.get(v["verdict"], "none"), (tag + " ") if len(runs) > 1 else "", esc(tp["name"]),
+                    esc(v["class"]), svg.fmt_num(v["measured_gbps"]),
+                    (", %s us" % svg.fmt_num(lat)) if lat is not None else "", esc(verdict)))
+    if not parts:
+        return ""
+    return "<p id=summary class=summary><b>Links at a glance:</b> %s</p>" % "; ".join(parts)
 
 
 def fit_section(fit, tag):
     out = ["<h3>The fit (%s)</h3><p class=note>written to %s; reduction kernel %s GB/s; wake-up of a rank "
            "sharing a CPU %s us</p>" % (tag, esc(fit.get("file", "?")), svg.fmt_num(fit.get("reduce_kernel_gbps")),
                                         svg.fmt_num(fit.get("wake_us")))]
+    if fit.get("explains_data") is False:
+        out.append("<p class=warning id=fit-warning>This fit does not explain its data; tuning with it may do more "
+                   "harm than good:<br>%s</p>" % "<br>".join(esc(l) for l in fit.get("warnings", "").splitlines()))
     links = svg.Plot("link fit: exchange time against size", "bytes each way", "us", ident="fit-links")
     rows = []
     for l in fit.get("links", []):
@@ -153,11 +194,15 @@ def gpu_section(gpu):
 
 
 def bw_run(run, tag):
-    out = ["<h2>%s: tutti-bw, %s ranks on %s host(s) (%s)</h2><p class=note>memcpy %s GB/s on one CPU; "
+    m = run.get("machine", {})
+    state = ("; %s ranks on %s CPUs of rank 0's host, load average %s" % (
+        m.get("ranks_here"), m.get("cpus"), svg.fmt_num(m.get("load1")))) if m else ""
+    out = ["<h2>%s: tutti-bw, %s ranks on %s host(s) (%s)</h2><p class=note>memcpy %s GB/s on one CPU%s; "
            "cells are medians of repeats, repeated until the median's 95%% interval was within %s%% or the "
-           "budget ran out.</p>" % (tag, run.get("nranks"), run.get("nhosts"), esc(run["_file"]),
-                                    svg.fmt_num(run.get("memcpy_gbps")),
-                                    svg.fmt_num(100 * run.get("options", {}).get("tolerance", 0)))]
+           "budget ran out; a heat map colours each cell by the share of the best cell it reaches, on a scale "
+           "from 0, so that noise looks like noise.</p>" % (
+               tag, run.get("nranks"), run.get("nhosts"), esc(run["_file"]), svg.fmt_num(run.get("memcpy_gbps")),
+               esc(state), svg.fmt_num(100 * run.get("options", {}).get("tolerance", 0)))]
     n = run.get("nranks", 0)
     for tp in run.get("transports", []):
         if tp.get("status") != "measured":
@@ -180,6 +225,9 @@ def bw_run(run, tag):
             out.append(topology_of(run, tp))
         out.append(sweep_plots(tp) if tp.get("sweeps") else "")
         out.append("</div>")
+        if tp.get("others_cpus") is not None:
+            out.append("<p class=note>While %s was measured, other processes kept %s CPUs busy.</p>" % (
+                esc(tp["name"]), svg.fmt_num(tp["others_cpus"])))
         out.append(verdicts(tp.get("verdicts")))
     out.append(gpu_section(run.get("gpu")))
     if run.get("fit"):

@@ -38,6 +38,46 @@ def fmt_num(v):
     return "%.3g" % v
 
 
+def text_px(text, size, bold=False):
+    """A generous estimate of how wide text is drawn in a sans-serif font of
+    size px (DejaVu Sans's advances, the widest of the common fonts), so that
+    layouts leave room without a browser to measure with."""
+    w = 0.0
+    for ch in str(text):
+        if ch in "mwMW%@":
+            w += 0.95
+        elif ch.isupper():
+            w += 0.74
+        elif ch.isdigit():
+            w += 0.64
+        elif ch in " .,:;'|!iljtf()[]-":
+            w += 0.38
+        else:
+            w += 0.62
+    return w * size * (1.1 if bold else 1.0)
+
+
+def wrap(text, px, size, bold=False):
+    """text cut at spaces into lines no wider than px (a longer word stands alone)."""
+    lines, line = [], ""
+    for word in str(text).split():
+        trial = (line + " " + word).strip()
+        if line and text_px(trial, size, bold) > px:
+            lines.append(line)
+            line = word
+        else:
+            line = trial
+    return lines + ([line] if line else [])
+
+
+def title_lines(text, x, y, px, size=13, cls="title"):
+    """A title wrapped to px: the SVG text and the y below its last line."""
+    lines = wrap(text, px, size, bold=True)
+    out = "".join('<text x="%d" y="%d" class="%s">%s</text>' % (x, y + 16 * i, cls, esc(l))
+                  for i, l in enumerate(lines))
+    return out, y + 16 * (len(lines) - 1)
+
+
 def _log_ticks(lo, hi, base):
     """Ticks at powers of base (2 for bytes, 10 otherwise), thinned to about 8."""
     if lo <= 0 or hi <= 0:
@@ -78,7 +118,12 @@ class Plot:
             self.series.append((label, pts, dashed, points, band))
 
     def svg(self):
-        m = {"l": 64, "r": 150, "t": 28, "b": 44}
+        # The legend's column fits its longest label, the title wraps, and
+        # the plot grows to hold every legend line.
+        legend = max([text_px(s[0], 11) for s in self.series] + [80])
+        head, last = title_lines(self.title, 64, 18, self.w - 70)
+        m = {"l": 64, "r": int(legend) + 40, "t": last + 10, "b": 44}
+        self.h = max(self.h, m["t"] + 16 * len(self.series) + 8 + m["b"])
         pw, ph = self.w - m["l"] - m["r"], self.h - m["t"] - m["b"]
         xs = [p[0] for s in self.series for p in s[1]]
         ys = [p[1] for s in self.series for p in s[1]]
@@ -86,8 +131,7 @@ class Plot:
             if s[4]:
                 ys += [v for v in s[4][0] + s[4][1] if v and v > 0]
         out = ['<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="%d" height="%d"%s>' %
-               (self.w, self.h, ' id="%s"' % esc(self.ident) if self.ident else "")]
-        out.append('<text x="%d" y="18" class="title">%s</text>' % (m["l"], esc(self.title)))
+               (self.w, self.h, ' id="%s"' % esc(self.ident) if self.ident else ""), head]
         if not xs:
             out.append('<text x="%d" y="%d">no data</text></svg>' % (m["l"], m["t"] + 40))
             return "".join(out)
@@ -168,20 +212,34 @@ def _ramp(f):
 
 
 def heatmap(title, values, labels, unit, higher_better=True, classes=None, ident=None, cell=52):
-    """values[a][b] (None: no measurement); the brightest cell is the best."""
+    """values[a][b] (None: no measurement); the brightest cell is the best. The
+    colour is the share of the best a cell reaches, on a scale from 0, so
+    cells that differ by noise look alike and only a real difference (a
+    slow rank, another link class) stands out."""
     n = len(values)
-    flat = [v for row in values for v in row if v is not None]
-    lo, hi = (min(flat), max(flat)) if flat else (0, 1)
-    left, top = 48, 40
-    w, h = left + cell * n + 120, top + cell * n + 30
+    flat = [v for row in values for v in row if v is not None and v > 0]
+    # Every cell is coloured by the share of the best it reaches: v / best
+    # for bandwidth, best / v for latency.
+    best = (max(flat) if higher_better else min(flat)) if flat else 1.0
+    share = (lambda v: v / best) if higher_better else (lambda v: best / v if v > 0 else 0.0)
+    words = [fmt_num(v) for v in flat] + [c for row in (classes or []) for c in row]
+    cell = max([cell] + [text_px(w, 11) + 10 for w in words])
+    left = max([48] + [text_px(lab, 11) + 14 for lab in labels])
+    marks = [(1.0, "%s %s" % (fmt_num(best), unit))]
+    marks += [(0.0, "0 %s" % unit)] if higher_better else [(0.5, "%s %s" % (fmt_num(2 * best), unit)),
+                                                           (0.0, "slower")]
+    legend = 20 + 18 + max(text_px(e, 11) for _, e in marks) + 6
+    w = int(max(left + cell * n + legend, min(text_px(title, 13, True) + 12, 440)))
+    head, last = title_lines(title, 4, 16, w - 8)
+    top = last + 26
+    h = top + cell * n + 10
     out = ['<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" width="%d" height="%d"%s>' %
-           (w, h, ' id="%s"' % esc(ident) if ident else "")]
-    out.append('<text x="4" y="16" class="title">%s</text>' % esc(title))
+           (w, h, ' id="%s"' % esc(ident) if ident else ""), head]
     for i, lab in enumerate(labels):
         out.append('<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>' %
                    (left - 6, top + cell * i + cell / 2 + 4, esc(lab)))
         out.append('<text x="%d" y="%d" class="tick" text-anchor="middle">%s</text>' %
-                   (left + cell * i + cell / 2, top - 4 + 0, esc(lab)))
+                   (left + cell * i + cell / 2, top - 5, esc(lab)))
     for a in range(n):
         for b in range(n):
             v = values[a][b]
@@ -191,64 +249,128 @@ def heatmap(title, values, labels, unit, higher_better=True, classes=None, ident
                 out.append('<text x="%d" y="%d" class="cell" text-anchor="middle" fill="#999">%s</text>' %
                            (x + cell / 2, y + cell / 2 + 4, "X" if a == b else "-"))
                 continue
-            f = (v - lo) / (hi - lo) if hi > lo else 1.0
-            f = f if higher_better else 1 - f
-            color = _ramp(f)
+            f = share(v)
             ink = "#000" if f > 0.55 else "#fff"
             tip = "%s -> %s: %s %s%s" % (labels[a], labels[b], fmt_num(v), unit,
                                           (" (%s)" % classes[a][b]) if classes else "")
-            out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#fff"><title>%s</title></rect>' %
-                       (x, y, cell, cell, color, esc(tip)))
+            out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#fff" class="hm-cell" '
+                       'data-v="%g"><title>%s</title></rect>' % (x, y, cell, cell, _ramp(f), v, esc(tip)))
             out.append('<text x="%d" y="%d" class="cell" text-anchor="middle" fill="%s">%s</text>' %
                        (x + cell / 2, y + cell / 2 + 2, ink, esc(fmt_num(v))))
             if classes:
                 out.append('<text x="%d" y="%d" class="cls" text-anchor="middle" fill="%s">%s</text>' %
                            (x + cell / 2, y + cell / 2 + 14, ink, esc(classes[a][b])))
-    # the scale
     sx0 = left + cell * n + 20
     for k in range(20):
         f = k / 19.0
         out.append('<rect x="%d" y="%.1f" width="14" height="%.1f" fill="%s"/>' %
-                   (sx0, top + cell * n * (1 - f) - cell * n / 20, cell * n / 20 + 0.5,
-                    _ramp(f)))
-    best, worst = (hi, lo) if higher_better else (lo, hi)
-    out.append('<text x="%d" y="%d" class="tick">%s %s</text>' % (sx0 + 18, top + 8, esc(fmt_num(best)), esc(unit)))
-    out.append('<text x="%d" y="%d" class="tick">%s %s</text>' % (sx0 + 18, top + cell * n, esc(fmt_num(worst)), esc(unit)))
+                   (sx0, top + cell * n * (1 - f) - cell * n / 20, cell * n / 20 + 0.5, _ramp(f)))
+    for f, text in marks:
+        out.append('<text x="%d" y="%.1f" class="tick">%s</text>' %
+                   (sx0 + 18, top + 8 + (cell * n - 8) * (1 - f), esc(text)))
     out.append("</svg>")
     return "".join(out)
 
 
-def topology(title, hosts, edges, ident=None, width=640, height=420):
-    """hosts: [(name, [rank labels])]; edges: [(a, b, gbps, color, label)] between rank labels."""
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" class="topology" width="%d" height="%d"%s>' %
-           (width, height, ' id="%s"' % esc(ident) if ident else "")]
-    out.append('<text x="6" y="18" class="title">%s</text>' % esc(title))
-    pos, nh = {}, max(1, len(hosts))
-    cx0, cy0 = width / 2, height / 2 + 10
-    big = 0 if nh == 1 else min(width, height) * 0.28
+class _Boxes:
+    """Boxes already drawn on a figure, so that a new label goes where it
+    overlaps none of them (or is left off)."""
+
+    def __init__(self, width, height):
+        self.w, self.h, self.taken = width, height, []
+
+    def take(self, x0, y0, x1, y1):
+        self.taken.append((x0, y0, x1, y1))
+
+    def free(self, x0, y0, x1, y1):
+        if x0 < 2 or y0 < 2 or x1 > self.w - 2 or y1 > self.h - 2:
+            return False
+        return all(x1 <= a0 or x0 >= a1 or y1 <= b0 or y0 >= b1 for a0, b0, a1, b1 in self.taken)
+
+
+def _rank_positions(hosts, width, height, top):
+    """Ranks on a circle per host, hosts side by side (two) or on a circle:
+    {rank label: (x, y)} and the host boxes (name, centre x, y, half size)."""
+    pos, boxes, nh = {}, [], max(1, len(hosts))
+    cy0, room = (top + height) / 2, min(width, height - top)
     for h, (name, ranks) in enumerate(hosts):
-        ang = 2 * math.pi * h / nh - math.pi / 2
-        hx, hy = cx0 + big * math.cos(ang), cy0 + big * math.sin(ang)
-        r = (min(width, height) * (0.33 if nh == 1 else 0.13)) if len(ranks) > 1 else 0
-        box = r + 26
-        out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="14" class="host"/>' %
-                   (hx - box, hy - box, 2 * box, 2 * box))
-        out.append('<text x="%.1f" y="%.1f" class="tick" text-anchor="middle">%s</text>' % (hx, hy - box - 4, esc(name)))
+        if nh <= 2:
+            hx, hy = width * (2 * h + 1) / (2 * nh), cy0
+            box = min(width / (2 * nh) - 8, (height - top) / 2 - 18)
+        else:
+            ang = 2 * math.pi * h / nh - math.pi / 2
+            hx, hy = width / 2 + room * 0.28 * math.cos(ang), cy0 + room * 0.28 * math.sin(ang)
+            box = room * 0.13 + 26
+        r = box - 26 if len(ranks) > 1 else 0
+        boxes.append((name, hx, hy, box))
         for i, rank in enumerate(ranks):
             a = 2 * math.pi * i / max(1, len(ranks)) - math.pi / 2
             pos[rank] = (hx + r * math.cos(a), hy + r * math.sin(a))
-    top = max([e[2] for e in edges if e[2]] or [1])
-    for a, b, gbps, color, label in edges:
-        if a not in pos or b not in pos or not gbps:
+    return pos, boxes
+
+
+def _edge_label(boxes, src, dst, text):
+    """Where the label of what src sends to dst goes: on the edge, nearer
+    src, the first spot that overlaps nothing drawn; None when there is none."""
+    (x1, y1), (x2, y2) = src, dst
+    length = math.hypot(x2 - x1, y2 - y1) or 1.0
+    nx, ny = -(y2 - y1) / length, (x2 - x1) / length
+    half_w, half_h = text_px(text, 10) / 2 + 2, 7
+    for t in (0.3, 0.24, 0.36, 0.18, 0.42):
+        for off in (0, 9, -9, 16, -16):
+            x, y = x1 + (x2 - x1) * t + nx * off, y1 + (y2 - y1) * t + ny * off
+            box = (x - half_w, y - half_h, x + half_w, y + half_h)
+            if math.hypot(x - x1, y - y1) > 22 and boxes.free(*box):
+                boxes.take(*box)
+                return x, y
+    return None
+
+
+def topology(title, hosts, edges, ident=None, width=640, height=440):
+    """hosts: [(name, [rank labels])]; edges: [(a, b, a_to_b, b_to_a, color, tip)]
+    between rank labels, GB/s one way (None: not measured). Each edge carries
+    both directions: the number nearer a rank is what that rank sends."""
+    head, last = title_lines(title, 6, 18, width - 12)
+    pos, hboxes = _rank_positions(hosts, width, height - 18, last + 30)
+    boxes = _Boxes(width, height)
+    boxes.take(0, 0, width, last + 6)
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" class="topology" width="%d" height="%d"%s>' %
+           (width, height, ' id="%s"' % esc(ident) if ident else ""), head]
+    for name, hx, hy, box in hboxes:
+        out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="14" class="host"/>' %
+                   (hx - box, hy - box, 2 * box, 2 * box))
+        out.append('<text x="%.1f" y="%.1f" class="tick" text-anchor="middle">%s</text>' %
+                   (hx, hy - box - 4, esc(name)))
+        tw = text_px(name, 11) / 2
+        boxes.take(hx - tw, hy - box - 16, hx + tw, hy - box)
+    for x, y in pos.values():
+        boxes.take(x - 17, y - 17, x + 17, y + 17)
+    top = max([max(e[2] or 0, e[3] or 0) for e in edges] or [1]) or 1
+    labels, left_off = [], 0
+    for a, b, ab, ba, color, tip in edges:
+        if a not in pos or b not in pos or not (ab or ba):
             continue
-        (x1, y1), (x2, y2) = pos[a], pos[b]
-        width_px = 1 + 6 * gbps / top
-        out.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="%.1f" opacity="0.7">'
-                   '<title>%s</title></line>' % (x1, y1, x2, y2, color, width_px, esc(label)))
-        out.append('<text x="%.1f" y="%.1f" class="edge" text-anchor="middle">%s</text>' %
-                   ((x1 + x2) / 2, (y1 + y2) / 2 - 3, esc(fmt_num(gbps))))
+        both = [v for v in (ab, ba) if v]
+        out.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="%.1f" opacity="0.7" '
+                   'class="link" data-a="%s" data-b="%s"><title>%s</title></line>' %
+                   (pos[a][0], pos[a][1], pos[b][0], pos[b][1], color, 1 + 6 * sum(both) / len(both) / top,
+                    esc(a), esc(b), esc(tip)))
+        for src, dst, v in ((a, b, ab), (b, a, ba)):
+            if not v:
+                continue
+            spot = _edge_label(boxes, pos[src], pos[dst], fmt_num(v))
+            if spot is None:
+                left_off += 1
+                continue
+            labels.append('<text x="%.1f" y="%.1f" class="edge" text-anchor="middle" data-from="%s" data-to="%s">'
+                          '%s<title>%s sends to %s: %s GB/s</title></text>' %
+                          (spot[0], spot[1] + 3.5, esc(src), esc(dst), esc(fmt_num(v)), esc(src), esc(dst), fmt_num(v)))
+    out.extend(labels)  # over every line, so no line crosses a number
     for rank, (x, y) in pos.items():
         out.append('<circle cx="%.1f" cy="%.1f" r="15" class="rank"/>' % (x, y))
         out.append('<text x="%.1f" y="%.1f" class="ranklabel" text-anchor="middle">%s</text>' % (x, y + 4, esc(rank)))
+    if left_off:
+        out.append('<text x="6" y="%d" class="tick" data-left-off="%d">%d numbers left off for room (the one-way '
+                   'matrix has every pair)</text>' % (height - 6, left_off, left_off))
     out.append("</svg>")
     return "".join(out)

@@ -140,7 +140,7 @@ TUTTI_API tutti_status_t tutti_recv_any(void *recvbuf, size_t count, tutti_dtype
                                         tutti_comm_t handle, tutti_stream_t stream)
 {
     tt_call_t c = {
-        .coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .root = TT_PEER_ANY};
+        .coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .any_source = 1};
     tutti_comm_t comm;
     if (source)
         *source = -1;

@@ -8,9 +8,12 @@
 #ifndef TT_CODEC_H
 #define TT_CODEC_H
 
+#include <float.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/half.h"
 #include "core/hd.h"
 #include "tutti.h"
 
@@ -56,6 +59,53 @@ static inline TT_HD float tt_uniform01(uint64_t seed, uint64_t stream, uint64_t 
 static inline TT_HD int tt_quant_levels(tutti_compress_kind_t kind)
 {
     return kind == TUTTI_COMPRESS_INT8 ? 127 : 7;
+}
+
+/*
+ * Finite values stay finite inside the codec, and what is not finite has
+ * the same bits on the CPU and the GPU. A NaN can still arise where the
+ * input holds one, or where g + e or the server's sum overflows; the codec
+ * stores it as the canonical NaN of the reductions' NaN rule
+ * (reduce/float_ops.h), since CPUs and GPUs make NaNs of different bits.
+ */
+static inline TT_HD float tt_codec_canon(float x)
+{
+    return x != x ? tt_f32_from_bits(0x7fc00000u) : x;
+}
+
+/*
+ * int8/int4: a block's scale from its largest magnitude, top the largest
+ * code. 0 below FLT_MIN, where the reciprocal the codes are computed with
+ * would overflow (the block is sent as zeros and stays in the error); one
+ * ulp lower where top times it would round to infinity, so that every code
+ * decodes to a finite value.
+ */
+static inline TT_HD float tt_quant_scale(float max_abs, float top)
+{
+    float s = max_abs / top;
+    if (s < FLT_MIN)
+        return 0.0f;
+    while (s * top > FLT_MAX && s <= FLT_MAX)
+        s = tt_f32_from_bits(tt_f32_bits(s) - 1);
+    return s;
+}
+
+/* A rounded x / scale as a code in -top..top; a NaN (from a NaN or an
+ * infinite x) is code 0. */
+static inline TT_HD float tt_quant_clamp(float r, float top)
+{
+    return r > top ? top : r < -top ? -top : r == r ? r : 0.0f;
+}
+
+/* The sign scale's sum of |g + e| once more, where its float lanes
+ * overflowed (magnitudes near FLT_MAX): in double, element by element, on
+ * the CPU and the GPU alike. */
+static inline TT_HD double tt_sign_sum_exact(const float *g, const float *e, size_t n)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += fabsf(e ? g[i] + e[i] : g[i]);
+    return sum;
 }
 
 /* Rounds to nearest even for |t| < 2^22 without a library call (the GPU

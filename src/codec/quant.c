@@ -5,6 +5,7 @@
  * stochastically; sign sends one bit per element and the block's mean
  * magnitude, the scale that minimises the error of a sign code.
  */
+#include <math.h>
 #include <string.h>
 
 #include "codec/codec.h"
@@ -81,6 +82,16 @@ TT_KERNEL static double block_sum_abs(const float *g, const float *e, size_t n)
     return sum;
 }
 
+/* The mean magnitude, from float lanes (block_sum_abs) or, where they
+ * overflowed, in double element by element as the GPU takes it too. */
+static float sign_scale(const float *g, const float *e, size_t n)
+{
+    double sum = block_sum_abs(g, e, n);
+    if (!isfinite(sum))
+        sum = tt_sign_sum_exact(g, e, n);
+    return tt_codec_canon((float)(sum / (double)n));
+}
+
 /* Codes in -top..top (127 for int8, 7 for int4) of x / scale, to nearest or,
  * given uniform numbers u, stochastically. */
 TT_KERNEL static void encode_codes(const float *g, float *e, size_t n, float scale, float top, const float *u,
@@ -89,11 +100,10 @@ TT_KERNEL static void encode_codes(const float *g, float *e, size_t n, float sca
     float inv = scale > 0 ? 1.0f / scale : 0.0f;
     for (size_t i = 0; i < n; i++) {
         float x = TT_X(g, e, i), t = x * inv;
-        float r = u ? tt_round_even(t + u[i] - 0.5f) : tt_round_even(t);
-        r = r > top ? top : r < -top ? -top : r;
+        float r = tt_quant_clamp(u ? tt_round_even(t + u[i] - 0.5f) : tt_round_even(t), top);
         codes[i] = (int8_t)r;
         if (e)
-            e[i] = x - r * scale;
+            e[i] = tt_codec_canon(x - r * scale);
     }
 }
 
@@ -101,10 +111,10 @@ TT_KERNEL static void decode_int8(const int8_t *codes, size_t n, float scale, fl
 {
     if (add)
         for (size_t i = 0; i < n; i++)
-            out[i] += (float)codes[i] * scale;
+            out[i] = tt_codec_canon(out[i] + (float)codes[i] * scale);
     else
         for (size_t i = 0; i < n; i++)
-            out[i] = (float)codes[i] * scale;
+            out[i] = tt_codec_canon((float)codes[i] * scale);
 }
 
 static void encode_sign_portable(const float *g, float *e, size_t n, float scale, unsigned char *bits)
@@ -115,7 +125,7 @@ static void encode_sign_portable(const float *g, float *e, size_t n, float scale
             float x = TT_X(g, e, i + k);
             v |= (unsigned)(x >= 0) << k;
             if (e)
-                e[i + k] = x - (x >= 0 ? scale : -scale);
+                e[i + k] = tt_codec_canon(x - (x >= 0 ? scale : -scale));
         }
         bits[i / 8] = (unsigned char)v;
     }
@@ -125,12 +135,19 @@ static void decode_sign_portable(const unsigned char *bits, size_t n, float scal
 {
     for (size_t i = 0; i < n; i++) {
         float v = bits[i / 8] >> (i % 8) & 1 ? scale : -scale;
-        out[i] = add ? out[i] + v : v;
+        out[i] = tt_codec_canon(add ? out[i] + v : v);
     }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+/* tt_codec_canon, eight lanes at a time. */
+__attribute__((target("avx2"))) static inline __m256 canon8(__m256 v)
+{
+    __m256 nan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
+    return _mm256_blendv_ps(v, nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+
 /* Eight signs a byte: a compare and a movemask; back: a byte's bits
  * spread over eight lanes and a blend of +scale and -scale. */
 __attribute__((target("avx2"))) static void encode_sign_avx2(const float *g, float *e, size_t n, float scale,
@@ -145,7 +162,7 @@ __attribute__((target("avx2"))) static void encode_sign_avx2(const float *g, flo
         __m256 ge = _mm256_cmp_ps(v, zero, _CMP_GE_OQ);
         bits[i / 8] = (unsigned char)_mm256_movemask_ps(ge);
         if (e)
-            _mm256_storeu_ps(e + i, _mm256_sub_ps(v, _mm256_blendv_ps(neg, pos, ge)));
+            _mm256_storeu_ps(e + i, canon8(_mm256_sub_ps(v, _mm256_blendv_ps(neg, pos, ge))));
     }
     if (i < n)
         encode_sign_portable(g + i, e ? e + i : NULL, n - i, scale, bits + i / 8);
@@ -162,7 +179,7 @@ __attribute__((target("avx2"))) static void decode_sign_avx2(const unsigned char
         __m256 v = _mm256_blendv_ps(neg, pos, _mm256_castsi256_ps(_mm256_cmpeq_epi32(b, lane_bit)));
         if (add)
             v = _mm256_add_ps(v, _mm256_loadu_ps(out + i));
-        _mm256_storeu_ps(out + i, v);
+        _mm256_storeu_ps(out + i, canon8(v));
     }
     if (i < n)
         decode_sign_portable(bits + i / 8, n - i, scale, out + i, add);
@@ -233,8 +250,8 @@ void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, ui
         const float *gb = g + lo;
         float *eb = e ? e + lo : NULL;
         float scale = q->kind == TUTTI_COMPRESS_SIGN
-                          ? (float)(block_sum_abs(gb, eb, hi - lo) / (double)(hi - lo))
-                          : block_max_abs(gb, eb, hi - lo) / (float)tt_quant_levels(q->kind);
+                          ? sign_scale(gb, eb, hi - lo)
+                          : tt_quant_scale(block_max_abs(gb, eb, hi - lo), (float)tt_quant_levels(q->kind));
         memcpy(out + b * sizeof(float), &scale, sizeof scale); /* the buffer need not be aligned */
         if (q->kind == TUTTI_COMPRESS_SIGN && lo % 8 == 0) {
             encode_sign(gb, eb, hi - lo, scale, codes + lo / 8);
@@ -246,7 +263,7 @@ void tt_quant_encode(const tt_quant_t *q, const float *g, float *e, size_t n, ui
                 codes[i / 8] =
                     (unsigned char)((codes[i / 8] & ~(1u << (i % 8))) | (unsigned)(x >= 0) << (i % 8));
                 if (e)
-                    e[i] = x - (x >= 0 ? scale : -scale);
+                    e[i] = tt_codec_canon(x - (x >= 0 ? scale : -scale));
             }
             continue;
         }
@@ -289,7 +306,7 @@ void tt_quant_decode(const tt_quant_t *q, const unsigned char *in, size_t n, flo
         } else if (q->kind == TUTTI_COMPRESS_SIGN) {
             for (size_t i = lo; i < hi; i++) {
                 float v = codes[i / 8] >> (i % 8) & 1 ? scale : -scale;
-                out[i] = add ? out[i] + v : v;
+                out[i] = tt_codec_canon(add ? out[i] + v : v);
             }
         } else {
             for (size_t at = lo; at < hi; at += TT_CHUNK) {

@@ -34,7 +34,7 @@ tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *nam
     int p = comm->nranks, me = comm->rank;
     int has_root = c->coll == TT_COLL_BROADCAST || c->coll == TT_COLL_REDUCE;
     int is_p2p = c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
-    if (c->coll == TT_COLL_RECV && c->root == TT_PEER_ANY)
+    if (c->coll == TT_COLL_RECV && c->any_source)
         is_p2p = 0; /* its peer is not known yet */
     if ((has_root || is_p2p) && (c->root < 0 || c->root >= p))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: %s: %d is outside 0..%d", name,

@@ -20,7 +20,8 @@ typedef struct {
     size_t count;
     tutti_dtype_t dtype;
     tutti_op_t op;
-    int root;
+    int root;       /* a receive from any source (any_source) sets it once the sender is known */
+    int any_source; /* tutti_recv_any: not a value a caller can pass as a peer */
     size_t in_bytes, out_bytes; /* 0 where the buffer is not used on this rank */
     int in_place;
     int send_on_device, recv_on_device; /* CUDA device memory (only where the buffer is used) */
@@ -70,11 +71,8 @@ tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int 
 tutti_status_t tt_coll_batch_begin(tutti_comm_t comm, const tt_call_t *calls, int n, uint64_t *seqs);
 tutti_status_t tt_coll_run_batch_at(tutti_comm_t comm, const tt_call_t *calls, int n, const uint64_t *seqs);
 
-/* The peer of a receive from any source (tutti_recv_any), until it is known. */
-#define TT_PEER_ANY (-1)
-
 /*
- * Receives c (TT_COLL_RECV with root TT_PEER_ANY, validated, host buffer)
+ * Receives c (TT_COLL_RECV with any_source set, validated, host buffer)
  * from whichever peer sends this rank its next message first, as
  * tutti_recv from that peer would, blocking; *source gets the peer.
  * TUTTI_ERR_TIMEOUT when none sends within the timeout leaves the

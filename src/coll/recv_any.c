@@ -21,6 +21,7 @@
 #define YIELDING_POLLS 1000 /* polls that only yield the CPU before the wait naps */
 #define NAP_NS 50000
 #define ALIVE_CHECK_NS 20000000 /* between scans of the peers' liveness */
+#define NO_ONE_PEER (-1) /* the who-is-stuck report's peer while the sender is unknown */
 
 /* Every peer's transport must be able to tell a message has arrived. */
 static tutti_status_t check_transports(tutti_comm_t comm, const char *call)
@@ -130,12 +131,13 @@ tutti_status_t tt_coll_recv_any(tutti_comm_t comm, tt_call_t *c, int *source)
     if (!cs)
         return TUTTI_ERR_NO_MEMORY;
     /* Where it waits, for the who-is-stuck report: in a receive, on no one peer. */
-    tt_progress_begin(&comm->progress, 0, TT_COLL_RECV, c->dtype, c->op, TT_PEER_ANY, c->count);
+    tt_progress_begin(&comm->progress, 0, TT_COLL_RECV, c->dtype, c->op, NO_ONE_PEER, c->count);
     tutti_status_t st = wait_for_sender(comm, call, cs->any_next, source);
     tt_progress_end(&comm->progress);
     if (st)
         return st;
     cs->any_next = (*source + 1) % comm->nranks;
     c->root = *source;
+    c->any_source = 0;
     return tt_coll_run(comm, c);
 }

@@ -91,6 +91,7 @@ tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_
         snprintf(err, errlen, "bootstrap root: no memory to admit the ranks");
         return TUTTI_ERR_NO_MEMORY;
     }
+    a->answer_refusals = 1; /* a joiner with another key learns it is refused (TUTTI_ERR_AUTH) */
     tutti_status_t st = TUTTI_SUCCESS;
     while (joined < bs->nranks) {
         int fd;
@@ -115,6 +116,9 @@ tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_
                     h.rank > 0 && h.rank < bs->nranks && bs->rank_fds[h.rank] != -1
                         ? " and that rank already joined"
                         : "");
+            tt_hello_t no = {.magic = TT_HELLO_MAGIC, .rank = TT_HELLO_REFUSED_RANK};
+            if (send(fd, &no, sizeof no, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                TT_DEBUG(TT_SUB_INIT, "the refusal of rank %d did not go out: %s", h.rank, strerror(errno));
             close(fd);
             continue;
         }
@@ -220,6 +224,13 @@ static tutti_status_t await_root(tt_bootstrap_t *bs, const char *where, const ch
         ssize_t n = recv(bs->up_fd, (char *)&h + got, sizeof h - got, MSG_DONTWAIT);
         if (n > 0)
             got += (size_t)n;
+        if (got == sizeof h && h.magic == TT_HELLO_MAGIC && h.rank < 0) {
+            snprintf(err, errlen, "rank %d: the bootstrap root at %s refused it: %s", bs->rank, where,
+                     h.rank == TT_HELLO_REFUSED_KEY
+                         ? "its key is not the job's (another TUTTI_KEY or unique id)"
+                         : "another process joined as this rank, or it counts another number of ranks");
+            return TUTTI_ERR_AUTH;
+        }
         const char *why = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)
                               ? "it closed the connection without answering, so it is not this job's root"
                               : not_root(&h, got, bs->key);

@@ -140,7 +140,7 @@ static void comm_free(tutti_comm_t comm, int local_only)
     if (!local_only)
         layers_free(comm);
     tt_comm_teardown(comm, local_only);
-    tt_rescue_close(comm);
+    tt_rescue_close(comm, local_only);
     if (local_only)
         tt_bootstrap_forget(&comm->bs);
     else
@@ -224,7 +224,8 @@ static tutti_status_t comm_new(tutti_comm_t *out, int nranks, int rank, const tu
     comm->device_tp = -1;
     comm->device_bound = -1;
     comm->revoked_by = -1;
-    comm->rescue_fd = -1;
+    comm->rescue_fd = comm->rescue_local_fd = -1;
+    comm->shrunk_out_by = -1;
     comm->rank = rank;
     comm->nranks = nranks;
     *out = comm;
@@ -276,6 +277,7 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
         tt_bootstrap_fail(&comm->bs, st, thread_error); /* the others stop waiting for this rank */
         goto undo_alloc;
     }
+    tt_rescue_narrow(comm);
     if (comm->bs.star) {
         tt_star_set_view(comm->bs.star, comm->endpoints, describe, comm);
         tt_star_on_revoke(comm->bs.star, revoked_elsewhere, comm);

@@ -50,8 +50,8 @@ struct tutti_comm {
     int ntransports; /* TUTTI_TRANSPORTS, in its order */
     const tt_transport_ops_t *tp_ops[TT_MAX_TRANSPORTS];
     void *tp_ctx[TT_MAX_TRANSPORTS]; /* NULL where not every rank offers it */
-    tt_peer_t *peers;                /* host connections by rank, made at first use; NULL ops: none yet */
-    int *connected;                  /* the ranks with a host connection, in the order made */
+    tt_peer_t *peers;              /* host connections by rank, made at first use; NULL ops: none yet */
+    int *connected;                /* the ranks with a host connection, in the order made */
     int nconnected;
     struct tt_pairs *pairs;        /* the host connections on the way (connect.c) */
     unsigned tp_all;               /* bit t: every rank offers transport t */
@@ -64,10 +64,13 @@ struct tutti_comm {
     _Atomic int aborting;          /* waits stop (abort began, or comm was revoked) */
     _Atomic int revoked_by;        /* the rank that revoked comm (this one too), -1 */
     _Atomic int revoking;          /* calls of tutti_comm_revoke inside */
-    int rescue_fd;                 /* listens for a later shrink's coordinator (rescue.c), -1 */
-    tt_sockaddr_t *rescue;         /* every rank's listener, by rank */
+    int rescue_fd;                 /* a later shrink's TCP listener (rescue.c), -1 */
+    int rescue_local_fd;           /* the same for this host's ranks, a Unix socket, -1 */
+    tt_sockaddr_t *rescue;         /* every rank's TCP listener, by rank */
     tt_sockaddr_t *listeners;      /* every rank's bootstrap listener, where it is asked for connections */
-    unsigned nshrinks;             /* shrinks begun on comm: each has a key of its own */
+    unsigned nshrinks;             /* shrinks begun on comm: their messages say which */
+    int shrunk_out_by;             /* the coordinator of a shrink of comm that left this rank out, -1 */
+    unsigned shrunk_out_no;        /* which shrink that was */
     int busy;                      /* calls inside the library (tt_comm_enter), under the registry lock */
     int oversubscribed;            /* more ranks on this host than CPUs they may use */
     int local_ranks;               /* ranks on this host, this one included */
@@ -258,11 +261,14 @@ tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id, int64_t t0);
 tutti_status_t tt_comm_tp_listen(tutti_comm_t comm, uint32_t *offered, uint64_t *hash,
                                  unsigned char (*blobs)[TT_ADDR_MAX]);
 tutti_status_t tt_comm_tp_connect(tutti_comm_t comm, unsigned char (*blobs)[TT_ADDR_MAX]);
-/* This rank's listener for a later shrink (rescue.c): opened before
- * set-up's exchange (its address goes with this rank's record), kept
- * until comm is freed. */
+/* This rank's listeners for a later shrink (rescue.c): opened before
+ * set-up's exchange (the TCP address goes with this rank's record), kept
+ * until comm is freed; narrow closes the TCP one once set-up shows every
+ * rank on this host reaches this one over its Unix socket. In a forked
+ * child (local_only) close leaves the parent's socket file alone. */
 tutti_status_t tt_rescue_open(tutti_comm_t comm, tt_sockaddr_t *addr);
-void tt_rescue_close(tutti_comm_t comm);
+void tt_rescue_narrow(tutti_comm_t comm);
+void tt_rescue_close(tutti_comm_t comm, int local_only);
 
 /* Closes what tt_comm_setup opened. In a forked child (local_only) it
  * only releases this process's copies: the host transports' descriptors

@@ -16,6 +16,7 @@
 #include "comm/star.h"
 #include "core/clock.h"
 #include "core/hash.h"
+#include "core/mac.h"
 #include "core/log.h"
 #include "core/ranks.h"
 #include "core/try.h"
@@ -47,15 +48,13 @@ TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t handle)
     return TUTTI_SUCCESS;
 }
 
-/* This shrink's admission key: every survivor derives the same one from
- * comm's key and how many shrinks comm has begun. */
-static void shrink_key(tutti_comm_t comm, unsigned no, unsigned char *key)
+/* comm's recovery key: every survivor derives the same one from comm's
+ * key, with a keyed code, so that neither it nor comm's key can be worked
+ * back from what a shrink's messages show. */
+static void recovery_key(tutti_comm_t comm, unsigned char *key)
 {
-    uint64_t h1 = tt_hash(comm->env.key, TT_KEY_BYTES, TT_HASH_SEED ^ 0x736872696e6bull); /* "shrink" */
-    h1 = tt_hash(&no, sizeof no, h1);
-    uint64_t h2 = tt_hash(comm->env.key, TT_KEY_BYTES, h1);
-    memcpy(key, &h1, 8);
-    memcpy(key + 8, &h2, 8);
+    static const unsigned char label[16] = "tutti shrink";
+    tt_mac(comm->env.key, label, sizeof label, key);
 }
 
 static tutti_status_t check_args(tutti_comm_t comm, const int *exclude, int n, unsigned flags,
@@ -95,7 +94,8 @@ static tutti_status_t build(tt_shrink_t *sh, tutti_comm_t *newcomm)
 }
 
 /* Agreement, then set-up; with TUTTI_SHRINK_DEAD a set-up that a dying
- * member broke starts over without it (each round loses a rank, so this ends). */
+ * member broke starts over without it (each round loses a rank, so this
+ * ends), and without the ranks the last round left out: they were told. */
 static tutti_status_t shrink(tt_shrink_t *sh, tutti_comm_t *newcomm)
 {
     int64_t start = tt_now_ms();
@@ -117,6 +117,9 @@ static tutti_status_t shrink(tt_shrink_t *sh, tutti_comm_t *newcomm)
                                    "tutti_comm_shrink: setting up the new communicator of %d ranks failed",
                                    sh->d.nmembers);
         TT_INFO(TT_SUB_INIT, "shrink: a member died while the new communicator was set up; starting over");
+        for (int r = 0; r < sh->n; r++)
+            if (!sh->member[r] && r != sh->me && !sh->dead[r])
+                sh->dead[r] = TT_LEFT_OUT;
     }
 }
 
@@ -131,16 +134,26 @@ TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t handle, const int *exclu
     sh.excluded = calloc((size_t)sh.n, 1);
     sh.dead = calloc((size_t)sh.n, 1);
     sh.member = calloc((size_t)sh.n, 1);
+    sh.joined = calloc((size_t)sh.n, sizeof *sh.joined);
+    for (int r = 0; sh.joined && r < sh.n; r++)
+        sh.joined[r].fd = -1;
     tutti_status_t st = TUTTI_SUCCESS;
     if (!newcomm)
         st = tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "tutti_comm_shrink: newcomm: NULL output pointer");
-    else if (!sh.excluded || !sh.dead || !sh.member)
+    else if (!sh.excluded || !sh.dead || !sh.member || !sh.joined)
         st = tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory for %d ranks", sh.n);
     else
         st = check_args(comm, exclude, n, flags, sh.excluded);
+    if (!st && comm->shrunk_out_by >= 0)
+        st = tt_comm_error(
+            comm, TUTTI_ERR_REVOKED,
+            "tutti_comm_shrink: rank %d was excluded by the survivors: rank %d coordinated this "
+            "communicator's shrink #%u without it",
+            comm->rank, comm->shrunk_out_by, comm->shrunk_out_no + 1);
     if (!st) {
         sh.exclude_hash = tt_hash(sh.excluded, (size_t)sh.n, TT_HASH_SEED);
-        shrink_key(comm, comm->nshrinks++, sh.key);
+        recovery_key(comm, sh.key);
+        sh.no = comm->nshrinks++;
         if (flags & TUTTI_SHRINK_ABORT)
             revoke_here(comm);
         st = shrink(&sh, newcomm);
@@ -150,6 +163,7 @@ TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t handle, const int *exclu
     free(sh.excluded);
     free(sh.dead);
     free(sh.member);
+    free(sh.joined);
     tt_comm_leave(comm);
     return st;
 }

@@ -1,41 +1,50 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A shrink's agreement: which ranks of comm form the new communicator,
- * reached without a working collective on comm (rank 0 may be dead).
+ * reached without a working collective on comm (rank 0 may be dead), so
+ * that no two groups of its ranks ever both go on.
  *
  * Every survivor knows the ranks the caller excluded and the ranks it found
  * dead: rank 0 relays each rank whose connection to it closed unannounced
  * (the star), a listener that refuses a connection belongs to a process
- * that is gone (rescue.c), and with TUTTI_SHRINK_DEAD a rank stopped on
- * this host counts as dead too. The lowest rank a survivor believes alive
- * coordinates: it admits the others on its listener, each presenting this
- * shrink's key, its exclude list (as a hash) and what it knows dead, until
- * every rank it waits for has joined or is found dead (probing the
- * listeners itself once rank 0, which relays deaths, is gone), or
- * TUTTI_TIMEOUT passes. Then it answers each member: the members in comm's
- * order, a fresh key, or why the shrink failed. A member whose
- * coordinator is gone (connection refused or closed, or the star says it
- * died) turns to the next lowest rank. The coordinator is always the
- * lowest member, so it is rank 0 of the new communicator, and the
- * connections it admitted become the new star.
+ * that no longer holds comm (rescue.c), and with TUTTI_SHRINK_DEAD a rank
+ * stopped on this host counts as dead too. The lowest rank a survivor
+ * believes alive coordinates: it admits the others on its listener, each
+ * proving this shrink's key (shrink_inbox.c), until every rank it waits for
+ * has joined or is found dead, a member disagrees, or TUTTI_TIMEOUT passes.
+ *
+ * Then it decides. Before any member hears of a communicator, every rank
+ * left out that may still hold comm is told so (its listener keeps the
+ * verdict for it, stopped or not), and only then does the coordinator look
+ * at its own listener once more: a verdict there means another coordinator
+ * decided first, and it gives way. Of two coordinators that leave each
+ * other out, the second to look sees the first's verdict, so at most one
+ * goes on. A rank that cannot be told (its host unreachable) may be alive
+ * beyond a partition: then the members must be more than half of the ranks
+ * not known gone. A member whose coordinator is gone (its connection
+ * closed, refused, or answered without the key; the star says it died)
+ * turns to the next lowest rank, after a look at its own listener. The
+ * coordinator is always the lowest member, so it is rank 0 of the new
+ * communicator, and the connections it admitted become the new star.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "comm/shrink.h"
 #include "comm/star.h"
-#include "core/admit.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/ranks.h"
 
-#define STEP_MS 100 /* between looks at the news while waiting */
 #define PROBE_EVERY_MS 200
+#define TELL_MS 1000 /* to leave a verdict at one rank's listener */
+#define LOOK_MS 20   /* between the coordinator's looks at the news: a death ends its wait soon */
 
 /* Whether comm was aborted from another thread meanwhile. */
 static int aborted(const tt_shrink_t *sh)
@@ -55,89 +64,63 @@ static int candidate(const tt_shrink_t *sh, int r)
     return !sh->excluded[r] && !sh->dead[r];
 }
 
-/* What the star knows dead; with TUTTI_SHRINK_DEAD, stopped ranks among
- * those of want (NULL: all). Returns whether the star is blind (rank 0 is gone). */
-static int learn(tt_shrink_t *sh, const int *want)
+/* What the star knows dead, and the ranks of this host whose process
+ * ended; with TUTTI_SHRINK_DEAD, stopped ranks (a coordinator: among those
+ * that did not join). Returns whether the star is blind (rank 0 is gone). */
+static int learn(tt_shrink_t *sh, int coordinating)
 {
     int blind = 1;
     if (sh->comm->bs.star)
         tt_star_dead(sh->comm->bs.star, sh->dead, &blind);
-    for (int r = 0; r < sh->n; r++)
-        if (r != sh->me && candidate(sh, r) && (!want || want[r] < 0) && (sh->flags & TUTTI_SHRINK_DEAD) &&
-            tt_rescue_stopped(sh->comm, r))
+    for (int r = 0; r < sh->n; r++) {
+        if (r == sh->me || !candidate(sh, r) || (coordinating && sh->joined[r].fd >= 0))
+            continue;
+        if (tt_rescue_ended(sh->comm, r))
+            sh->dead[r] = TT_DIED;
+        else if ((sh->flags & TUTTI_SHRINK_DEAD) && tt_rescue_stopped(sh->comm, r))
             sh->dead[r] = TT_STOPPED;
+    }
     return blind;
 }
 
-/* A member that joined and then closed its connection has died. */
-static void watch_members(tt_shrink_t *sh, int *fds)
+/* A member that joined and then closed its connection is gone. */
+static void watch_members(tt_shrink_t *sh)
 {
     for (int r = 0; r < sh->n; r++) {
-        if (fds[r] >= 0 && sh->dead[r]) { /* the star saw it go */
-            close(fds[r]);
-            fds[r] = -1;
+        int *fd = &sh->joined[r].fd;
+        if (*fd >= 0 && sh->dead[r] == TT_DIED) { /* the star saw it go */
+            close(*fd);
+            *fd = -1;
         }
-        if (fds[r] < 0)
+        if (*fd < 0)
             continue;
-        struct pollfd p = {.fd = fds[r], .events = POLLIN};
+        struct pollfd p = {.fd = *fd, .events = POLLIN};
         char b;
-        ssize_t k = poll(&p, 1, 0) > 0 ? recv(fds[r], &b, 1, MSG_PEEK | MSG_DONTWAIT) : 1;
+        ssize_t k = poll(&p, 1, 0) > 0 ? recv(*fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) : 1;
         if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            close(fds[r]);
-            fds[r] = -1;
-            sh->dead[r] = TT_DIED;
+            close(*fd);
+            *fd = -1;
+            sh->dead[r] = TT_GONE; /* or gave up on this rank: it is told, not forgotten */
         }
     }
 }
 
-static int waiting_for(const tt_shrink_t *sh, const int *fds)
+static int waiting_for(const tt_shrink_t *sh)
 {
     int w = 0;
     for (int r = 0; r < sh->n; r++)
-        w += r != sh->me && candidate(sh, r) && fds[r] < 0;
+        w += r != sh->me && candidate(sh, r) && sh->joined[r].fd < 0;
     return w;
 }
 
-/* Reads a member's join message after its hello; a probe (rank -1), a
- * rank not waited for or a malformed message is dropped. A member whose
- * list or flags differ from ours is kept, to be told. */
-static void admit_member(tt_shrink_t *sh, int *fds, int fd, const tt_hello_t *h, char *mismatch, size_t len)
-{
-    int r = h->rank;
-    size_t size = sizeof(tt_rescue_join_t) + (size_t)sh->n;
-    unsigned char *msg =
-        r >= 0 && r < sh->n && h->nranks == sh->n && r != sh->me && !sh->excluded[r] && fds[r] < 0
-            ? malloc(size)
-            : NULL;
-    tt_rescue_join_t j;
-    if (!msg || tt_sock_recv_all(fd, msg, size, tt_now_ms() + TT_ADMIT_HELLO_MS) ||
-        (memcpy(&j, msg, sizeof j), j.magic != TT_RESCUE_MAGIC)) {
-        if (r >= 0)
-            TT_DEBUG(TT_SUB_INIT, "shrink: dropped a connection from rank %d", r);
-        free(msg);
-        close(fd);
-        return;
-    }
-    if (!*mismatch && (j.flags != (sh->flags & TUTTI_SHRINK_DEAD) || j.exclude_hash != sh->exclude_hash))
-        snprintf(mismatch, len, "rank %d passed another exclude list or TUTTI_SHRINK_DEAD than rank %d", r,
-                 sh->me);
-    for (int q = 0; q < sh->n; q++) /* what it knows dead, we know too */
-        if (q != sh->me && q != r && fds[q] < 0 && msg[sizeof j + (size_t)q] && !sh->dead[q])
-            sh->dead[q] = msg[sizeof j + (size_t)q];
-    sh->dead[r] = TT_ALIVE;
-    fds[r] = fd;
-    free(msg);
-    TT_DEBUG(TT_SUB_INIT, "shrink: rank %d joined rank %d", r, sh->me);
-}
-
 /* The ranks waited for at the deadline: dead with TUTTI_SHRINK_DEAD, else the shrink fails. */
-static tutti_status_t silent(tt_shrink_t *sh, const int *fds)
+static tutti_status_t silent(tt_shrink_t *sh)
 {
     unsigned char *late = calloc((size_t)sh->n, 1);
     if (!late)
         return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory");
     for (int r = 0; r < sh->n; r++)
-        late[r] = r != sh->me && candidate(sh, r) && fds[r] < 0;
+        late[r] = r != sh->me && candidate(sh, r) && sh->joined[r].fd < 0;
     char who[256];
     tt_ranks_str(late, sh->n, who, sizeof who);
     tutti_status_t st = TUTTI_SUCCESS;
@@ -154,22 +137,6 @@ static tutti_status_t silent(tt_shrink_t *sh, const int *fds)
     }
     free(late);
     return st;
-}
-
-/* Sends member r (new rank newrank, or -1 on failure) the answer. */
-static void answer(tt_shrink_t *sh, int fd, int newrank)
-{
-    tt_rescue_decision_t d = sh->d;
-    d.newrank = newrank;
-    size_t size = sizeof d + (size_t)sh->n;
-    unsigned char *msg = malloc(size);
-    if (!msg)
-        return; /* the member then sees its connection close */
-    memcpy(msg, &d, sizeof d);
-    memcpy(msg + sizeof d, sh->member, (size_t)sh->n);
-    if (tt_sock_send_all(fd, msg, size, tt_now_ms() + sh->comm->timeout_ms))
-        TT_DEBUG(TT_SUB_INIT, "shrink: the answer did not reach a member (it died: the set-up will say)");
-    free(msg);
 }
 
 /* The ranks that were to remain and died. */
@@ -191,39 +158,114 @@ static tutti_status_t check_lost(tt_shrink_t *sh)
                          who, n > 1 ? "them" : "it");
 }
 
-/* The coordinator's answer to every member, once it stopped waiting
- * (st: why it did). */
-static tutti_status_t decide(tt_shrink_t *sh, int *fds, tutti_status_t st, const char *mismatch)
+/* Leaves the decision in rank r's listener. 1: it is there (over TCP: the
+ * peer's kernel has it), 0: r no longer holds comm, -1: r is unreachable. */
+static int tell_one(tt_shrink_t *sh, int r)
 {
-    if (!st && *mismatch)
-        st = tt_comm_error(NULL, TUTTI_ERR_MISMATCH, "tutti_comm_shrink: %s", mismatch);
-    if (!st)
-        st = check_lost(sh);
+    int fd;
+    int64_t until = tt_now_ms() + TELL_MS;
+    unsigned char nonce[TT_RESCUE_NONCE];
+    tutti_status_t st = tt_rescue_connect(sh->comm, r, until, &fd);
+    if (st == TUTTI_ERR_PEER_FAILED)
+        return 0;
+    if (st)
+        return -1;
+    tt_rescue_nonce(nonce);
+    tt_rescue_decision_t d = sh->d;
+    d.newrank = -1;
+    memset(d.key, 0, sizeof d.key); /* a rank left out has no use for it, and the address may not be r's */
+    st = tt_rescue_send(sh, fd, TT_RESCUE_VERDICT, r, nonce, NULL, &d, sizeof d, sh->member, until);
+    struct sockaddr_storage a;
+    socklen_t alen = sizeof a;
+    int unsent = 0, tcp = getsockname(fd, (struct sockaddr *)&a, &alen) == 0 && a.ss_family != AF_UNIX;
+    while (!st && tcp && ioctl(fd, TIOCOUTQ, &unsent) == 0 && unsent > 0 && tt_now_ms() < until)
+        usleep(1000);
+    close(fd);
+    return st ? -1 : unsent > 0 ? -1 : 1;
+}
+
+/*
+ * Tells every rank left out that may still hold comm what was decided
+ * (sh->d, sh->member). On success, then: with a rank unreachable, the
+ * members must be a majority of the ranks not known gone; and a verdict
+ * in this rank's listener means another coordinator decided first.
+ */
+static tutti_status_t tell(tt_shrink_t *sh)
+{
+    int gone = 0, unreachable = 0;
+    for (int r = 0; r < sh->n; r++) {
+        if (r == sh->me || sh->member[r] || sh->joined[r].fd >= 0)
+            continue;
+        int told = sh->dead[r] == TT_DIED ? 0 : tell_one(sh, r); /* its process ended: no one to tell */
+        gone += told == 0;
+        unreachable += told < 0;
+    }
+    if (sh->d.status)
+        return sh->d.status;
+    if (unreachable && 2 * sh->d.nmembers <= sh->n - gone)
+        return tt_comm_error(NULL, TUTTI_ERR_PEER_FAILED,
+                             "tutti_comm_shrink: %d rank%s could not be reached, and the %d members are no "
+                             "majority of the %d ranks that may be alive: the smaller side of a partition "
+                             "does not go on",
+                             unreachable, unreachable > 1 ? "s" : "", sh->d.nmembers, sh->n - gone);
+    tt_rescue_inbox_serve(sh->inbox, 1, -1, tt_now_ms()); /* what came meanwhile, read now */
+    return tt_rescue_inbox_verdict(sh->inbox);
+}
+
+/* Fills sh->d and sh->member: the members in comm's order and a fresh key, or why not (st). */
+static tutti_status_t decision(tt_shrink_t *sh, tutti_status_t st)
+{
     unsigned char key[TT_KEY_BYTES] = {0};
     if (!st)
         st = tt_random_key(key);
     int n = 0;
     for (int r = 0; r < sh->n; r++) {
-        sh->member[r] = !st && (r == sh->me || fds[r] >= 0);
+        sh->member[r] = !st && (r == sh->me || sh->joined[r].fd >= 0);
         n += sh->member[r];
     }
-    sh->rank_fds = st ? NULL : malloc(sizeof(int) * (size_t)n);
-    if (!st && !sh->rank_fds)
-        st = tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory");
-    sh->d = (tt_rescue_decision_t){.magic = TT_RESCUE_MAGIC, .status = st, .nmembers = st ? 0 : n};
+    sh->d = (tt_rescue_decision_t){.status = st,
+                                   .nmembers = st ? 0 : n,
+                                   .newrank = st ? -1 : 0,
+                                   .flags = sh->flags & TUTTI_SHRINK_DEAD,
+                                   .exclude_hash = sh->exclude_hash};
     memcpy(sh->d.key, key, sizeof key);
     if (st)
         snprintf(sh->d.why, sizeof sh->d.why, "%s", tutti_comm_last_error(NULL));
+    return st;
+}
+
+/* The coordinator's answer to every member, once it stopped waiting
+ * (st: why it did): the ranks left out are told first. */
+static tutti_status_t decide(tt_shrink_t *sh, tutti_status_t st)
+{
+    if (!st && sh->mismatch[0])
+        st = tt_comm_error(NULL, TUTTI_ERR_MISMATCH, "tutti_comm_shrink: %s", sh->mismatch);
+    if (!st)
+        st = check_lost(sh);
+    st = decision(sh, st);
+    if (!st && (st = tell(sh)) != TUTTI_SUCCESS) /* gave way: the members and the rest hear why */
+        decision(sh, st);
+    if (st)
+        tell(sh);
+    sh->rank_fds = st ? NULL : malloc(sizeof(int) * (size_t)sh->d.nmembers);
+    if (!st && !sh->rank_fds)
+        decision(sh, st = tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory"));
     for (int r = 0, at = 0; r < sh->n; r++) {
         if (r == sh->me && !st)
             sh->rank_fds[at++] = -1;
-        if (fds[r] < 0)
+        if (sh->joined[r].fd < 0)
             continue;
-        answer(sh, fds[r], st ? -1 : at);
+        if (!st && !sh->member[r]) { /* joined after the decision: it was told */
+            close(sh->joined[r].fd);
+            sh->joined[r].fd = -1;
+            continue;
+        }
+        tt_rescue_answer(sh, r, st ? -1 : at);
         if (st)
-            close(fds[r]);
+            close(sh->joined[r].fd);
         else
-            sh->rank_fds[at++] = fds[r];
+            sh->rank_fds[at++] = sh->joined[r].fd;
+        sh->joined[r].fd = -1;
     }
     sh->d.newrank = 0;
     return st;
@@ -231,49 +273,33 @@ static tutti_status_t decide(tt_shrink_t *sh, int *fds, tutti_status_t st, const
 
 static tutti_status_t coordinate(tt_shrink_t *sh)
 {
-    int *fds = malloc(sizeof(int) * (size_t)sh->n);
-    tt_admit_t *a =
-        tt_admit_new(sh->comm->rescue_fd, sh->key, TT_SUB_INIT, "the shrink's coordinator", NULL, NULL);
-    char mismatch[256] = "";
-    tutti_status_t st =
-        fds && a ? TUTTI_SUCCESS : tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory");
-    for (int r = 0; fds && r < sh->n; r++)
-        fds[r] = -1;
+    tutti_status_t st = TUTTI_SUCCESS;
     TT_INFO(TT_SUB_INIT, "shrink: rank %d coordinates", sh->me);
-    for (int64_t next_probe = 0; !st;) {
-        int blind = learn(sh, fds);
-        watch_members(sh, fds);
+    for (int64_t next_probe = 0;;) {
+        if ((st = tt_rescue_inbox_verdict(sh->inbox)) != TUTTI_SUCCESS || sh->mismatch[0])
+            break;
+        int blind = learn(sh, 1);
+        watch_members(sh);
         int64_t now = tt_now_ms();
         for (int r = 0; blind && now >= next_probe && r < sh->n; r++) /* rank 0 no longer relays deaths */
-            if (r != sh->me && candidate(sh, r) && fds[r] < 0 && tt_rescue_gone(sh, r))
+            if (r != sh->me && candidate(sh, r) && sh->joined[r].fd < 0 && tt_rescue_gone(sh, r))
                 sh->dead[r] = TT_DIED;
         if (blind && now >= next_probe)
             next_probe = now + PROBE_EVERY_MS;
-        if (!waiting_for(sh, fds))
+        if (!waiting_for(sh))
             break;
         if (aborted(sh)) {
             st = aborted_error(sh);
             break;
         }
         if (now >= sh->admit_until) {
-            st = silent(sh, fds);
+            st = silent(sh);
             break;
         }
-        int fd;
-        tt_hello_t h;
-        int64_t step = now + STEP_MS < sh->admit_until ? now + STEP_MS : sh->admit_until;
-        tutti_status_t got = tt_admit_next(a, step, &fd, &h);
-        if (got == TUTTI_SUCCESS)
-            admit_member(sh, fds, fd, &h, mismatch, sizeof mismatch);
-        else if (got != TUTTI_ERR_TIMEOUT)
-            st = tt_comm_context(NULL, got, "tutti_comm_shrink: rank %d could not admit the others", sh->me);
+        int64_t step = now + LOOK_MS;
+        tt_rescue_inbox_serve(sh->inbox, 1, -1, step < sh->admit_until ? step : sh->admit_until);
     }
-    if (a)
-        tt_admit_free(a);
-    if (fds)
-        st = decide(sh, fds, st, mismatch);
-    free(fds);
-    return st;
+    return decide(sh, st);
 }
 
 /* The lowest rank believed alive: the coordinator. */
@@ -285,97 +311,116 @@ static int lowest(const tt_shrink_t *sh)
     return sh->me;
 }
 
-/* Hello and join message to coordinator c over fd. */
-static tutti_status_t send_join(const tt_shrink_t *sh, int fd)
-{
-    size_t size = sizeof(tt_rescue_join_t) + (size_t)sh->n;
-    unsigned char *msg = malloc(size);
-    if (!msg)
-        return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory");
-    tt_rescue_join_t j = {
-        .magic = TT_RESCUE_MAGIC, .flags = sh->flags & TUTTI_SHRINK_DEAD, .exclude_hash = sh->exclude_hash};
-    memcpy(msg, &j, sizeof j);
-    memcpy(msg + sizeof j, sh->dead, (size_t)sh->n);
-    int64_t until = tt_now_ms() + sh->comm->timeout_ms;
-    tutti_status_t st = tt_hello_send(fd, sh->key, sh->me, sh->n, 0, until);
-    if (!st)
-        st = tt_sock_send_all(fd, msg, size, until);
-    free(msg);
-    return st;
-}
-
 /*
- * Waits for coordinator c's answer on fd. TUTTI_ERR_PEER_FAILED (said
- * nothing) when c is gone: its connection closed, the star says it died,
- * or, with TUTTI_SHRINK_DEAD, it is stopped here.
+ * Waits until fd (to coordinator c) is readable, serving this rank's
+ * listener meanwhile. *gone when c is gone: the star says it died or, with
+ * TUTTI_SHRINK_DEAD, it is stopped here; a verdict that came ends the wait
+ * with its status.
  */
-static tutti_status_t await_answer(tt_shrink_t *sh, int c, int fd)
+static tutti_status_t await(tt_shrink_t *sh, int c, int fd, int *gone)
 {
-    size_t size = sizeof sh->d + (size_t)sh->n;
-    unsigned char *msg = malloc(size);
-    if (!msg)
-        return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory");
-    tutti_status_t st = TUTTI_ERR_TIMEOUT;
     for (;;) {
-        /* An answer already here is read even if its sender died since. */
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, STEP_MS) > 0) { /* the answer (sent whole), or the connection closing */
-            st = tt_sock_recv_all(fd, msg, size, tt_now_ms() + sh->comm->timeout_ms);
-            break;
-        }
-        learn(sh, NULL);
-        if (sh->dead[c] || aborted(sh) || tt_now_ms() >= sh->until)
-            break;
+        if (poll(&p, 1, 0) > 0) /* what c sent (whole), or its connection closing */
+            return TUTTI_SUCCESS;
+        tutti_status_t st = tt_rescue_inbox_verdict(sh->inbox);
+        if (st)
+            return st;
+        learn(sh, 0);
+        if ((*gone = sh->dead[c] != 0))
+            return TUTTI_ERR_PEER_FAILED;
+        if (aborted(sh))
+            return aborted_error(sh);
+        if (tt_now_ms() >= sh->until)
+            return tt_comm_error(NULL, TUTTI_ERR_TIMEOUT,
+                                 "tutti_comm_shrink: rank %d, the coordinator, did not answer rank %d within "
+                                 "TUTTI_TIMEOUT",
+                                 c, sh->me);
+        tt_rescue_inbox_serve(sh->inbox, 0, fd, tt_now_ms() + TT_RESCUE_STEP_MS);
     }
-    if (st == TUTTI_SUCCESS) {
-        memcpy(&sh->d, msg, sizeof sh->d);
-        memcpy(sh->member, msg + sizeof sh->d, (size_t)sh->n);
-        if (sh->d.magic != TT_RESCUE_MAGIC)
-            st = TUTTI_ERR_PEER_FAILED;
-    } else if (st == TUTTI_ERR_PEER_FAILED || sh->dead[c]) {
-        st = TUTTI_ERR_PEER_FAILED;
-    } else if (aborted(sh)) {
-        st = aborted_error(sh);
-    } else {
-        st = tt_comm_error(NULL, TUTTI_ERR_TIMEOUT,
-                           "tutti_comm_shrink: rank %d, the coordinator, did not answer "
-                           "rank %d within TUTTI_TIMEOUT",
-                           c, sh->me);
+}
+
+/* Connects to c, serving this rank's listener between tries; *gone when c refuses. */
+static tutti_status_t reach(tt_shrink_t *sh, int c, int *fd, int *gone)
+{
+    for (;;) {
+        int64_t now = tt_now_ms(), until = now + TELL_MS < sh->until ? now + TELL_MS : sh->until;
+        tutti_status_t st = tt_rescue_connect(sh->comm, c, until, fd);
+        *gone = st == TUTTI_ERR_PEER_FAILED;
+        if (st != TUTTI_ERR_TIMEOUT)
+            return st;
+        if ((st = tt_rescue_inbox_verdict(sh->inbox)) != TUTTI_SUCCESS)
+            return st;
+        if (aborted(sh))
+            return aborted_error(sh);
+        if (tt_now_ms() >= sh->until)
+            return tt_comm_error(NULL, TUTTI_ERR_TIMEOUT,
+                                 "tutti_comm_shrink: rank %d could not reach rank %d within TUTTI_TIMEOUT",
+                                 sh->me, c);
+        tt_rescue_inbox_serve(sh->inbox, 0, -1, tt_now_ms() + TT_RESCUE_STEP_MS);
     }
-    free(msg);
+}
+
+/* A member's exchange with coordinator c: the handshake, then its answer.
+ * *gone says c is gone (refused, closed, or without the key). */
+static tutti_status_t exchange(tt_shrink_t *sh, int c, int *fd, int *gone)
+{
+    unsigned char mine[TT_RESCUE_NONCE], theirs[TT_RESCUE_NONCE];
+    tutti_status_t st = reach(sh, c, fd, gone);
+    if (!st) {
+        tt_rescue_nonce(mine);
+        st = tt_rescue_send(sh, *fd, TT_RESCUE_HELLO, c, mine, NULL, NULL, 0, NULL,
+                            tt_now_ms() + sh->comm->timeout_ms);
+        *gone = st != TUTTI_SUCCESS;
+    }
+    if (!st)
+        st = await(sh, c, *fd, gone);
+    if (!st) {
+        st = tt_rescue_join(sh, c, *fd, mine, theirs);
+        *gone = st == TUTTI_ERR_PEER_FAILED || st == TUTTI_ERR_AUTH;
+    }
+    /* c took the challenge, so it has begun its shrink now: it decides
+     * within its TUTTI_TIMEOUT, however late it came. */
+    int64_t decided_by = tt_now_ms() + 2 * sh->comm->timeout_ms;
+    if (!st && sh->until < decided_by)
+        sh->until = decided_by;
+    if (!st)
+        st = await(sh, c, *fd, gone);
+    if (!st) {
+        st = tt_rescue_read_answer(sh, c, *fd, mine, theirs);
+        *gone = st == TUTTI_ERR_PEER_FAILED || st == TUTTI_ERR_AUTH;
+    }
+    if (!st && sh->d.status)
+        st = tt_comm_error(NULL, (tutti_status_t)sh->d.status, "%.*s", TT_RESCUE_WHY, sh->d.why);
     return st;
 }
 
-/* Joins the lowest rank alive, moving on while they turn out dead. */
+/* Joins the lowest rank alive, moving on while they turn out gone. */
 static tutti_status_t follow(tt_shrink_t *sh)
 {
     for (;;) {
-        learn(sh, NULL);
+        tutti_status_t st = tt_rescue_inbox_verdict(sh->inbox);
+        if (st)
+            return st;
+        learn(sh, 0);
         int c = lowest(sh);
         if (c == sh->me)
             return coordinate(sh);
         if (aborted(sh))
             return aborted_error(sh);
-        int fd = -1;
-        tutti_status_t st = tt_rescue_connect(&sh->comm->rescue[c], sh->until, &fd);
-        if (!st)
-            st = send_join(sh, fd);
-        if (!st)
-            st = await_answer(sh, c, fd);
-        if (st == TUTTI_ERR_PEER_FAILED) { /* c is gone: the next one coordinates */
-            TT_INFO(TT_SUB_INIT, "shrink: rank %d, which was to coordinate, is gone", c);
+        int fd = -1, gone = 0;
+        st = exchange(sh, c, &fd, &gone);
+        if (gone) { /* the next one coordinates */
+            TT_INFO(TT_SUB_INIT, "shrink: rank %d, which was to coordinate, is gone%s", c,
+                    st == TUTTI_ERR_AUTH ? " (what answers at its listener does not hold the key)" : "");
+            /* Maybe only slow: if it goes on, it is told. What failed the
+             * challenge is not c: c left that address, so no one is told. */
             if (!sh->dead[c])
-                sh->dead[c] = TT_DIED;
+                sh->dead[c] = st == TUTTI_ERR_AUTH ? TT_DIED : TT_GONE;
             if (fd >= 0)
                 close(fd);
+            tt_rescue_inbox_serve(sh->inbox, 0, -1, tt_now_ms()); /* its verdict, if it left one */
             continue;
-        }
-        if (st == TUTTI_ERR_TIMEOUT && fd < 0)
-            st = tt_comm_error(NULL, st,
-                               "tutti_comm_shrink: rank %d could not reach rank %d within TUTTI_TIMEOUT",
-                               sh->me, c);
-        if (!st && sh->d.status) {
-            st = tt_comm_error(NULL, (tutti_status_t)sh->d.status, "%.*s", TT_RESCUE_WHY, sh->d.why);
         }
         if (st) {
             if (fd >= 0)
@@ -391,5 +436,17 @@ tutti_status_t tt_shrink_agree(tt_shrink_t *sh)
 {
     sh->up_fd = -1;
     sh->rank_fds = NULL;
-    return follow(sh);
+    sh->mismatch[0] = '\0';
+    if (!(sh->inbox = tt_rescue_inbox_new(sh)))
+        return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory");
+    tt_rescue_inbox_serve(sh->inbox, 0, -1, tt_now_ms()); /* a verdict left while this rank was away */
+    tutti_status_t st = follow(sh);
+    for (int r = 0; r < sh->n; r++)
+        if (sh->joined[r].fd >= 0) { /* held for a coordination that did not come */
+            close(sh->joined[r].fd);
+            sh->joined[r].fd = -1;
+        }
+    tt_rescue_inbox_free(sh->inbox);
+    sh->inbox = NULL;
+    return st;
 }

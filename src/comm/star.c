@@ -309,6 +309,11 @@ void tt_star_on_revoke(tt_star_t *s, void (*fn)(void *arg, int rank), void *arg)
     pthread_mutex_lock(&s->lock);
     s->on_revoke = fn;
     s->on_revoke_arg = arg;
+    /* A revocation that came during set-up, before anyone listened for it,
+     * is delivered now: the revoker may be done with the communicator. */
+    int by = s->n.revoked_rank;
+    if (fn && by >= 0 && by != s->rank)
+        fn(arg, by);
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -113,7 +113,8 @@ tt_star_t *tt_star_start(const tt_star_join_t *j);
 /* Where the ranks run (set-up's records), for the report's view of stopped ranks. */
 void tt_star_set_view(tt_star_t *s, const void *endpoints, tt_star_describe_fn describe, void *arg);
 /* Called on the star's thread when another rank revokes the communicator
- * (it interrupts the calls waiting on it). */
+ * (it interrupts the calls waiting on it); a revocation that arrived
+ * before fn was set is delivered at once, on the caller's thread. */
 void tt_star_on_revoke(tt_star_t *s, void (*fn)(void *arg, int rank), void *arg);
 /* fd (tt_wake_ring) is rung with every piece of news and every message,
  * so that a call asleep in the engine looks at once; -1: none. */

@@ -292,17 +292,18 @@ static tutti_status_t topk(call_t *c)
             c->ef->worker[idx[i]] = 0;
     }
     /* In rank order: rank 0's values are placed, the others added, which is
-     * bit for bit the dense sum of the sparse vectors in rank order. */
+     * bit for bit the dense sum of the sparse vectors in rank order; a NaN
+     * (infinities of both signs) canonical, as on the GPU path. */
     memset(c->out, 0, c->n * sizeof(float));
     for (int q = 0; q < c->p; q++)
         for (int64_t i = 0; i < most; i++) {
             tt_pair_t pr = all[(size_t)q * (size_t)most + (size_t)i];
             if (pr.index < c->n)
-                c->out[pr.index] = q == 0 ? pr.value : c->out[pr.index] + pr.value;
+                c->out[pr.index] = q == 0 ? pr.value : tt_codec_canon(c->out[pr.index] + pr.value);
         }
     if (c->op == TUTTI_AVG)
         for (size_t i = 0; i < c->n; i++)
-            c->out[i] /= (float)c->p;
+            c->out[i] = tt_codec_canon(c->out[i] / (float)c->p);
     tt_compress_stats(c->comm)->k_sent = (uint64_t)mine;
     return TUTTI_SUCCESS;
 }
@@ -483,9 +484,10 @@ tutti_status_t tt_compress_run(tutti_comm_t comm, const tt_call_t *call, const t
     if (dtype != TUTTI_FP32)
         to_f32(sendbuf, dtype, count, c.x);
     c.g = dtype == TUTTI_FP32 ? sendbuf : c.x; /* read before out is written (in place) */
-    if (k) { /* top-k selects from g + e; from g itself (-0 stays -0) without feedback, as the GPU path */
+    if (k) { /* top-k selects from g + e (a NaN canonical, as the GPU path's sum makes it); from g
+              * itself (-0 stays -0) without feedback, as the GPU path */
         for (size_t i = 0; i < count; i++)
-            c.x[i] = c.ef ? c.g[i] + c.ef->worker[i] : c.g[i];
+            c.x[i] = c.ef ? tt_codec_canon(c.g[i] + c.ef->worker[i]) : c.g[i];
         c.g = c.x;
     }
     c.rng = tt_compress_rng_key(comm);

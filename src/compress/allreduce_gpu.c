@@ -21,7 +21,8 @@ static size_t round_up(size_t b, size_t to)
     return (b + to - 1) / to * to;
 }
 
-tt_cpath_t tt_compress_gpu_plan(const tt_call_t *c, const tutti_compress_t *how, int p, tt_cplan_t *pl)
+/* The path and its pieces, the user's buffers taken as they are. */
+static tt_cpath_t plan_path(const tt_call_t *c, const tutti_compress_t *how, int p, tt_cplan_t *pl)
 {
     size_t n = c->count, f = n * sizeof(float), P = (size_t)p;
     if (how->kind == TUTTI_COMPRESS_NONE || !n || !c->send_on_device || !c->recv_on_device ||
@@ -54,6 +55,26 @@ tt_cpath_t tt_compress_gpu_plan(const tt_call_t *c, const tutti_compress_t *how,
     return GPU_QUANT;
 }
 
+tt_cpath_t tt_compress_gpu_plan(const tt_call_t *c, const tutti_compress_t *how, int p, tt_cplan_t *pl)
+{
+    tt_cpath_t path = plan_path(c, how, p, pl);
+    if (path == CPU_STAGED)
+        return path;
+    /* The kernels load and store whole elements (a GPU faults on a
+     * misaligned address); a user's buffer that is not aligned to its
+     * element goes through an aligned copy (copies take any address). The
+     * dense path's fp32 output is the proxy's copy alone. */
+    size_t e = tutti_dtype_size(c->dtype), bytes = c->count * e;
+    int fp32 = c->dtype == TUTTI_FP32;
+    pl->stage_in = (uintptr_t)c->send % e != 0;
+    pl->stage_out = (uintptr_t)c->recv % e != 0 && !(fp32 && path == GPU_DENSE);
+    if (pl->stage_in)
+        pl->dev[fp32 ? D_G32 : D_IN] = bytes;
+    if (pl->stage_out)
+        pl->dev[fp32 ? D_OUT32 : D_IN] = bytes;
+    return path;
+}
+
 /* A failed launch or copy on the caller's stream: said, with what it was. */
 static tutti_status_t said_cuda(tutti_comm_t comm, const char *what, cudaError_t e)
 {
@@ -69,9 +90,10 @@ static tutti_status_t said_cuda(tutti_comm_t comm, const char *what, cudaError_t
             return said_cuda(ctx->comm, what, cu_err_);                                                      \
     } while (0)
 
+/* Where the kernels leave the fp32 result. */
 static float *output32(const tt_cqueued_t *q, const tt_device_ctx_t *ctx)
 {
-    return q->call.dtype == TUTTI_FP32 ? q->call.recv : (float *)(ctx->gpu + q->doff[D_OUT32]);
+    return q->pl.dev[D_OUT32] ? (float *)(ctx->gpu + q->doff[D_OUT32]) : q->call.recv;
 }
 
 /* The error keeps what the codes lose, or what top-k does not send. */
@@ -80,10 +102,18 @@ tutti_status_t tt_compress_gpu_before(const tt_device_ctx_t *ctx, void *stream, 
     cudaStream_t s = stream;
     size_t n = q->call.count;
     float *e = q->ef ? q->ef->worker_dev : NULL;
-    const float *g = q->call.send;
-    if (q->call.dtype != TUTTI_FP32) {
+    const void *in = q->call.send;
+    int fp32 = q->call.dtype == TUTTI_FP32;
+    if (q->pl.stage_in) {
+        void *to = ctx->gpu + q->doff[fp32 ? D_G32 : D_IN];
+        CU_TRY(cudaMemcpyAsync(to, in, n * tutti_dtype_size(q->call.dtype), cudaMemcpyDeviceToDevice, s),
+               "aligning the input");
+        in = to;
+    }
+    const float *g = in;
+    if (!fp32) {
         g = (float *)(ctx->gpu + q->doff[D_G32]);
-        CU_TRY(tt_cuda_to_f32(q->call.send, q->call.dtype, n, (float *)g, s), "widening the input");
+        CU_TRY(tt_cuda_to_f32(in, q->call.dtype, n, (float *)g, s), "widening the input");
     }
     if (q->path == GPU_QUANT) {
         for (int j = 0; j < q->p; j++) {
@@ -139,7 +169,13 @@ tutti_status_t tt_compress_gpu_after(const tt_device_ctx_t *ctx, void *stream, c
         if (q->call.op == TUTTI_AVG)
             CU_TRY(tt_cuda_divide(out, n, (float)q->p, s), "averaging");
     }
+    size_t bytes = n * tutti_dtype_size(q->call.dtype);
+    void *to = q->pl.stage_out ? ctx->gpu + q->doff[D_IN] : q->call.recv;
     if (q->call.dtype != TUTTI_FP32)
-        CU_TRY(tt_cuda_from_f32(out, q->call.dtype, n, q->call.recv, s), "narrowing the result");
+        CU_TRY(tt_cuda_from_f32(out, q->call.dtype, n, to, s), "narrowing the result");
+    else
+        to = out;
+    if (q->pl.stage_out)
+        CU_TRY(cudaMemcpyAsync(q->call.recv, to, bytes, cudaMemcpyDeviceToDevice, s), "placing the result");
     return TUTTI_SUCCESS;
 }

@@ -12,7 +12,7 @@
 #include "device/staging.h"
 
 /* One call's working memory: GPU pieces, then host (stand-in) pieces. */
-enum { D_G32, D_OUT32, D_X, D_IDX, D_PAIRS, D_ALL, D_SCRATCH, D_N };
+enum { D_G32, D_OUT32, D_X, D_IDX, D_PAIRS, D_ALL, D_SCRATCH, D_IN, D_N };
 enum { H_MINE, H_ALL, H_SERVER, H_ERROR, H_N };
 
 /* How a queued call runs: the GPU path's three forms, or the CPU path on
@@ -24,6 +24,10 @@ typedef struct {
     tt_quant_t q;               /* the quantizers */
     size_t slot, pitch;         /* one chunk's encoding: on the wire, on the GPU */
     size_t dev[D_N], host[H_N]; /* bytes of each piece */
+    /* The user's input, or output, is not aligned to its element, which
+     * the kernels need: an aligned copy of it takes its place (D_G32 for
+     * fp32, else D_IN). */
+    int stage_in, stage_out;
 } tt_cplan_t;
 
 /* A queued call. */
@@ -46,6 +50,13 @@ typedef struct {
  * with CUDA, when both buffers are on the GPU and the scheme has one; else
  * CPU_STAGED. */
 tt_cpath_t tt_compress_gpu_plan(const tt_call_t *c, const tutti_compress_t *how, int p, tt_cplan_t *pl);
+/* Lays out q (planned: its path and plan set) in the GPU working memory
+ * and the host stand-in, whose sizes *gpu_bytes and *host_bytes get, and
+ * fills the spans between them (q->spans holds 2 p + 2). */
+void tt_compress_layout(tt_cqueued_t *q, size_t *gpu_bytes, size_t *host_bytes);
+/* A GPU path's exchange, on the proxy: on the host stand-in h, the
+ * messages of the CPU path. */
+tutti_status_t tt_compress_exchange(tutti_comm_t comm, const tt_cqueued_t *q, char *h);
 /* A GPU path on the caller's stream: compressing before the proxy's part,
  * decompressing after it. Each says its own failure. */
 tutti_status_t tt_compress_gpu_before(const tt_device_ctx_t *ctx, void *stream, const tt_cqueued_t *q);

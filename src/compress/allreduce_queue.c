@@ -103,10 +103,21 @@ static void spans_of(tt_cqueued_t *q)
     }
 }
 
+void tt_compress_layout(tt_cqueued_t *q, size_t *gpu_bytes, size_t *host_bytes)
+{
+    *gpu_bytes = carve(q->pl.dev, D_N, q->doff);
+    if (q->path == CPU_STAGED) {
+        q->layout = tt_stage_layout(&q->call);
+        q->pl.host[H_MINE] = q->layout.bytes; /* the staged buffers first */
+        q->pl.host[H_ERROR] = q->ef ? q->call.count * sizeof(float) : 0;
+    }
+    *host_bytes = carve(q->pl.host, H_N, q->hoff);
+    spans_of(q);
+}
+
 /* ---- on the proxy: host memory only ---- */
 
-/* The GPU path's exchange: what the CPU path sends, on the stand-in. */
-static tutti_status_t exchange(tutti_comm_t comm, const tt_cqueued_t *q, char *h)
+tutti_status_t tt_compress_exchange(tutti_comm_t comm, const tt_cqueued_t *q, char *h)
 {
     size_t n = q->call.count;
     if (q->path == GPU_DENSE) {
@@ -153,7 +164,7 @@ static tutti_status_t run(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *a
     } else {
         *tt_compress_stats(comm) = (tutti_compress_stats_t){0};
         uint64_t before = tt_coll_bytes_sent(comm);
-        st = exchange(comm, q, ctx->host);
+        st = tt_compress_exchange(comm, q, ctx->host);
         if (!st)
             tt_compress_account(comm, before, q->call.count, q->call.dtype);
     }
@@ -275,14 +286,8 @@ tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const 
     *q = (tt_cqueued_t){
         .call = *c, .how = *how, .ef = ef, .p = comm->nranks, .rank = comm->rank, .spans = spans};
     q->path = tt_compress_gpu_plan(c, how, q->p, &q->pl);
-    size_t gpu_bytes = carve(q->pl.dev, D_N, q->doff);
-    if (q->path == CPU_STAGED) {
-        q->layout = tt_stage_layout(c);
-        q->pl.host[H_MINE] = q->layout.bytes; /* the staged buffers first */
-        q->pl.host[H_ERROR] = ef ? c->count * sizeof(float) : 0;
-    }
-    size_t host_bytes = carve(q->pl.host, H_N, q->hoff);
-    spans_of(q);
+    size_t gpu_bytes, host_bytes;
+    tt_compress_layout(q, &gpu_bytes, &host_bytes);
     if (ef)
         tt_ef_hold(ef); /* let go with q, once the proxy is done with it */
     tt_device_work_t work = {.name = NAME,

@@ -66,6 +66,10 @@ static int read_hello(tt_admit_t *a, int i)
         return -1;
     }
     if (!tt_hello_matches(&c->hello, a->key)) {
+        tt_hello_t no = {.magic = TT_HELLO_MAGIC, .rank = TT_HELLO_REFUSED_KEY};
+        if (a->answer_refusals && c->hello.magic == TT_HELLO_MAGIC &&
+            send(c->fd, &no, sizeof no, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+            TT_DEBUG((tt_log_subsys_t)a->sub, "%s: the refusal did not go out: %s", a->what, strerror(errno));
         refuse(a, i, "wrong key");
         return -1;
     }

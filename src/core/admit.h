@@ -33,6 +33,7 @@ typedef struct tt_admit {
      * admission with that status (the set-up failed elsewhere). */
     tutti_status_t (*watch)(void *arg);
     void *watch_arg;
+    int answer_refusals; /* a whole hello with another key is told so before it is closed */
     int npending;
     tt_admit_conn_t pending[TT_ADMIT_PENDING];
     uint64_t refused;

@@ -31,6 +31,11 @@ typedef struct {
 
 #define TT_HELLO_MAGIC 0x74746831u /* "tth1": the first bytes of every tutti connection */
 
+/* A root that refuses a joiner may say why in the rank of a hello with no
+ * key (a listener that opts in, tt_admit_t.answer_refusals): */
+#define TT_HELLO_REFUSED_KEY (-1)  /* its key is not the job's */
+#define TT_HELLO_REFUSED_RANK (-2) /* its rank is taken, or the sizes differ */
+
 /* What a connecting side presents: the job key, who it is, which channel. */
 typedef struct {
     uint32_t magic;

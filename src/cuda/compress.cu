@@ -42,7 +42,7 @@ __global__ void block_max(const float *g, const float *e, size_t n, size_t bsize
         __syncthreads();
     }
     if (threadIdx.x == 0)
-        scales[b] = __fdiv_rn(m[0], top);
+        scales[b] = tt_quant_scale(m[0], top);
 }
 
 /* sign: the eight lane sums of one tile of one block; thread k of the tile
@@ -64,7 +64,8 @@ __global__ void tile_sums(const float *g, const float *e, size_t n, size_t bsize
 }
 
 /* sign: fold the tiles' lane sums in order, then the elements past the last
- * full group of eight, as the CPU does; scale = mean magnitude. */
+ * full group of eight, as the CPU does (and as it does, again in double
+ * where a lane overflowed); scale = mean magnitude. */
 __global__ void fold_sums(const float *g, const float *e, size_t n, size_t bsize, size_t tiles_per_block,
                           const float *part, float *scales, size_t nblocks)
 {
@@ -79,7 +80,9 @@ __global__ void fold_sums(const float *g, const float *e, size_t n, size_t bsize
             sum += part[(b * tiles_per_block + t) * LANES + k];
     for (size_t i = lo + groups * LANES; i < hi; i++)
         sum += fabsf(x_at(g, e, i));
-    scales[b] = (float)(sum / (double)len);
+    if (!isfinite(sum)) /* a lane overflowed */
+        sum = tt_sign_sum_exact(g + lo, e ? e + lo : NULL, len);
+    scales[b] = tt_codec_canon((float)(sum / (double)len));
 }
 
 /* Codes, one byte of output per thread: 1 element (int8), 2 (int4), 8 (sign). */
@@ -100,18 +103,17 @@ __global__ void encode_bytes(tutti_compress_kind_t kind, const float *g, float *
             if (kind == TUTTI_COMPRESS_SIGN) {
                 v |= (unsigned)(x >= 0) << k;
                 if (e)
-                    e[i] = __fsub_rn(x, x >= 0 ? scale : -scale);
+                    e[i] = tt_codec_canon(__fsub_rn(x, x >= 0 ? scale : -scale));
                 continue;
             }
             float inv = scale > 0 ? __fdiv_rn(1.0f, scale) : 0.0f, t = __fmul_rn(x, inv);
             float r = stochastic ? __fadd_rn(__fadd_rn(__fadd_rn(t, tt_uniform01(seed, stream, i)), -0.5f),
                                              12582912.0f)
                                  : __fadd_rn(t, 12582912.0f);
-            r = __fsub_rn(r, 12582912.0f); /* tt_round_even, unfused */
-            r = r > top ? top : r < -top ? -top : r;
+            r = tt_quant_clamp(__fsub_rn(r, 12582912.0f), top); /* tt_round_even, unfused */
             v |= ((unsigned)(int)r & (kind == TUTTI_COMPRESS_INT8 ? 0xffu : 0xfu)) << (4 * k);
             if (e)
-                e[i] = __fsub_rn(x, __fmul_rn(r, scale));
+                e[i] = tt_codec_canon(__fsub_rn(x, __fmul_rn(r, scale)));
         }
         codes[byte] = (unsigned char)v;
     }
@@ -132,7 +134,7 @@ __global__ void decode_elems(tutti_compress_kind_t kind, const unsigned char *co
                 c -= 16;
             v = __fmul_rn((float)c, scale);
         }
-        out[i] = add ? __fadd_rn(out[i], v) : v;
+        out[i] = tt_codec_canon(add ? __fadd_rn(out[i], v) : v);
     }
 }
 

@@ -3,13 +3,14 @@
  * The compressed all-reduce's elementwise steps on the GPU, with the CPU
  * path's arithmetic (compress_coll.c): half types through fp32 with
  * half.h's conversions, top-k pairs packed and summed in rank order, the
- * average as one unfused division.
+ * average as one unfused division, NaNs canonical (codec.h).
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "cuda/grid.cuh"
+#include "codec/codec.h"
 #include "core/half.h"
+#include "cuda/grid.cuh"
 #include "cuda/kernels.h"
 
 namespace
@@ -50,14 +51,14 @@ __global__ void add_pairs(const tt_pair_t *pairs, size_t m, size_t n, float *out
     for (size_t i = first_index(); i < m; i += stride()) {
         tt_pair_t pr = pairs[i];
         if (pr.index < n)
-            out[pr.index] = first ? pr.value : __fadd_rn(out[pr.index], pr.value);
+            out[pr.index] = first ? pr.value : tt_codec_canon(__fadd_rn(out[pr.index], pr.value));
     }
 }
 
 __global__ void divide(float *x, size_t n, float d)
 {
     for (size_t i = first_index(); i < n; i += stride())
-        x[i] = __fdiv_rn(x[i], d);
+        x[i] = tt_codec_canon(__fdiv_rn(x[i], d));
 }
 
 } // namespace
@@ -87,8 +88,8 @@ extern "C" int tt_cuda_pairs_pack(const float *x, const uint32_t *idx, size_t ke
 {
     if (!most)
         return 0;
-    return (int)launch_on(static_cast<cudaStream_t>(stream), grid_for(most), THREADS, pack, x, idx, kept, most,
-                          pairs, e);
+    return (int)launch_on(static_cast<cudaStream_t>(stream), grid_for(most), THREADS, pack, x, idx, kept,
+                          most, pairs, e);
 }
 
 extern "C" int tt_cuda_pairs_add(const tt_pair_t *pairs, size_t m, size_t n, float *out, int first,
@@ -96,8 +97,8 @@ extern "C" int tt_cuda_pairs_add(const tt_pair_t *pairs, size_t m, size_t n, flo
 {
     if (!m)
         return 0;
-    return (int)launch_on(static_cast<cudaStream_t>(stream), grid_for(m), THREADS, add_pairs, pairs, m, n, out,
-                          first);
+    return (int)launch_on(static_cast<cudaStream_t>(stream), grid_for(m), THREADS, add_pairs, pairs, m, n,
+                          out, first);
 }
 
 extern "C" int tt_cuda_divide(float *x, size_t n, float d, void *stream)

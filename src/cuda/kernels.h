@@ -14,7 +14,8 @@ extern "C" {
 
 /*
  * dst[i] = a[i] op b[i], i < n, on device buffers, enqueued on stream (a
- * cudaStream_t; NULL: the default stream). dst may alias a or b. fp16,
+ * cudaStream_t; NULL: the default stream). dst may alias a or b; no
+ * pointer needs to be aligned to its element (nor in the next two). fp16,
  * bf16 and fp8 are widened to fp32 and rounded back to nearest even by the
  * same code as the CPU kernels, so both give the same bits; avg is sum. Returns
  * 0, or the cudaError_t of the launch.
@@ -36,7 +37,11 @@ int tt_cuda_scale(void *dst, const void *src, size_t n, tutti_dtype_t dtype, con
 int tt_cuda_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks, void *stream);
 
 /*
- * The quantizers of compress.h on device buffers: the same encoding, bit
+ * From here on, every pointer must be aligned to its element (a GPU faults
+ * on a misaligned load or store; the compressed all-reduce copies a user's
+ * buffer that is not).
+ *
+ * The quantizers of codec.h on device buffers: the same encoding, bit
  * for bit, as tt_quant_encode and tt_quant_decode. out must be 4-byte
  * aligned; scratch holds tt_cuda_quant_scratch(q, n) bytes (sign's partial
  * sums). Enqueued on cuda_stream; return 0 or a cudaError_t.
@@ -62,6 +67,8 @@ size_t tt_cuda_topk_scratch(size_t n);
  * most 2k, cut to the exact top-k among them when 2k passed. idx holds 2k;
  * *kept gets how many were picked, so the call waits for the stream.
  * scratch holds tt_cuda_topk_sampled_scratch(n, k) bytes; 0 < k < n.
+ * The library does not call it: a queued call cannot wait for the count
+ * (the compressed all-reduce runs sampled top-k on the CPU).
  */
 int tt_cuda_topk_sampled(const float *x, size_t n, size_t k, uint64_t seed, uint64_t stream, uint32_t *idx,
                          size_t *kept, void *scratch, void *cuda_stream);

@@ -153,18 +153,24 @@ template <typename T> __device__ T one(T x, T y, tutti_op_t op)
 template <typename T>
 __global__ void reduce_split(T *dst, const T *a, const T *b, tt_vec_split_t sp, tutti_op_t op, int bytes)
 {
-    const size_t per = sizeof(uint4) / sizeof(T), scalars = sp.head + sp.tail;
+    constexpr size_t per = sizeof(uint4) / sizeof(T);
+    const size_t scalars = sp.head + sp.tail;
     for (size_t w = first_index(); w < sp.nvec + scalars; w += stride()) {
         if (w < sp.nvec) {
             size_t v = w;
             const uint4 *va = reinterpret_cast<const uint4 *>(a + sp.head),
                         *vb = reinterpret_cast<const uint4 *>(b + sp.head);
             uint4 x = va[v], y = vb[v], z;
-            const T *xs = reinterpret_cast<const T *>(&x), *ys = reinterpret_cast<const T *>(&y);
-            T *zs = reinterpret_cast<T *>(&z);
+            /* The vector's elements through memcpy: read through a T
+             * pointer, a uint4 would be an object of another type, which
+             * a compiler may assume a T store does not change. */
+            T xs[per], ys[per], zs[per];
+            memcpy(xs, &x, sizeof x);
+            memcpy(ys, &y, sizeof y);
 #pragma unroll
             for (size_t k = 0; k < per; k++)
                 zs[k] = one(xs[k], ys[k], op);
+            memcpy(&z, zs, sizeof z);
             reinterpret_cast<uint4 *>(dst + sp.head)[v] = z;
             continue;
         }
@@ -182,7 +188,9 @@ __global__ void reduce_split(T *dst, const T *a, const T *b, tt_vec_split_t sp, 
 }
 
 /* avg's last step: each element divided by the number of ranks, in the
- * wide type, as tt_reduce_avg_finish does on the CPU (NaN rule included). */
+ * wide type, as tt_reduce_avg_finish does on the CPU (NaN rule included):
+ * nranks stays an int, so C's conversions give the CPU's division (an int8
+ * divisor would turn 128 ranks into -128, and 256 into 0). */
 template <typename T> __global__ void divide_scalar(T *p, size_t n, int nranks, int bytes)
 {
     typedef typename wide<T>::type W;
@@ -192,7 +200,7 @@ template <typename T> __global__ void divide_scalar(T *p, size_t n, int nranks, 
             memcpy(&v, reinterpret_cast<const char *>(p) + i * sizeof(T), sizeof(T));
         else
             v = p[i];
-        v = wide<T>::store(canon<W>((W)(wide<T>::load(v) / (W)nranks)));
+        v = wide<T>::store(canon<W>((W)(wide<T>::load(v) / nranks)));
         if (bytes)
             memcpy(reinterpret_cast<char *>(p) + i * sizeof(T), &v, sizeof(T));
         else

@@ -4,7 +4,9 @@
  * pre-multiplied sum (libnccl's ncclRedOpCreatePreMulSum). The product is
  * taken as tt_reduce_scale takes it on the CPU: narrow floats through fp32,
  * rounded to nearest even on store; integers wrap around; a NaN product is
- * the canonical NaN (reduce/float_ops.h).
+ * the canonical NaN (reduce/float_ops.h). The buffers are the user's and
+ * need not be aligned to their element (nor the scalar): then every
+ * element moves through memcpy, bytes at a time.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -29,18 +31,34 @@ struct scalar_arg {
 template <typename T> __device__ T scalar_of(scalar_arg s)
 {
     T v;
-    if (s.dev)
-        v = *static_cast<const T *>(s.dev);
-    else
-        memcpy(&v, &s.bytes, sizeof v);
+    memcpy(&v, s.dev ? s.dev : &s.bytes, sizeof v);
     return v;
 }
 
-template <typename T, typename U> __global__ void scale_int(T *dst, const T *src, size_t n, scalar_arg s)
+/* Element i of p; with bytes, p need not be aligned to T. */
+template <typename T> __device__ T load(const T *p, size_t i, int bytes)
+{
+    if (!bytes)
+        return p[i];
+    T v;
+    memcpy(&v, reinterpret_cast<const char *>(p) + i * sizeof(T), sizeof v);
+    return v;
+}
+
+template <typename T> __device__ void store(T *p, size_t i, T v, int bytes)
+{
+    if (!bytes)
+        p[i] = v;
+    else
+        memcpy(reinterpret_cast<char *>(p) + i * sizeof(T), &v, sizeof v);
+}
+
+template <typename T, typename U>
+__global__ void scale_int(T *dst, const T *src, size_t n, scalar_arg s, int bytes)
 {
     U k = (U)scalar_of<T>(s);
     for (size_t i = first_index(); i < n; i += stride())
-        dst[i] = (T)(U)((U)src[i] * k);
+        store(dst, i, (T)(U)((U)load(src, i, bytes) * k), bytes);
 }
 
 __device__ float canon(float v)
@@ -52,20 +70,20 @@ __device__ double canon(double v)
     return tt_canon_f64(v);
 }
 
-template <typename T> __global__ void scale_float(T *dst, const T *src, size_t n, scalar_arg s)
+template <typename T> __global__ void scale_float(T *dst, const T *src, size_t n, scalar_arg s, int bytes)
 {
     T k = scalar_of<T>(s);
     for (size_t i = first_index(); i < n; i += stride())
-        dst[i] = canon(src[i] * k);
+        store(dst, i, canon(load(src, i, bytes) * k), bytes);
 }
 
 /* Narrow floats as bits: to fp32, multiply, back. */
 template <float (*LOAD)(uint16_t), uint16_t (*STORE)(float), typename B>
-__global__ void scale_narrow(B *dst, const B *src, size_t n, scalar_arg s)
+__global__ void scale_narrow(B *dst, const B *src, size_t n, scalar_arg s, int bytes)
 {
     float k = LOAD((uint16_t)scalar_of<B>(s));
     for (size_t i = first_index(); i < n; i += stride())
-        dst[i] = (B)STORE(tt_canon_f32(LOAD((uint16_t)src[i]) * k));
+        store(dst, i, (B)STORE(tt_canon_f32(LOAD((uint16_t)load(src, i, bytes)) * k)), bytes);
 }
 
 __device__ float fp16_load(uint16_t b)
@@ -113,41 +131,44 @@ extern "C" int tt_cuda_scale(void *dst, const void *src, size_t n, tutti_dtype_t
         memcpy(&s.bytes, scalar_host, tutti_dtype_size(dtype));
     cudaStream_t st = static_cast<cudaStream_t>(stream);
     unsigned g = grid_for(n);
+    int b =
+        (reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % tutti_dtype_size(dtype) != 0;
     switch (dtype) {
     case TUTTI_INT8:
         return (int)launch_on(st, g, THREADS, scale_int<int8_t, uint8_t>, (int8_t *)dst, (const int8_t *)src,
-                              n, s);
+                              n, s, b);
     case TUTTI_UINT8:
         return (int)launch_on(st, g, THREADS, scale_int<uint8_t, uint8_t>, (uint8_t *)dst,
-                              (const uint8_t *)src, n, s);
+                              (const uint8_t *)src, n, s, b);
     case TUTTI_INT32:
         return (int)launch_on(st, g, THREADS, scale_int<int32_t, uint32_t>, (int32_t *)dst,
-                              (const int32_t *)src, n, s);
+                              (const int32_t *)src, n, s, b);
     case TUTTI_UINT32:
         return (int)launch_on(st, g, THREADS, scale_int<uint32_t, uint32_t>, (uint32_t *)dst,
-                              (const uint32_t *)src, n, s);
+                              (const uint32_t *)src, n, s, b);
     case TUTTI_INT64:
         return (int)launch_on(st, g, THREADS, scale_int<int64_t, uint64_t>, (int64_t *)dst,
-                              (const int64_t *)src, n, s);
+                              (const int64_t *)src, n, s, b);
     case TUTTI_UINT64:
         return (int)launch_on(st, g, THREADS, scale_int<uint64_t, uint64_t>, (uint64_t *)dst,
-                              (const uint64_t *)src, n, s);
+                              (const uint64_t *)src, n, s, b);
     case TUTTI_FP32:
-        return (int)launch_on(st, g, THREADS, scale_float<float>, (float *)dst, (const float *)src, n, s);
+        return (int)launch_on(st, g, THREADS, scale_float<float>, (float *)dst, (const float *)src, n, s, b);
     case TUTTI_FP64:
-        return (int)launch_on(st, g, THREADS, scale_float<double>, (double *)dst, (const double *)src, n, s);
+        return (int)launch_on(st, g, THREADS, scale_float<double>, (double *)dst, (const double *)src, n, s,
+                              b);
     case TUTTI_FP16:
         return (int)launch_on(st, g, THREADS, scale_narrow<fp16_load, fp16_store, uint16_t>, (uint16_t *)dst,
-                              (const uint16_t *)src, n, s);
+                              (const uint16_t *)src, n, s, b);
     case TUTTI_BF16:
         return (int)launch_on(st, g, THREADS, scale_narrow<bf16_load, bf16_store, uint16_t>, (uint16_t *)dst,
-                              (const uint16_t *)src, n, s);
+                              (const uint16_t *)src, n, s, b);
     case TUTTI_FP8_E4M3:
         return (int)launch_on(st, g, THREADS, scale_narrow<e4m3_load, e4m3_store, uint8_t>, (uint8_t *)dst,
-                              (const uint8_t *)src, n, s);
+                              (const uint8_t *)src, n, s, b);
     case TUTTI_FP8_E5M2:
         return (int)launch_on(st, g, THREADS, scale_narrow<e5m2_load, e5m2_store, uint8_t>, (uint8_t *)dst,
-                              (const uint8_t *)src, n, s);
+                              (const uint8_t *)src, n, s, b);
     default: return (int)cudaErrorInvalidValue;
     }
 }

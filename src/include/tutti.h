@@ -236,11 +236,14 @@ TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t comm);
  * exclude list and flags; excluded ranks do not call it. It needs no
  * working collective on comm (rank 0 may be dead): the lowest surviving
  * rank gathers the others over listeners each rank opened when comm was
- * made. A rank that dies during the shrink is excluded too with
- * TUTTI_SHRINK_DEAD; without it the shrink fails with
- * TUTTI_ERR_PEER_FAILED on every survivor. The new communicator keeps
- * comm's timeout and host assignment; comm is left as it was (with
- * TUTTI_SHRINK_ABORT: revoked), to be destroyed or aborted.
+ * made, every message proving comm's key. A rank that dies during the
+ * shrink is excluded too with TUTTI_SHRINK_DEAD; without it the shrink
+ * fails with TUTTI_ERR_PEER_FAILED on every survivor. A rank the survivors
+ * left out (stopped or late past TUTTI_TIMEOUT, say) never gets a
+ * communicator from it: its own call returns TUTTI_ERR_REVOKED ("excluded
+ * by the survivors"). The new communicator keeps comm's timeout and host
+ * assignment; comm is left as it was (with TUTTI_SHRINK_ABORT: revoked),
+ * to be destroyed or aborted.
  * @param comm     the communicator to shrink (may be revoked or failed).
  * @param exclude  ranks of comm to leave out (may be NULL when n is 0).
  * @param n        how many, >= 0.
@@ -249,7 +252,9 @@ TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t comm);
  * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG (bad list, this rank
  *         excluded, unknown flags), TUTTI_ERR_PEER_FAILED (a rank that was
  *         to remain died, without TUTTI_SHRINK_DEAD), TUTTI_ERR_TIMEOUT, TUTTI_ERR_MISMATCH
- *         (ranks passed different lists or flags), TUTTI_ERR_NO_MEMORY, TUTTI_ERR_SYSTEM.
+ *         (ranks passed different lists or flags), TUTTI_ERR_REVOKED (this
+ *         rank was left out), TUTTI_ERR_INTERNAL (an answer that proved the
+ *         key but did not hold together), TUTTI_ERR_NO_MEMORY, TUTTI_ERR_SYSTEM.
  */
 TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t comm, const int *exclude, int n, unsigned flags,
                                            tutti_comm_t *newcomm);
@@ -260,12 +265,13 @@ TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t comm, const int *exclude
  * comm makes id with tutti_get_unique_id and hands it to the newcomers,
  * which call tutti_comm_init(newcomm, nranks, rank, id, params) with
  * rank >= the size of comm; every rank of comm calls tutti_comm_grow, with
- * id on rank 0 (ignored elsewhere: rank 0's is broadcast over comm). comm
- * stays valid and independent of the new communicator, which keeps its
- * timeout and host assignment.
+ * id on rank 0 (ignored elsewhere: rank 0's is all-gathered over comm with
+ * every rank's nranks). comm stays valid and independent of the new
+ * communicator, which keeps its timeout and host assignment.
  * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG (nranks not above comm's
- *         size, id NULL on rank 0), or the status of the broadcast on comm
- *         or of joining (as tutti_comm_init).
+ *         size, id NULL on rank 0), TUTTI_ERR_MISMATCH (on every rank, when
+ *         ranks passed different nranks), or the status of the all-gather
+ *         on comm or of joining (as tutti_comm_init).
  */
 TUTTI_API tutti_status_t tutti_comm_grow(tutti_comm_t comm, int nranks, const tutti_unique_id_t *id,
                                          tutti_comm_t *newcomm);

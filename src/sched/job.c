@@ -26,61 +26,81 @@ static int is_recv(const tt_step_t *st)
     return st->kind == TT_STEP_RECV || st->kind == TT_STEP_RECV_REDUCE;
 }
 
-/* Receiver b's receive steps grouped by sender, in step order:
- * steps[first[a] .. first[a + 1]) come from rank a. */
-static int group_receives(const tt_job_t *j, int b, int *first, int *steps)
+/* A receive step: who sends to it, and its index in the receiver's steps. */
+typedef struct {
+    int from, step;
+} recv_key_t;
+
+static int by_sender_then_step(const void *x, const void *y)
 {
-    int p = j->nranks;
-    for (int a = 0; a <= p; a++)
-        first[a] = 0;
-    for (int x = 0; x < j->s[b].nsteps; x++)
-        if (is_recv(&j->s[b].steps[x]))
-            first[j->s[b].steps[x].peer + 1]++;
-    for (int a = 0; a < p; a++)
-        first[a + 1] += first[a];
-    int *fill = malloc(sizeof(int) * (size_t)p);
-    if (!fill)
-        return -1;
-    for (int a = 0; a < p; a++)
-        fill[a] = first[a];
-    for (int x = 0; x < j->s[b].nsteps; x++)
-        if (is_recv(&j->s[b].steps[x]))
-            steps[fill[j->s[b].steps[x].peer]++] = x;
-    free(fill);
-    return 0;
+    const recv_key_t *a = x, *b = y;
+    return a->from != b->from ? (a->from > b->from) - (a->from < b->from)
+                              : (a->step > b->step) - (a->step < b->step);
 }
 
-/* The k-th send from a to b meets the k-th receive at b from a. */
+/* Rank b's receives sorted by sender, in step order within one sender;
+ * *n gets their number. NULL when memory runs out. */
+static recv_key_t *sorted_receives(const tt_job_t *j, int b, int *n)
+{
+    const tt_sched_t *s = &j->s[b];
+    recv_key_t *keys = malloc(((size_t)s->nsteps + 1) * sizeof *keys);
+    *n = 0;
+    for (int x = 0; keys && x < s->nsteps; x++)
+        if (is_recv(&s->steps[x]))
+            keys[(*n)++] = (recv_key_t){s->steps[x].peer, x};
+    if (keys)
+        qsort(keys, (size_t)*n, sizeof *keys, by_sender_then_step);
+    return keys;
+}
+
+/* The first of keys[0 .. n) from rank a (n when there is none). */
+static int first_from(const recv_key_t *keys, int n, int a)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (keys[mid].from < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The k-th send from a to b meets the k-th receive at b from a. Every
+ * rank's receives are sorted by sender once, and each send finds its
+ * receive by a binary search, so matching costs O(S log S) for S steps in
+ * all, whatever the number of ranks each one talks to. */
 static int match_all(tt_job_t *j)
 {
     int p = j->nranks, rc = 0;
-    int *first = malloc(sizeof(int) * (size_t)(p + 1));
-    for (int b = 0; b < p && first && rc == 0; b++) {
-        int *recvs = malloc(sizeof(int) * ((size_t)j->s[b].nsteps + 1));
-        if (!recvs || group_receives(j, b, first, recvs)) {
-            free(recvs);
-            rc = -1;
-            break;
-        }
-        for (int a = 0; a < p; a++) {
-            int k = 0;
-            for (int i = 0; i < j->s[a].nsteps; i++) {
-                const tt_step_t *st = &j->s[a].steps[i];
-                if (st->kind != TT_STEP_SEND || st->peer != b)
-                    continue;
-                if (first[a] + k < first[a + 1]) {
-                    int x = recvs[first[a] + k];
-                    j->match[a][i] = x;
-                    j->match[b][x] = i;
-                }
-                k++;
+    recv_key_t **keys = calloc((size_t)p, sizeof *keys);
+    int *nkeys = calloc((size_t)p, sizeof *nkeys), *sent = calloc((size_t)p, sizeof *sent);
+    for (int b = 0; b < p && keys && nkeys && sent && rc == 0; b++)
+        rc = (keys[b] = sorted_receives(j, b, &nkeys[b])) ? 0 : -1;
+    for (int a = 0; a < p && keys && nkeys && sent && rc == 0; a++) {
+        const tt_sched_t *s = &j->s[a];
+        for (int i = 0; i < s->nsteps; i++) { /* sent[b]: a's sends to b so far */
+            int b = s->steps[i].peer;
+            if (s->steps[i].kind != TT_STEP_SEND || b < 0 || b >= p)
+                continue;
+            int at = first_from(keys[b], nkeys[b], a) + sent[b]++;
+            if (at < nkeys[b] && keys[b][at].from == a) {
+                j->match[a][i] = keys[b][at].step;
+                j->match[b][keys[b][at].step] = i;
             }
         }
-        free(recvs);
+        for (int i = 0; i < s->nsteps; i++)
+            if (s->steps[i].kind == TT_STEP_SEND && s->steps[i].peer >= 0 && s->steps[i].peer < p)
+                sent[s->steps[i].peer] = 0;
     }
-    if (!first)
+    for (int b = 0; keys && b < p; b++)
+        free(keys[b]);
+    if (!keys || !nkeys || !sent)
         rc = -1;
-    free(first);
+    free(keys);
+    free(nkeys);
+    free(sent);
     return rc;
 }
 

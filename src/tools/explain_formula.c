@@ -120,32 +120,54 @@ static const formula_t formulas[] = {
     {"dissemination", TT_COLL_BARRIER, "ceil(lg p) alpha", lg_p, zero, zero, 0},
 };
 
-int tt_explain_formula(const tt_algorithm_t *algo, tt_coll_t coll, int p, double n, const tt_link_cost_t *c,
-                       char *text, size_t len, double *seconds)
+/* The table's entry for algo's coll, or NULL. */
+static const formula_t *formula_of(const tt_algorithm_t *algo, tt_coll_t coll)
+{
+    for (size_t i = 0; i < sizeof formulas / sizeof formulas[0]; i++)
+        if (formulas[i].coll == coll && strcmp(formulas[i].algo, algo->name) == 0)
+            return &formulas[i];
+    return NULL;
+}
+
+static double power_below(int p)
 {
     double q = 1;
     while (q * 2 <= p)
         q *= 2;
-    for (size_t i = 0; i < sizeof formulas / sizeof formulas[0]; i++) {
-        const formula_t *f = &formulas[i];
-        if (f->coll != coll || strcmp(f->algo, algo->name) != 0)
-            continue;
-        double a = f->a(p, q), b = f->b(p, q), g = f->g(p, q);
-        int folds = f->fold && q != p;
-        /* the fold and the unfold: the extras' data in, added; the result out */
-        if (folds) {
-            a += 2;
-            b += coll == TT_COLL_ALLREDUCE ? 2 : 1;
-            g += coll == TT_COLL_ALLGATHER ? 0 : 1;
-        }
-        snprintf(text, len, "%s%s", f->text,
-                 folds ? coll == TT_COLL_ALLREDUCE ? " + 2 (alpha + n beta) + n gamma (fold, unfold)"
-                                                   : " + the fold's 2 alpha + n beta (+ n gamma)"
-                       : "");
-        *seconds = a * c->alpha + b * n * c->beta + g * n * c->gamma;
-        return 0;
+    return q;
+}
+
+int tt_explain_formula_terms(const tt_algorithm_t *algo, tt_coll_t coll, int p, tt_terms_t *out)
+{
+    const formula_t *f = formula_of(algo, coll);
+    double q = power_below(p);
+    if (!f)
+        return -1;
+    *out = (tt_terms_t){f->a(p, q), f->b(p, q), f->g(p, q)};
+    /* the fold and the unfold: the extras' data in, added; the result out */
+    if (f->fold && q != p) {
+        out->alpha += 2;
+        out->beta += coll == TT_COLL_ALLREDUCE ? 2 : 1;
+        out->gamma += coll == TT_COLL_ALLGATHER ? 0 : 1;
     }
-    snprintf(text, len, "no textbook form for %s's %s", algo->name, tt_coll_name(coll));
-    *seconds = -1;
-    return -1;
+    return 0;
+}
+
+int tt_explain_formula(const tt_algorithm_t *algo, tt_coll_t coll, int p, double n, const tt_link_cost_t *c,
+                       char *text, size_t len, double *seconds)
+{
+    const formula_t *f = formula_of(algo, coll);
+    tt_terms_t k;
+    if (!f || tt_explain_formula_terms(algo, coll, p, &k)) {
+        snprintf(text, len, "no textbook form for %s's %s", algo->name, tt_coll_name(coll));
+        *seconds = -1;
+        return -1;
+    }
+    int folds = f->fold && power_below(p) != p;
+    snprintf(text, len, "%s%s", f->text,
+             folds ? coll == TT_COLL_ALLREDUCE ? " + 2 (alpha + n beta) + n gamma (fold, unfold)"
+                                               : " + the fold's 2 alpha + n beta (+ n gamma)"
+                   : "");
+    *seconds = k.alpha * c->alpha + k.beta * n * c->beta + k.gamma * n * c->gamma;
+    return 0;
 }

@@ -92,6 +92,7 @@ typedef struct {
     const tt_job_t *job;
     rank_bufs_t *bufs;
     tt_cell_t ***msgs; /* [rank][step]: the cells a send posted, until received */
+    long seq;          /* sends posted so far */
 } sym_run_t;
 
 static tt_cell_t *cells_of(rank_bufs_t *b, tt_region_t r)
@@ -124,6 +125,14 @@ static int sym_start(void *arg, int r, int k)
             if (!(sr->msgs[r][i] = malloc((n ? n : 1) * sizeof(tt_cell_t))))
                 return -1;
             memcpy(sr->msgs[r][i], src, n * sizeof(tt_cell_t));
+            tt_sent_t *sent = &sr->t->sent[r][i];
+            *sent = (tt_sent_t){-1, -1, sr->seq++};
+            for (size_t e = 0; e < n; e++) {
+                if (sent->lo < 0 || src[e].chunk < sent->lo)
+                    sent->lo = src[e].chunk;
+                if (src[e].chunk > sent->hi)
+                    sent->hi = src[e].chunk;
+            }
             format_cells(src, n, a, sizeof a);
             snprintf(label, LABEL_BYTES, "sends %s to rank %d", a, st->peer);
         }
@@ -183,13 +192,14 @@ static int sym_setup(sym_run_t *sr, const tt_coll_args_t *args)
     for (int r = 0; r < t->nranks; r++) {
         const tt_sched_t *s = &sr->job->s[r];
         t->labels[r] = calloc((size_t)s->nsteps + 1, sizeof(char *));
+        t->sent[r] = calloc((size_t)s->nsteps + 1, sizeof(tt_sent_t));
         sr->msgs[r] = calloc((size_t)s->nsteps + 1, sizeof(tt_cell_t *));
         t->snap[r] = calloc((size_t)s->nrounds + 1, sizeof(tt_cell_t *));
         sr->bufs[r].buf[TT_BUF_INPUT] = calloc(nin + 1, sizeof(tt_cell_t));
         sr->bufs[r].buf[TT_BUF_OUTPUT] = calloc(nout + 1, sizeof(tt_cell_t));
         sr->bufs[r].buf[TT_BUF_SCRATCH] = calloc(s->scratch_count + 1, sizeof(tt_cell_t));
-        if (!t->labels[r] || !sr->msgs[r] || !t->snap[r] || !sr->bufs[r].buf[0] || !sr->bufs[r].buf[1] ||
-            !sr->bufs[r].buf[2])
+        if (!t->labels[r] || !t->sent[r] || !sr->msgs[r] || !t->snap[r] || !sr->bufs[r].buf[0] ||
+            !sr->bufs[r].buf[1] || !sr->bufs[r].buf[2])
             return -1;
         for (int i = 0; i < s->nsteps; i++)
             if (!(t->labels[r][i] = calloc(LABEL_BYTES, 1)))
@@ -213,12 +223,16 @@ int tt_trace_run(tt_trace_t *t, const tt_algorithm_t *algo, const tt_coll_args_t
     }
     t->s = job.s; /* the trace keeps the schedules; the job frees the rest */
     t->labels = calloc((size_t)p, sizeof *t->labels);
+    t->sent = calloc((size_t)p, sizeof *t->sent);
     t->out = calloc((size_t)p, sizeof *t->out);
     t->snap = calloc((size_t)p, sizeof *t->snap);
-    sym_run_t sr = {t, &job, calloc((size_t)p, sizeof(rank_bufs_t)), calloc((size_t)p, sizeof(tt_cell_t **))};
+    sym_run_t sr = {.t = t,
+                    .job = &job,
+                    .bufs = calloc((size_t)p, sizeof(rank_bufs_t)),
+                    .msgs = calloc((size_t)p, sizeof(tt_cell_t **))};
     tt_job_visit_t v = {.start = sym_start, .finish = sym_finish, .arg = &sr};
     tt_job_walk_t w = {0};
-    if (!t->labels || !t->out || !t->snap || !sr.bufs || !sr.msgs || sym_setup(&sr, args)) {
+    if (!t->labels || !t->sent || !t->out || !t->snap || !sr.bufs || !sr.msgs || sym_setup(&sr, args)) {
         snprintf(t->error, sizeof t->error, "out of memory");
     } else {
         int walked = tt_job_walk(&job, &v, &w);
@@ -254,6 +268,8 @@ void tt_trace_free(tt_trace_t *t)
             free(t->labels[r][i]);
         if (t->labels)
             free(t->labels[r]);
+        if (t->sent)
+            free(t->sent[r]);
         for (int k = 0; t->snap && t->snap[r] && t->s && k < t->s[r].nrounds; k++)
             free(t->snap[r][k]);
         if (t->snap)
@@ -266,6 +282,7 @@ void tt_trace_free(tt_trace_t *t)
     free(t->out);
     free(t->snap);
     free(t->labels);
+    free(t->sent);
     free(t->s);
     memset(t, 0, sizeof *t);
 }

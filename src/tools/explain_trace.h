@@ -17,10 +17,18 @@ typedef struct {
     int chunk;
 } tt_cell_t;
 
+/* What one send carried: its lowest and highest chunk (-1 when empty), and
+ * its place in one causal order of every rank's sends (the job walk's). */
+typedef struct {
+    int lo, hi;
+    long seq;
+} tt_sent_t;
+
 typedef struct {
     int nranks;
     tt_sched_t *s;     /* [rank], built with a count of one element per chunk */
     char ***labels;    /* [rank][step]: what the step moved or left behind */
+    tt_sent_t **sent;  /* [rank][step]: for sends, what they carried */
     tt_cell_t **out;   /* [rank]: the output buffer at the end */
     tt_cell_t ***snap; /* [rank][round]: the output buffer when that round finished */
     size_t nout;       /* its elements */

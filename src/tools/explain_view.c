@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tools/explain_formula.h"
+#include "tools/explain_json.h"
 #include "tools/explain_steps.h"
 #include "tools/explain_view.h"
 #include "algorithms/registry.h"
@@ -29,6 +30,22 @@ void tt_explain_format_bytes(size_t b, char *out, size_t len)
         snprintf(out, len, "%zu KiB", b >> 10);
     else
         snprintf(out, len, "%zu B", b);
+}
+
+static int per_rank_count(tt_coll_t coll)
+{
+    return coll == TT_COLL_REDUCE_SCATTER || coll == TT_COLL_ALLGATHER || coll == TT_COLL_ALLTOALL;
+}
+
+size_t tt_explain_count(tt_coll_t coll, int nranks, size_t bytes, size_t elem)
+{
+    size_t n = bytes / elem;
+    return coll == TT_COLL_BARRIER ? 0 : per_rank_count(coll) ? n / (size_t)nranks : n;
+}
+
+size_t tt_explain_symbolic_count(tt_coll_t coll, int nranks)
+{
+    return coll == TT_COLL_BARRIER ? 0 : per_rank_count(coll) ? 1 : (size_t)nranks;
 }
 
 void tt_explain_fold(const tt_algorithm_t *algo, int p, char *out, size_t len)
@@ -56,8 +73,7 @@ void tt_explain_fold(const tt_algorithm_t *algo, int p, char *out, size_t len)
         q, extra == 1 ? "s" : "", extra == 1 ? "its" : "their", q - 1, who, extra == 1 ? "s" : "", to);
 }
 
-/* "ace" for ranks 0, 2 and 4; "S" (every rank) when all p are in; "." for nothing. */
-static void grid_cell(uint64_t ranks, int p, char *out, size_t len)
+void tt_view_grid_cell(uint64_t ranks, int p, char *out, size_t len)
 {
     uint64_t all = p == 64 ? ~0ull : (1ull << p) - 1;
     size_t k = 0;
@@ -71,18 +87,20 @@ static void grid_cell(uint64_t ranks, int p, char *out, size_t len)
     out[k] = '\0';
 }
 
-/* The output buffer of rank r after global step s: its last round in a step up to s. */
-static const tt_cell_t *state_after(const tt_steps_t *st, const tt_trace_t *t, int r, int s)
+/* Its last round in a step up to s. */
+const tt_cell_t *tt_view_state_after(const tt_view_t *v, int r, int s)
 {
+    const tt_steps_t *st = &v->steps;
     int last = -1;
     for (int i = 0; i < st->nslots; i++)
         if (st->slots[i].rank == r && st->slots[i].step <= s && st->slots[i].round > last)
             last = st->slots[i].round;
-    return last >= 0 ? t->snap[r][last] : NULL;
+    return last >= 0 ? v->t->snap[r][last] : NULL;
 }
 
-static void print_grid(const tt_steps_t *st, const tt_trace_t *t, int s)
+static void print_grid(const tt_view_t *v, int s)
 {
+    const tt_trace_t *t = v->t;
     int p = t->nranks;
     if (p > GRID_MAX_RANKS || t->nout == 0)
         return;
@@ -94,11 +112,11 @@ static void print_grid(const tt_steps_t *st, const tt_trace_t *t, int s)
         printf(" %*zu", p < 8 ? 8 : p + 1, c);
     printf("\n");
     for (int r = 0; r < p; r++) {
-        const tt_cell_t *cells = state_after(st, t, r, s);
+        const tt_cell_t *cells = tt_view_state_after(v, r, s);
         printf("  rank %-4d", r);
         for (size_t c = 0; c < t->nout && c < 32; c++) {
             char cell[72];
-            grid_cell(cells ? cells[c].ranks : 0, p, cell, sizeof cell);
+            tt_view_grid_cell(cells ? cells[c].ranks : 0, p, cell, sizeof cell);
             printf(" %*s", p < 8 ? 8 : p + 1, cell);
         }
         printf("\n");
@@ -138,30 +156,7 @@ static void round_formula(const tt_cost_model_t *m, const tt_coll_args_t *args, 
                  m->crowding > 1 ? " (crowded CPUs)" : "");
 }
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++)
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    putchar('"');
-}
-
-/* Everything the view needs beside the trace: the steps and each rank's real schedule. */
-typedef struct {
-    const tt_view_opts_t *o;
-    const tt_cost_model_t *m;
-    const tt_trace_t *t;
-    tt_steps_t steps;
-    tt_sched_t *real;
-    int nslices;
-} view_t;
-
-static int view_open(view_t *v, const tt_view_opts_t *o, const tt_algo_policy_t *policy, const tt_trace_t *t)
+int tt_view_open(tt_view_t *v, const tt_view_opts_t *o, const tt_algo_policy_t *policy, const tt_trace_t *t)
 {
     memset(v, 0, sizeof *v);
     v->o = o;
@@ -189,7 +184,7 @@ static int view_open(view_t *v, const tt_view_opts_t *o, const tt_algo_policy_t 
     return 0;
 }
 
-static void view_close(view_t *v)
+void tt_view_close(tt_view_t *v)
 {
     for (int r = 0; v->real && r < v->o->args->nranks; r++)
         tt_sched_free(&v->real[r]);
@@ -197,7 +192,7 @@ static void view_close(view_t *v)
     tt_explain_steps_free(&v->steps);
 }
 
-static void print_head(const view_t *v)
+static void print_head(const tt_view_t *v)
 {
     const tt_view_opts_t *o = v->o;
     char size[32], fold[1024];
@@ -226,7 +221,7 @@ static void print_head(const view_t *v)
     }
 }
 
-static void print_steps(const view_t *v)
+static void print_steps(const tt_view_t *v)
 {
     const tt_trace_t *t = v->t;
     int p = t->nranks;
@@ -258,11 +253,11 @@ static void print_steps(const view_t *v)
         if (waiting)
             printf("\n");
         free(active);
-        print_grid(&v->steps, t, s);
+        print_grid(v, s);
     }
 }
 
-static void print_total(const view_t *v)
+static void print_total(const tt_view_t *v)
 {
     const tt_view_opts_t *o = v->o;
     double total = tt_cost_predict(v->m, o->algo, o->args, o->elem, v->nslices), book;
@@ -280,93 +275,20 @@ static void print_total(const view_t *v)
     }
 }
 
-static void json_grid(const view_t *v, int s)
-{
-    const tt_trace_t *t = v->t;
-    printf(",\"grid\":[");
-    for (int r = 0; r < t->nranks; r++) {
-        const tt_cell_t *cells = state_after(&v->steps, t, r, s);
-        printf("%s[", r ? "," : "");
-        for (size_t c = 0; c < t->nout && c < 64; c++) {
-            char cell[72];
-            grid_cell(cells ? cells[c].ranks : 0, t->nranks, cell, sizeof cell);
-            printf("%s", c ? "," : "");
-            json_string(cell);
-        }
-        printf("]");
-    }
-    printf("]");
-}
-
-/* JSON for perf/report/report: {"tool": "tutti-explain", ..., "steps": [{"t_us", "ranks": [...], "messages": [...],
- * "grid"}]} */
-static void print_json(const view_t *v)
-{
-    const tt_view_opts_t *o = v->o;
-    const tt_trace_t *t = v->t;
-    char title[160], fold[1024], text[300];
-    snprintf(title, sizeof title, "%s with %s on %d ranks", tt_coll_name(o->args->coll), o->algo->name,
-             o->args->nranks);
-    tt_explain_fold(o->algo, o->args->nranks, fold, sizeof fold);
-    printf("{\"tool\":\"tutti-explain\",\"schema\":1,\"title\":");
-    json_string(title);
-    printf(",\"collective\":\"%s\",\"algorithm\":\"%s\",\"nranks\":%d,\"bytes\":%zu,\"nchunks\":%zu,"
-           "\"fold\":",
-           tt_coll_name(o->args->coll), o->algo->name, o->args->nranks, o->bytes, t->nout);
-    json_string(fold);
-    double book = -1, total = tt_cost_predict(v->m, o->algo, o->args, o->elem, v->nslices);
-    tt_link_t l = o->nodes > 1 ? v->m->inter : v->m->intra;
-    tt_explain_formula(o->algo, o->args->coll, o->args->nranks, (double)o->bytes, &v->m->link[l], text,
-                       sizeof text, &book);
-    printf(",\"predicted_us\":%.6g,\"textbook\":", total * 1e6);
-    json_string(text);
-    printf(",\"textbook_us\":%.6g,\"steps\":[", book * 1e6);
-    for (int s = 0, i = 0; s < v->steps.nsteps; s++) {
-        printf("%s{\"t_us\":%.6g,\"ranks\":[", s ? "," : "", v->steps.step_time[s] * 1e6);
-        int first_slot = i, nm = 0;
-        for (; i < v->steps.nslots && v->steps.slots[i].step == s; i++) {
-            const tt_step_slot_t *sl = &v->steps.slots[i];
-            int n, first = t->s[sl->rank].round_first[sl->round];
-            tt_sched_round_steps(&t->s[sl->rank], sl->round, &n);
-            printf("%s{\"rank\":%d,\"round\":%d,\"done_us\":%.6g,\"labels\":[", i > first_slot ? "," : "",
-                   sl->rank, sl->round + 1, sl->end * 1e6);
-            for (int k = 0; k < n; k++) {
-                printf("%s", k ? "," : "");
-                json_string(t->labels[sl->rank][first + k]);
-            }
-            printf("]}");
-        }
-        printf("],\"messages\":[");
-        for (int j = first_slot; j < i; j++) {
-            const tt_step_slot_t *sl = &v->steps.slots[j];
-            int n, first = t->s[sl->rank].round_first[sl->round];
-            const tt_step_t *st = tt_sched_round_steps(&t->s[sl->rank], sl->round, &n);
-            for (int k = 0; k < n; k++) {
-                if (st[k].kind != TT_STEP_SEND)
-                    continue;
-                printf("%s{\"from\":%d,\"to\":%d,\"label\":", nm++ ? "," : "", sl->rank, st[k].peer);
-                json_string(t->labels[sl->rank][first + k]);
-                printf("}");
-            }
-        }
-        printf("]");
-        json_grid(v, s);
-        printf("}");
-    }
-    printf("]}\n");
-}
-
 int tt_explain_view(const tt_view_opts_t *o, const tt_algo_policy_t *policy, const tt_trace_t *t)
 {
-    view_t v;
-    int rc = view_open(&v, o, policy, t) ? 1 : 0;
+    tt_view_t v;
+    int rc = tt_view_open(&v, o, policy, t) ? 1 : 0;
     if (!rc && o->json) {
-        print_json(&v);
+        rc = tt_explain_json(stdout, &v) ? 1 : 0;
+        printf("\n");
+    } else if (!rc && o->mermaid) {
+        tt_explain_mermaid(stdout, &v);
     } else if (!rc) {
         print_head(&v);
         print_steps(&v);
         print_total(&v);
     }
-    view_close(&v);
+    tt_view_close(&v);
     return rc;
 }

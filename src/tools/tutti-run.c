@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,17 +30,15 @@
 #include "core/env_config.h"
 #include "core/sock.h"
 #include "transports/transport.h"
+#include "tools/run_output.h"
 
 typedef struct {
     pid_t pid;
-    int out_fd, err_fd; /* pipes when output is tagged, else -1 */
-    char out_line[4096], err_line[4096];
-    size_t out_len, err_len;
     int exited;
 } rank_proc_t;
 
 static volatile sig_atomic_t got_signal;
-static int wake_pipe[2] = {-1, -1}; /* SIGCHLD wakes the poll loop through it */
+static int wake_pipe[2] = {-1, -1}; /* SIGCHLD wakes the main loop through it */
 
 static void on_signal(int sig)
 {
@@ -108,52 +105,10 @@ static int export_master(const tt_sockaddr_t *root)
     return 0;
 }
 
-/* Flushes complete lines (or everything, at EOF) of one stream with a prefix. */
-static void flush_lines(int rank, char *buf, size_t *len, FILE *to, int all)
-{
-    size_t start = 0;
-    for (size_t i = 0; i < *len; i++)
-        if (buf[i] == '\n') {
-            fprintf(to, "[%d] %.*s\n", rank, (int)(i - start), buf + start);
-            start = i + 1;
-        }
-    if (all && start < *len) {
-        fprintf(to, "[%d] %.*s\n", rank, (int)(*len - start), buf + start);
-        start = *len;
-    }
-    if (start == 0 && *len == sizeof((rank_proc_t *)0)->out_line) { /* an over-long line */
-        fprintf(to, "[%d] %.*s\n", rank, (int)*len, buf);
-        start = *len;
-    }
-    memmove(buf, buf + start, *len - start);
-    *len -= start;
-    fflush(to);
-}
-
-/* Reads what one of a rank's pipes holds now and prints its whole lines:
- * how many bytes came (0 at the end, when the pipe is closed; -1 when
- * nothing is there yet). */
-static ssize_t pump(rank_proc_t *p, int rank, int is_err)
-{
-    int *fd = is_err ? &p->err_fd : &p->out_fd;
-    char *buf = is_err ? p->err_line : p->out_line;
-    size_t *len = is_err ? &p->err_len : &p->out_len;
-    ssize_t n = read(*fd, buf + *len, sizeof p->out_line - *len);
-    if (n > 0) {
-        *len += (size_t)n;
-        flush_lines(rank, buf, len, is_err ? stderr : stdout, 0);
-    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        flush_lines(rank, buf, len, is_err ? stderr : stdout, 1);
-        close(*fd);
-        *fd = -1;
-    }
-    return n;
-}
-
 static void signal_all(rank_proc_t *procs, int n, int sig)
 {
-    for (int r = 0; r < n; r++)
-        if (!procs[r].exited)
+    for (int r = 0; r < n; r++) /* pid 0: never started, and kill(-0) is our own group */
+        if (!procs[r].exited && procs[r].pid > 0)
             kill(-procs[r].pid, sig);
 }
 
@@ -187,18 +142,18 @@ static void bind_to_cpu(int k)
         }
 }
 
-static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, int tag, int bind,
+static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, tt_run_output_t *o, int bind,
                         rank_proc_t *p)
 {
-    int out[2] = {-1, -1}, err[2] = {-1, -1};
-    if (tag && (pipe(out) || pipe(err))) {
-        perror("tutti-run: pipe");
+    int tag = o->rank != NULL, child[2] = {-1, -1};
+    if (tag && tt_run_output_pipes(o, rank, child))
         return -1;
-    }
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         perror("tutti-run: fork");
+        if (tag)
+            tt_run_output_watch(o, rank, child); /* closes the write ends; the rest goes at the end */
         return -1;
     }
     if (pid == 0) {
@@ -229,13 +184,9 @@ static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, 
             setenv_int("TUTTI_ROOT_FD", listen_fd);
         else
             close(listen_fd);
-        if (tag) {
-            dup2(out[1], STDOUT_FILENO);
-            dup2(err[1], STDERR_FILENO);
-            close(out[0]);
-            close(out[1]);
-            close(err[0]);
-            close(err[1]);
+        if (tag) { /* every pipe is close-on-exec but these two copies */
+            dup2(child[0], STDOUT_FILENO);
+            dup2(child[1], STDERR_FILENO);
         }
         execvp(argv[0], argv);
         fprintf(stderr, "tutti-run: cannot run %s: %s\n", argv[0], strerror(errno));
@@ -243,18 +194,7 @@ static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, 
     }
     setpgid(pid, pid); /* also here: no race with the first signal_all */
     p->pid = pid;
-    p->out_fd = p->err_fd = -1;
-    if (tag) {
-        close(out[1]);
-        close(err[1]);
-        /* Non-blocking: what is left after the rank ended is drained
-         * without waiting for anything it may have left running. */
-        fcntl(out[0], F_SETFL, O_NONBLOCK);
-        fcntl(err[0], F_SETFL, O_NONBLOCK);
-        p->out_fd = out[0];
-        p->err_fd = err[0];
-    }
-    return pid;
+    return tag && tt_run_output_watch(o, rank, child) ? -1 : pid;
 }
 
 static int exit_code(int status)
@@ -279,9 +219,10 @@ static unsigned long long status_mask(const char *text, const char *field)
 
 /*
  * Whether process pid is on its way out: the kernel's PF_EXITING flag
- * (field 9 of /proc/PID/stat: killed, still freeing its memory), or a
- * signal that will end it pending but not yet acted on (a loaded machine
- * may not have run it since the kill).
+ * (field 9 of /proc/PID/stat: killed, still freeing its memory), a signal
+ * that will end it pending but not yet acted on (a loaded machine may not
+ * have run it since the kill), or ended and not yet reaped (a zombie: how
+ * it ended is known only once it is).
  */
 static int dying(pid_t pid)
 {
@@ -296,9 +237,9 @@ static int dying(pid_t pid)
     const char *end = strrchr(text, ')'); /* the command name may hold spaces */
     unsigned flags = 0;
     char state = 0;
-    if (!end || sscanf(end + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2 || state == 'Z')
+    if (!end || sscanf(end + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
         return 0;
-    if (flags & 0x4u)
+    if (state == 'Z' || (flags & 0x4u))
         return 1;
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     if (!(f = fopen(path, "r")))
@@ -405,6 +346,8 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    if (tt_run_fd_limit(n, tag))
+        return 1;
     if (bind < 0) {
         /* Pinned ranks win where each has a core to itself; where other
          * work runs, a rank pinned beside it stalls its peers, while the
@@ -449,11 +392,12 @@ int main(int argc, char **argv)
     sigaction(SIGCHLD, &sc, NULL);
 
     rank_proc_t *procs = calloc((size_t)n, sizeof *procs);
-    if (!procs)
+    tt_run_output_t out;
+    if (!procs || tt_run_output_init(&out, n, tag, wake_pipe[0]))
         return 1;
     int running = 0, first_code = 0, stopping = 0;
     for (int r = 0; r < n; r++) {
-        if (start_rank(argv + optind, r, n, nodes, listen_fd, tag, bind, &procs[r]) < 0) {
+        if (start_rank(argv + optind, r, n, nodes, listen_fd, &out, bind, &procs[r]) < 0) {
             first_code = 1;
             stopping = 1;
             break;
@@ -465,32 +409,7 @@ int main(int argc, char **argv)
     int64_t term_at = stopping ? tt_now_ms() : -1, kill_at = -1;
     blame_t blame = {.rank = -1, .until = -1};
     while (running > 0) {
-        struct pollfd pfds[2 * 1024 + 1];
-        int owner[2 * 1024 + 1], np = 0;
-        owner[np] = -1;
-        pfds[np++] = (struct pollfd){.fd = wake_pipe[0], .events = POLLIN};
-        for (int r = 0; r < n && np + 2 <= 2 * 1024; r++) {
-            if (procs[r].out_fd >= 0) {
-                owner[np] = 2 * r;
-                pfds[np++] = (struct pollfd){.fd = procs[r].out_fd, .events = POLLIN};
-            }
-            if (procs[r].err_fd >= 0) {
-                owner[np] = 2 * r + 1;
-                pfds[np++] = (struct pollfd){.fd = procs[r].err_fd, .events = POLLIN};
-            }
-        }
-        if (poll(pfds, (nfds_t)np, 50) > 0)
-            for (int i = 0; i < np; i++) {
-                if (!pfds[i].revents)
-                    continue;
-                if (owner[i] < 0) {
-                    char drain[64];
-                    while (read(wake_pipe[0], drain, sizeof drain) > 0) {
-                    }
-                } else {
-                    pump(&procs[owner[i] / 2], owner[i] / 2, owner[i] % 2);
-                }
-            }
+        tt_run_output_wait(&out, 50);
 
         /* Reap everything that ended; of several failures seen together
          * (or while a rank is dying), a death by signal is more likely the
@@ -536,18 +455,7 @@ int main(int argc, char **argv)
             kill_at = now + 1000000;
         }
     }
-    /* The ranks' last words can still be in their pipes when the last one
-     * is reaped: read them before the partial lines are printed. */
-    for (int r = 0; r < n; r++)
-        for (int is_err = 0; is_err < 2; is_err++)
-            while ((is_err ? procs[r].err_fd : procs[r].out_fd) >= 0 && pump(&procs[r], r, is_err) > 0) {
-            }
-    for (int r = 0; r < n; r++) {
-        if (procs[r].out_fd >= 0)
-            flush_lines(r, procs[r].out_line, &procs[r].out_len, stdout, 1);
-        if (procs[r].err_fd >= 0)
-            flush_lines(r, procs[r].err_line, &procs[r].err_len, stderr, 1);
-    }
+    tt_run_output_finish(&out);
     /* Shared segments (and doorbells) are unlinked once mapped; sweep any left by a rank
      * that died during set-up. */
     for (int r = 0; r < n; r++) {

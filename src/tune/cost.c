@@ -7,6 +7,7 @@
 
 #include "sched/job.h"
 #include "tune/cost.h"
+#include "tune/cost_sample.h"
 
 /* alpha in microseconds, bandwidths in GB/s (1e9 bytes). */
 static tt_link_cost_t link_cost(double alpha_us, double gb_per_s, double reduce_gb_per_s)
@@ -33,6 +34,22 @@ void tt_cost_defaults(tt_cost_model_t *m)
     m->fix.n = 0;
 }
 
+/* One line of a tuning file into line: 1, or 0 at its end. A line longer
+ * than the buffer is read to its end; it is kept (as far as it fits) only
+ * when it is a comment by then, for tutti-bw --fit writes long comments (a
+ * loaded machine's description) and no setting is that long: -1 else. */
+static int read_line(FILE *f, char *line, int size)
+{
+    if (!fgets(line, size, f))
+        return 0;
+    if (strchr(line, '\n') || feof(f))
+        return 1;
+    int c;
+    while ((c = fgetc(f)) != EOF && c != '\n')
+        ;
+    return strchr(line, '#') ? 1 : -1;
+}
+
 tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
@@ -43,8 +60,15 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
     char line[256];
     int lineno = 0;
     tutti_status_t st = TUTTI_SUCCESS;
-    while (st == TUTTI_SUCCESS && fgets(line, sizeof line, f)) {
+    int got;
+    while (st == TUTTI_SUCCESS && (got = read_line(f, line, (int)sizeof line)) != 0) {
         lineno++;
+        if (got < 0) {
+            snprintf(err, errlen, "TUTTI_TUNING_FILE %s:%d: a setting longer than %d characters", path,
+                     lineno, (int)sizeof line - 2);
+            st = TUTTI_ERR_CONFIG;
+            break;
+        }
         char *hash = strchr(line, '#');
         if (hash)
             *hash = '\0';
@@ -244,13 +268,17 @@ typedef struct {
 } trip_t;
 
 /* A round ends when its own work is done and its last transfer has
- * arrived; a transfer starts once both ends have reached their rounds. */
+ * arrived; a transfer starts once both ends have reached their rounds. On
+ * crowded CPUs a rank that got to a receive first has slept meanwhile, and
+ * the data is taken only once it has its CPU back: every hop of a chain of
+ * such waits pays a switch, which is what makes a long chain slow there. */
 static int trip_finish(void *arg, int r, int k)
 {
     trip_t *t = arg;
     const tt_job_t *job = &t->j->job;
     const tt_sched_t *s = &job->s[r];
     double start = t->j->round_start[r][k], end = start + t->j->round_cost[r][k];
+    double wake = t->m->crowding > 1 ? t->m->wake_s * t->m->crowding : 0;
     for (int i = s->round_first[k]; i < s->round_first[k + 1]; i++) {
         const tt_step_t *st = &s->steps[i];
         if (st->peer < 0)
@@ -259,8 +287,10 @@ static int trip_finish(void *arg, int r, int k)
         double peer_start = t->j->round_start[q][job->round[q][qstep]];
         size_t bytes = (st->kind == TT_STEP_SEND ? st->src.count : st->dst.count) * t->elem;
         const tt_link_cost_t *c = &t->m->link[tt_cost_link(t->m, job->args[r].hosts, r, q)];
-        double arrive =
-            (peer_start > start ? peer_start : start) + c->alpha + (double)bytes / t->nslices * c->beta;
+        double ready = peer_start <= start        ? start
+                       : st->kind == TT_STEP_SEND ? peer_start
+                                                  : peer_start + wake;
+        double arrive = ready + c->alpha + (double)bytes / t->nslices * c->beta;
         if (arrive > end)
             end = arrive;
     }
@@ -289,56 +319,9 @@ static double one_slice_trip(job_t *j, const tt_cost_model_t *m, size_t elem, in
     return finish;
 }
 
-#define TT_COST_SAMPLE_RANKS 32
-
-/* For many ranks: up to 32 ranks spread evenly, rounds taken as aligned
- * by index (exact for the ring and the halving/doubling families). */
-static double predict_sampled(const tt_cost_model_t *m, const tt_algorithm_t *algo,
-                              const tt_coll_args_t *args, size_t elem, int nslices)
-{
-    int p = args->nranks, sampled = p < TT_COST_SAMPLE_RANKS ? p : TT_COST_SAMPLE_RANKS;
-    double *per_round = NULL, busiest_work = 0;
-    int nrounds = 0;
-    for (int i = 0; i < sampled; i++) {
-        tt_coll_args_t a = *args;
-        a.rank = (int)((long long)i * p / sampled);
-        tt_sched_t s;
-        if (tt_sched_build(algo, &a, &s) != TUTTI_SUCCESS) {
-            free(per_round);
-            return -1;
-        }
-        if (s.nrounds > nrounds) {
-            double *grown = realloc(per_round, (size_t)s.nrounds * sizeof *grown);
-            if (!grown) {
-                tt_sched_free(&s);
-                free(per_round);
-                return -1;
-            }
-            for (int k = nrounds; k < s.nrounds; k++)
-                grown[k] = 0;
-            per_round = grown;
-            nrounds = s.nrounds;
-        }
-        double work = 0;
-        for (int k = 0; k < s.nrounds; k++) {
-            double t = tt_cost_round(m, &a, &s, k, elem, nslices).seconds;
-            work += t;
-            if (t > per_round[k])
-                per_round[k] = t;
-        }
-        work *= nslices;
-        if (work > busiest_work)
-            busiest_work = work;
-        tt_sched_free(&s);
-    }
-    double trip = 0;
-    for (int k = 0; k < nrounds; k++)
-        trip += per_round[k];
-    free(per_round);
-    return trip + busiest_work * (1.0 - 1.0 / nslices);
-}
-
 #define TT_COST_EXACT_RANKS 64
+/* Beyond TT_COST_EXACT_RANKS, the walk's budget: this many steps per rank and log2 of the ranks. */
+#define TT_COST_WALK_STEPS_PER_RANK_LOG 4
 
 /* Fills each rank's per-slice round costs; returns W: the busiest rank's
  * sending or receiving time over all slices, or the busiest host's
@@ -394,15 +377,9 @@ int tt_cost_round_ends(const tt_cost_model_t *m, const tt_algorithm_t *algo, con
     return rc;
 }
 
-int tt_cost_predict_each(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+int tt_cost_predict_walk(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
                          size_t elem, const int *nslices, int count, double *out)
 {
-    if (args->nranks > TT_COST_EXACT_RANKS) {
-        for (int i = 0; i < count; i++)
-            if ((out[i] = predict_sampled(m, algo, args, elem, nslices[i])) < 0)
-                return -1;
-        return 0;
-    }
     job_t j = {0};
     int rc = job_build(&j, algo, args); /* the schedules once, priced per slice count */
     for (int i = 0; i < count && rc == 0; i++) {
@@ -413,6 +390,31 @@ int tt_cost_predict_each(const tt_cost_model_t *m, const tt_algorithm_t *algo, c
     }
     job_free(&j);
     return rc;
+}
+
+int tt_cost_walk_affordable(double steps, int p)
+{
+    int lg = 1;
+    while ((1 << lg) < p)
+        lg++;
+    return steps <= TT_COST_WALK_STEPS_PER_RANK_LOG * (double)p * lg;
+}
+
+int tt_cost_predict_each(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+                         size_t elem, const int *nslices, int count, double *out)
+{
+    if (args->nranks <= TT_COST_EXACT_RANKS)
+        return tt_cost_predict_walk(m, algo, args, elem, nslices, count, out);
+    /* A sample stands for the job where its ranks run alike: each round
+     * then costs what its costliest sampled rank's does, as in the walk.
+     * Where they do not (a tree, a chain), the walk decides. */
+    int alike;
+    double steps;
+    if (tt_cost_sample_price(m, algo, args, elem, nslices, count, out, &alike, &steps))
+        return -1;
+    if (!alike && tt_cost_walk_affordable(steps, args->nranks))
+        return tt_cost_predict_walk(m, algo, args, elem, nslices, count, out);
+    return 0;
 }
 
 double tt_cost_predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,

@@ -75,9 +75,12 @@ tt_round_cost_t tt_cost_round(const tt_cost_model_t *m, const tt_coll_args_t *ar
  * ends; W is the busiest rank's sending or receiving (and reducing) time
  * over all slices, or the busiest host's traffic to other hosts through
  * its inter_links links if that is longer: the rate at which the pipeline
- * drains. Up to 64 ranks
- * every schedule is simulated; beyond that 32 ranks are sampled and rounds
- * taken as aligned. Negative when algo cannot build the schedule.
+ * drains. Up to 64 ranks every schedule is walked; beyond that a sample
+ * of the ranks (tune/cost_sample.h) prices algorithms whose ranks all run
+ * alike, exactly as the walk would, and the walk prices the others where
+ * their schedules hold O(p log p) steps in all (trees, chains), so that
+ * the work stays O(p log p) per rank. Negative when algo cannot build the
+ * schedule.
  */
 double tt_cost_predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
                        size_t elem, int nslices);
@@ -85,6 +88,14 @@ double tt_cost_predict(const tt_cost_model_t *m, const tt_algorithm_t *algo, con
  * out[i] for nslices[i]. 0, or -1 when algo cannot build the schedule. */
 int tt_cost_predict_each(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
                          size_t elem, const int *nslices, int count, double *out);
+/* The same by walking every rank's schedule, whatever their number: the
+ * reference the sample is checked against, O(p^2) steps for the ring. */
+int tt_cost_predict_walk(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
+                         size_t elem, const int *nslices, int count, double *out);
+/* Whether walking every schedule of a job of p ranks and this many steps
+ * in all keeps to O(log p) steps per rank (the tree and chain algorithms
+ * do; the ring's p^2 steps do not). */
+int tt_cost_walk_affordable(double steps, int p);
 /* When each of args->rank's nrounds rounds ends for the first slice, in
  * seconds from the start (up to 64 ranks). 0, or -1 if it cannot tell. */
 int tt_cost_round_ends(const tt_cost_model_t *m, const tt_algorithm_t *algo, const tt_coll_args_t *args,
