@@ -28,8 +28,9 @@
 
 #define TAG_OFFER 1
 #define TAG_ANSWER 2
-#define STEP_MS 50     /* between looks at the news while waiting for answers */
-#define JOIN_STEP_MS 1 /* ... and for the other side's part of a pair this rank answered */
+#define CAUSE_WAIT_MS 200 /* how long a failed connection waits to see why the peer went */
+#define STEP_MS 50        /* between looks at the news while waiting for answers */
+#define JOIN_STEP_MS 1    /* ... and for the other side's part of a pair this rank answered */
 
 typedef struct {
     int32_t tp;     /* the transport: its index in comm->tp_ops */
@@ -101,10 +102,22 @@ static pair_t *pair_of(tutti_comm_t comm, int q)
     return *p;
 }
 
-static tutti_status_t send_msg(tutti_comm_t comm, int q, int tag, const pair_msg_t *m)
+/* The asker listened before it asked: a refusal means it has closed the
+ * communicator since, so the answer is not tried again (this is the star's
+ * thread, which the rest of the tree waits on). */
+static tutti_status_t asker_gone(void *arg)
 {
-    return tt_star_send_msg(comm->bs.star, &comm->listeners[q], q, (uint64_t)tag, m, sizeof *m,
-                            tt_now_ms() + comm->timeout_ms);
+    (void)arg;
+    return TUTTI_ERR_PEER_FAILED;
+}
+
+static tutti_status_t watch(tutti_comm_t comm, const int *peers, int n, int64_t deadline);
+
+/* While q's listener refuses the offer: a revocation, an abort or a peer
+ * gone ends the wait at once (q may have closed the communicator). */
+static tutti_status_t offer_watch(void *arg)
+{
+    return watch(arg, NULL, 0, INT64_MAX);
 }
 
 /* Offers q this rank's side over the first transport from `from` that can
@@ -126,8 +139,12 @@ static tutti_status_t ask(tutti_comm_t comm, int q, pair_t *p, int from)
         p->tp = t;
         pthread_mutex_unlock(&comm->pairs->lock);
         tt_log_fault_mark();
-        st = send_msg(comm, q, TAG_OFFER, &m);
+        st = tt_star_send_msg_watched(comm->bs.star, &comm->listeners[q], q, TAG_OFFER, &m, sizeof m,
+                                      tt_now_ms() + comm->timeout_ms, offer_watch, comm);
         pthread_mutex_lock(&comm->pairs->lock);
+        tutti_status_t rv = st ? tt_comm_revoked(comm, "connecting to the peers") : TUTTI_SUCCESS;
+        if (rv)
+            return rv; /* q closed its listener with the communicator: the revocation says why */
         return st ? tt_comm_context(comm, st, "rank %d: asking rank %d for a connection failed", comm->rank,
                                     q)
                   : TUTTI_SUCCESS;
@@ -175,8 +192,10 @@ static int on_mail(void *arg, int from, uint64_t tag, const void *payload, size_
     a.tp = t;
     a.status = st ? TUTTI_ERR_UNSUPPORTED : TUTTI_SUCCESS;
     a.len = (uint32_t)alen;
-    send_msg(comm, from, TAG_ANSWER, &a); /* a peer gone meanwhile is news of its own */
-    tt_star_mail_kick(comm->bs.star);     /* this rank's main thread may wait for the pair */
+    /* A peer gone meanwhile is news of its own. */
+    tt_star_send_msg_watched(comm->bs.star, &comm->listeners[from], from, TAG_ANSWER, &a, sizeof a,
+                             tt_now_ms() + comm->timeout_ms, asker_gone, NULL);
+    tt_star_mail_kick(comm->bs.star); /* this rank's main thread may wait for the pair */
     return 1;
 }
 
@@ -269,6 +288,19 @@ static tutti_status_t watch(tutti_comm_t comm, const int *peers, int n, int64_t 
     return TUTTI_SUCCESS;
 }
 
+/* A peer that failed the connection has usually revoked the communicator
+ * or given up and closed it, and said so on the star a moment before:
+ * look again briefly, so that the call reports that, not the closed socket. */
+static tutti_status_t cause(tutti_comm_t comm, tutti_status_t st)
+{
+    if (st == TUTTI_ERR_TIMEOUT || st == TUTTI_ERR_NO_MEMORY || st == TUTTI_ERR_CONFIG)
+        return st;
+    for (int64_t until = tt_now_ms() + CAUSE_WAIT_MS; !tt_comm_has_news(comm) && tt_now_ms() < until;)
+        tt_star_wait_mail(comm->bs.star, tt_now_ms() + STEP_MS);
+    tutti_status_t why = tt_comm_news(comm, "connecting to the peers", UINT64_MAX);
+    return why ? why : st;
+}
+
 tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n)
 {
     if (!comm->pairs)
@@ -282,7 +314,7 @@ tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n)
             if (q == comm->rank || comm->peers[q].ops)
                 continue;
             if ((rc = advance(comm, q, &answering, &st)) < 0)
-                return st;
+                return cause(comm, st);
             missing += rc == 0;
         }
         if (!missing)

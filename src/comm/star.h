@@ -155,6 +155,12 @@ void tt_star_news(tt_star_t *s, tt_star_news_t *out);
  * peer's main thread); its thread offers it to the handler, or keeps it. */
 tutti_status_t tt_star_send_msg(tt_star_t *s, const tt_sockaddr_t *to, int peer, uint64_t tag,
                                 const void *payload, size_t len, int64_t deadline_ms);
+/* The same, where the receiver may not listen yet: while the connection is
+ * refused, watch(arg) is asked between tries, and what it returns other
+ * than TUTTI_SUCCESS (news that ends the caller's wait) ends the send. */
+tutti_status_t tt_star_send_msg_watched(tt_star_t *s, const tt_sockaddr_t *to, int peer, uint64_t tag,
+                                        const void *payload, size_t len, int64_t deadline_ms,
+                                        tutti_status_t (*watch)(void *arg), void *arg);
 /* The handler of arriving messages (NULL: keep them all). */
 void tt_star_on_mail(tt_star_t *s, tt_star_mail_fn fn, void *arg);
 /* Takes the oldest kept message from rank from with tag: 1 and up to cap

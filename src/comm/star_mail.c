@@ -20,8 +20,30 @@
 tutti_status_t tt_star_send_msg(tt_star_t *s, const tt_sockaddr_t *to, int peer, uint64_t tag,
                                 const void *payload, size_t len, int64_t deadline_ms)
 {
+    return tt_star_send_msg_watched(s, to, peer, tag, payload, len, deadline_ms, NULL, NULL);
+}
+
+typedef struct {
+    tutti_status_t (*fn)(void *arg);
+    void *arg;
+    tutti_status_t said;
+} watch_t;
+
+static tutti_status_t watched(void *arg)
+{
+    watch_t *w = arg;
+    return w->said = w->fn(w->arg);
+}
+
+tutti_status_t tt_star_send_msg_watched(tt_star_t *s, const tt_sockaddr_t *to, int peer, uint64_t tag,
+                                        const void *payload, size_t len, int64_t deadline_ms,
+                                        tutti_status_t (*watch)(void *arg), void *arg)
+{
     int fd;
-    tutti_status_t st = tt_sock_connect(to, deadline_ms, &fd);
+    watch_t w = {watch, arg, TUTTI_SUCCESS};
+    tutti_status_t st = tt_sock_connect_watched(to, deadline_ms, watch ? watched : NULL, &w, &fd);
+    if (w.said)
+        return w.said; /* the caller's news (a revocation, a peer gone), which its watch recorded */
     if (!st) {
         st = tt_hello_send(fd, s->key, s->rank, s->nranks, TT_STAR_HELLO_MSG, deadline_ms);
         if (!st)
