@@ -24,6 +24,8 @@
 #include "core/ranks.h"
 #include "core/try.h"
 
+#define WELCOME_GRACE_MS 1000 /* past its deadline, a joined rank still waits for rank 0's word */
+
 /* What rank 0 tells a joining rank. */
 typedef struct {
     tt_sockaddr_t parent, root;
@@ -306,7 +308,10 @@ static tutti_status_t read_welcome(tt_bootstrap_t *bs, welcome_t *w, int64_t dea
 tutti_status_t tt_bootstrap_attach(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen)
 {
     welcome_t w;
-    TT_TRY(read_welcome(bs, &w, deadline, err, errlen));
+    /* Rank 0 says why the job did not form at its own deadline, which can
+     * come a little after this rank's (it may have begun later): wait that
+     * much longer, so that the reason arrives rather than a bare timeout. */
+    TT_TRY(read_welcome(bs, &w, deadline + WELCOME_GRACE_MS, err, errlen));
     close(bs->up_fd);
     bs->up_fd = -1;
     bs->root = w.root;
