@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shm transport internals. The ranks of a host share one segment, made by
- * the host's first rank when the communicator starts, reserved whole
- * (posix_fallocate: a full /dev/shm is an error at creation, never a
- * SIGBUS later) and unlinked once every rank mapped it. Its size is
+ * the host's first rank when the communicator starts and unlinked once
+ * every rank mapped it; a pair's queues are reserved (posix_fallocate) as
+ * it connects, so a full /dev/shm sends the pair over the next transport,
+ * never a SIGBUS later. Its size is
  * bounded per host (TUTTI_SHM_HOST_BYTES, lowered to fit what /dev/shm has
  * free); each rank owns a pool in it (shm_pool.c) from which it gives each
  * peer that connects (at first use) the queues that peer sends it on: one
@@ -125,6 +126,7 @@ typedef struct tt_shm_ctx {
     const tt_tp_env_t *env;
     char name[64];
     char *host;       /* the host segment, mapped */
+    int fd;           /* its descriptor while mapped: a pair's queues are reserved as it connects */
     size_t bytes;     /* its size */
     int *local_index; /* rank -> index among ranks of this host, or -1 */
     int nlocal, nchannels, nslots;

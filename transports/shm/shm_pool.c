@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shm's memory: one segment per host, reserved whole when the communicator
- * starts, and each rank's pool in it. The host's first rank sizes it: room
+ * shm's memory: one segment per host, sized when the communicator starts,
+ * and each rank's pool in it; what a pair's queues take is reserved when
+ * the pair connects (posix_fallocate), so that a communicator costs the
+ * memory of the pairs it uses, and a /dev/shm that another job filled
+ * meanwhile makes that pair go over the next transport, never a SIGBUS. The host's first rank sizes it: room
  * for every same-host peer at full size, within TUTTI_SHM_HOST_BYTES for
  * the host and three quarters of what /dev/shm has free (a container's
  * 64 MiB is common); less than full size is said once, and less than the
@@ -110,7 +113,9 @@ static tutti_status_t pool_size(const tt_shm_ctx_t *ctx, uint64_t *pool)
     return TUTTI_SUCCESS;
 }
 
-/* The host's first rank: the segment, reserved whole. */
+/* The host's first rank: the segment, its headers and every pool's
+ * reserved. A page is reserved before it is touched: on a tmpfs that
+ * filled up, the first touch of one that is not kills with SIGBUS. */
 static tutti_status_t host_create(tt_shm_ctx_t *ctx)
 {
     uint64_t pool;
@@ -121,17 +126,17 @@ static tutti_status_t host_create(tt_shm_ctx_t *ctx)
         TT_ERROR(TT_SUB_NET, "shm: shm_open(%s) failed: %s", ctx->name, strerror(errno));
         return TUTTI_ERR_SYSTEM;
     }
-    /* Reserved now: a tmpfs that fills up later would kill a rank with
-     * SIGBUS at its first touch of a page. */
-    int err = posix_fallocate(fd, 0, (off_t)ctx->bytes);
+    int err = ftruncate(fd, (off_t)ctx->bytes) ? errno : posix_fallocate(fd, 0, TT_SHM_HOST_HDR);
+    for (int i = 0; i < ctx->nlocal && !err; i++)
+        err = posix_fallocate(fd, (off_t)(TT_SHM_HOST_HDR + (uint64_t)i * pool), (off_t)TT_SHM_POOL_HDR);
     void *p = err ? MAP_FAILED : mmap(NULL, ctx->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (!err && p == MAP_FAILED)
         err = errno;
-    close(fd);
     if (err) {
+        close(fd);
         char a[32];
         mib(ctx->bytes, a, sizeof a);
-        TT_ERROR(TT_SUB_NET, "shm: reserving %s in /dev/shm for the %d ranks of this host failed: %s%s", a,
+        TT_ERROR(TT_SUB_NET, "shm: making the %s segment in /dev/shm for the %d ranks of this host failed: %s%s", a,
                  ctx->nlocal, strerror(err),
                  err == ENOSPC ? " (another job took the room meanwhile? docker run --shm-size, or "
                                  "TUTTI_SHM_HOST_BYTES)"
@@ -140,6 +145,7 @@ static tutti_status_t host_create(tt_shm_ctx_t *ctx)
         return TUTTI_ERR_NO_MEMORY;
     }
     ctx->host = p;
+    ctx->fd = fd;
     *(tt_shm_host_t *)p = (tt_shm_host_t){.magic = TT_SHM_MAGIC, .nlocal = ctx->nlocal, .pool_bytes = pool};
     memcpy(((tt_shm_host_t *)p)->key, ctx->env->key, TT_KEY_BYTES);
     return TUTTI_SUCCESS;
@@ -158,13 +164,13 @@ static tutti_status_t host_map(tt_shm_ctx_t *ctx)
     }
     ctx->bytes = (size_t)st.st_size;
     void *p = mmap(NULL, ctx->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int err = errno;
-    close(fd);
     if (p == MAP_FAILED) {
-        TT_ERROR(TT_SUB_NET, "shm: mapping this host's segment failed: %s", strerror(err));
+        TT_ERROR(TT_SUB_NET, "shm: mapping this host's segment failed: %s", strerror(errno));
+        close(fd);
         return TUTTI_ERR_SYSTEM;
     }
     ctx->host = p;
+    ctx->fd = fd;
     const tt_shm_host_t *h = p;
     if (!tt_local_keyed(h->magic, TT_SHM_MAGIC, h->key, ctx->env->key) || h->nlocal != ctx->nlocal ||
         TT_SHM_HOST_HDR + (size_t)h->nlocal * h->pool_bytes != ctx->bytes) {
@@ -209,8 +215,10 @@ tutti_status_t tt_shm_host_start(tt_shm_ctx_t *ctx)
 
 void tt_shm_host_unmap(tt_shm_ctx_t *ctx)
 {
-    if (ctx->host)
+    if (ctx->host) {
         munmap(ctx->host, ctx->bytes);
+        close(ctx->fd);
+    }
     ctx->host = NULL;
     free(ctx->pool.free);
     ctx->pool.free = NULL;
@@ -286,10 +294,18 @@ tutti_status_t tt_shm_region_take(tt_shm_ctx_t *ctx, int peer, tt_shm_region_t *
             p->todo);
         return TUTTI_ERR_UNSUPPORTED;
     }
-    memset(ctx->host + off, 0, need);
     p->todo--;
     *r = (tt_shm_region_t){
         .offset = off, .slot_bytes = slot, .nslots = ctx->nslots, .nchannels = ctx->nchannels};
+    int err = posix_fallocate(ctx->fd, (off_t)off, (off_t)need);
+    if (err) {
+        TT_WARN(TT_SUB_NET, "shm: reserving %llu bytes in /dev/shm for rank %d's queues failed: %s%s; the pair goes "
+                "over the next transport",
+                (unsigned long long)need, peer, strerror(err), err == ENOSPC ? " (another job took the room?)" : "");
+        tt_shm_region_give_back(ctx, r);
+        return TUTTI_ERR_UNSUPPORTED;
+    }
+    memset(ctx->host + off, 0, need);
     if (slot < ctx->slot_bytes)
         TT_DEBUG(TT_SUB_NET, "shm: rank %d gives rank %d slots of %zu bytes", ctx->env->rank, peer, slot);
     return TUTTI_SUCCESS;
