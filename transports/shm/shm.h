@@ -120,6 +120,7 @@ typedef struct {
     tt_shm_hole_t *free;
     int nfree, free_cap;
     int todo; /* same-host peers not given a region yet */
+    uint64_t high; /* the highest top so far: pages above it were never used */
 } tt_shm_pool_t;
 
 typedef struct tt_shm_ctx {

@@ -252,12 +252,14 @@ static size_t slot_for(const tt_shm_ctx_t *ctx, uint64_t left)
     return slot;
 }
 
-/* Where need bytes fit: room given back first, then the pool's top; 0 if nowhere. */
-static uint64_t place(tt_shm_pool_t *p, uint64_t need)
+/* Where need bytes fit: room given back first (*used set), then the
+ * pool's top; 0 if nowhere. */
+static uint64_t place(tt_shm_pool_t *p, uint64_t need, int *used)
 {
     for (int i = 0; i < p->nfree; i++)
         if (p->free[i].len >= need) {
             uint64_t off = p->free[i].off;
+            *used = 1;
             p->free[i].off += need;
             if ((p->free[i].len -= need) == 0)
                 p->free[i] = p->free[--p->nfree];
@@ -265,7 +267,10 @@ static uint64_t place(tt_shm_pool_t *p, uint64_t need)
         }
     if (p->top + need > p->size)
         return 0;
+    *used = p->top < p->high; /* a region given back lowered the top */
     p->top += need;
+    if (p->top > p->high)
+        p->high = p->top;
     return p->base + p->top - need;
 }
 
@@ -275,6 +280,7 @@ tutti_status_t tt_shm_region_take(tt_shm_ctx_t *ctx, int peer, tt_shm_region_t *
     if (!ctx->host)
         return TUTTI_ERR_UNSUPPORTED;
     uint64_t left = p->size - p->top, off = 0, need = 0;
+    int used = 0;
     for (int i = 0; i < p->nfree; i++)
         left += p->free[i].len;
     /* What is left may lie in pieces (regions of pairs that both sides
@@ -282,7 +288,7 @@ tutti_status_t tt_shm_region_take(tt_shm_ctx_t *ctx, int peer, tt_shm_region_t *
     size_t slot = slot_for(ctx, left);
     for (;; slot = smaller_slot(slot)) {
         need = round_up(tt_shm_region_bytes(ctx->nchannels, ctx->nslots, slot), TT_LOCAL_LINE);
-        if ((off = place(p, need)) != 0 || slot == TT_SHM_MIN_SLOT)
+        if ((off = place(p, need, &used)) != 0 || slot == TT_SHM_MIN_SLOT)
             break;
     }
     if (!off) {
@@ -305,7 +311,10 @@ tutti_status_t tt_shm_region_take(tt_shm_ctx_t *ctx, int peer, tt_shm_region_t *
         tt_shm_region_give_back(ctx, r);
         return TUTTI_ERR_UNSUPPORTED;
     }
-    memset(ctx->host + off, 0, need);
+    /* Fresh pages read zero: clearing them would allocate the whole
+     * region, most of which small messages never touch. */
+    if (used)
+        memset(ctx->host + off, 0, need);
     if (slot < ctx->slot_bytes)
         TT_DEBUG(TT_SUB_NET, "shm: rank %d gives rank %d slots of %zu bytes", ctx->env->rank, peer, slot);
     return TUTTI_SUCCESS;
