@@ -279,9 +279,9 @@ tutti_status_t tt_bootstrap_leave(tt_bootstrap_t *bs, uint64_t ncalls)
     return bs->star ? tt_star_leave(bs->star, ncalls) : TUTTI_SUCCESS;
 }
 
-void tt_bootstrap_fail(tt_bootstrap_t *bs, tutti_status_t st, const char *why)
+void tt_bootstrap_fail(tt_bootstrap_t *bs, tutti_status_t st, uint64_t from, const char *why)
 {
-    tt_star_fail(bs->star, st, why);
+    tt_star_fail(bs->star, st, from, why);
 }
 
 tutti_status_t tt_bootstrap_watch(void *arg)

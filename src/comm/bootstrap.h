@@ -77,8 +77,9 @@ tutti_status_t tt_bootstrap_bcast(tt_bootstrap_t *bs, void *buf, size_t size);
 tutti_status_t tt_bootstrap_barrier(void *bs);
 /* destroy's barrier: every rank called destroy after ncalls collectives. */
 tutti_status_t tt_bootstrap_leave(tt_bootstrap_t *bs, uint64_t ncalls);
-/* Tells every rank that this one gave up, with status and why. */
-void tt_bootstrap_fail(tt_bootstrap_t *bs, tutti_status_t st, const char *why);
+/* Tells every rank that this one gave up in collective `from` (the first
+ * it did not finish; 0 in set-up), with status and why. */
+void tt_bootstrap_fail(tt_bootstrap_t *bs, tutti_status_t st, uint64_t from, const char *why);
 /* For set-up waits (tt_tp_env_t.watch): non-zero (logged) once a rank gave up. */
 tutti_status_t tt_bootstrap_watch(void *bs);
 /* Bytes this rank's bootstrap sent and received so far (its join, the tree's frames, messages). */

@@ -91,12 +91,17 @@ TUTTI_API const char *tutti_comm_last_error(tutti_comm_t handle)
 
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
 {
+    tt_comm_fail_in(comm, st, 0);
+}
+
+void tt_comm_fail_in(tutti_comm_t comm, tutti_status_t st, uint64_t from)
+{
     if (comm->failed)
         return;
     comm->failed = st;
     /* The others learn why through rank 0 (they see the transports' abort
      * first, and wait a moment for this). */
-    tt_bootstrap_fail(&comm->bs, st, comm->last_error);
+    tt_bootstrap_fail(&comm->bs, st, from, comm->last_error);
     for (int i = 0; i < comm->nconnected; i++)
         comm->peers[comm->connected[i]].ops->abort(comm->peers[comm->connected[i]].conn);
     /* The device transport's abort raises one flag for all its peers. */
@@ -274,7 +279,7 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
     memcpy(comm->env.key, key, TT_KEY_BYTES);
     st = tt_comm_setup(comm, node_id, t0); /* says why itself */
     if (st) {
-        tt_bootstrap_fail(&comm->bs, st, thread_error); /* the others stop waiting for this rank */
+        tt_bootstrap_fail(&comm->bs, st, 0, thread_error); /* the others stop waiting for this rank */
         goto undo_alloc;
     }
     tt_rescue_narrow(comm);

@@ -146,8 +146,13 @@ void tt_comm_wake(tutti_comm_t comm);
 /* Whether call may start on comm: TUTTI_ERR_REVOKED once it was revoked,
  * TUTTI_ERR_ABORTED once a call failed on it (recorded and logged). */
 tutti_status_t tt_comm_usable(tutti_comm_t comm, const char *call);
-/* Marks comm failed after a mid-collective error and tells the peers. */
+/* Marks comm failed after a mid-collective error and tells the peers:
+ * _in when the error came in collective `from` (the first this rank will
+ * not finish), so that a peer still in an earlier one finishes it; plain
+ * when the rank cannot tell (a send or receive, an abort), which ends
+ * every call of every peer. */
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
+void tt_comm_fail_in(tutti_comm_t comm, tutti_status_t st, uint64_t from);
 
 /*
  * News from the other ranks (news.c), for a call described as `call`:

@@ -35,9 +35,10 @@ static void raise_news(tt_star_t *s)
     tt_wake_ring(atomic_load_explicit(&s->wake_fd, memory_order_relaxed));
 }
 
-/* Keeps the first rank that died and the first that gave up, and every
- * rank that died (for a shrink). Under the lock. */
-static void note_failed(tt_star_t *s, int rank, tutti_status_t st, const char *text, int died)
+/* Keeps the first rank that died, the one that gave up in the earliest
+ * collective (its news ends the most calls), and every rank that died
+ * (for a shrink). Under the lock. */
+static void note_failed(tt_star_t *s, int rank, tutti_status_t st, uint64_t from, const char *text, int died)
 {
     if (died)
         s->dead[rank] = 1;
@@ -45,9 +46,10 @@ static void note_failed(tt_star_t *s, int rank, tutti_status_t st, const char *t
         s->n.died_rank = rank;
         raise_news(s);
     }
-    if (!died && s->n.failed_rank < 0) {
+    if (!died && (s->n.failed_rank < 0 || from < s->n.failed_from)) {
         s->n.failed_rank = rank;
         s->n.failed_status = st;
+        s->n.failed_from = from;
         snprintf(s->n.failed_text, sizeof s->n.failed_text, "%s", text);
         raise_news(s);
     }
@@ -89,13 +91,14 @@ void tt_star_member_frame(tt_star_t *s, int from, const tt_star_hdr_t *h, const 
     case TT_STAR_ALL: keep_bcast(s, h, payload); break;
     case TT_STAR_FAILED:
         /* Of itself it knows; a notice for the ranks in destroy is theirs. */
-        if (h->rank == s->rank || (h->reserved && !s->said_leaving))
+        if (h->rank == s->rank || ((h->reserved & TT_STAR_FAILED_FOR_LEAVERS) && !s->said_leaving))
             break;
-        if (h->seq == 2) { /* a rank that gave up has ended */
+        if (h->reserved & TT_STAR_FAILED_ENDED) {
             s->dead[h->rank] = 1;
             break;
         }
-        note_failed(s, h->rank, (tutti_status_t)h->status, payload, h->seq == 1);
+        note_failed(s, h->rank, (tutti_status_t)h->status, h->seq, payload,
+                    h->reserved & TT_STAR_FAILED_DIED);
         s->hub_failed |= h->rank == 0;
         break;
     case TT_STAR_LEFT:
@@ -135,7 +138,7 @@ void tt_star_member_lost(tt_star_t *s)
     s->hub_gone = 1;
     s->dead[0] = !s->done; /* rank 0 is gone, having said why or not */
     if (!s->done && !s->hub_failed)
-        note_failed(s, 0, TUTTI_ERR_PEER_FAILED, "", 1);
+        note_failed(s, 0, TUTTI_ERR_PEER_FAILED, 0, "", 1);
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
 }

@@ -30,9 +30,10 @@
 typedef enum {
     TT_STAR_DATA = 1, /* up: rank's part of exchange `seq` */
     TT_STAR_ALL,      /* down: exchange `seq`'s broadcast (every part, in rank order) */
-    TT_STAR_FAIL,     /* up: rank gave up with `status`; text says why */
-    TT_STAR_FAILED,   /* down: rank gave up (relayed FAIL; `seq` 1: it died, 2: it ended after giving up);
-                       * reserved 1: only for ranks in destroy */
+    TT_STAR_FAIL,     /* up: rank gave up with `status` in collective `seq` (the first it did not
+                       * finish); text says why */
+    TT_STAR_FAILED,   /* down: rank gave up (relayed FAIL), died or ended: `reserved` holds
+                       * TT_STAR_FAILED_* flags */
     TT_STAR_LEAVING,  /* up: rank is in tutti_comm_destroy after `seq` collectives */
     TT_STAR_LEFT,     /* down: rank is the first in destroy, after `seq` collectives */
     TT_STAR_DONE,     /* down: every rank is in destroy; `status` says whether they agree */
@@ -49,6 +50,13 @@ typedef enum {
     TT_STAR_MSG,      /* point to point, on a connection of its own: tag `seq` */
     TT_STAR_TYPES
 } tt_star_type_t;
+
+/* TT_STAR_FAILED's flags: only for the ranks in destroy; the rank died
+ * (closed unannounced); it ended after giving up (no news, but a shrink
+ * must know). */
+#define TT_STAR_FAILED_FOR_LEAVERS 1u
+#define TT_STAR_FAILED_DIED 2u
+#define TT_STAR_FAILED_ENDED 4u
 
 typedef struct {
     uint32_t magic;
@@ -71,8 +79,9 @@ int tt_star_hdr_ok(const tt_star_hdr_t *h, int nranks);
 /* What a rank's main thread learns from the star (under the lock). */
 typedef struct {
     int died_rank;   /* the first rank whose connection closed unannounced, -1 */
-    int failed_rank; /* the first rank that gave up and said why, -1 */
+    int failed_rank; /* the rank that gave up earliest and said why, -1 */
     tutti_status_t failed_status;
+    uint64_t failed_from; /* the first collective it did not finish: earlier ones end on their own */
     char failed_text[TT_STAR_TEXT];
     int left_rank; /* the first rank in destroy, -1 */
     uint64_t left_after;
@@ -131,8 +140,9 @@ tutti_status_t tt_star_bcast(tt_star_t *s, void *buf, size_t size);
 /* destroy's barrier after ncalls collectives: waits until every rank is in
  * destroy; an error (said why) when ranks disagree or one gave up. */
 tutti_status_t tt_star_leave(tt_star_t *s, uint64_t ncalls);
-/* Tells every rank that this one gave up, with status and why. */
-void tt_star_fail(tt_star_t *s, tutti_status_t status, const char *why);
+/* Tells every rank that this one gave up in collective `from` (the first
+ * it did not finish), with status and why. */
+void tt_star_fail(tt_star_t *s, tutti_status_t status, uint64_t from, const char *why);
 /* Asks who is stuck and waits (a second or two) for the report; out gets
  * it, or what this rank alone can tell when the hub does not answer. */
 void tt_star_who_is_stuck(tt_star_t *s, const tt_stuck_state_t *mine, char *out, size_t len);

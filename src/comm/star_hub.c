@@ -69,8 +69,8 @@ void tt_star_hub_free(tt_star_hub_t *h)
     free(h);
 }
 
-/* One frame down the tree to every rank, rank 0 included; reserved 1: for
- * the ranks in destroy only. */
+/* One frame down the tree to every rank, rank 0 included; reserved: a
+ * FAILED frame's flags. */
 static void down(tt_star_t *s, int type, int rank, tutti_status_t status, uint64_t seq, const void *p,
                  size_t len, int reserved)
 {
@@ -219,18 +219,19 @@ void tt_star_hub_tick(tt_star_t *s)
         query_finish(s);
 }
 
-static void failed(tt_star_t *s, int from, tutti_status_t st, const char *why)
+static void failed(tt_star_t *s, int from, tutti_status_t st, uint64_t call, const char *why)
 {
     tt_star_hub_t *h = s->hub;
     if (h->failed[from])
         return;
     h->failed[from] = 1;
-    if (h->first_failed < 0) {
+    if (h->first_failed < 0 || call < h->first_call) {
         h->first_failed = from;
         h->first_status = st;
+        h->first_call = call;
         snprintf(h->first_text, TT_STAR_TEXT, "%s", why);
     }
-    down(s, TT_STAR_FAILED, from, st, 0, why, strlen(why) + 1, 0);
+    down(s, TT_STAR_FAILED, from, st, call, why, strlen(why) + 1, 0);
 }
 
 void tt_star_hub_frame(tt_star_t *s, int from, const tt_star_hdr_t *hd, const char *payload)
@@ -238,7 +239,7 @@ void tt_star_hub_frame(tt_star_t *s, int from, const tt_star_hdr_t *hd, const ch
     tt_star_hub_t *h = s->hub;
     switch (hd->type) {
     case TT_STAR_DATA: gather(s, from, hd, payload); break;
-    case TT_STAR_FAIL: failed(s, from, (tutti_status_t)hd->status, payload); break;
+    case TT_STAR_FAIL: failed(s, from, (tutti_status_t)hd->status, hd->seq, payload); break;
     case TT_STAR_LEAVING: leaving(s, from, hd->seq); break;
     case TT_STAR_REVOKE:
         if (h->revoker < 0) { /* the first revocation speaks for all */
@@ -269,11 +270,12 @@ void tt_star_hub_gone(tt_star_t *s, int r, int hint)
     if (h->done_sent)
         return;       /* the job is over */
     if (h->failed[r]) /* it said why: its end is no news, but a shrink must know */
-        return down(s, TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, 2, "", 1, 0);
+        return down(s, TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, 0, "", 1, TT_STAR_FAILED_ENDED);
     /* A rank in destroy that closes was announced as leaving: only those
      * waiting with it in destroy's barrier need to hear it is gone. */
     static const char why[] = "its process ended or its connection closed";
-    down(s, TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, 1, why, sizeof why, h->leaving[r]);
+    down(s, TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, 0, why, sizeof why,
+         TT_STAR_FAILED_DIED | (h->leaving[r] ? TT_STAR_FAILED_FOR_LEAVERS : 0));
 }
 
 /* A notice to one link only (an orphan, which passes it to its subtree). */
@@ -293,10 +295,12 @@ void tt_star_hub_adopt(tt_star_t *s, tt_star_link_t *l)
     tt_star_hub_t *h = s->hub;
     TT_DEBUG(TT_SUB_INIT, "star hub: rank %d attached to rank 0 (its parent is gone)", l->rank);
     if (h->first_failed >= 0)
-        tell(s, l, TT_STAR_FAILED, h->first_failed, h->first_status, 0, h->first_text, 0);
+        tell(s, l, TT_STAR_FAILED, h->first_failed, h->first_status, h->first_call, h->first_text, 0);
     for (int r = 1; r < h->n; r++)
         if (h->gone[r])
-            tell(s, l, TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, h->failed[r] ? 2 : 1, "", h->leaving[r]);
+            tell(s, l, TT_STAR_FAILED, r, TUTTI_ERR_PEER_FAILED, 0, "",
+                 h->failed[r] ? TT_STAR_FAILED_ENDED
+                              : TT_STAR_FAILED_DIED | (h->leaving[r] ? TT_STAR_FAILED_FOR_LEAVERS : 0));
     if (h->left_rank >= 0)
         tell(s, l, TT_STAR_LEFT, h->left_rank, 0, h->leave_after[h->left_rank], NULL, 0);
     if (h->revoker >= 0)

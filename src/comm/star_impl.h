@@ -78,6 +78,7 @@ typedef struct {
     char *done_text;
     int first_failed; /* for a rank that attaches late (an orphan): the first failure, its reason */
     tutti_status_t first_status;
+    uint64_t first_call; /* the collective it gave up in */
     char *first_text;
     uint64_t xseq; /* the exchange being gathered */
     int xcount;    /* parts in */
@@ -130,6 +131,7 @@ struct tt_star {
      * its parent died (what was on the way may have died with it). */
     int said_fail, said_leaving, said_revoke;
     tutti_status_t fail_status;
+    uint64_t fail_from;
     char fail_text[TT_STAR_TEXT];
     uint64_t leave_after;
     /* The tree: touched by the thread only. */

@@ -312,7 +312,7 @@ static void say_again(tt_star_t *s, int old_parent)
     int fail = s->said_fail, leaving = s->said_leaving, revoke = s->said_revoke;
     pthread_mutex_unlock(&s->lock);
     if (fail)
-        tt_star_up(s, TT_STAR_FAIL, s->fail_status, 0, s->fail_text, strlen(s->fail_text) + 1);
+        tt_star_up(s, TT_STAR_FAIL, s->fail_status, s->fail_from, s->fail_text, strlen(s->fail_text) + 1);
     if (leaving)
         tt_star_up(s, TT_STAR_LEAVING, 0, s->leave_after, NULL, 0);
     if (revoke)

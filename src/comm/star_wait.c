@@ -196,7 +196,7 @@ tutti_status_t tt_star_leave(tt_star_t *s, uint64_t ncalls)
     return st;
 }
 
-void tt_star_fail(tt_star_t *s, tutti_status_t status, const char *why)
+void tt_star_fail(tt_star_t *s, tutti_status_t status, uint64_t from, const char *why)
 {
     if (!s)
         return;
@@ -205,11 +205,12 @@ void tt_star_fail(tt_star_t *s, tutti_status_t status, const char *why)
     if (first) {
         s->said_fail = 1;
         s->fail_status = status;
+        s->fail_from = from;
         snprintf(s->fail_text, sizeof s->fail_text, "%s", why);
     }
     pthread_mutex_unlock(&s->lock);
     if (first)
-        queue(s, TT_STAR_FAIL, status, 0, why, strlen(why) + 1);
+        queue(s, TT_STAR_FAIL, status, from, why, strlen(why) + 1);
 }
 
 static int report_in(const tt_star_t *s, const void *arg)
