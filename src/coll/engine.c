@@ -394,6 +394,27 @@ static tutti_status_t poll_runs(run_t *runs, int n, int *progressed, int *left)
     return TUTTI_SUCCESS;
 }
 
+/* Whether a peer that an active lane waits on died or gave up. Only those:
+ * the scan runs every ALIVE_CHECK_NS, and checking every connected peer
+ * (all of them after an all-to-all) cost each rank system calls in
+ * proportion to the communicator, which at hundreds of ranks to a core
+ * took the whole machine. A death elsewhere reaches this rank as news, or
+ * here once a call waits on that peer. */
+static int waited_peer_lost(const run_t *runs, int n)
+{
+    for (int r = 0; r < n; r++)
+        for (int l = 0; runs[r].state == RUN_ACTIVE && l < runs[r].nlanes; l++) {
+            const lane_t *lane = &runs[r].lanes[l];
+            for (int i = 0; lane->slice >= 0 && i < lane->npending; i++) {
+                int q = lane->req_step[i]->peer;
+                const tt_peer_t *p = q >= 0 ? &runs[r].peers[q] : NULL;
+                if (lane->reqs[i].state == TT_REQ_PENDING && p && p->ops && p->ops->alive(p->conn))
+                    return 1;
+            }
+        }
+    return 0;
+}
+
 /* News from the other ranks, a dead peer, or no progress for TUTTI_TIMEOUT:
  * reported for the first active run waiting on a request. Says what this
  * rank waits for (the who-is-stuck report reads it). */
@@ -402,7 +423,6 @@ static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t las
 {
     tutti_comm_t comm = runs[0].comm;
     if (now >= *next_alive) {
-        char gone[256];
         *next_alive = now + ALIVE_CHECK_NS;
         for (int r = 0; r < n; r++) /* the first active run speaks for the batch */
             if (runs[r].state == RUN_ACTIVE) {
@@ -410,7 +430,7 @@ static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t las
                 TT_TRY(check_news(&runs[r]));
                 break;
             }
-        if (lost_peers(&runs[0], gone, sizeof gone, 1) > 0)
+        if (waited_peer_lost(runs, n))
             for (int r = 0; r < n; r++)
                 for (int l = 0; runs[r].state == RUN_ACTIVE && l < runs[r].nlanes; l++)
                     if (runs[r].lanes[l].slice >= 0 && runs[r].lanes[l].npending > 0)
