@@ -9,6 +9,7 @@
  * that gave up elsewhere ends the waits at once (env->watch).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -47,6 +48,12 @@ static tutti_status_t tcp_listen(const tt_tp_env_t *env, void **ctxp, void *addr
         free(ctx);
         return st;
     }
+    /* A peer's hello follows its connect at once, but with hundreds of
+     * ranks to a core the peer can be kept off the CPU for seconds in
+     * between; refusing it then breaks the pair. A stranger that never
+     * speaks still loses its place when the waiting room fills. */
+    if (env->timeout_ms > ctx->admit->hello_ms)
+        ctx->admit->hello_ms = env->timeout_ms > INT32_MAX ? INT32_MAX : (int)env->timeout_ms;
     memcpy(addr, &ctx->addr, sizeof ctx->addr);
     *addr_len = sizeof ctx->addr;
     *ctxp = ctx;
