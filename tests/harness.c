@@ -6,14 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "comm/bootstrap.h"
 #include "core/env_config.h"
-#include "transports/shm/shm.h"
 #include "harness.h"
 
 static int ranks_per_node;
@@ -38,35 +36,8 @@ void tt_skip(const char *why)
     ck_abort_msg(TT_SKIP_MARK "%s", why);
 }
 
-/* The ranks of a host share their shm segments in /dev/shm, which a
- * container may keep small (64 MiB by default): where the job's do not fit
- * in what is free, a rank would die of SIGBUS touching them, so the case is
- * skipped, saying how much room it needs. */
-static void need_shm_room(int nranks)
-{
-    const char *transports = getenv("TUTTI_TRANSPORTS");
-    int local = ranks_per_node > 0 && ranks_per_node < nranks ? ranks_per_node : nranks;
-    struct statvfs fs;
-    if (local < 2 || (transports && !strstr(transports, "shm")) || statvfs("/dev/shm", &fs))
-        return;
-    size_t need = (size_t)nranks *
-                  tt_shm_segment_bytes(local, (int)tt_config_int(TT_CFG_PIPELINE),
-                                       (int)tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOTS),
-                                       (size_t)tt_config_table_int(&tt_shm_config, TT_CFG_SHM_SLOT_BYTES));
-    size_t room = (size_t)fs.f_bavail * fs.f_frsize;
-    if (room >= need)
-        return;
-    char why[256];
-    snprintf(why, sizeof why,
-             "%d ranks need %zu MiB free in /dev/shm, which has %zu MiB (docker run --shm-size=512m, or "
-             "mount -o remount,size=512m /dev/shm)",
-             nranks, need >> 20, room >> 20);
-    tt_skip(why);
-}
-
 void tt_spawn_ranks(int nranks, tt_rank_fn fn, void *arg, pid_t *pids)
 {
-    need_shm_room(nranks);
     tutti_unique_id_t id;
     ck_assert_int_eq(tutti_get_unique_id(&id), TUTTI_SUCCESS);
     tt_id_t tid;
@@ -134,14 +105,16 @@ int tt_wait_ranks(int nranks, const pid_t *pids, int *codes, int timeout_s)
 
 void tt_run_ranks(int nranks, tt_rank_fn fn, void *arg, int timeout_s)
 {
-    pid_t pids[64];
-    int codes[64];
-    ck_assert_int_le(nranks, 64);
+    pid_t *pids = calloc((size_t)nranks, sizeof *pids);
+    int *codes = calloc((size_t)nranks, sizeof *codes);
+    ck_assert(pids && codes);
     tt_spawn_ranks(nranks, fn, arg, pids);
     int timed_out = tt_wait_ranks(nranks, pids, codes, timeout_s);
     ck_assert_msg(!timed_out, "ranks did not finish within %d s", timeout_s);
     for (int r = 0; r < nranks; r++)
         ck_assert_msg(codes[r] == 0, "rank %d of %d exited with %d", r, nranks, codes[r]);
+    free(pids);
+    free(codes);
 }
 
 /* Copies Check's TAP to stdout, a case failed by tt_skip written as a

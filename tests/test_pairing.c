@@ -165,6 +165,80 @@ START_TEST(a_rank_that_destroys_early_is_noticed_at_once)
 }
 END_TEST
 
+/* Which ranks have given up, and whether the slow rank is done: shared
+ * by the forked ranks. */
+typedef struct {
+    volatile int gave_up[4];
+    volatile int slow_done;
+} late_t;
+
+/* Spins (a few seconds at most) until flag is set. */
+static void wait_flag(volatile int *flag)
+{
+    for (int64_t t0 = tt_now_ms(); !*flag && tt_now_ms() - t0 < 20000;)
+        usleep(1000);
+}
+
+/* Reduce #1 to rank 1 is done on every other rank (they only send to it),
+ * rank 2 destroys, and the others give up in all-reduce #2 while rank 1
+ * has not yet made #1. News of those give-ups is about #2: rank 1's #1
+ * must still succeed (its data is there), and its #2 fail as a mismatch.
+ * The others keep their connections until rank 1 is done, so what #1
+ * needs is not torn down under it. */
+static int slow_rank_finishes_its_call(tutti_comm_t comm, int r, int p, void *arg)
+{
+    late_t *late = arg;
+    float a[N], b[N];
+    for (int i = 0; i < N; i++)
+        a[i] = (float)(r + 1);
+    TT_FAIL_IF(tutti_allreduce(a, b, N, TUTTI_FP32, TUTTI_SUM, comm, NULL), "rank %d: first call: %s", r,
+               tutti_comm_last_error(comm));
+    if (r == 1) {
+        for (int q = 0; q < p; q++) /* news of every give-up has had time to come */
+            if (q != 1 && q != 2)
+                wait_flag(&late->gave_up[q]);
+        usleep(300 * 1000);
+        tutti_status_t st = tutti_reduce(a, b, N, TUTTI_FP32, TUTTI_SUM, 1, comm, NULL);
+        TT_FAIL_IF(st != TUTTI_SUCCESS || b[0] != (float)(p * (p + 1) / 2),
+                   "rank 1: reduce #1, which every rank finished, gave %s (b[0] %g): %s",
+                   tutti_status_name(st), (double)b[0], tutti_comm_last_error(comm));
+        st = tutti_allreduce(a, b, N, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+        late->slow_done = 1;
+        TT_FAIL_IF(st != TUTTI_ERR_MISMATCH, "rank 1: all-reduce #2 gave %s: %s", tutti_status_name(st),
+                   tutti_comm_last_error(comm));
+        tutti_comm_abort(comm);
+        return -1;
+    }
+    TT_FAIL_IF(tutti_reduce(a, b, N, TUTTI_FP32, TUTTI_SUM, 1, comm, NULL), "rank %d: reduce #1: %s", r,
+               tutti_comm_last_error(comm));
+    tutti_status_t st =
+        r == 2 ? tutti_comm_destroy(comm) : tutti_allreduce(a, b, N, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+    late->gave_up[r] = 1;
+    wait_flag(&late->slow_done);
+    TT_FAIL_IF(st == TUTTI_SUCCESS, "rank %d: the call after reduce #1 succeeded", r);
+    if (r != 2)
+        tutti_comm_abort(comm);
+    return -1;
+}
+
+START_TEST(news_of_a_later_call_leaves_an_earlier_one_alone)
+{
+    late_t *late = mmap(NULL, sizeof *late, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(late, MAP_FAILED);
+    /* direct connects every pair in #0; binomial's senders never wait for the root */
+    setenv("TUTTI_ALGO_ALLREDUCE", "direct", 1);
+    setenv("TUTTI_ALGO_REDUCE", "binomial", 1);
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    tt_run_ranks(4, slow_rank_finishes_its_call, late, 60);
+    memset(late, 0, sizeof *late);
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_run_ranks(3, slow_rank_finishes_its_call, late, 60);
+    unsetenv("TUTTI_ALGO_ALLREDUCE");
+    unsetenv("TUTTI_ALGO_REDUCE");
+    munmap(late, sizeof *late);
+}
+END_TEST
+
 /* What each rank of a set-up-only job saw. */
 typedef struct {
     int status;
@@ -263,6 +337,7 @@ int main(void)
     tcase_add_test(tc, empty_calls_agree_and_keep_the_sequence);
     tcase_add_test(tc, a_wrong_root_is_a_mismatch_for_every_rank);
     tcase_add_test(tc, a_rank_that_destroys_early_is_noticed_at_once);
+    tcase_add_test(tc, news_of_a_later_call_leaves_an_earlier_one_alone);
     tcase_add_test(tc, pipeline_must_agree_over_tcp);
     tcase_add_test(tc, pipeline_must_agree_over_shm);
     tcase_add_test(tc, shm_slots_must_agree_over_shm);

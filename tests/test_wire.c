@@ -39,8 +39,11 @@ START_TEST(a_shm_slot_claiming_more_than_it_holds_is_a_mismatch)
     memset(mem, 0, ring);
     size_t len = 150;
     char dst[150];
-    tt_shm_conn_t c = {.peer = 1, .nchannels = 1, .nslots = NSLOTS, .slot_bytes = SLOT_BYTES, .pidfd = -1};
-    c.in[0] = (tt_shm_side_t){.q = (tt_local_queue_t *)mem, .slots = mem + sizeof(tt_local_queue_t)};
+    tt_shm_conn_t c = {.peer = 1, .nchannels = 1, .pidfd = -1};
+    c.in[0] = (tt_shm_side_t){.q = (tt_local_queue_t *)mem,
+                              .slots = mem + sizeof(tt_local_queue_t),
+                              .slot_bytes = SLOT_BYTES,
+                              .nslots = NSLOTS};
     tt_req_t req = {.hdr = {.magic = TT_MSG_MAGIC, .seq = 7, .count = len, .bytes = len},
                     .buf = dst,
                     .len = len,

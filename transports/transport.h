@@ -31,9 +31,10 @@
 #define TT_ADDR_MAX 128 /* bytes of one transport address blob */
 #define TT_MAX_CHANNELS 16
 #define TT_HOSTNAME_MAX 64
-/* Name of a rank's shm segment: key tag, rank (tutti-run sweeps these). */
+/* Name of a host's shm segment: key tag, the host's first rank (tutti-run
+ * sweeps these, for every rank). */
 #define TT_SHM_NAME_FORMAT "/tutti-%016llx-%d"
-/* ... the doorbell its same-host peers ring when it sleeps (a FIFO) ... */
+/* ... the doorbell its same-host peers ring when it sleeps (an abstract socket: no file) ... */
 #define TT_SHM_BELL_FORMAT "/dev/shm/tutti-%016llx-%d-bell"
 /* ... and of its cuda_ipc segment. */
 #define TT_IPC_NAME_FORMAT "/tutti-%016llx-%d-ipc"
@@ -241,13 +242,41 @@ typedef struct {
      * TUTTI_ERR_UNSUPPORTED: not offered on this rank (it logged why at
      * info level); peers then use another transport. */
     tutti_status_t (*listen)(const tt_tp_env_t *env, void **ctx, void *addr, size_t *addr_len);
+    /* Set-up every rank runs once every rank's endpoint is known, before
+     * any connection (shm: the host's shared segment); env->barrier may be
+     * used. NULL: none. */
+    tutti_status_t (*start)(void *ctx);
     /*
-     * Connects to the given peers (addrs holds every rank's blob, TT_ADDR_MAX
-     * apart) and fills conns[i] for peers[i]. Every rank calls it, with
-     * npeers possibly 0, so that a transport may use env->barrier inside.
+     * Connects to the given peers at set-up (addrs holds every rank's blob,
+     * TT_ADDR_MAX apart) and fills conns[i] for peers[i]. Every rank calls
+     * it, with npeers possibly 0, so that a transport may use env->barrier
+     * inside. For the transports without the pairwise ops below, and the
+     * device transports.
      */
     tutti_status_t (*connect)(void *ctx, const int *peers, int npeers, const unsigned char *addrs,
                               void **conns);
+    /*
+     * Connections made at first use, one pair at a time (src/comm/connect.c).
+     * The rank that needs the pair first offers its side for that peer as a
+     * blob of at most TT_ADDR_MAX bytes; the peer's bootstrap thread
+     * answers with its own (whatever the peer's main thread is doing); then
+     * each side, on its main thread, joins the two into a connection: the
+     * offering side first, and it never waits for the other's main thread
+     * (the data it sends waits in the transport until the other joins).
+     * The answering side's join never waits for the other side either: it
+     * leaves *conn NULL while the other side's part is not there yet, and
+     * is called again.
+     * offer and answer return TUTTI_ERR_UNSUPPORTED when this rank cannot
+     * serve the pair now (shm: its pool is spent), which moves the pair to
+     * the next transport; withdraw undoes an offer or answer the pair did
+     * not take. The caller never runs offer, answer and withdraw at once
+     * (they may run on the bootstrap's thread, beside the data path).
+     */
+    tutti_status_t (*offer)(void *ctx, int peer, void *blob, size_t *len);
+    tutti_status_t (*answer)(void *ctx, int peer, const void *offer, size_t offer_len, void *blob,
+                             size_t *len);
+    tutti_status_t (*join)(void *ctx, int peer, int offered, const void *theirs, size_t len, void **conn);
+    void (*withdraw)(void *ctx, int peer);
     tutti_status_t (*isend)(void *conn, int channel, tt_req_t *req);
     tutti_status_t (*irecv)(void *conn, int channel, tt_req_t *req);
     /* The header of the next message on channel, once it has arrived

@@ -60,6 +60,8 @@ typedef struct {
  * some rank; every rank returns the same status. */
 tutti_status_t tt_bw_tp_open(tt_bw_job_t *job, const char *name, tt_bw_tp_t *tp, char *why, size_t len);
 void tt_bw_tp_close(tt_bw_tp_t *tp);
+/* Connects every pair of in's ranks (all of them call it). */
+tutti_status_t tt_bw_connect_all(tutti_comm_t in);
 /* A communicator over the job's ranks made while the environment variable
  * var is value (var NULL: the job's environment as it is); made on every
  * rank or on none (then TUTTI_ERR_UNSUPPORTED with why filled). */

@@ -492,8 +492,8 @@ static tutti_status_t broadcast_model(tt_bw_job_t *job, tt_cost_model_t *m)
 {
     const tt_cost_model_t *mine = &job->in->policy.tuner.model;
     tutti_status_t st = tutti_broadcast(m, m, sizeof *m, TUTTI_UINT8, 0, job->ctl, NULL);
-    m->links = mine->links;
-    m->nlinks = mine->nlinks;
+    m->link_of = mine->link_of;
+    m->link_arg = mine->link_arg;
     return st;
 }
 

@@ -30,7 +30,7 @@ static double shape_predict(const tt_cost_model_t *base, const tt_cost_fix_entry
         goto out;
     *m = *base;
     m->fix.n = 0;
-    m->links = NULL; /* the pairs of that job are gone; its hosts' classes stand for them */
+    m->link_of = NULL; /* the pairs of that job are gone; its hosts' classes stand for them */
     int per_host = e->nranks / e->nhosts;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     m->crowding = cpus > 0 && per_host > cpus ? (double)per_host / (double)cpus : 1;

@@ -105,6 +105,7 @@ tutti_status_t tt_bw_tp_open(tt_bw_job_t *job, const char *name, tt_bw_tp_t *tp,
     TT_TRY(tt_bw_comm_with(job, "TUTTI_TRANSPORTS", list, timeout, &tp->comm, why, len));
     tp->in = tt_comm_lookup(tp->comm, NULL);
     int n = tp->n = job->nranks;
+    TT_TRY(tt_bw_connect_all(tp->in));
     tp->uses = calloc((size_t)n * n, sizeof *tp->uses);
     tp->cls = calloc((size_t)n * n, sizeof *tp->cls);
     const tt_bw_opts_t *o = job->o;
@@ -148,4 +149,18 @@ void tt_bw_tp_close(tt_bw_tp_t *tp)
     free(tp->sendbuf);
     free(tp->recvbuf);
     memset(tp, 0, sizeof *tp);
+}
+
+tutti_status_t tt_bw_connect_all(tutti_comm_t in)
+{
+    /* tutti-bw measures every pair: each rank connects to every other at
+     * once, which a communicator otherwise does at first use. */
+    int *all = malloc(sizeof(int) * (size_t)in->nranks);
+    if (!all)
+        return TUTTI_ERR_NO_MEMORY;
+    for (int q = 0; q < in->nranks; q++)
+        all[q] = q;
+    tutti_status_t st = tt_comm_connect(in, all, in->nranks);
+    free(all);
+    return st;
 }

@@ -152,6 +152,12 @@ int main(int argc, char **argv)
         return 2;
     }
     int peer = 1 - comm->rank;
+    if (tt_comm_connect(comm, &peer, 1)) {
+        fprintf(stderr, "tutti-bw-verbs: connecting to rank %d failed: %s\n", peer,
+                tutti_comm_last_error(handle));
+        tutti_comm_abort(handle);
+        return 1;
+    }
     tt_bwv_link_t link = {comm->peers[peer].ops, comm->peers[peer].conn, comm->nchannels, comm->timeout_ms,
                           0};
     char *sbuf = aligned_alloc(4096, (o.maxb + 4095) / 4096 * 4096);

@@ -338,6 +338,10 @@ int main(int argc, char **argv)
         return 1;
     }
     job.in = tt_comm_lookup(job.ctl, NULL);
+    if (tt_bw_connect_all(job.in)) {
+        fprintf(stderr, "tutti-bw: connecting the ranks failed: %s\n", tutti_comm_last_error(job.ctl));
+        return 1;
+    }
     job.rank = job.in->rank;
     job.nranks = job.in->nranks;
     job.text = job.rank == 0 && !o.json && !o.csv;

@@ -186,8 +186,10 @@ static void list_add(char *list, size_t len, int rank)
 static int lost_peers(const run_t *run, char *out, size_t len, int allow_aborted_only)
 {
     char died[128] = "", aborted[128] = "";
-    int ndied = 0, naborted = 0;
-    for (int r = 0; r < run->comm->nranks; r++) {
+    int ndied = 0, naborted = 0, n;
+    const int *list = tt_coll_peer_list(run->comm, run->peers, &n);
+    for (int i = 0; i < n; i++) {
+        int r = list ? list[i] : i;
         if (!run->peers[r].ops)
             continue;
         tutti_status_t st = run->peers[r].ops->alive(run->peers[r].conn);
@@ -392,6 +394,27 @@ static tutti_status_t poll_runs(run_t *runs, int n, int *progressed, int *left)
     return TUTTI_SUCCESS;
 }
 
+/* Whether a peer that an active lane waits on died or gave up. Only those:
+ * the scan runs every ALIVE_CHECK_NS, and checking every connected peer
+ * (all of them after an all-to-all) cost each rank system calls in
+ * proportion to the communicator, which at hundreds of ranks to a core
+ * took the whole machine. A death elsewhere reaches this rank as news, or
+ * here once a call waits on that peer. */
+static int waited_peer_lost(const run_t *runs, int n)
+{
+    for (int r = 0; r < n; r++)
+        for (int l = 0; runs[r].state == RUN_ACTIVE && l < runs[r].nlanes; l++) {
+            const lane_t *lane = &runs[r].lanes[l];
+            for (int i = 0; lane->slice >= 0 && i < lane->npending; i++) {
+                int q = lane->req_step[i]->peer;
+                const tt_peer_t *p = q >= 0 ? &runs[r].peers[q] : NULL;
+                if (lane->reqs[i].state == TT_REQ_PENDING && p && p->ops && p->ops->alive(p->conn))
+                    return 1;
+            }
+        }
+    return 0;
+}
+
 /* News from the other ranks, a dead peer, or no progress for TUTTI_TIMEOUT:
  * reported for the first active run waiting on a request. Says what this
  * rank waits for (the who-is-stuck report reads it). */
@@ -400,7 +423,6 @@ static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t las
 {
     tutti_comm_t comm = runs[0].comm;
     if (now >= *next_alive) {
-        char gone[256];
         *next_alive = now + ALIVE_CHECK_NS;
         for (int r = 0; r < n; r++) /* the first active run speaks for the batch */
             if (runs[r].state == RUN_ACTIVE) {
@@ -408,7 +430,7 @@ static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t las
                 TT_TRY(check_news(&runs[r]));
                 break;
             }
-        if (lost_peers(&runs[0], gone, sizeof gone, 1) > 0)
+        if (waited_peer_lost(runs, n))
             for (int r = 0; r < n; r++)
                 for (int l = 0; runs[r].state == RUN_ACTIVE && l < runs[r].nlanes; l++)
                     if (runs[r].lanes[l].slice >= 0 && runs[r].lanes[l].npending > 0)
@@ -436,9 +458,11 @@ static tutti_status_t run_loop(run_t *runs, int n)
     const int clock_every = waiter.yield ? 1 : CLOCK_EVERY_IDLE;
     for (;;) {
         int progressed = 0, left;
-        for (int r = 0; r < comm->nranks; r++)
-            if (peers[r].ops)
-                peers[r].ops->progress(peers[r].conn, &progressed);
+        for (int i = 0; i < waiter.n; i++) {
+            const tt_peer_t *p = &peers[waiter.list ? waiter.list[i] : i];
+            if (p->ops)
+                p->ops->progress(p->conn, &progressed);
+        }
         TT_TRY(poll_runs(runs, n, &progressed, &left));
         if (!left)
             return TUTTI_SUCCESS;
@@ -506,6 +530,36 @@ static tutti_status_t lay_out(tutti_comm_t comm, run_t *runs, int n)
     return TUTTI_SUCCESS;
 }
 
+/* Connects the peers the runs name that are not connected yet (at first
+ * use: every peer named is in the same call on its side). */
+static tutti_status_t connect_peers(tutti_comm_t comm, const run_t *runs, int n)
+{
+    int *need = NULL, nneed = 0;
+    tutti_status_t st = TUTTI_SUCCESS;
+    for (int i = 0; i < n && !st; i++) {
+        if (runs[i].peers != comm->peers || runs[i].state != RUN_WAITING)
+            continue;
+        for (int k = 0; k < runs[i].s->nsteps; k++) {
+            int q = runs[i].s->steps[k].peer, known = 0;
+            if (q < 0 || comm->peers[q].ops)
+                continue;
+            for (int j = 0; j < nneed && !known; j++)
+                known = need[j] == q;
+            if (known)
+                continue;
+            if (!need && !(need = malloc(sizeof(int) * (size_t)comm->nranks))) {
+                st = tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory to connect the peers");
+                break;
+            }
+            need[nneed++] = q;
+        }
+    }
+    if (!st && nneed)
+        st = tt_comm_connect(comm, need, nneed);
+    free(need);
+    return st;
+}
+
 tutti_status_t tt_engine_run_batch(tutti_comm_t comm, const tt_engine_item_t *items, int n)
 {
     run_t one, *runs = n == 1 ? &one : calloc((size_t)n, sizeof *runs);
@@ -526,7 +580,9 @@ tutti_status_t tt_engine_run_batch(tutti_comm_t comm, const tt_engine_item_t *it
     int waiting = 0;
     for (int i = 0; i < n; i++)
         waiting += runs[i].state == RUN_WAITING;
-    tutti_status_t st = waiting ? lay_out(comm, runs, n) : TUTTI_SUCCESS;
+    tutti_status_t st = waiting ? connect_peers(comm, runs, n) : TUTTI_SUCCESS;
+    if (!st && waiting)
+        st = lay_out(comm, runs, n);
     if (!st && waiting)
         st = run_loop(runs, n);
     for (int i = 0; i < n; i++)

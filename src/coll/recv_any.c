@@ -29,40 +29,50 @@ static tutti_status_t check_transports(tutti_comm_t comm, const char *call)
     if (comm->nranks < 2)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: rank %d has no other rank to receive from",
                              call, comm->rank);
-    for (int q = 0; q < comm->nranks; q++)
-        if (q != comm->rank && (!comm->peers[q].ops || !comm->peers[q].ops->peek))
-            return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED,
-                                 "%s: rank %d is reached over %s, which cannot tell a message has arrived; "
-                                 "name the source rank",
-                                 call, q, comm->peers[q].ops ? comm->peers[q].ops->name : "nothing");
+    /* Any transport that may serve a peer: a pair connects when its sender
+     * first sends, which a receive from any source cannot foresee. */
+    for (int t = 0; t < comm->ntransports; t++)
+        if ((comm->tp_ops[t]->caps & TT_CAP_HOST_MEM) && (comm->tp_all >> t & 1) && !comm->tp_ops[t]->peek)
+            return tt_comm_error(
+                comm, TUTTI_ERR_UNSUPPORTED,
+                "%s: rank %d may be reached over %s, which cannot tell a message has arrived; "
+                "name the source rank",
+                call, comm->rank, comm->tp_ops[t]->name);
     return TUTTI_SUCCESS;
 }
 
-/* The first peer from `first` on whose next message to this rank is a send; -1 if none yet. */
-static int find_sender(tutti_comm_t comm, int first)
+/* The first peer from `first` on (in rank order, round the ranks) whose
+ * next message to this rank is a send; -1 if none yet. Only connected
+ * peers can have sent: a sender asks for the pair first, and the
+ * connections asked for are completed here. */
+static int find_sender(tutti_comm_t comm, int first, tutti_status_t *st)
 {
-    for (int k = 0; k < comm->nranks; k++) {
-        int q = (first + k) % comm->nranks;
+    int best = -1, best_dist = comm->nranks;
+    if ((*st = tt_comm_connect_asked(comm)) != TUTTI_SUCCESS)
+        return -1;
+    for (int i = 0; i < comm->nconnected; i++) {
+        int q = comm->connected[i], dist = (q - first + comm->nranks) % comm->nranks;
         const tt_peer_t *peer = &comm->peers[q];
-        if (q == comm->rank)
-            continue;
         int progressed = 0;
         tt_msg_hdr_t hdr;
+        if (dist >= best_dist)
+            continue;
         peer->ops->progress(peer->conn, &progressed); /* some transports learn of arrivals only here */
         if (peer->ops->peek(peer->conn, 0, &hdr) && hdr.magic == TT_MSG_MAGIC && hdr.coll == TT_COLL_SEND &&
-            hdr.seq == comm->recv_seq[q])
-            return q;
+            hdr.seq == comm->recv_seq[q]) {
+            best = q;
+            best_dist = dist;
+        }
     }
-    return -1;
+    return best;
 }
 
 /* News from the other ranks, or a peer that died or gave up: the wait ends. */
 static tutti_status_t check_peers(tutti_comm_t comm, const char *call)
 {
     tutti_status_t st = tt_comm_news(comm, call, UINT64_MAX);
-    for (int q = 0; !st && q < comm->nranks; q++) {
-        if (q == comm->rank)
-            continue;
+    for (int i = 0; !st && i < comm->nconnected; i++) {
+        int q = comm->connected[i];
         tutti_status_t gone = comm->peers[q].ops->alive(comm->peers[q].conn);
         if (gone)
             st = tt_comm_error(comm, TUTTI_ERR_PEER_FAILED, "%s: rank %d %s", call, q,
@@ -88,7 +98,10 @@ static void nap(long polls)
 static tutti_status_t wait_for_sender(tutti_comm_t comm, const char *call, int first, int *source)
 {
     int64_t start = tt_now_ns(), next_check = start + ALIVE_CHECK_NS;
-    for (long polls = 0; (*source = find_sender(comm, first)) < 0; polls++) {
+    tutti_status_t st;
+    for (long polls = 0; (*source = find_sender(comm, first, &st)) < 0; polls++) {
+        if (st)
+            return st;
         if (atomic_load_explicit(&comm->aborting, memory_order_relaxed))
             return tt_comm_error(comm, TUTTI_ERR_ABORTED,
                                  "%s: interrupted on rank %d: the communicator is being aborted", call,

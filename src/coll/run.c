@@ -82,6 +82,18 @@ static int is_p2p(const tt_call_t *c)
     return c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
 }
 
+/* A collective's error ends the peers' calls from that collective on: one
+ * still in an earlier collective finishes it. A send or receive cannot
+ * tell which collectives are still under way (a device queue runs them
+ * later, on its own thread), so its error ends every call. */
+static void fail(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, tutti_status_t st)
+{
+    if (is_p2p(c))
+        tt_comm_fail(comm, st);
+    else
+        tt_comm_fail_in(comm, st, seq);
+}
+
 /* A call that news from the other ranks has already ended (a rank gave
  * up, died, or left before this call): it fails before it starts. */
 static tutti_status_t check_news(tutti_comm_t comm, const tt_call_t *c, uint64_t seq)
@@ -92,7 +104,7 @@ static tutti_status_t check_news(tutti_comm_t comm, const tt_call_t *c, uint64_t
     snprintf(call, sizeof call, "%s #%llu", tt_coll_name(c->coll), (unsigned long long)seq);
     tutti_status_t st = tt_comm_news(comm, call, is_p2p(c) ? UINT64_MAX : seq);
     if (st)
-        tt_comm_fail(comm, st);
+        fail(comm, c, seq, st);
     return st;
 }
 
@@ -251,6 +263,6 @@ tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t se
     if (!st && !x.avg_ranks)
         finish_avg(comm, c);
     if (st)
-        tt_comm_fail(comm, st);
+        fail(comm, c, seq, st);
     return st;
 }

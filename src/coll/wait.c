@@ -26,8 +26,9 @@
 void tt_waiter_init(tt_waiter_t *w, tutti_comm_t comm, const tt_peer_t *peers)
 {
     *w = (tt_waiter_t){.comm = comm, .peers = peers, .yield = comm->oversubscribed};
+    w->list = tt_coll_peer_list(comm, peers, &w->n);
     tt_coll_state_t *cs = tt_comm_layer(comm, TT_LAYER_COLL);
-    int cap = comm->nranks * TT_MAX_CHANNELS + 1;
+    int cap = w->n * TT_MAX_CHANNELS + 2;
     if (cs && cs->wait_cap < cap) {
         struct pollfd *fds = realloc(cs->wait_fds, (size_t)cap * sizeof *fds);
         if (fds) {
@@ -69,12 +70,12 @@ void tt_waiter_sleep(tt_waiter_t *w, int64_t until_ns)
     ws->n = 0;
     if (can_sleep && tt_wait_add(ws, comm->wake_fd, POLLIN))
         can_sleep = 0;
-    for (int r = 0; r < comm->nranks && can_sleep && !ready; r++) {
-        const tt_peer_t *p = &w->peers[r];
+    for (int i = 0; i < w->n && can_sleep && !ready; i++) {
+        const tt_peer_t *p = &w->peers[w->list ? w->list[i] : i];
+        armed = i + 1;
         if (!p->ops)
             continue;
         int a = p->ops->arm ? p->ops->arm(p->conn, ws) : -1;
-        armed = r + 1;
         ready = a > 0;
         can_sleep = a >= 0;
     }
@@ -88,7 +89,9 @@ void tt_waiter_sleep(tt_waiter_t *w, int64_t until_ns)
         if (ppoll(ws->fds, (nfds_t)ws->n, &ts, NULL) > 0 && ws->fds[0].revents)
             tt_wake_drain(comm->wake_fd);
     }
-    for (int r = 0; r < armed; r++)
-        if (w->peers[r].ops && w->peers[r].ops->disarm)
-            w->peers[r].ops->disarm(w->peers[r].conn);
+    for (int i = 0; i < armed; i++) {
+        const tt_peer_t *p = &w->peers[w->list ? w->list[i] : i];
+        if (p->ops && p->ops->disarm)
+            p->ops->disarm(p->conn);
+    }
 }

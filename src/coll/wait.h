@@ -28,6 +28,8 @@
 typedef struct {
     tutti_comm_t comm;
     const tt_peer_t *peers;
+    const int *list; /* the ranks of peers to look at (NULL: every rank) */
+    int n;
     int yield; /* ranks outnumber cores: yield between idle polls */
     tt_wait_set_t ws;
 } tt_waiter_t;
@@ -35,6 +37,16 @@ typedef struct {
 /* For a run over peers (the communicator's host connections or a device
  * transport's). */
 void tt_waiter_init(tt_waiter_t *w, tutti_comm_t comm, const tt_peer_t *peers);
+
+/* The ranks a run over peers looks at: only those connected, for the
+ * communicator's host connections (made at first use), else every rank.
+ * The engine's polls, its liveness scan and the wait set cover only them,
+ * so their cost grows with the peers a rank talks to, not with N. */
+static inline const int *tt_coll_peer_list(tutti_comm_t comm, const tt_peer_t *peers, int *n)
+{
+    *n = peers == comm->peers ? comm->nconnected : comm->nranks;
+    return peers == comm->peers ? comm->connected : NULL;
+}
 /* An idle spell begins: how long it may spin before it sleeps (ns). */
 int64_t tt_waiter_spin_ns(const tt_waiter_t *w);
 /* Between two idle polls of the spin. */

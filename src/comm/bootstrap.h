@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Bootstrap: a star around rank 0 that admits ranks presenting the job key
- * and then offers all-gather and barrier for communicator set-up.
+ * Bootstrap: rank 0 admits the ranks presenting the job key, they form a
+ * tree (the star, star.h), which then offers gather, broadcast, all-gather
+ * and barrier for communicator set-up, news, and point-to-point messages.
  */
 #ifndef TT_BOOTSTRAP_H
 #define TT_BOOTSTRAP_H
@@ -16,9 +17,14 @@ typedef struct {
     int rank, nranks;
     unsigned char key[TT_KEY_BYTES];
     int64_t timeout_ms;
-    int up_fd;            /* non-root: connection to the root, until the star takes it */
-    int *rank_fds;        /* root: connection to each rank (rank_fds[0] unused), until the star takes them */
-    struct tt_star *star; /* serves the connections once every rank joined (NULL with one rank) */
+    int up_fd;     /* the connection to rank 0 while joining, then to the parent, until the star takes it */
+    int *rank_fds; /* rank 0: its connection to each joining rank ([0] unused), until it welcomed them */
+    tt_sockaddr_t *addrs;         /* rank 0: each joining rank's listener, from its join */
+    int listen_fd;                /* this rank's listener (children, messages), until the star takes it */
+    tt_sockaddr_t addr;           /* ... the address other ranks reach it at */
+    tt_sockaddr_t root;           /* rank 0's listener */
+    uint64_t bytes_out, bytes_in; /* what the join moved */
+    struct tt_star *star;         /* serves the tree once the rank joined (NULL with one rank) */
 } tt_bootstrap_t;
 
 /* The unique id's layout inside tutti_unique_id_t. */
@@ -41,34 +47,61 @@ void tt_bootstrap_drop_listener(const unsigned char *key);
 /* How the job's root address was chosen ("MASTER_PORT 29500 + ..."),
  * added to every message about reaching it. */
 void tt_bootstrap_note_root(const unsigned char *key, const char *note);
+/* " (NOTE)" for the job's root, or "", into out. */
+void tt_bootstrap_root_note(const unsigned char *key, char *out, size_t outlen);
 
 /*
- * Joins the star. Rank 0 serves on its kept listener for key, or else binds
- * root, and answers each rank it admits with its own hello; other ranks
- * connect to root and wait for that answer, so a program at root's address
- * that is not the job's root is told at once. Connections with a wrong key
- * are refused and logged; the rest go on.
+ * Joins the tree. Every rank opens a listener of its own. Rank 0 serves on
+ * its kept listener for key, or else binds root, and answers each rank it
+ * admits with its own hello; other ranks connect to root and wait for that
+ * answer, so a program at root's address that is not the job's root is
+ * told at once. Each joining rank sends its listener's address; once all
+ * joined, rank 0 tells each where its parent listens and closes, and each
+ * rank connects to its parent. Connections with a wrong key are refused
+ * and logged; the rest go on.
  */
 tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
                                  const tt_sockaddr_t *root, int64_t timeout_ms, char *err, size_t errlen);
-/* Joins a star over connections made already (a shrink's): up_fd is
- * this rank's connection to rank 0, or, on rank 0, rank_fds (malloc'd,
- * nranks entries, [0] unused) its connection to each rank. Takes them
- * (closed on failure too). */
+/* Joins a tree over connections made already (a shrink's), as if each
+ * rank had joined rank 0 through them: up_fd is this rank's connection to
+ * rank 0, or, on rank 0, rank_fds (malloc'd, nranks entries, [0] unused)
+ * its connection to each rank. Takes them (closed on failure too). */
 tutti_status_t tt_bootstrap_adopt(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
                                   int up_fd, int *rank_fds, int64_t timeout_ms, char *err, size_t errlen);
 /* all (nranks * size bytes) gets every rank's mine in rank order; fails
  * at once (logged) when a rank gave up or left meanwhile. */
 tutti_status_t tt_bootstrap_allgather(tt_bootstrap_t *bs, const void *mine, void *all, size_t size);
+/* The two halves: every rank's mine to rank 0's all; rank 0's buf to every rank's. */
+tutti_status_t tt_bootstrap_gather(tt_bootstrap_t *bs, const void *mine, void *all, size_t size);
+tutti_status_t tt_bootstrap_bcast(tt_bootstrap_t *bs, void *buf, size_t size);
 tutti_status_t tt_bootstrap_barrier(void *bs);
 /* destroy's barrier: every rank called destroy after ncalls collectives. */
 tutti_status_t tt_bootstrap_leave(tt_bootstrap_t *bs, uint64_t ncalls);
-/* Tells every rank that this one gave up, with status and why. */
-void tt_bootstrap_fail(tt_bootstrap_t *bs, tutti_status_t st, const char *why);
+/* Tells every rank that this one gave up in collective `from` (the first
+ * it did not finish; 0 in set-up), with status and why. */
+void tt_bootstrap_fail(tt_bootstrap_t *bs, tutti_status_t st, uint64_t from, const char *why);
 /* For set-up waits (tt_tp_env_t.watch): non-zero (logged) once a rank gave up. */
 tutti_status_t tt_bootstrap_watch(void *bs);
+/* Bytes this rank's bootstrap sent and received so far (its join, the tree's frames, messages). */
+void tt_bootstrap_bytes(const tt_bootstrap_t *bs, uint64_t *out, uint64_t *in);
 void tt_bootstrap_close(tt_bootstrap_t *bs);
 /* In a forked child: closes this process's copies only. */
 void tt_bootstrap_forget(tt_bootstrap_t *bs);
+
+/* The join's halves (bootstrap_join.c). Rank 0: admits every rank on
+ * listen_fd with its listener's address (rank_fds, addrs); the others:
+ * connect to root, present the key, send their address. Then rank 0
+ * welcomes each rank (where its parent and rank 0 listen) and each
+ * attaches to its parent (up_fd). err gets why one failed. */
+tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t deadline, char *err,
+                                       size_t errlen);
+tutti_status_t tt_bootstrap_member_join(tt_bootstrap_t *bs, const tt_sockaddr_t *root, int64_t deadline,
+                                        char *err, size_t errlen);
+/* Rank 0: reads each rank's address from rank_fds (adopted ones). */
+tutti_status_t tt_bootstrap_root_read(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen);
+tutti_status_t tt_bootstrap_welcome(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen);
+/* A member: sends its address on up_fd; waits for the welcome, attaches. */
+tutti_status_t tt_bootstrap_send_join(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen);
+tutti_status_t tt_bootstrap_attach(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen);
 
 #endif

@@ -15,7 +15,9 @@
 
 #include "comm/comm.h"
 #include "comm/star.h"
+#include "core/clock.h"
 #include "core/env_config.h"
+#include "core/fdlimit.h"
 #include "core/log.h"
 #include "core/wake.h"
 
@@ -89,15 +91,19 @@ TUTTI_API const char *tutti_comm_last_error(tutti_comm_t handle)
 
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
 {
+    tt_comm_fail_in(comm, st, 0);
+}
+
+void tt_comm_fail_in(tutti_comm_t comm, tutti_status_t st, uint64_t from)
+{
     if (comm->failed)
         return;
     comm->failed = st;
     /* The others learn why through rank 0 (they see the transports' abort
      * first, and wait a moment for this). */
-    tt_bootstrap_fail(&comm->bs, st, comm->last_error);
-    for (int r = 0; r < comm->nranks; r++)
-        if (comm->peers[r].ops)
-            comm->peers[r].ops->abort(comm->peers[r].conn);
+    tt_bootstrap_fail(&comm->bs, st, from, comm->last_error);
+    for (int i = 0; i < comm->nconnected; i++)
+        comm->peers[comm->connected[i]].ops->abort(comm->peers[comm->connected[i]].conn);
     /* The device transport's abort raises one flag for all its peers. */
     for (int r = 0; comm->device_peers && r < comm->nranks; r++)
         if (comm->device_peers[r].ops) {
@@ -120,11 +126,6 @@ void tt_comm_layer_set(tutti_comm_t comm, tt_layer_t layer, void *state, const t
 {
     comm->layers[layer].state = state;
     comm->layers[layer].ops = ops;
-}
-
-tt_link_t tt_comm_link(tutti_comm_t comm, int a, int b)
-{
-    return comm->links[(size_t)a * (size_t)comm->nranks + (size_t)b];
 }
 
 static void layers_free(tutti_comm_t comm)
@@ -217,6 +218,7 @@ static tutti_status_t comm_new(tutti_comm_t *out, int nranks, int rank, const tu
 {
     char msg[512];
     tt_log_set_rank(rank);
+    tt_fd_limit_raise();
     if (tt_config_check(tt_transport_configs(), msg, sizeof msg)) /* each bad variable is logged there */
         return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "%s", msg);
     tutti_comm_t comm = calloc(1, sizeof *comm);
@@ -246,6 +248,7 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
 {
     char msg[512];
     int node_id = 0;
+    int64_t t0 = tt_now_ms();
     tutti_comm_t comm = NULL;
     tutti_status_t st = comm_new(&comm, nranks, rank, params, &node_id);
     if (st) {
@@ -274,9 +277,9 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
                               .watch = tt_bootstrap_watch,
                               .watch_arg = &comm->bs};
     memcpy(comm->env.key, key, TT_KEY_BYTES);
-    st = tt_comm_setup(comm, node_id); /* says why itself */
+    st = tt_comm_setup(comm, node_id, t0); /* says why itself */
     if (st) {
-        tt_bootstrap_fail(&comm->bs, st, thread_error); /* the others stop waiting for this rank */
+        tt_bootstrap_fail(&comm->bs, st, 0, thread_error); /* the others stop waiting for this rank */
         goto undo_alloc;
     }
     tt_rescue_narrow(comm);
@@ -288,7 +291,6 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
         st = tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "too many live communicators");
         goto undo_alloc;
     }
-    TT_INFO(TT_SUB_INIT, "rank %d of %d ready", rank, nranks);
     *out = comm->handle;
     return TUTTI_SUCCESS;
 

@@ -50,29 +50,33 @@ struct tutti_comm {
     int ntransports; /* TUTTI_TRANSPORTS, in its order */
     const tt_transport_ops_t *tp_ops[TT_MAX_TRANSPORTS];
     void *tp_ctx[TT_MAX_TRANSPORTS]; /* NULL where not every rank offers it */
-    tt_peer_t *peers;                /* host connections by rank; peers[rank].ops is NULL */
-    tt_peer_t *device_peers;         /* the device transport's, by rank; NULL without one */
-    int device_tp;                   /* its index in tp_ops, -1 without one */
-    int device_bound;                /* bound to this rank's GPU: -1 not tried, 0 failed, 1 yes */
-    tt_link_t *links;                /* [a * nranks + b]: the class of the host link between a and b */
-    uint64_t coll_seq;               /* collectives started on this communicator */
-    uint64_t *send_seq, *recv_seq;   /* point-to-point messages per peer */
-    _Atomic tutti_status_t failed;   /* set once a collective failed mid-flight */
-    _Atomic int aborting;            /* waits stop (abort began, or comm was revoked) */
-    _Atomic int revoked_by;          /* the rank that revoked comm (this one too), -1 */
-    _Atomic int revoking;            /* calls of tutti_comm_revoke inside */
-    int rescue_fd;                   /* a later shrink's TCP listener (rescue.c), -1 */
-    int rescue_local_fd;             /* the same for this host's ranks, a Unix socket, -1 */
-    tt_sockaddr_t *rescue;           /* every rank's TCP listener, by rank */
-    unsigned nshrinks;               /* shrinks begun on comm: their messages say which */
-    int shrunk_out_by;               /* the coordinator of a shrink of comm that left this rank out, -1 */
-    unsigned shrunk_out_no;          /* which shrink that was */
-    int busy;                        /* calls inside the library (tt_comm_enter), under the registry lock */
-    int oversubscribed;              /* more ranks on this host than CPUs they may use */
-    int local_ranks;                 /* ranks on this host, this one included */
-    int cpus_online;                 /* the CPUs of this host */
-    int wake_fd;                     /* rung to wake a call asleep in the engine (tt_comm_wake); -1: none */
-    tt_hosts_t hosts;                /* which ranks share a host */
+    tt_peer_t *peers;              /* host connections by rank, made at first use; NULL ops: none yet */
+    int *connected;                /* the ranks with a host connection, in the order made */
+    int nconnected;
+    struct tt_pairs *pairs;        /* the host connections on the way (connect.c) */
+    unsigned tp_all;               /* bit t: every rank offers transport t */
+    tt_peer_t *device_peers;       /* the device transport's, by rank; NULL without one */
+    int device_tp;                 /* its index in tp_ops, -1 without one */
+    int device_bound;              /* bound to this rank's GPU: -1 not tried, 0 failed, 1 yes */
+    uint64_t coll_seq;             /* collectives started on this communicator */
+    uint64_t *send_seq, *recv_seq; /* point-to-point messages per peer */
+    _Atomic tutti_status_t failed; /* set once a collective failed mid-flight */
+    _Atomic int aborting;          /* waits stop (abort began, or comm was revoked) */
+    _Atomic int revoked_by;        /* the rank that revoked comm (this one too), -1 */
+    _Atomic int revoking;          /* calls of tutti_comm_revoke inside */
+    int rescue_fd;                 /* a later shrink's TCP listener (rescue.c), -1 */
+    int rescue_local_fd;           /* the same for this host's ranks, a Unix socket, -1 */
+    tt_sockaddr_t *rescue;         /* every rank's TCP listener, by rank */
+    tt_sockaddr_t *listeners;      /* every rank's bootstrap listener, where it is asked for connections */
+    unsigned nshrinks;             /* shrinks begun on comm: their messages say which */
+    int shrunk_out_by;             /* the coordinator of a shrink of comm that left this rank out, -1 */
+    unsigned shrunk_out_no;        /* which shrink that was */
+    int busy;                      /* calls inside the library (tt_comm_enter), under the registry lock */
+    int oversubscribed;            /* more ranks on this host than CPUs they may use */
+    int local_ranks;               /* ranks on this host, this one included */
+    int cpus_online;               /* the CPUs of this host */
+    int wake_fd;                   /* rung to wake a call asleep in the engine (tt_comm_wake); -1: none */
+    tt_hosts_t hosts;              /* which ranks share a host */
     tt_algo_policy_t policy;
     struct {
         void *state;
@@ -142,8 +146,13 @@ void tt_comm_wake(tutti_comm_t comm);
 /* Whether call may start on comm: TUTTI_ERR_REVOKED once it was revoked,
  * TUTTI_ERR_ABORTED once a call failed on it (recorded and logged). */
 tutti_status_t tt_comm_usable(tutti_comm_t comm, const char *call);
-/* Marks comm failed after a mid-collective error and tells the peers. */
+/* Marks comm failed after a mid-collective error and tells the peers:
+ * _in when the error came in collective `from` (the first this rank will
+ * not finish), so that a peer still in an earlier one finishes it; plain
+ * when the rank cannot tell (a send or receive, an abort), which ends
+ * every call of every peer. */
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
+void tt_comm_fail_in(tutti_comm_t comm, tutti_status_t st, uint64_t from);
 
 /*
  * News from the other ranks (news.c), for a call described as `call`:
@@ -165,8 +174,33 @@ void tt_comm_who_is_stuck(tutti_comm_t comm, char *out, size_t len);
 void *tt_comm_layer(tutti_comm_t comm, tt_layer_t layer);
 void tt_comm_layer_set(tutti_comm_t comm, tt_layer_t layer, void *state, const tt_layer_ops_t *ops);
 
-/* The class of the host link between ranks a and b (a != b). */
+/* The class of the host link between ranks a and b (a != b): that of the
+ * first transport every rank offers that reaches b from a, from their
+ * endpoints alone (no table of every pair is kept). */
 tt_link_t tt_comm_link(tutti_comm_t comm, int a, int b);
+/* Whether transport t reaches b from a (any rank can tell for any pair). */
+int tt_comm_reaches(tutti_comm_t comm, int t, int a, int b);
+/* The first host transport from index `from` on that every rank offers
+ * and that reaches q from this rank; -1: none. */
+int tt_comm_host_tp(tutti_comm_t comm, int q, int from);
+
+/*
+ * Connections at first use (connect.c). Makes sure this rank has a host
+ * connection to each of peers[0..n) (ranks of comm, this one skipped),
+ * making the missing ones: each with a peer that takes part, as a
+ * collective's schedule or the matching send or receive does. Fails
+ * (recorded) when a peer dies or gives up meanwhile, at the timeout, or
+ * when no transport can serve a pair. A peer's own requests are answered
+ * by its bootstrap thread, so the rank that asks never waits for the
+ * other's main thread.
+ */
+tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n);
+/* Completes the connections other ranks asked this one for (a receive
+ * from any source must see their messages); cheap when there are none. */
+tutti_status_t tt_comm_connect_asked(tutti_comm_t comm);
+/* Set-up and teardown of what connect.c keeps. */
+tutti_status_t tt_comm_pairs_init(tutti_comm_t comm);
+void tt_comm_pairs_free(tutti_comm_t comm);
 
 /*
  * Announces collective seq (signature sig) to the device transport's
@@ -218,11 +252,20 @@ tutti_status_t tt_comm_create_over(tutti_comm_t *out, int nranks, int rank, cons
 /* What a communicator made from comm keeps: its timeout and this rank's host. */
 tutti_comm_params_t tt_comm_inherited(tutti_comm_t comm);
 
-/* Between the bootstrap and a ready communicator (setup.c): publishes
- * this rank's endpoint and transport addresses, checks that every rank
- * steers alike, connects the host and device transports and works out
- * every pair's link class. */
-tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id);
+/* Between the bootstrap and a ready communicator (setup.c), begun at t0
+ * (tt_now_ms, for the log): publishes this rank's endpoint and where it
+ * listens, has rank 0 check that every rank steers alike, starts the
+ * transports (no pair connects yet, but for transports that cannot
+ * connect at first use). */
+tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id, int64_t t0);
+/* Its transports' half (tp_setup.c): picks and starts listening on the
+ * transports TUTTI_TRANSPORTS lists (offered: bit t, this rank offers t;
+ * hash: of the list; blobs: what each listen wrote); then, once
+ * comm->tp_all is known, starts them and makes the connections that cannot
+ * wait for first use. */
+tutti_status_t tt_comm_tp_listen(tutti_comm_t comm, uint32_t *offered, uint64_t *hash,
+                                 unsigned char (*blobs)[TT_ADDR_MAX]);
+tutti_status_t tt_comm_tp_connect(tutti_comm_t comm, unsigned char (*blobs)[TT_ADDR_MAX]);
 /* This rank's listeners for a later shrink (rescue.c): opened before
  * set-up's exchange (the TCP address goes with this rank's record), kept
  * until comm is freed; narrow closes the TCP one once set-up shows every

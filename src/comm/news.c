@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the star's news means for a call: a revoked communicator ends
- * every call with TUTTI_ERR_REVOKED, a rank that gave up ends every
- * call with its reason (a mismatch stays a mismatch, a timeout a timeout),
+ * every call with TUTTI_ERR_REVOKED, a rank that gave up ends its
+ * collective and the later ones, and sends and receives, with its reason
+ * (a mismatch stays a mismatch, a timeout a timeout; an earlier
+ * collective, which it finished, ends on its own),
  * a rank that died with TUTTI_ERR_PEER_FAILED, a rank in destroy ends the
  * collectives it will never make (not sends and receives: what it sent
  * before it left is still to be received), and a who-is-stuck report ends the call that
@@ -59,7 +61,7 @@ tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq)
     if (n.died_rank >= 0)
         return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED, "%s: rank %d died or lost its connection", call,
                              n.died_rank);
-    if (n.failed_rank >= 0) {
+    if (n.failed_rank >= 0 && seq >= n.failed_from) {
         tutti_status_t st = n.failed_status == TUTTI_ERR_MISMATCH || n.failed_status == TUTTI_ERR_TIMEOUT
                                 ? n.failed_status
                                 : TUTTI_ERR_PEER_FAILED;

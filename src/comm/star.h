@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The star: after the bootstrap join, every rank's connection to rank 0 is
- * served by a thread of its own, so news travels whatever the ranks' main
- * threads are doing (a collective, user code, a stopped peer). Rank 0's
- * thread is also the hub that relays. Over it go the set-up exchanges, a
- * rank giving up (and why), a rank entering destroy, a revocation, and
- * the who-is-stuck query: the hub asks every rank's thread where its rank
- * is and sends the report to all.
+ * The star, now a tree: after the bootstrap join every rank holds one
+ * connection to its parent in a tree of fan-out TT_STAR_FANOUT rooted at
+ * rank 0, and accepts its children's, all served by a thread of its own,
+ * so news travels whatever the ranks' main threads are doing. What goes up
+ * (a rank's part of an exchange, a rank giving up and why, a rank entering
+ * destroy, a revocation, a who-is-stuck query and the answers, a child
+ * found dead) is relayed to rank 0, whose thread is the hub; what the hub
+ * says goes down to every rank. A child whose parent dies attaches to
+ * rank 0 instead. Each rank also listens for short point-to-point
+ * messages from any rank (the pairs' connection requests).
  */
 #ifndef TT_STAR_H
 #define TT_STAR_H
@@ -15,35 +18,51 @@
 #include <stdint.h>
 
 #include "comm/stuck.h"
+#include "core/sock.h"
 #include "tutti.h"
 
 #define TT_STAR_MAGIC 0x74747378u /* "ttsx" */
 #define TT_STAR_TEXT 1024         /* bytes of a notice's text */
+#define TT_STAR_FANOUT 4          /* children per rank: rank r's parent is (r - 1) / TT_STAR_FANOUT */
 
-/* Frames on the star's connections. */
+/* Frames on the tree's connections; `rank` is the rank a frame speaks of
+ * (its sender, for what goes up), so relays pass frames on unchanged. */
 typedef enum {
-    TT_STAR_DATA = 1, /* member -> hub: its part of exchange `seq` */
-    TT_STAR_ALL,      /* hub -> member: every part of exchange `seq`, in rank order */
-    TT_STAR_FAIL,     /* member -> hub: it gave up with `status`; text says why */
-    TT_STAR_FAILED,   /* hub -> member: rank `rank` gave up (relayed FAIL; `seq` 1: its connection closed,
-                       * 2: its connection closed after it gave up) */
-    TT_STAR_LEAVING,  /* member -> hub: in tutti_comm_destroy after `seq` collectives */
-    TT_STAR_LEFT,     /* hub -> member: rank `rank` is in destroy after `seq` collectives */
-    TT_STAR_DONE,     /* hub -> member: every rank is in destroy; `status` says whether they agree */
-    TT_STAR_QUERY,    /* member -> hub: who is stuck? */
-    TT_STAR_POLL,     /* hub -> member: where is your rank (query `seq`)? */
-    TT_STAR_STATE,    /* member -> hub: tt_stuck_state_t for query `seq` */
-    TT_STAR_REPORT,   /* hub -> member: the who-is-stuck report (text) */
-    TT_STAR_REVOKE,   /* member -> hub: it revoked the communicator */
-    TT_STAR_REVOKED,  /* hub -> member: rank `rank` revoked the communicator */
+    TT_STAR_DATA = 1, /* up: rank's part of exchange `seq` */
+    TT_STAR_ALL,      /* down: exchange `seq`'s broadcast (every part, in rank order) */
+    TT_STAR_FAIL,     /* up: rank gave up with `status` in collective `seq` (the first it did not
+                       * finish); text says why */
+    TT_STAR_FAILED,   /* down: rank gave up (relayed FAIL), died or ended: `reserved` holds
+                       * TT_STAR_FAILED_* flags */
+    TT_STAR_LEAVING,  /* up: rank is in tutti_comm_destroy after `seq` collectives */
+    TT_STAR_LEFT,     /* down: rank is the first in destroy, after `seq` collectives */
+    TT_STAR_DONE,     /* down: every rank is in destroy; `status` says whether they agree */
+    TT_STAR_QUERY,    /* up: rank asks who is stuck */
+    TT_STAR_POLL,     /* down: where is your rank (query `seq`)? */
+    TT_STAR_STATE,    /* up: rank's tt_stuck_state_t for query `seq` */
+    TT_STAR_REPORT,   /* down: the who-is-stuck report (text) */
+    TT_STAR_REVOKE,   /* up: rank revoked the communicator */
+    TT_STAR_REVOKED,  /* down: rank revoked the communicator */
+    TT_STAR_GONE,     /* up: rank's connection closed unannounced; `seq` 0: its parent saw it, 1: its child */
+    TT_STAR_JOIN,     /* joiner -> rank 0 at the bootstrap: its listener's address */
+    TT_STAR_WELCOME,  /* rank 0 -> joiner: where its parent and rank 0 listen; `status` non-zero: the job
+                       * will not form, and why */
+    TT_STAR_MSG,      /* point to point, on a connection of its own: tag `seq` */
     TT_STAR_TYPES
 } tt_star_type_t;
+
+/* TT_STAR_FAILED's flags: only for the ranks in destroy; the rank died
+ * (closed unannounced); it ended after giving up (no news, but a shrink
+ * must know). */
+#define TT_STAR_FAILED_FOR_LEAVERS 1u
+#define TT_STAR_FAILED_DIED 2u
+#define TT_STAR_FAILED_ENDED 4u
 
 typedef struct {
     uint32_t magic;
     uint16_t type;
     uint16_t reserved;
-    int32_t rank; /* the sender, or the rank a relay speaks of */
+    int32_t rank;
     int32_t status;
     uint32_t len; /* payload bytes after the header */
     uint32_t pad;
@@ -59,9 +78,10 @@ int tt_star_hdr_ok(const tt_star_hdr_t *h, int nranks);
 
 /* What a rank's main thread learns from the star (under the lock). */
 typedef struct {
-    int died_rank;   /* the first rank whose connection to rank 0 closed unannounced, -1 */
-    int failed_rank; /* the first rank that gave up and said why, -1 */
+    int died_rank;   /* the first rank whose connection closed unannounced, -1 */
+    int failed_rank; /* the rank that gave up earliest and said why, -1 */
     tutti_status_t failed_status;
+    uint64_t failed_from; /* the first collective it did not finish: earlier ones end on their own */
     char failed_text[TT_STAR_TEXT];
     int left_rank; /* the first rank in destroy, -1 */
     uint64_t left_after;
@@ -74,32 +94,55 @@ typedef struct tt_star tt_star_t;
 
 /* How the star reads its rank's progress when the hub asks. */
 typedef void (*tt_star_describe_fn)(void *arg, tt_stuck_state_t *out);
+/* A point-to-point message, offered to its handler on the star's thread
+ * as it arrives: 1 when the handler took it, 0 to keep it for
+ * tt_star_take_msg. */
+typedef int (*tt_star_mail_fn)(void *arg, int from, uint64_t tag, const void *payload, size_t len);
 
-/*
- * Starts the star over a joined bootstrap: fd is the connection to rank 0
- * (rank 0: -1) and rank_fds rank 0's connections to every rank; the star
- * owns them from here. NULL (said why) when it cannot start.
- */
-tt_star_t *tt_star_start(int rank, int nranks, int fd, int *rank_fds, int64_t timeout_ms);
+/* Where a rank's thread starts from (bootstrap.c joined it): its listener
+ * (children and messages come there) and its connection to its parent
+ * (-1 on rank 0), which it owns from here; root: where rank 0 listens. */
+typedef struct {
+    int rank, nranks;
+    int listen_fd, up_fd;
+    tt_sockaddr_t root;
+    const unsigned char *key;
+    int64_t timeout_ms;
+    uint64_t bytes_out, bytes_in; /* what the join moved, counted on */
+} tt_star_join_t;
+
+/* The tree's parent of rank r (-1 for rank 0). */
+static inline int tt_star_parent(int r)
+{
+    return r > 0 ? (r - 1) / TT_STAR_FANOUT : -1;
+}
+
+/* Starts the thread over a joined rank; NULL (said why) when it cannot. */
+tt_star_t *tt_star_start(const tt_star_join_t *j);
 /* Where the ranks run (set-up's records), for the report's view of stopped ranks. */
 void tt_star_set_view(tt_star_t *s, const void *endpoints, tt_star_describe_fn describe, void *arg);
 /* Called on the star's thread when another rank revokes the communicator
  * (it interrupts the calls waiting on it); a revocation that arrived
  * before fn was set is delivered at once, on the caller's thread. */
 void tt_star_on_revoke(tt_star_t *s, void (*fn)(void *arg, int rank), void *arg);
-
-/* fd (tt_wake_ring) is rung with every piece of news, so that a call
- * asleep in the engine looks at it at once; -1: none. */
+/* fd (tt_wake_ring) is rung with every piece of news and every message,
+ * so that a call asleep in the engine looks at once; -1: none. */
 void tt_star_set_wake(tt_star_t *s, int fd);
 
 /* all (nranks * size bytes) gets every rank's mine in rank order; fails at
  * once, saying why, when a rank gave up or left meanwhile. */
 tutti_status_t tt_star_allgather(tt_star_t *s, const void *mine, void *all, size_t size);
+/* Every rank's mine to rank 0, into its all (nranks * size bytes; unused
+ * elsewhere); the other ranks return once theirs is on its way. */
+tutti_status_t tt_star_gather(tt_star_t *s, const void *mine, void *all, size_t size);
+/* Rank 0's buf (size bytes) to every rank's buf. */
+tutti_status_t tt_star_bcast(tt_star_t *s, void *buf, size_t size);
 /* destroy's barrier after ncalls collectives: waits until every rank is in
  * destroy; an error (said why) when ranks disagree or one gave up. */
 tutti_status_t tt_star_leave(tt_star_t *s, uint64_t ncalls);
-/* Tells every rank that this one gave up, with status and why. */
-void tt_star_fail(tt_star_t *s, tutti_status_t status, const char *why);
+/* Tells every rank that this one gave up in collective `from` (the first
+ * it did not finish), with status and why. */
+void tt_star_fail(tt_star_t *s, tutti_status_t status, uint64_t from, const char *why);
 /* Asks who is stuck and waits (a second or two) for the report; out gets
  * it, or what this rank alone can tell when the hub does not answer. */
 void tt_star_who_is_stuck(tt_star_t *s, const tt_stuck_state_t *mine, char *out, size_t len);
@@ -107,10 +150,9 @@ void tt_star_who_is_stuck(tt_star_t *s, const tt_stuck_state_t *mine, char *out,
 /* Revokes the communicator here (the news says so from now on) and tells
  * every rank through the hub; a second call does nothing. */
 void tt_star_revoke(tt_star_t *s);
-/* Marks in dead (nranks bytes) every rank known to have died: the hub saw
- * its connection close unannounced (or it is the hub, and this rank's
- * connection to it closed). *blind says the hub is gone, so deaths after
- * it are not seen here. */
+/* Marks in dead (nranks bytes) every rank known to have died: the rank
+ * that saw its connection close unannounced told the hub, which told all.
+ * *blind says the hub is gone, so deaths after it are not seen here. */
 void tt_star_dead(tt_star_t *s, unsigned char *dead, int *blind);
 
 /* Non-zero once news arrived (one relaxed load: cheap enough for every call). */
@@ -118,7 +160,35 @@ int tt_star_has_news(tt_star_t *s);
 /* A copy of the news. */
 void tt_star_news(tt_star_t *s, tt_star_news_t *out);
 
-/* Stops the thread and closes the connections. */
+/* Point-to-point messages (star_mail.c). Sends one to rank peer, which
+ * listens at to, on a connection of its own (so it never waits for the
+ * peer's main thread); its thread offers it to the handler, or keeps it. */
+tutti_status_t tt_star_send_msg(tt_star_t *s, const tt_sockaddr_t *to, int peer, uint64_t tag,
+                                const void *payload, size_t len, int64_t deadline_ms);
+/* The same, where the receiver may not listen yet: while the connection is
+ * refused, watch(arg) is asked between tries, and what it returns other
+ * than TUTTI_SUCCESS (news that ends the caller's wait) ends the send. */
+tutti_status_t tt_star_send_msg_watched(tt_star_t *s, const tt_sockaddr_t *to, int peer, uint64_t tag,
+                                        const void *payload, size_t len, int64_t deadline_ms,
+                                        tutti_status_t (*watch)(void *arg), void *arg);
+/* The handler of arriving messages (NULL: keep them all). */
+void tt_star_on_mail(tt_star_t *s, tt_star_mail_fn fn, void *arg);
+/* Takes the oldest kept message from rank from with tag: 1 and up to cap
+ * bytes in buf (*len: its whole length); 0 when there is none. */
+int tt_star_take_msg(tt_star_t *s, int from, uint64_t tag, void *buf, size_t cap, size_t *len);
+/* Waits until a message arrives, the handler calls tt_star_mail_kick, news
+ * comes, or deadline_ms (tt_now_ms clock). */
+void tt_star_wait_mail(tt_star_t *s, int64_t deadline_ms);
+/* Wakes tt_star_wait_mail (from a mail handler that changed what the
+ * waiter looks at). */
+void tt_star_mail_kick(tt_star_t *s);
+
+/* Bytes this rank's bootstrap has sent and received so far (the join, the
+ * tree's frames and the messages it sent or got). */
+void tt_star_bytes(tt_star_t *s, uint64_t *out, uint64_t *in);
+
+/* Stops the thread (after sending what it still had to send, for a
+ * moment at most) and closes the connections. */
 void tt_star_stop(tt_star_t *s);
 /* In a forked child: closes this process's copies of the descriptors and
  * frees nothing (the parent's thread may have been mid-way through its

@@ -17,10 +17,12 @@
 
 #include "core/admit.h"
 #include "core/clock.h"
+#include "core/fdlimit.h"
 #include "core/log.h"
 
 #define WATCH_EVERY_MS 100
 #define ACCEPTS_PER_WAKE 256 /* then the waiting ones are read again */
+#define FD_RETRY_MS 100      /* out of descriptors: the listener is left alone this long */
 
 void tt_admit_init(tt_admit_t *a, int listen_fd, const unsigned char *key, int sub, const char *what)
 {
@@ -29,6 +31,7 @@ void tt_admit_init(tt_admit_t *a, int listen_fd, const unsigned char *key, int s
     memcpy(a->key, key, TT_KEY_BYTES);
     a->sub = sub;
     a->what = what;
+    a->hello_ms = TT_ADMIT_HELLO_MS;
     fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
 }
 
@@ -83,7 +86,7 @@ static int find_ready(tt_admit_t *a, int64_t now)
             return i;
         if (rc == 0 && now >= a->pending[i].deadline) {
             char why[96];
-            snprintf(why, sizeof why, "no complete hello within %d ms (%zu of %zu bytes)", TT_ADMIT_HELLO_MS,
+            snprintf(why, sizeof why, "no complete hello within %d ms (%zu of %zu bytes)", a->hello_ms,
                      a->pending[i].got, sizeof a->pending[i].hello);
             refuse(a, i, why);
             continue;
@@ -115,9 +118,21 @@ static void accept_some(tt_admit_t *a, int64_t now)
             }
         }
         int fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0 && tt_fd_exhausted(errno)) {
+            /* The connection stays queued and the listener readable: said
+             * once, and not retried at once (that would spin). */
+            if (!a->fd_error) {
+                char why[320];
+                TT_LOG(TT_LOG_ERROR, (tt_log_subsys_t)a->sub, "%s could not accept a connection: %s", a->what,
+                       tt_fd_strerror(errno, why, sizeof why));
+            }
+            a->fd_error = errno;
+            a->retry_at = now + FD_RETRY_MS;
+            return;
+        }
         if (fd < 0)
             return;
-        a->pending[a->npending++] = (tt_admit_conn_t){.fd = fd, .deadline = now + TT_ADMIT_HELLO_MS};
+        a->pending[a->npending++] = (tt_admit_conn_t){.fd = fd, .deadline = now + a->hello_ms};
     }
 }
 
@@ -158,7 +173,37 @@ tutti_status_t tt_admit_next(tt_admit_t *a, int64_t deadline_ms, int *fd, tt_hel
         }
         if (rc > 0 && (pfds[0].revents & POLLIN))
             accept_some(a, tt_now_ms());
+        if (a->fd_error)
+            return TUTTI_ERR_SYSTEM; /* said in accept_some */
     }
+}
+
+int tt_admit_pollfds(const tt_admit_t *a, int64_t now, struct pollfd *fds, int64_t *wake)
+{
+    int n = 0;
+    if (now >= a->retry_at)
+        fds[n++] = (struct pollfd){.fd = a->listen_fd, .events = POLLIN};
+    else if (a->retry_at < *wake)
+        *wake = a->retry_at;
+    for (int k = 0; k < a->npending; k++) {
+        fds[n++] = (struct pollfd){.fd = a->pending[k].fd, .events = POLLIN};
+        if (a->pending[k].deadline < *wake)
+            *wake = a->pending[k].deadline;
+    }
+    return n;
+}
+
+int tt_admit_try(tt_admit_t *a, int listen_ready, int *fd, tt_hello_t *hello)
+{
+    int64_t now = tt_now_ms();
+    if (listen_ready && now >= a->retry_at)
+        accept_some(a, now);
+    int i = find_ready(a, now);
+    if (i >= 0) {
+        hand_over(a, i, fd, hello);
+        return 1;
+    }
+    return 0;
 }
 
 void tt_admit_close(tt_admit_t *a)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/fdlimit.h"
 #include "core/log.h"
 #include "core/sock.h"
 
@@ -131,9 +132,9 @@ tutti_status_t tt_sock_listen(tt_sockaddr_t *addr, int *fd)
     int err = 0;
     tutti_status_t st = tt_sock_listen_quiet(addr, fd, &err);
     if (st) {
-        char where[80];
+        char where[80], why[320];
         tt_sock_addr_str(addr, where, sizeof where);
-        TT_ERROR(TT_SUB_INIT, "listen on %s failed: %s", where, strerror(err));
+        TT_ERROR(TT_SUB_INIT, "listen on %s failed: %s", where, tt_fd_strerror(err, why, sizeof why));
     }
     return st;
 }
@@ -167,7 +168,9 @@ tutti_status_t tt_sock_connect_watched(const tt_sockaddr_t *addr, int64_t deadli
     for (;;) {
         int s = socket(addr->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (s < 0) {
-            TT_ERROR(TT_SUB_INIT, "socket failed: %s", strerror(errno));
+            char why[320];
+            TT_ERROR(TT_SUB_INIT, "connecting to %s: socket failed: %s", where,
+                     tt_fd_strerror(errno, why, sizeof why));
             return TUTTI_ERR_SYSTEM;
         }
         if (connect(s, &addr->u.sa, addr->len) == 0) {
@@ -195,6 +198,26 @@ tutti_status_t tt_sock_connect_watched(const tt_sockaddr_t *addr, int64_t deadli
     }
 }
 
+tutti_status_t tt_sock_connect_once(const tt_sockaddr_t *addr, int64_t deadline_ms, int *fd)
+{
+    int s = socket(addr->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s < 0)
+        return TUTTI_ERR_SYSTEM;
+    int err = connect(s, &addr->u.sa, addr->len) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+        int rc = wait_fd(s, POLLOUT, deadline_ms);
+        socklen_t len = sizeof err;
+        err = rc <= 0 ? ETIMEDOUT : getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) ? errno : err;
+    }
+    if (err) {
+        close(s);
+        return err == ETIMEDOUT ? TUTTI_ERR_TIMEOUT : TUTTI_ERR_PEER_FAILED;
+    }
+    fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+    *fd = s;
+    return TUTTI_SUCCESS;
+}
+
 tutti_status_t tt_sock_accept(int listen_fd, int64_t deadline_ms, int *fd)
 {
     for (;;) {
@@ -211,7 +234,8 @@ tutti_status_t tt_sock_accept(int listen_fd, int64_t deadline_ms, int *fd)
             return TUTTI_SUCCESS;
         }
         if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
-            TT_ERROR(TT_SUB_INIT, "accept failed: %s", strerror(errno));
+            char why[320];
+            TT_ERROR(TT_SUB_INIT, "accept failed: %s", tt_fd_strerror(errno, why, sizeof why));
             return TUTTI_ERR_SYSTEM;
         }
     }

@@ -61,6 +61,10 @@ tutti_status_t tt_sock_connect(const tt_sockaddr_t *addr, int64_t deadline_ms, i
  * status (it said why) ends the wait. */
 tutti_status_t tt_sock_connect_watched(const tt_sockaddr_t *addr, int64_t deadline_ms,
                                        tutti_status_t (*watch)(void *arg), void *arg, int *fd);
+/* Connects once, without retrying: TUTTI_ERR_PEER_FAILED when refused
+ * (nobody listens there any more), TUTTI_ERR_TIMEOUT at deadline_ms;
+ * logs nothing. */
+tutti_status_t tt_sock_connect_once(const tt_sockaddr_t *addr, int64_t deadline_ms, int *fd);
 /* Accepts one connection, waiting until deadline_ms. */
 tutti_status_t tt_sock_accept(int listen_fd, int64_t deadline_ms, int *fd);
 tutti_status_t tt_sock_send_all(int fd, const void *buf, size_t len, int64_t deadline_ms);

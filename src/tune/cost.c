@@ -112,25 +112,38 @@ tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, siz
     return st;
 }
 
-void tt_cost_use_links(tt_cost_model_t *m, const tt_hosts_t *hosts, const tt_link_t *links, int p)
+void tt_cost_use_links(tt_cost_model_t *m, const tt_hosts_t *hosts, int nranks,
+                       tt_link_t (*link_of)(const void *arg, int a, int b), const void *arg)
 {
+    /* The first rank with an earlier one on its host gives intra, the
+     * first on another host than rank 0 gives inter: one pass, so that
+     * no rank is compared with all. */
+    int *first = malloc((size_t)hosts->nhosts * sizeof *first);
     int seen_intra = 0, seen_inter = 0;
-    for (int a = 0; a < p; a++)
-        for (int b = 0; b < p; b++) {
-            int same = hosts->host_of[a] == hosts->host_of[b];
-            if (a == b || (same ? seen_intra : seen_inter))
-                continue;
-            *(same ? &m->intra : &m->inter) = links[(size_t)a * (size_t)p + (size_t)b];
-            *(same ? &seen_intra : &seen_inter) = 1;
+    for (int h = 0; first && h < hosts->nhosts; h++)
+        first[h] = -1;
+    for (int r = 0; first && r < nranks && !(seen_intra && seen_inter); r++) {
+        int h = hosts->host_of[r];
+        if (first[h] >= 0 && !seen_intra) {
+            m->intra = link_of(arg, first[h], r);
+            seen_intra = 1;
         }
-    m->links = links;
-    m->nlinks = p;
+        if (first[h] < 0)
+            first[h] = r;
+        if (h != hosts->host_of[0] && !seen_inter) {
+            m->inter = link_of(arg, 0, r);
+            seen_inter = 1;
+        }
+    }
+    free(first);
+    m->link_of = link_of;
+    m->link_arg = arg;
 }
 
 tt_link_t tt_cost_link(const tt_cost_model_t *m, const tt_hosts_t *hosts, int a, int b)
 {
-    if (m->links && a < m->nlinks && b < m->nlinks)
-        return m->links[(size_t)a * (size_t)m->nlinks + (size_t)b];
+    if (m->link_of)
+        return m->link_of(m->link_arg, a, b);
     if (!hosts || hosts->host_of[a] == hosts->host_of[b])
         return m->intra;
     return m->inter;

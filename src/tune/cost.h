@@ -25,8 +25,9 @@ typedef struct {
     tt_link_cost_t link[TT_LINK_COUNT];
     tt_link_t intra, inter; /* the class of a link inside a host, and between hosts */
     int classes_fixed;      /* the tuning file set intra or inter: they win over links */
-    const tt_link_t *links; /* [a * nlinks + b]: each pair's class (a communicator's); NULL: intra/inter */
-    int nlinks;
+    tt_link_t (*link_of)(const void *arg, int a,
+                         int b); /* each pair's class (a communicator's); NULL: intra/inter */
+    const void *link_arg;
     int inter_links; /* independent inter-host links per host (NICs); its ranks share them */
     /* Ranks per CPU on the most crowded host (1 when each rank has a CPU).
      * Crowded ranks share their CPUs' copying and reducing, and a rank that
@@ -45,10 +46,12 @@ void tt_cost_defaults(tt_cost_model_t *m);
  * Returns TUTTI_ERR_CONFIG with err set on a bad line or unreadable file.
  */
 tutti_status_t tt_cost_load(tt_cost_model_t *m, const char *path, char *err, size_t errlen);
-/* Prices pairs by the class of each pair's link (links[a * p + b], kept by
- * the caller), and takes intra and inter from the first pair inside a
- * host and between hosts of hosts. */
-void tt_cost_use_links(tt_cost_model_t *m, const tt_hosts_t *hosts, const tt_link_t *links, int p);
+/* Prices pairs by the class of each pair's link, which link_of(arg, a, b)
+ * tells (the caller's, kept alive as long as m prices with it), and takes
+ * intra and inter from the first pair inside a host and between hosts of
+ * hosts. */
+void tt_cost_use_links(tt_cost_model_t *m, const tt_hosts_t *hosts, int nranks,
+                       tt_link_t (*link_of)(const void *arg, int a, int b), const void *arg);
 /* The class of the link between ranks a and b. */
 tt_link_t tt_cost_link(const tt_cost_model_t *m, const tt_hosts_t *hosts, int a, int b);
 

@@ -39,14 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(mem, 0, ring);
     unsigned char *dst = calloc(1, len + 1);
     tt_shm_seg_hdr_t peer_seg = {0}; /* the peer's header: never asleep, so nobody rings */
-    tt_shm_conn_t c = {.peer = 1,
-                       .nchannels = 1,
-                       .nslots = nslots,
-                       .slot_bytes = SLOT_BYTES,
-                       .pidfd = -1,
-                       .bell_fd = -1,
-                       .peer_seg = &peer_seg};
-    c.in[0] = (tt_shm_side_t){.q = (tt_local_queue_t *)mem, .slots = mem + sizeof(tt_local_queue_t)};
+    tt_shm_conn_t c = {.peer = 1, .nchannels = 1, .pidfd = -1, .peer_seg = &peer_seg};
+    c.in[0] = (tt_shm_side_t){.q = (tt_local_queue_t *)mem,
+                              .slots = mem + sizeof(tt_local_queue_t),
+                              .slot_bytes = SLOT_BYTES,
+                              .nslots = nslots};
     tt_req_t req = {.hdr = {.magic = TT_MSG_MAGIC, .seq = 7, .count = len, .bytes = len},
                     .buf = (char *)dst,
                     .len = len,

@@ -1,96 +1,88 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shm doorbells: a FIFO per rank, beside its segment and unlinked with it,
- * that same-host peers write one byte into when the rank sleeps (shm.h
- * tells the protocol). Everyone holds it open for reading and writing, so
- * that the owner never reads end-of-file and a peer never writes into a
- * FIFO without readers; the owner drains it after every sleep.
+ * shm doorbells: a datagram socket per rank, named in the abstract
+ * namespace (so nothing is left behind by a crash) after the job's key tag
+ * and the rank, that same-host peers send a byte to when the rank sleeps
+ * (shm.h tells the protocol). A rank rings all its peers from one unbound
+ * socket: a doorbell costs no descriptor per peer. The owner drains it
+ * after every sleep.
  */
 #include <errno.h>
-#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "core/log.h"
 #include "transports/shm/shm.h"
 
+/* Rank's doorbell address: the abstract name after a NUL byte. */
+static socklen_t bell_addr(const tt_shm_ctx_t *ctx, int rank, struct sockaddr_un *a)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, TT_SHM_BELL_FORMAT,
+                     (unsigned long long)ctx->env->key_tag, rank);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
 void tt_shm_bell_create(tt_shm_ctx_t *ctx)
 {
-    const tt_tp_env_t *env = ctx->env;
-    snprintf(ctx->bell_path, sizeof ctx->bell_path, TT_SHM_BELL_FORMAT, (unsigned long long)env->key_tag,
-             env->rank);
-    ctx->bell_fd = -1;
-    if (mkfifo(ctx->bell_path, 0600) != 0) {
-        TT_INFO(TT_SUB_NET, "shm: no doorbell (mkfifo %s: %s): a waiting rank naps instead of sleeping",
-                ctx->bell_path, strerror(errno));
-        ctx->bell_path[0] = '\0';
-        return;
-    }
-    ctx->bell_fd = open(ctx->bell_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    if (ctx->bell_fd < 0) {
-        TT_INFO(TT_SUB_NET,
-                "shm: opening the doorbell %s failed (%s): a waiting rank naps instead of sleeping",
-                ctx->bell_path, strerror(errno));
-        unlink(ctx->bell_path);
-        ctx->bell_path[0] = '\0';
+    struct sockaddr_un a;
+    socklen_t len = bell_addr(ctx, ctx->env->rank, &a);
+    ctx->bell_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    ctx->ring_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (ctx->bell_fd < 0 || ctx->ring_fd < 0 || bind(ctx->bell_fd, (struct sockaddr *)&a, len) != 0) {
+        TT_INFO(TT_SUB_NET, "shm: no doorbell (%s): a waiting rank naps instead of sleeping",
+                strerror(errno));
+        tt_shm_bell_close(ctx);
         return;
     }
     ctx->seg->bell = 1;
 }
 
-tutti_status_t tt_shm_bell_open(tt_shm_conn_t *c)
+void tt_shm_bell_open(tt_shm_conn_t *c)
 {
-    c->bell_fd = -1;
-    if (!c->peer_seg->bell)
-        return TUTTI_SUCCESS; /* it naps; nobody rings it */
-    char path[96];
-    snprintf(path, sizeof path, TT_SHM_BELL_FORMAT, (unsigned long long)c->ctx->env->key_tag, c->peer);
-    /* Peers must be able to wake a rank that sleeps: one that cannot would
-     * leave it asleep until its next liveness check, call after call.
-     * Opened for reading too, so that a ring after the owner died finds a
-     * reader (this one) instead of raising SIGPIPE. */
-    c->bell_fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    if (c->bell_fd < 0) {
-        TT_ERROR(TT_SUB_NET, "shm: opening rank %d's doorbell %s failed: %s", c->peer, path, strerror(errno));
-        return TUTTI_ERR_SYSTEM;
-    }
-    return TUTTI_SUCCESS;
+    c->bell_len = c->peer_seg->bell && c->ctx->ring_fd >= 0 ? bell_addr(c->ctx, c->peer, &c->bell) : 0;
 }
 
 void tt_shm_bell_close(tt_shm_ctx_t *ctx)
 {
-    if (ctx->bell_path[0] && !ctx->unlinked)
-        unlink(ctx->bell_path);
     if (ctx->bell_fd >= 0)
         close(ctx->bell_fd);
-    ctx->bell_fd = -1;
+    if (ctx->ring_fd >= 0)
+        close(ctx->ring_fd);
+    ctx->bell_fd = ctx->ring_fd = -1;
 }
 
 void tt_shm_ring_slow(tt_shm_conn_t *c, int force)
 {
     _Atomic uint32_t *sleeping = &c->peer_seg->sleeping;
     /* Of the peers that find it raised, one takes it down and rings. */
-    if (c->bell_fd < 0 || (!atomic_exchange_explicit(sleeping, 0, memory_order_relaxed) && !force))
+    if (!c->bell_len || (!atomic_exchange_explicit(sleeping, 0, memory_order_relaxed) && !force))
         return;
     char b = 0;
-    if (write(c->bell_fd, &b, 1) < 0)
-        return; /* EAGAIN: the FIFO is full of rings, which wake it all the same */
+    /* EAGAIN: its queue is full of rings, which wake it all the same. A
+     * doorbell this rank cannot reach (another network namespace) leaves
+     * the peer to its next liveness check: slow, never stuck. */
+    if (sendto(c->ctx->ring_fd, &b, 1, MSG_DONTWAIT, (struct sockaddr *)&c->bell, c->bell_len) < 0 &&
+        errno != EAGAIN)
+        TT_DEBUG(TT_SUB_NET, "shm: ringing rank %d failed: %s", c->peer, strerror(errno));
 }
 
 static int channel_ready(const tt_shm_conn_t *c, int ch)
 {
     const tt_shm_side_t *in = &c->in[ch], *out = &c->out[ch];
-    size_t stride = sizeof(tt_local_slot_t) + c->slot_bytes;
     if (in->reqs) {
+        size_t stride = sizeof(tt_local_slot_t) + in->slot_bytes;
         const tt_local_slot_t *slot =
-            (const tt_local_slot_t *)(in->slots + (size_t)(in->pos % (uint64_t)c->nslots) * stride);
+            (const tt_local_slot_t *)(in->slots + (size_t)(in->pos % (uint64_t)in->nslots) * stride);
         if (atomic_load_explicit(&slot->seq, memory_order_acquire) == in->pos + 1)
             return 1;
     }
     return out->reqs &&
-           out->pos - atomic_load_explicit(&out->q->tail, memory_order_acquire) < (uint64_t)c->nslots;
+           out->pos - atomic_load_explicit(&out->q->tail, memory_order_acquire) < (uint64_t)out->nslots;
 }
 
 int tt_shm_arm(void *connp, tt_wait_set_t *ws)
@@ -124,6 +116,6 @@ void tt_shm_disarm(void *connp)
     ctx->armed = 0;
     atomic_store_explicit(&ctx->seg->sleeping, 0, memory_order_relaxed);
     char sink[64];
-    while (read(ctx->bell_fd, sink, sizeof sink) == (ssize_t)sizeof sink)
+    while (recv(ctx->bell_fd, sink, sizeof sink, MSG_DONTWAIT) > 0)
         ;
 }

@@ -10,10 +10,10 @@
 #include "core/log.h"
 #include "transports/shm/shm.h"
 
-static tt_local_slot_t *slot_at(const tt_shm_conn_t *c, const tt_shm_side_t *side, uint64_t i)
+static tt_local_slot_t *slot_at(const tt_shm_side_t *side, uint64_t i)
 {
-    size_t stride = sizeof(tt_local_slot_t) + c->slot_bytes;
-    return (tt_local_slot_t *)(side->slots + (size_t)(i % (uint64_t)c->nslots) * stride);
+    size_t stride = sizeof(tt_local_slot_t) + side->slot_bytes;
+    return (tt_local_slot_t *)(side->slots + (size_t)(i % (uint64_t)side->nslots) * stride);
 }
 
 static void fail_all(tt_shm_conn_t *c, tutti_status_t st)
@@ -41,17 +41,17 @@ tutti_status_t tt_shm_irecv(void *connp, int channel, tt_req_t *req)
     return tt_req_queue_post(&c->in[channel].reqs, req, c->failed);
 }
 
-static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
+static void push_some(tt_shm_side_t *side, int *progressed)
 {
     while (side->reqs) {
         tt_req_t *r = side->reqs;
-        if (side->pos - side->tail_seen >= (uint64_t)c->nslots) {
+        if (side->pos - side->tail_seen >= (uint64_t)side->nslots) {
             side->tail_seen = atomic_load_explicit(&side->q->tail, memory_order_acquire);
-            if (side->pos - side->tail_seen >= (uint64_t)c->nslots)
+            if (side->pos - side->tail_seen >= (uint64_t)side->nslots)
                 return; /* the receiver has not freed a slot yet */
         }
-        tt_local_slot_t *slot = slot_at(c, side, side->pos);
-        size_t n = r->len - r->done < c->slot_bytes ? r->len - r->done : c->slot_bytes;
+        tt_local_slot_t *slot = slot_at(side, side->pos);
+        size_t n = r->len - r->done < side->slot_bytes ? r->len - r->done : side->slot_bytes;
         slot->hdr = r->hdr;
         slot->offset = r->done;
         slot->nbytes = n;
@@ -67,11 +67,11 @@ static void push_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
     }
 }
 
-static int pull_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
+static int pull_some(tt_shm_side_t *side, int *progressed)
 {
     while (side->reqs) {
         tt_req_t *r = side->reqs;
-        tt_local_slot_t *slot = slot_at(c, side, side->pos);
+        tt_local_slot_t *slot = slot_at(side, side->pos);
         if (atomic_load_explicit(&slot->seq, memory_order_acquire) != side->pos + 1)
             return 0; /* not filled yet */
         /* The peer wrote the header: read it once, and trust no size in it
@@ -79,7 +79,7 @@ static int pull_some(tt_shm_conn_t *c, tt_shm_side_t *side, int *progressed)
         r->got = slot->hdr;
         uint64_t offset = slot->offset, nbytes = slot->nbytes;
         if (!tt_msg_hdr_match(&r->hdr, &r->got) || offset != r->done || nbytes > r->len - r->done ||
-            nbytes > c->slot_bytes) {
+            nbytes > side->slot_bytes) {
             side->reqs = r->next;
             tt_req_finish(r, TUTTI_ERR_MISMATCH);
             return -1;
@@ -105,7 +105,7 @@ int tt_shm_peek(void *connp, int channel, tt_msg_hdr_t *hdr)
     const tt_shm_side_t *side = &c->in[channel];
     if (c->failed || side->reqs)
         return 0; /* a receive owns the ring's head */
-    const tt_local_slot_t *slot = slot_at(c, side, side->pos);
+    const tt_local_slot_t *slot = slot_at(side, side->pos);
     if (atomic_load_explicit(&slot->seq, memory_order_acquire) != side->pos + 1)
         return 0;
     *hdr = slot->hdr;
@@ -119,12 +119,12 @@ tutti_status_t tt_shm_progress(void *connp, int *progressed)
     if (c->failed)
         return c->failed;
     for (int i = 0; i < c->nchannels; i++) {
-        if (c->in[i].reqs && pull_some(c, &c->in[i], &moved)) {
+        if (c->in[i].reqs && pull_some(&c->in[i], &moved)) {
             fail_all(c, TUTTI_ERR_MISMATCH);
             return TUTTI_ERR_MISMATCH;
         }
         if (c->out[i].reqs)
-            push_some(c, &c->out[i], &moved);
+            push_some(&c->out[i], &moved);
     }
     /* A slot published or freed is what a sleeping peer waits for. */
     if (moved) {

@@ -35,11 +35,19 @@ typedef struct {
     tt_tcp_chan_t ch[TT_MAX_CHANNELS];
 } tt_tcp_conn_t;
 
+/* A socket admitted before its pair's join asked for it. */
+typedef struct {
+    int rank, channel, fd;
+} tt_tcp_stash_t;
+
 typedef struct {
     const tt_tp_env_t *env;
     int listen_fd;
     tt_sockaddr_t addr;
     int bufbytes;
+    struct tt_admit *admit; /* on listen_fd, kept across joins */
+    tt_tcp_stash_t *stash;
+    int nstash, stash_cap;
 } tt_tcp_ctx_t;
 
 tutti_status_t tt_tcp_isend(void *conn, int channel, tt_req_t *req);

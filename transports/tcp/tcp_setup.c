@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tcp transport set-up: each rank listens; for every pair the higher rank
- * connects to the lower one, one socket per channel, and opens each with a
- * hello carrying the job key. Connections are admitted many at once and
- * those without the key refused (core/admit.c); a rank that gave up
- * elsewhere ends the waits at once (env->watch).
+ * tcp transport set-up: each rank listens for the communicator's life; a
+ * pair connects at first use (src/comm/connect.c): the rank that offered
+ * dials the other's listener, one socket per channel, and opens each with a
+ * hello carrying the job key; the other admits them when it joins,
+ * keeping the sockets of peers that came first. Connections are admitted
+ * many at once and those without the key refused (core/admit.c); a rank
+ * that gave up elsewhere ends the waits at once (env->watch).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +18,7 @@
 #include "core/admit.h"
 #include "core/clock.h"
 #include "core/env_config.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "transports/tcp/tcp.h"
 
@@ -35,10 +39,21 @@ static tutti_status_t tcp_listen(const tt_tp_env_t *env, void **ctxp, void *addr
     tutti_status_t st = tt_sock_pick_addr(tt_config_str(TT_CFG_SOCKET_IFNAME), &ctx->addr);
     if (!st)
         st = tt_sock_listen(&ctx->addr, &ctx->listen_fd);
+    if (!st && !(ctx->admit =
+                     tt_admit_new(ctx->listen_fd, env->key, TT_SUB_NET, "tcp", env->watch, env->watch_arg))) {
+        close(ctx->listen_fd);
+        st = TUTTI_ERR_NO_MEMORY;
+    }
     if (st) {
         free(ctx);
         return st;
     }
+    /* A peer's hello follows its connect at once, but with hundreds of
+     * ranks to a core the peer can be kept off the CPU for seconds in
+     * between; refusing it then breaks the pair. A stranger that never
+     * speaks still loses its place when the waiting room fills. */
+    if (env->timeout_ms > ctx->admit->hello_ms)
+        ctx->admit->hello_ms = env->timeout_ms > INT32_MAX ? INT32_MAX : (int)env->timeout_ms;
     memcpy(addr, &ctx->addr, sizeof ctx->addr);
     *addr_len = sizeof ctx->addr;
     *ctxp = ctx;
@@ -76,99 +91,116 @@ static void conn_adopt(tt_tcp_ctx_t *ctx, tt_tcp_conn_t *c, int channel, int fd)
     c->ch[channel].fd = fd;
 }
 
-/* Admits the expected connections from higher ranks, the keyed ones only,
- * each into its peer's and channel's place. */
-static tutti_status_t accept_higher(tt_tcp_ctx_t *ctx, void **conns, const int *slot_of_rank, int expected,
-                                    int64_t deadline)
+/* Both sides give the address of their listener, which stays open for
+ * the communicator's life. */
+static tutti_status_t tcp_offer(void *ctxp, int peer, void *blob, size_t *len)
+{
+    tt_tcp_ctx_t *ctx = ctxp;
+    (void)peer;
+    memcpy(blob, &ctx->addr, sizeof ctx->addr);
+    *len = sizeof ctx->addr;
+    return TUTTI_SUCCESS;
+}
+
+static tutti_status_t tcp_answer(void *ctxp, int peer, const void *offer, size_t offer_len, void *blob,
+                                 size_t *len)
+{
+    (void)offer;
+    (void)offer_len;
+    return tcp_offer(ctxp, peer, blob, len);
+}
+
+static void tcp_withdraw(void *ctxp, int peer)
+{
+    (void)ctxp;
+    (void)peer;
+}
+
+/* The offering side dials: one socket per channel, each opened with a
+ * keyed hello. Its peer's listener queues them whatever the peer does. */
+static tutti_status_t dial(tt_tcp_ctx_t *ctx, tt_tcp_conn_t *c, const tt_sockaddr_t *to, int64_t deadline)
 {
     const tt_tp_env_t *env = ctx->env;
-    if (!expected)
-        return TUTTI_SUCCESS;
-    tt_admit_t *admit = tt_admit_new(ctx->listen_fd, env->key, TT_SUB_NET, "tcp", env->watch, env->watch_arg);
-    if (!admit)
-        return TUTTI_ERR_NO_MEMORY;
-    tutti_status_t st = TUTTI_SUCCESS;
-    while (expected > 0) {
+    for (int ch = 0; ch < c->nchannels; ch++) {
         int fd;
-        tt_hello_t h;
-        st = tt_admit_next(admit, deadline, &fd, &h);
-        if (st == TUTTI_ERR_TIMEOUT)
-            TT_ERROR(TT_SUB_NET, "tcp: %d connections from higher ranks never arrived", expected);
-        if (st)
-            break;
-        int slot = h.rank >= 0 && h.rank < env->nranks ? slot_of_rank[h.rank] : -1;
-        if (slot < 0 || h.channel < 0 || h.channel >= env->nchannels ||
-            ((tt_tcp_conn_t *)conns[slot])->ch[h.channel].fd >= 0) {
+        tutti_status_t st = tt_sock_connect_watched(to, deadline, env->watch, env->watch_arg, &fd);
+        if (!st && (st = tt_hello_send(fd, env->key, env->rank, env->nranks, ch, deadline)) != TUTTI_SUCCESS)
+            close(fd);
+        if (st) {
+            TT_ERROR(TT_SUB_NET, "tcp connect to rank %d failed: %s", c->peer, tutti_strerror(st));
+            return st;
+        }
+        conn_adopt(ctx, c, ch, fd);
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* Takes every keyed connection the listener has queued into the stash,
+ * without waiting. */
+static void admit_queued(tt_tcp_ctx_t *ctx)
+{
+    const tt_tp_env_t *env = ctx->env;
+    int fd;
+    tt_hello_t h;
+    while (tt_admit_try(ctx->admit, 1, &fd, &h)) {
+        int known = h.rank >= 0 && h.rank < env->nranks && h.rank != env->rank && h.nranks == env->nranks &&
+                    h.channel >= 0 && h.channel < env->nchannels;
+        if (known && !tt_grow((void **)&ctx->stash, &ctx->stash_cap, ctx->nstash + 1, sizeof *ctx->stash)) {
+            ctx->stash[ctx->nstash++] = (tt_tcp_stash_t){h.rank, h.channel, fd};
+        } else {
             TT_WARN(TT_SUB_NET, "tcp: refused unexpected connection claiming rank %d channel %d", h.rank,
                     h.channel);
             close(fd);
-            continue;
         }
-        conn_adopt(ctx, conns[slot], h.channel, fd);
-        expected--;
     }
-    tt_admit_free(admit);
-    return st;
 }
 
-static tutti_status_t tcp_connect(void *ctxp, const int *peers, int npeers, const unsigned char *addrs,
-                                  void **conns)
+/* The answering side: its peer's sockets, once all are in (the keyed ones
+ * only; others' wait in the stash for their own join). It never waits:
+ * the peer may itself be making another pair before it dials this one. */
+static tutti_status_t admit(tt_tcp_ctx_t *ctx, int peer, tt_tcp_conn_t **connp)
+{
+    int have = 0;
+    *connp = NULL;
+    admit_queued(ctx);
+    for (int i = 0; i < ctx->nstash; i++)
+        have += ctx->stash[i].rank == peer;
+    if (have < ctx->env->nchannels)
+        return TUTTI_SUCCESS;
+    tt_tcp_conn_t *c = conn_new(peer, ctx->env->nchannels);
+    if (!c)
+        return TUTTI_ERR_NO_MEMORY;
+    for (int i = 0; i < ctx->nstash;)
+        if (ctx->stash[i].rank == peer && c->ch[ctx->stash[i].channel].fd < 0) {
+            conn_adopt(ctx, c, ctx->stash[i].channel, ctx->stash[i].fd);
+            ctx->stash[i] = ctx->stash[--ctx->nstash];
+        } else {
+            i++;
+        }
+    *connp = c;
+    return TUTTI_SUCCESS;
+}
+
+static tutti_status_t tcp_join(void *ctxp, int peer, int offered, const void *theirs, size_t len,
+                               void **connp)
 {
     tt_tcp_ctx_t *ctx = ctxp;
-    const tt_tp_env_t *env = ctx->env;
-    int64_t deadline = tt_now_ms() + env->timeout_ms;
-    int nch = env->nchannels, expected = 0;
-    tutti_status_t st = TUTTI_SUCCESS;
-    int *slot_of_rank = malloc(sizeof(int) * (size_t)env->nranks);
-    if (!slot_of_rank)
+    tt_sockaddr_t to;
+    if (len != sizeof to)
+        return TUTTI_ERR_PEER_FAILED;
+    memcpy(&to, theirs, sizeof to);
+    if (!offered)
+        return admit(ctx, peer, (tt_tcp_conn_t **)connp);
+    tt_tcp_conn_t *c = conn_new(peer, ctx->env->nchannels);
+    if (!c)
         return TUTTI_ERR_NO_MEMORY;
-    for (int i = 0; i < env->nranks; i++)
-        slot_of_rank[i] = -1;
-    for (int i = 0; i < npeers; i++) {
-        conns[i] = conn_new(peers[i], nch);
-        if (!conns[i]) {
-            st = TUTTI_ERR_NO_MEMORY;
-            goto undo_conns;
-        }
-        slot_of_rank[peers[i]] = i;
+    tutti_status_t st = dial(ctx, c, &to, tt_now_ms() + ctx->env->timeout_ms);
+    if (st) {
+        conn_free(c);
+        return st;
     }
-    /* Connect up to lower ranks first: their listeners queue us without
-     * an accept, so no rank waits on another's accept loop. */
-    for (int i = 0; i < npeers; i++) {
-        if (peers[i] > env->rank) {
-            expected += nch;
-            continue;
-        }
-        tt_sockaddr_t peer_addr;
-        memcpy(&peer_addr, addrs + (size_t)peers[i] * TT_ADDR_MAX, sizeof peer_addr);
-        for (int c = 0; c < nch; c++) {
-            int fd;
-            st = tt_sock_connect_watched(&peer_addr, deadline, env->watch, env->watch_arg, &fd);
-            if (!st)
-                st = tt_hello_send(fd, env->key, env->rank, env->nranks, c, deadline);
-            if (st) {
-                TT_ERROR(TT_SUB_NET, "tcp connect to rank %d failed: %s", peers[i], tutti_strerror(st));
-                goto undo_conns;
-            }
-            conn_adopt(ctx, conns[i], c, fd);
-        }
-    }
-    st = accept_higher(ctx, conns, slot_of_rank, expected, deadline);
-    if (st)
-        goto undo_conns;
-    /* Every connection is up: nothing more to accept, so stop listening. */
-    close(ctx->listen_fd);
-    ctx->listen_fd = -1;
-    free(slot_of_rank);
+    *connp = c;
     return TUTTI_SUCCESS;
-
-undo_conns:
-    for (int i = 0; i < npeers; i++) {
-        conn_free(conns[i]);
-        conns[i] = NULL;
-    }
-    free(slot_of_rank);
-    return st;
 }
 
 static void tcp_abort(void *connp)
@@ -190,6 +222,11 @@ static void tcp_close(void *connp)
 static void tcp_finalize(void *ctxp)
 {
     tt_tcp_ctx_t *ctx = ctxp;
+    for (int i = 0; i < ctx->nstash; i++)
+        close(ctx->stash[i].fd);
+    free(ctx->stash);
+    if (ctx->admit)
+        tt_admit_free(ctx->admit);
     if (ctx->listen_fd >= 0)
         close(ctx->listen_fd);
     free(ctx);
@@ -205,7 +242,10 @@ const tt_transport_ops_t tt_tcp_ops = {
     .link = TT_LINK_TCP,
     .reachable = tcp_reachable,
     .listen = tcp_listen,
-    .connect = tcp_connect,
+    .offer = tcp_offer,
+    .answer = tcp_answer,
+    .join = tcp_join,
+    .withdraw = tcp_withdraw,
     .isend = tt_tcp_isend,
     .irecv = tt_tcp_irecv,
     .peek = tt_tcp_peek,

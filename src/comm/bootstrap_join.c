@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Joining the bootstrap's tree. Rank 0 admits every rank on the job's root
+ * address (many at once, by key: core/admit.c); each sends the address of
+ * a listener of its own. Once all are in, rank 0 answers each with where
+ * its parent in the tree listens and closes: it holds these connections
+ * only while the communicator forms, and handles one small record per
+ * rank. Each rank then connects to its parent. A rank that cannot join is
+ * named, and the ranks that did are told why the job will not form.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "comm/bootstrap.h"
+#include "comm/star_impl.h"
+#include "core/admit.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/ranks.h"
+#include "core/try.h"
+
+#define WELCOME_GRACE_MS 1000 /* past its deadline, a joined rank still waits for rank 0's word */
+
+/* What rank 0 tells a joining rank. */
+typedef struct {
+    tt_sockaddr_t parent, root;
+} welcome_t;
+
+/* The ranks that have not joined, for the message that says the job failed. */
+static void missing_ranks(const tt_bootstrap_t *bs, char *out, size_t len)
+{
+    unsigned char *missing = calloc((size_t)bs->nranks, 1);
+    if (!missing) {
+        snprintf(out, len, "some ranks");
+        return;
+    }
+    for (int r = 1; r < bs->nranks; r++)
+        missing[r] = bs->rank_fds[r] == -1;
+    tt_ranks_str(missing, bs->nranks, out, len);
+    free(missing);
+}
+
+/* Tells the ranks that joined why the job will not form (they wait for
+ * their welcome), so they fail at once with the reason. What they sent
+ * meanwhile is read and dropped until they close (1 s at most): a socket
+ * closed with unread bytes is reset, and the reason with it. */
+static void tell_joined(const tt_bootstrap_t *bs, tutti_status_t st, const char *why)
+{
+    for (int r = 1; r < bs->nranks; r++)
+        if (bs->rank_fds[r] >= 0) {
+            tt_star_send(bs->rank_fds[r], TT_STAR_WELCOME, 0, st, 0, why, strlen(why) + 1, 1000);
+            shutdown(bs->rank_fds[r], SHUT_WR);
+        }
+    int64_t until = tt_now_ms() + 1000;
+    for (int r = 1; r < bs->nranks; r++)
+        while (bs->rank_fds[r] >= 0) {
+            char sink[512];
+            struct pollfd p = {.fd = bs->rank_fds[r], .events = POLLIN};
+            int64_t left = until - tt_now_ms();
+            if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+                break;
+            ssize_t n = recv(bs->rank_fds[r], sink, sizeof sink, MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                break;
+        }
+}
+
+/* Reads rank r's join (its listener's address) from fd: 0, or -1 (it
+ * sent something else or nothing in time). */
+static int read_join(tt_bootstrap_t *bs, int fd, int r, int64_t deadline)
+{
+    tt_star_hdr_t h;
+    tt_sockaddr_t addr;
+    if (tt_sock_recv_all(fd, &h, sizeof h, deadline) || !tt_star_hdr_ok(&h, bs->nranks) ||
+        h.type != TT_STAR_JOIN || h.len != sizeof addr || tt_sock_recv_all(fd, &addr, sizeof addr, deadline))
+        return -1;
+    bs->bytes_in += sizeof h + sizeof addr;
+    bs->addrs[r] = addr;
+    return 0;
+}
+
+tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t deadline, char *err,
+                                       size_t errlen)
+{
+    int joined = 1, lost = -1;
+    tt_admit_t *a = tt_admit_new(listen_fd, bs->key, TT_SUB_INIT, "the bootstrap root", NULL, NULL);
+    if (!a) {
+        snprintf(err, errlen, "bootstrap root: no memory to admit the ranks");
+        return TUTTI_ERR_NO_MEMORY;
+    }
+    a->answer_refusals = 1; /* a joiner with another key learns it is refused (TUTTI_ERR_AUTH) */
+    tutti_status_t st = TUTTI_SUCCESS;
+    while (joined < bs->nranks) {
+        int fd;
+        tt_hello_t h;
+        st = tt_admit_next(a, deadline, &fd, &h);
+        if (st != TUTTI_SUCCESS) {
+            char missing[256];
+            missing_ranks(bs, missing, sizeof missing);
+            snprintf(err, errlen, "bootstrap root: %d of %d ranks joined before %s; missing: %s", joined,
+                     bs->nranks,
+                     st == TUTTI_ERR_TIMEOUT ? "the timeout"
+                     : a->fd_error           ? "it ran out of descriptors (see above)"
+                                             : "accept failed",
+                     missing);
+            tell_joined(bs, st, err);
+            break;
+        }
+        bs->bytes_in += sizeof h;
+        if (h.nranks != bs->nranks || h.rank <= 0 || h.rank >= bs->nranks || bs->rank_fds[h.rank] != -1) {
+            TT_WARN(TT_SUB_INIT, "refused rank %d of %d: this communicator has %d ranks%s", h.rank, h.nranks,
+                    bs->nranks,
+                    h.rank > 0 && h.rank < bs->nranks && bs->rank_fds[h.rank] != -1
+                        ? " and that rank already joined"
+                        : "");
+            tt_hello_t no = {.magic = TT_HELLO_MAGIC, .rank = TT_HELLO_REFUSED_RANK};
+            if (send(fd, &no, sizeof no, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                TT_DEBUG(TT_SUB_INIT, "the refusal of rank %d did not go out: %s", h.rank, strerror(errno));
+            close(fd);
+            continue;
+        }
+        /* The answer tells the joiner it reached tutti's root of this job;
+         * its address follows at once. One that has the key and then goes
+         * has died while the job formed, which the ranks that joined learn
+         * now rather than at the timeout. */
+        int64_t until = tt_now_ms() + TT_ADMIT_HELLO_MS;
+        if (tt_hello_send(fd, bs->key, 0, bs->nranks, 0, deadline) ||
+            read_join(bs, fd, h.rank, until < deadline ? until : deadline)) {
+            close(fd);
+            lost = lost < 0 ? h.rank : lost;
+            bs->rank_fds[h.rank] = -2; /* neither joined nor missing: the others need not wait for it */
+            joined++;
+            continue;
+        }
+        bs->bytes_out += sizeof h;
+        bs->rank_fds[h.rank] = fd;
+        joined++;
+        TT_DEBUG(TT_SUB_INIT, "bootstrap: rank %d joined (%d/%d)", h.rank, joined, bs->nranks);
+    }
+    tt_admit_free(a);
+    if (!st && lost >= 0) {
+        snprintf(err, errlen, "bootstrap root: rank %d died or lost its connection while the job formed",
+                 lost);
+        tell_joined(bs, TUTTI_ERR_PEER_FAILED, err);
+        st = TUTTI_ERR_PEER_FAILED;
+    }
+    return st;
+}
+
+tutti_status_t tt_bootstrap_root_read(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen)
+{
+    for (int r = 1; r < bs->nranks; r++)
+        if (read_join(bs, bs->rank_fds[r], r, deadline)) {
+            snprintf(err, errlen, "rank 0: rank %d did not send where it listens", r);
+            tell_joined(bs, TUTTI_ERR_PEER_FAILED, err);
+            return TUTTI_ERR_PEER_FAILED;
+        }
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_bootstrap_welcome(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen)
+{
+    for (int r = 1; r < bs->nranks; r++) {
+        int p = tt_star_parent(r);
+        welcome_t w = {.parent = p == 0 ? bs->addr : bs->addrs[p], .root = bs->addr};
+        tutti_status_t st =
+            tt_star_send(bs->rank_fds[r], TT_STAR_WELCOME, 0, 0, 0, &w, sizeof w, deadline - tt_now_ms());
+        if (st) {
+            snprintf(err, errlen, "rank 0 could not tell rank %d where its parent listens: %s", r,
+                     tutti_strerror(st));
+            tell_joined(bs, st, err);
+            return st;
+        }
+        bs->bytes_out += sizeof(tt_star_hdr_t) + sizeof w;
+        close(bs->rank_fds[r]);
+        bs->rank_fds[r] = -1;
+    }
+    return TUTTI_SUCCESS;
+}
+
+/* Why the first bytes from the root's address are not the job's root's. */
+static const char *not_root(const tt_hello_t *h, size_t got, const unsigned char *key)
+{
+    if (got >= sizeof h->magic && h->magic != TT_HELLO_MAGIC)
+        return "it answered with bytes that are not tutti's, so another program holds that address";
+    if (got == sizeof *h && !tt_hello_matches(h, key))
+        return "it is the root of another tutti job (another key)";
+    return NULL;
+}
+
+/*
+ * The joiner's side of the root's answer: anything but the answer, or the
+ * connection closed, means whatever listens at the root's address is not
+ * this job's root, and is said at once instead of at the deadline. A root
+ * that is silent may merely be late (its listener is made before it
+ * serves), so that is only warned about, once.
+ */
+static tutti_status_t await_root(tt_bootstrap_t *bs, const char *where, const char *note, int64_t deadline,
+                                 char *err, size_t errlen)
+{
+    tt_hello_t h;
+    size_t got = 0;
+    int64_t warn_at = tt_now_ms() + TT_HELLO_WAIT_MS;
+    while (got < sizeof h) {
+        int64_t now = tt_now_ms(), until = warn_at > now && warn_at < deadline ? warn_at : deadline;
+        if (now >= deadline) {
+            snprintf(err, errlen, "rank %d: the bootstrap root at %s did not answer before the timeout%s",
+                     bs->rank, where, note);
+            return TUTTI_ERR_TIMEOUT;
+        }
+        struct pollfd p = {.fd = bs->up_fd, .events = POLLIN};
+        int rc = poll(&p, 1, (int)(until - now < 1000 ? until - now : 1000));
+        if (rc == 0 && warn_at && tt_now_ms() >= warn_at) {
+            TT_WARN(TT_SUB_INIT,
+                    "rank %d: the bootstrap root at %s has not answered for %d s; still waiting%s", bs->rank,
+                    where, TT_HELLO_WAIT_MS / 1000, note);
+            warn_at = 0;
+        }
+        if (rc <= 0)
+            continue;
+        ssize_t n = recv(bs->up_fd, (char *)&h + got, sizeof h - got, MSG_DONTWAIT);
+        if (n > 0)
+            got += (size_t)n;
+        if (got == sizeof h && h.magic == TT_HELLO_MAGIC && h.rank < 0) {
+            snprintf(err, errlen, "rank %d: the bootstrap root at %s refused it: %s", bs->rank, where,
+                     h.rank == TT_HELLO_REFUSED_KEY
+                         ? "its key is not the job's (another TUTTI_KEY or unique id)"
+                         : "another process joined as this rank, or it counts another number of ranks");
+            return TUTTI_ERR_AUTH;
+        }
+        const char *why = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)
+                              ? "it closed the connection without answering, so it is not this job's root"
+                              : not_root(&h, got, bs->key);
+        if (why) {
+            snprintf(err, errlen, "rank %d: the program at %s is not tutti's bootstrap root: %s%s", bs->rank,
+                     where, why, note);
+            return TUTTI_ERR_CONFIG;
+        }
+    }
+    bs->bytes_in += sizeof h;
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_bootstrap_member_join(tt_bootstrap_t *bs, const tt_sockaddr_t *root, int64_t deadline,
+                                        char *err, size_t errlen)
+{
+    char where[80], note[260] = "";
+    tt_sock_addr_str(root, where, sizeof where);
+    tt_bootstrap_root_note(bs->key, note, sizeof note);
+    tutti_status_t st = tt_sock_connect(root, deadline, &bs->up_fd);
+    if (!st)
+        st = tt_hello_send(bs->up_fd, bs->key, bs->rank, bs->nranks, 0, deadline);
+    if (st) {
+        snprintf(err, errlen, "rank %d could not reach the bootstrap root at %s: %s", bs->rank, where,
+                 tutti_strerror(st));
+        return st;
+    }
+    bs->bytes_out += sizeof(tt_hello_t);
+    TT_TRY(await_root(bs, where, note, deadline, err, errlen));
+    return tt_bootstrap_send_join(bs, deadline, err, errlen);
+}
+
+tutti_status_t tt_bootstrap_send_join(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen)
+{
+    tutti_status_t st = tt_star_send(bs->up_fd, TT_STAR_JOIN, bs->rank, 0, 0, &bs->addr, sizeof bs->addr,
+                                     deadline - tt_now_ms());
+    if (st) {
+        snprintf(err, errlen, "rank %d could not tell rank 0 where it listens: %s", bs->rank,
+                 tutti_strerror(st));
+        return st;
+    }
+    bs->bytes_out += sizeof(tt_star_hdr_t) + sizeof bs->addr;
+    return TUTTI_SUCCESS;
+}
+
+/* Reads rank 0's welcome: where the parent and rank 0 listen, or why the
+ * job will not form. */
+static tutti_status_t read_welcome(tt_bootstrap_t *bs, welcome_t *w, int64_t deadline, char *err,
+                                   size_t errlen)
+{
+    tt_star_hdr_t h;
+    tutti_status_t st = tt_sock_recv_all(bs->up_fd, &h, sizeof h, deadline);
+    if (!st && (!tt_star_hdr_ok(&h, bs->nranks) || h.type != TT_STAR_WELCOME ||
+                h.len > (h.status ? TT_STAR_TEXT : sizeof *w) || (!h.status && h.len != sizeof *w)))
+        st = TUTTI_ERR_PEER_FAILED;
+    char text[TT_STAR_TEXT + 1] = "";
+    if (!st)
+        st = tt_sock_recv_all(bs->up_fd, h.status ? (void *)text : (void *)w, h.len, deadline);
+    if (st) {
+        snprintf(err, errlen, "rank %d: rank 0 did not say where this rank's parent listens: %s", bs->rank,
+                 st == TUTTI_ERR_TIMEOUT ? "not every rank joined within TUTTI_TIMEOUT"
+                                         : "it closed the connection");
+        return st;
+    }
+    bs->bytes_in += sizeof h + h.len;
+    if (h.status) {
+        snprintf(err, errlen, "rank %d: %s", bs->rank, text);
+        return (tutti_status_t)h.status;
+    }
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_bootstrap_attach(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen)
+{
+    welcome_t w;
+    /* Rank 0 says why the job did not form at its own deadline, which can
+     * come a little after this rank's (it may have begun later): wait that
+     * much longer, so that the reason arrives rather than a bare timeout. */
+    TT_TRY(read_welcome(bs, &w, deadline + WELCOME_GRACE_MS, err, errlen));
+    close(bs->up_fd);
+    bs->up_fd = -1;
+    bs->root = w.root;
+    int parent = tt_star_parent(bs->rank);
+    tutti_status_t st = tt_sock_connect(&w.parent, deadline, &bs->up_fd);
+    if (!st)
+        st = tt_hello_send(bs->up_fd, bs->key, bs->rank, bs->nranks, TT_STAR_HELLO_CHILD, deadline);
+    if (st) {
+        char where[80];
+        tt_sock_addr_str(&w.parent, where, sizeof where);
+        snprintf(err, errlen, "rank %d could not reach its parent in the bootstrap's tree, rank %d at %s: %s",
+                 bs->rank, parent, where, tutti_strerror(st));
+        return st;
+    }
+    bs->bytes_out += sizeof(tt_hello_t);
+    return TUTTI_SUCCESS;
+}

@@ -1,0 +1,26 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The heavy half of tests/test_scale.c, too long for make check: SHM_RANKS
+# ranks (256 unless given) run every collective right over shm, and
+# TCP_RANKS (128 unless given: every pair of an all-to-all over loopback
+# tcp costs a connection) over tcp, each rank moving at most 1 MB at set-up
+# and holding a few dozen descriptors after a ring all-reduce. From a built
+# tree (make tests/test-scale first):
+#     tests/scale-ci.sh [SHM_RANKS [TCP_RANKS]]
+set -u
+B=${TT_BUILDDIR:-.}
+[ -x "$B/tests/test-scale" ] || { echo "FAIL: no $B/tests/test-scale (make tests/test-scale first)"; exit 1; }
+status=0
+run() { # TRANSPORT RANKS
+    start=$(date +%s)
+    if TT_SCALE_RANKS=$2 CK_RUN_CASE=$1 "$B/tests/test-scale" >"scale-$1.log" 2>&1; then
+        echo "scale: $2 ranks over $1 passed in $(($(date +%s) - start)) s"
+    else
+        echo "scale: $2 ranks over $1 FAILED after $(($(date +%s) - start)) s; scale-$1.log:"
+        tail -20 "scale-$1.log"
+        status=1
+    fi
+}
+run shm "${1:-256}"
+run tcp "${2:-128}"
+exit $status
