@@ -25,25 +25,27 @@
 
 /*
  * Every collective, in tt_coll_t's order; code that needs a fact of each
- * expands this list. X(ID, NAME, PER_RANK, REDUCES):
- *   NAME      tt_coll_name's; TUTTI_ALGO_<NAME> forces its algorithm
- *   PER_RANK  1: count is one rank's block, and the larger buffer holds a
- *             block per rank (reduce-scatter's input, all-gather's output)
- *   REDUCES   1: it takes a tutti_op_t
+ * expands this list. X(ID, NAME, PER_RANK, REDUCES, SCHEDULED):
+ *   NAME       tt_coll_name's
+ *   PER_RANK   1: count is one rank's block, and the larger buffer holds a
+ *              block per rank (reduce-scatter's input, all-gather's output)
+ *   REDUCES    1: it takes a tutti_op_t
+ *   SCHEDULED  1: algorithms serve it, and TUTTI_ALGO_<NAME> forces one;
+ *              0: a send or a receive, which goes to its peer as it is
  */
 #define TT_COLL_LIST(X)                                                                                      \
-    X(ALLREDUCE, "allreduce", 0, 1)                                                                          \
-    X(REDUCE_SCATTER, "reduce_scatter", 1, 1)                                                                \
-    X(ALLGATHER, "allgather", 1, 0)                                                                          \
-    X(BROADCAST, "broadcast", 0, 0)                                                                          \
-    X(REDUCE, "reduce", 0, 1)                                                                                \
-    X(ALLTOALL, "alltoall", 1, 0)                                                                            \
-    X(BARRIER, "barrier", 0, 0)                                                                              \
-    X(SEND, "send", 0, 0)                                                                                    \
-    X(RECV, "recv", 0, 0)
+    X(ALLREDUCE, "allreduce", 0, 1, 1)                                                                       \
+    X(REDUCE_SCATTER, "reduce_scatter", 1, 1, 1)                                                             \
+    X(ALLGATHER, "allgather", 1, 0, 1)                                                                       \
+    X(BROADCAST, "broadcast", 0, 0, 1)                                                                       \
+    X(REDUCE, "reduce", 0, 1, 1)                                                                             \
+    X(ALLTOALL, "alltoall", 1, 0, 1)                                                                         \
+    X(BARRIER, "barrier", 0, 0, 1)                                                                           \
+    X(SEND, "send", 0, 0, 0)                                                                                 \
+    X(RECV, "recv", 0, 0, 0)
 
 typedef enum {
-#define TT_COLL_ENUM(ID, NAME, PER_RANK, REDUCES) TT_COLL_##ID,
+#define TT_COLL_ENUM(ID, NAME, PER_RANK, REDUCES, SCHEDULED) TT_COLL_##ID,
     TT_COLL_LIST(TT_COLL_ENUM)
 #undef TT_COLL_ENUM
         TT_COLL_COUNT
@@ -53,7 +55,7 @@ typedef enum {
  * are count, or count * nranks, elements. */
 static inline int tt_coll_count_per_rank(tt_coll_t coll)
 {
-#define TT_COLL_PER_RANK_BIT(ID, NAME, PER_RANK, REDUCES) | (PER_RANK##u << TT_COLL_##ID)
+#define TT_COLL_PER_RANK_BIT(ID, NAME, PER_RANK, REDUCES, SCHEDULED) | (PER_RANK##u << TT_COLL_##ID)
     return (0u TT_COLL_LIST(TT_COLL_PER_RANK_BIT)) >> coll & 1u;
 #undef TT_COLL_PER_RANK_BIT
 }
@@ -61,7 +63,7 @@ static inline int tt_coll_count_per_rank(tt_coll_t coll)
 /* Whether coll takes a tutti_op_t (REDUCES above). */
 static inline int tt_coll_reduces(tt_coll_t coll)
 {
-#define TT_COLL_REDUCES_BIT(ID, NAME, PER_RANK, REDUCES) | (REDUCES##u << TT_COLL_##ID)
+#define TT_COLL_REDUCES_BIT(ID, NAME, PER_RANK, REDUCES, SCHEDULED) | (REDUCES##u << TT_COLL_##ID)
     return (0u TT_COLL_LIST(TT_COLL_REDUCES_BIT)) >> coll & 1u;
 #undef TT_COLL_REDUCES_BIT
 }
