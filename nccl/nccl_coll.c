@@ -8,9 +8,8 @@
 
 #define NO_OP ((ncclRedOp_t)-1)
 
-static ncclResult_t submit(tt_nccl_kind_t kind, const void *send, void *recv, size_t count,
-                           ncclDataType_t dtype, ncclRedOp_t op, int root, ncclComm_t comm,
-                           cudaStream_t stream, const char *call)
+static ncclResult_t submit(int kind, const void *send, void *recv, size_t count, ncclDataType_t dtype,
+                           ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream, const char *call)
 {
     ncclResult_t res = tt_nccl_enter(&comm, call);
     if (res) {
@@ -45,7 +44,7 @@ TT_NCCL_EXPORT ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff,
                                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                            cudaStream_t stream)
 {
-    return submit(TT_NCCL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream,
+    return submit(TT_COLL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream,
                   "ncclAllReduce");
 }
 TT_NCCL_ALIAS(ncclAllReduce)
@@ -54,7 +53,7 @@ TT_NCCL_EXPORT ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, si
                                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                                         cudaStream_t stream)
 {
-    return submit(TT_NCCL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream, "ncclReduce");
+    return submit(TT_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream, "ncclReduce");
 }
 TT_NCCL_ALIAS(ncclReduce)
 
@@ -62,7 +61,7 @@ TT_NCCL_EXPORT ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff,
                                            ncclDataType_t datatype, int root, ncclComm_t comm,
                                            cudaStream_t stream)
 {
-    return submit(TT_NCCL_BROADCAST, sendbuff, recvbuff, count, datatype, NO_OP, root, comm, stream,
+    return submit(TT_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, NO_OP, root, comm, stream,
                   "ncclBroadcast");
 }
 TT_NCCL_ALIAS(ncclBroadcast)
@@ -70,14 +69,14 @@ TT_NCCL_ALIAS(ncclBroadcast)
 TT_NCCL_EXPORT ncclResult_t pncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                                        ncclComm_t comm, cudaStream_t stream)
 {
-    return submit(TT_NCCL_BROADCAST, buff, buff, count, datatype, NO_OP, root, comm, stream, "ncclBcast");
+    return submit(TT_COLL_BROADCAST, buff, buff, count, datatype, NO_OP, root, comm, stream, "ncclBcast");
 }
 TT_NCCL_ALIAS(ncclBcast)
 
 TT_NCCL_EXPORT ncclResult_t pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-    return submit(TT_NCCL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, NO_OP, 0, comm, stream,
+    return submit(TT_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, NO_OP, 0, comm, stream,
                   "ncclAllGather");
 }
 TT_NCCL_ALIAS(ncclAllGather)
@@ -86,7 +85,7 @@ TT_NCCL_EXPORT ncclResult_t pncclReduceScatter(const void *sendbuff, void *recvb
                                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                                cudaStream_t stream)
 {
-    return submit(TT_NCCL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream,
+    return submit(TT_COLL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream,
                   "ncclReduceScatter");
 }
 TT_NCCL_ALIAS(ncclReduceScatter)
@@ -94,7 +93,7 @@ TT_NCCL_ALIAS(ncclReduceScatter)
 TT_NCCL_EXPORT ncclResult_t pncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-    return submit(TT_NCCL_ALLTOALL, sendbuff, recvbuff, count, datatype, NO_OP, 0, comm, stream,
+    return submit(TT_COLL_ALLTOALL, sendbuff, recvbuff, count, datatype, NO_OP, 0, comm, stream,
                   "ncclAlltoAll");
 }
 TT_NCCL_ALIAS(ncclAlltoAll)
@@ -120,13 +119,13 @@ TT_NCCL_ALIAS(ncclScatter)
 TT_NCCL_EXPORT ncclResult_t pncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                       ncclComm_t comm, cudaStream_t stream)
 {
-    return submit(TT_NCCL_SEND, sendbuff, NULL, count, datatype, NO_OP, peer, comm, stream, "ncclSend");
+    return submit(TT_COLL_SEND, sendbuff, NULL, count, datatype, NO_OP, peer, comm, stream, "ncclSend");
 }
 TT_NCCL_ALIAS(ncclSend)
 
 TT_NCCL_EXPORT ncclResult_t pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                       ncclComm_t comm, cudaStream_t stream)
 {
-    return submit(TT_NCCL_RECV, NULL, recvbuff, count, datatype, NO_OP, peer, comm, stream, "ncclRecv");
+    return submit(TT_COLL_RECV, NULL, recvbuff, count, datatype, NO_OP, peer, comm, stream, "ncclRecv");
 }
 TT_NCCL_ALIAS(ncclRecv)

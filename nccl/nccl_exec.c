@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/collectives.h"
 #include "coll/coll.h"
 #include "device/device_coll.h"
 #include "device/memkind.h"
@@ -121,29 +122,20 @@ static tutti_status_t gather_scatter(tutti_comm_t tc, ncclComm_t comm, const tt_
     return st;
 }
 
+/* Sends and receives run together as one batch (tt_nccl_run), not here. */
 static tutti_status_t run_coll(tutti_comm_t tc, ncclComm_t comm, const tt_nccl_op_t *op)
 {
-    void *s = op->stream;
-    switch (op->kind) {
-    case TT_NCCL_ALLREDUCE: return tutti_allreduce(op->send, op->recv, op->count, op->dtype, op->op, tc, s);
-    case TT_NCCL_BROADCAST: return tutti_broadcast(op->send, op->recv, op->count, op->dtype, op->root, tc, s);
-    case TT_NCCL_REDUCE:
-        return tutti_reduce(op->send, op->recv, op->count, op->dtype, op->op, op->root, tc, s);
-    case TT_NCCL_ALLGATHER: return tutti_allgather(op->send, op->recv, op->count, op->dtype, tc, s);
-    case TT_NCCL_REDUCE_SCATTER:
-        return tutti_reduce_scatter(op->send, op->recv, op->count, op->dtype, op->op, tc, s);
-    case TT_NCCL_ALLTOALL: return tutti_alltoall(op->send, op->recv, op->count, op->dtype, tc, s);
-    case TT_NCCL_GATHER: return gather_scatter(tc, comm, op, "ncclGather");
-    case TT_NCCL_SCATTER: return gather_scatter(tc, comm, op, "ncclScatter");
-    case TT_NCCL_SEND:
-    case TT_NCCL_RECV: break;
-    }
-    return TUTTI_ERR_INTERNAL;
+    if (op->kind == TT_NCCL_GATHER || op->kind == TT_NCCL_SCATTER)
+        return gather_scatter(tc, comm, op, op->kind == TT_NCCL_GATHER ? "ncclGather" : "ncclScatter");
+    if (op->kind == TT_COLL_SEND || op->kind == TT_COLL_RECV || op->kind < 0 || op->kind >= TT_COLL_COUNT)
+        return TUTTI_ERR_INTERNAL;
+    return tt_coll_call((tt_coll_t)op->kind, op->send, op->recv, op->count, op->dtype, op->op, op->root, tc,
+                        op->stream);
 }
 
 static int is_p2p(const tt_nccl_op_t *op)
 {
-    return op->kind == TT_NCCL_SEND || op->kind == TT_NCCL_RECV;
+    return op->kind == TT_COLL_SEND || op->kind == TT_COLL_RECV;
 }
 
 /* The k-th send of this rank to itself meets its k-th receive from itself;
@@ -153,8 +145,8 @@ static tutti_status_t pair_self(tutti_comm_t tc, const tt_nccl_op_t *ops, int n,
 {
     int r = 0, nsend = 0, nrecv = 0;
     for (int i = 0; i < n; i++) {
-        nsend += ops[i].kind == TT_NCCL_SEND && ops[i].root == me;
-        nrecv += ops[i].kind == TT_NCCL_RECV && ops[i].root == me;
+        nsend += ops[i].kind == TT_COLL_SEND && ops[i].root == me;
+        nrecv += ops[i].kind == TT_COLL_RECV && ops[i].root == me;
     }
     if (nsend != nrecv)
         return tt_comm_error(tt_nccl_inner(tc), TUTTI_ERR_MISMATCH,
@@ -162,9 +154,9 @@ static tutti_status_t pair_self(tutti_comm_t tc, const tt_nccl_op_t *ops, int n,
                              nrecv);
     *ncopies = 0;
     for (int i = 0; i < n; i++) {
-        if (ops[i].kind != TT_NCCL_SEND || ops[i].root != me)
+        if (ops[i].kind != TT_COLL_SEND || ops[i].root != me)
             continue;
-        while (ops[r].kind != TT_NCCL_RECV || ops[r].root != me)
+        while (ops[r].kind != TT_COLL_RECV || ops[r].root != me)
             r++;
         const tt_nccl_op_t *s = &ops[i], *d = &ops[r++];
         if (s->count != d->count || s->dtype != d->dtype)
@@ -197,7 +189,7 @@ static tutti_status_t run_p2p(tutti_comm_t tc, int me, const tt_nccl_op_t *ops, 
                 "ncclGroupEnd: the sends and receives of one communicator in a group use several "
                 "streams; tutti runs them as one batch on one stream");
         if (ops[i].root != me)
-            calls[k++] = ops[i].kind == TT_NCCL_SEND
+            calls[k++] = ops[i].kind == TT_COLL_SEND
                              ? p2p(TT_COLL_SEND, ops[i].send, NULL, ops[i].count, ops[i].dtype, ops[i].root)
                              : p2p(TT_COLL_RECV, NULL, ops[i].recv, ops[i].count, ops[i].dtype, ops[i].root);
     }

@@ -13,6 +13,7 @@
 
 #include "comm/comm.h"
 #include "nccl/nccl_abi.h"
+#include "sched/schedule.h"
 #include "tutti.h"
 
 #define TT_NCCL_MAX_REDOPS 64   /* live ncclRedOpCreatePreMulSum operators per communicator */
@@ -148,22 +149,13 @@ int tt_nccl_snapshot(ncclComm_t handle, ncclResult_t *state, int *nranks, int *r
 /* What an init config says: blocking or not; an invalid config is an error. */
 ncclResult_t tt_nccl_config(const ncclConfig_t *config, int inherit, int *blocking, const char *call);
 
-/* A call of the NCCL API on a communicator, as the group keeps it. */
-typedef enum {
-    TT_NCCL_ALLREDUCE = 0,
-    TT_NCCL_BROADCAST,
-    TT_NCCL_REDUCE,
-    TT_NCCL_ALLGATHER,
-    TT_NCCL_REDUCE_SCATTER,
-    TT_NCCL_ALLTOALL,
-    TT_NCCL_GATHER,
-    TT_NCCL_SCATTER,
-    TT_NCCL_SEND,
-    TT_NCCL_RECV
-} tt_nccl_kind_t;
+/* The collectives of the NCCL API that tutti has none of: made of sends
+ * and receives (exec.c), numbered after tt_coll_t's. */
+enum { TT_NCCL_GATHER = TT_COLL_COUNT, TT_NCCL_SCATTER };
 
+/* A call of the NCCL API on a communicator, as the group keeps it. */
 typedef struct {
-    tt_nccl_kind_t kind;
+    int kind; /* a tt_coll_t, TT_NCCL_GATHER or TT_NCCL_SCATTER */
     const void *send;
     void *recv;
     size_t count;

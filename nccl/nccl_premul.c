@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/collectives.h"
 #include "device/memkind.h"
 #include "device/queue.h"
 #include "nccl/nccl_int.h"
@@ -78,15 +79,10 @@ TT_NCCL_ALIAS(ncclRedOpDestroy)
 /* The sum itself, from the scaled input. */
 static tutti_status_t sum_from(tutti_comm_t tc, const tt_nccl_op_t *op, const void *scaled)
 {
-    switch (op->kind) {
-    case TT_NCCL_ALLREDUCE:
-        return tutti_allreduce(scaled, op->recv, op->count, op->dtype, TUTTI_SUM, tc, op->stream);
-    case TT_NCCL_REDUCE:
-        return tutti_reduce(scaled, op->recv, op->count, op->dtype, TUTTI_SUM, op->root, tc, op->stream);
-    case TT_NCCL_REDUCE_SCATTER:
-        return tutti_reduce_scatter(scaled, op->recv, op->count, op->dtype, TUTTI_SUM, tc, op->stream);
-    default: return TUTTI_ERR_INTERNAL;
-    }
+    if (op->kind < 0 || op->kind >= TT_COLL_COUNT || !tt_coll_reduces((tt_coll_t)op->kind))
+        return TUTTI_ERR_INTERNAL;
+    return tt_coll_call((tt_coll_t)op->kind, scaled, op->recv, op->count, op->dtype, TUTTI_SUM, op->root, tc,
+                        op->stream);
 }
 
 /* The scalar's bytes as the collective runs: a device residence reads the
@@ -147,10 +143,10 @@ static tutti_status_t premul_device(tutti_comm_t tc, const tt_nccl_op_t *op, siz
 
 ncclResult_t tt_nccl_run_premul(tutti_comm_t tc, const tt_nccl_op_t *op)
 {
-    const char *name = op->kind == TT_NCCL_ALLREDUCE ? "ncclAllReduce"
-                       : op->kind == TT_NCCL_REDUCE  ? "ncclReduce"
+    const char *name = op->kind == TT_COLL_ALLREDUCE ? "ncclAllReduce"
+                       : op->kind == TT_COLL_REDUCE  ? "ncclReduce"
                                                      : "ncclReduceScatter";
-    size_t blocks = op->kind == TT_NCCL_REDUCE_SCATTER ? (size_t)op->comm->nranks : 1;
+    size_t blocks = tt_coll_count_per_rank((tt_coll_t)op->kind) ? (size_t)op->comm->nranks : 1;
     size_t n = op->count * blocks;
     int send_dev = op->send && tt_mem_kind(op->send) == TT_MEM_DEVICE;
     int recv_dev = op->recv && tt_mem_kind(op->recv) == TT_MEM_DEVICE;

@@ -163,7 +163,7 @@ static const char *fake_said(void)
     return said_text;
 }
 
-const tt_ipc_backend_t tt_fake_ipc = {
+const tt_cuda_ipc_backend_t tt_fake_ipc = {
     .name = "host memory (test)",
     .attach = fake_attach,
     .detach = fake_detach,

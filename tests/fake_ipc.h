@@ -17,7 +17,7 @@
 
 #define TT_FAKE_IPC_GPUS 4
 
-extern const tt_ipc_backend_t tt_fake_ipc;
+extern const tt_cuda_ipc_backend_t tt_fake_ipc;
 
 /* What the backend did in this process. */
 extern struct tt_fake_ipc_used {

@@ -495,7 +495,7 @@ int main(int argc, char **argv)
         {"other_gpu", peers_windows_open_with_the_communicators_gpu_current, 0, 0},
         {"ef_read", the_error_state_is_read_after_the_calls_queued_before, 0, 0},
     };
-    tt_ipc_set_backend(&tt_fake_ipc);
+    tt_cuda_ipc_set_backend(&tt_fake_ipc);
     tt_device_set_rt(&tt_fake_gpu);
     int rc = tt_run_cases("device-model", cases, sizeof cases / sizeof *cases, 300, argc, argv);
     tt_fake_ipc_sweep();

@@ -484,9 +484,9 @@ static tutti_status_t no_gpu(char *why, size_t len)
 
 START_TEST(no_gpu_no_layer_and_the_log_says_why)
 {
-    tt_ipc_backend_t gpuless = tt_fake_ipc;
+    tt_cuda_ipc_backend_t gpuless = tt_fake_ipc;
     gpuless.usable = no_gpu;
-    tt_ipc_set_backend(&gpuless);
+    tt_cuda_ipc_set_backend(&gpuless);
     setenv("TUTTI_LOG", "debug", 1);
     setenv("TUTTI_LOG_SUBSYS", "init,net", 1);
     char path[] = "/tmp/tutti-ipc-log-XXXXXX";
@@ -505,7 +505,7 @@ START_TEST(no_gpu_no_layer_and_the_log_says_why)
     unlink(path);
     unsetenv("TUTTI_LOG");
     unsetenv("TUTTI_LOG_SUBSYS");
-    tt_ipc_set_backend(&tt_fake_ipc);
+    tt_cuda_ipc_set_backend(&tt_fake_ipc);
     ck_assert_msg(strstr(log, "cuda_ipc not offered: this test's machine has none"), "%s", log);
     ck_assert_msg(!strstr(log, "cuda_ipc connects"), "%s", log);
 }
@@ -536,7 +536,7 @@ static Suite *ipc_suite(void)
 
 int main(void)
 {
-    tt_ipc_set_backend(&tt_fake_ipc);
+    tt_cuda_ipc_set_backend(&tt_fake_ipc);
     tt_device_set_rt(&tt_fake_gpu);
     int rc = tt_run_suite(ipc_suite());
     tt_fake_ipc_sweep();

@@ -45,9 +45,9 @@ static int prepared(tutti_comm_t comm)
  * message to it, so that the message can go direct. */
 static int offered(tutti_comm_t comm, int receiver)
 {
-    tt_ipc_ctx_t *ctx = comm->tp_ctx[comm->device_tp];
+    tt_cuda_ipc_ctx_t *ctx = comm->tp_ctx[comm->device_tp];
     uint64_t k = comm->send_seq[receiver];
-    _Atomic uint64_t *slot = &tt_ipc_inbox(ctx->segs[receiver], comm->rank)->offer[k % TT_IPC_RING];
+    _Atomic uint64_t *slot = &tt_cuda_ipc_inbox(ctx->segs[receiver], comm->rank)->offer[k % TT_IPC_RING];
     for (int tries = 0; tries < 40000; tries++) {
         if (atomic_load(slot) / 4 == k + 1)
             return 1;
@@ -607,7 +607,7 @@ int main(int argc, char **argv)
     /* The cases that count direct messages need every receiver to wait for
      * its sender however loaded this machine is ("crossed" sets it back). */
     tt_comm_pair_set_receive_wait(60000000000LL);
-    tt_ipc_set_backend(&tt_fake_ipc);
+    tt_cuda_ipc_set_backend(&tt_fake_ipc);
     tt_device_set_rt(&tt_fake_gpu);
     int rc = tt_run_cases("ipc-p2p", cases, sizeof cases / sizeof *cases, 300, argc, argv);
     tt_fake_ipc_sweep();

@@ -82,7 +82,7 @@ static pid_t spawn(int r, const tutti_unique_id_t *id)
 
 int main(void)
 {
-    tt_ipc_set_backend(&tt_fake_ipc);
+    tt_cuda_ipc_set_backend(&tt_fake_ipc);
     tt_device_set_rt(&tt_fake_gpu);
     tutti_unique_id_t id;
     if (tutti_get_unique_id(&id)) {

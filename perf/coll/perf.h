@@ -11,19 +11,13 @@
 #include <stdio.h>
 
 #include "perf/common/json_out.h"
+#include "sched/schedule.h"
 #include "tutti.h"
 
-typedef enum {
-    C_ALLREDUCE,
-    C_REDUCESCATTER,
-    C_ALLGATHER,
-    C_BROADCAST,
-    C_REDUCE,
-    C_ALLTOALL,
-    C_SENDRECV,
-    C_COUNT
-} coll_t;
-extern const char *const perf_coll_names[C_COUNT];
+/* The collectives tutti-perf times, by nccl-tests' names; NULL for those
+ * it does not. TT_COLL_SEND stands for nccl-tests' sendrecv: every rank
+ * sends to the next and receives from the one before. */
+extern const char *const perf_coll_names[TT_COLL_COUNT];
 
 typedef struct {
     uint64_t minb, maxb, step;
@@ -90,7 +84,7 @@ typedef struct {
 
 /* One line of output: a collective at a size, out of place and in place. */
 typedef struct {
-    coll_t coll;
+    tt_coll_t coll;
     size_t size, count;
     tutti_dtype_t dtype;
     tutti_op_t op;
@@ -105,8 +99,8 @@ typedef struct {
     int rank, nranks;
     int text;       /* rank 0 prints nccl-tests' table */
     tt_json_t json; /* rank 0 with -J or --json */
-    double busbw_sum[C_COUNT];
-    int busbw_n[C_COUNT];
+    double busbw_sum[TT_COLL_COUNT];
+    int busbw_n[TT_COLL_COUNT];
     long long wrong_total;
     char last_algorithms[512];
 } perf_out_t;
@@ -128,17 +122,15 @@ typedef struct {
     size_t ef_count;
 } perf_ctx_t;
 
-/* Whether the collective's count is per rank (reducescatter, allgather, alltoall). */
-int perf_per_rank(coll_t coll);
 /* Times coll on n elements (size_bytes in all), out of place or in place,
  * and checks it as the options say. */
-tutti_status_t perf_measure(perf_ctx_t *c, coll_t coll, size_t n, size_t size_bytes, int in_place,
+tutti_status_t perf_measure(perf_ctx_t *c, tt_coll_t coll, size_t n, size_t size_bytes, int in_place,
                             perf_result_t *res);
 
 void perf_print_header(perf_out_t *out, const char *const *rank_lines);
 /* Before a sweep's rows: algorithms says which algorithm serves which
  * sizes (printed when it changed); columns: print the column heads too. */
-void perf_print_table_head(perf_out_t *out, coll_t coll, const char *algorithms, int columns);
+void perf_print_table_head(perf_out_t *out, tt_coll_t coll, const char *algorithms, int columns);
 void perf_print_row(perf_out_t *out, const perf_row_t *row, const perf_result_t res[2]);
 /* The footer; returns 1 when the bandwidth gate failed. */
 int perf_print_footer(perf_out_t *out, double peak_rss_mib);

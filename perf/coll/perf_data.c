@@ -5,13 +5,38 @@
  */
 #include <string.h>
 
+#include "core/dtype.h"
 #include "core/fp8.h"
 #include "core/half.h"
 #include "perf.h"
 
+/* (T)-1 < 0 reads better, but -Wtype-limits refuses it for unsigned T. */
+#define SIGNED_TYPE(T) ((T)-1 < (T)1)
+#define IS_INT_INT 1
+#define IS_INT_FLOAT 0
+#define IS_INT_NARROW 0
+
+static int is_integer(tutti_dtype_t t)
+{
+#define INTEGER_CASE(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG)                                           \
+    case ENUM: return IS_INT_##KIND;
+    switch (t) {
+        TT_DTYPE_LIST(INTEGER_CASE)
+    default: return 0;
+    }
+#undef INTEGER_CASE
+}
+
+/* Every float holds negative numbers; an unsigned integer none. */
 static int is_signed(tutti_dtype_t t)
 {
-    return t != TUTTI_UINT8 && t != TUTTI_UINT32 && t != TUTTI_UINT64;
+#define SIGNED_CASE(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG)                                            \
+    case ENUM: return !IS_INT_##KIND || SIGNED_TYPE(T);
+    switch (t) {
+        TT_DTYPE_LIST(SIGNED_CASE)
+    default: return 0;
+    }
+#undef SIGNED_CASE
 }
 
 /* Input element i of rank r of p as an exact small number. prod uses 1, 2
@@ -24,7 +49,7 @@ static double input_value(int r, size_t i, tutti_op_t op, tutti_dtype_t t, int p
         int k = (int)((r + i) % 5);
         return k == 0 ? 2 : (k == 1 && is_signed(t)) ? -1 : 1;
     }
-    if (t == TUTTI_FP8_E4M3 || t == TUTTI_FP8_E5M2) {
+    if (!is_integer(t) && tutti_dtype_size(t) == 1) {
         size_t stride = (size_t)p / 8 + 1;
         return ((size_t)r + i) % stride ? 0.0 : (double)(1 + i % 2) * (i % 3 == 2 ? -1 : 1);
     }
@@ -32,43 +57,44 @@ static double input_value(int r, size_t i, tutti_op_t op, tutti_dtype_t t, int p
     return is_signed(t) ? v - 4 : v;
 }
 
+#define STORE_INT(T, U, TAG) ((T *)buf)[i] = (T)(U)iv
+#define STORE_FLOAT(T, U, TAG) ((T *)buf)[i] = (T)v
+#define STORE_NARROW(T, U, TAG) ((T *)buf)[i] = tt_f32_to_##TAG((float)v)
+
 /* Stores v in the dtype; integers wrap modulo 2^bits like the library's. */
 static void store(void *buf, size_t i, tutti_dtype_t t, double v)
 {
     int64_t iv = (int64_t)v;
+#define STORE_CASE(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG)                                             \
+    case ENUM: STORE_##KIND(T, U, TAG); break;
     switch (t) {
-    case TUTTI_INT8: ((int8_t *)buf)[i] = (int8_t)(uint8_t)iv; break;
-    case TUTTI_UINT8: ((uint8_t *)buf)[i] = (uint8_t)iv; break;
-    case TUTTI_INT32: ((int32_t *)buf)[i] = (int32_t)(uint32_t)iv; break;
-    case TUTTI_UINT32: ((uint32_t *)buf)[i] = (uint32_t)iv; break;
-    case TUTTI_INT64: ((int64_t *)buf)[i] = iv; break;
-    case TUTTI_UINT64: ((uint64_t *)buf)[i] = (uint64_t)iv; break;
-    case TUTTI_FP16: ((uint16_t *)buf)[i] = tt_f32_to_fp16((float)v); break;
-    case TUTTI_BF16: ((uint16_t *)buf)[i] = tt_f32_to_bf16((float)v); break;
-    case TUTTI_FP32: ((float *)buf)[i] = (float)v; break;
-    case TUTTI_FP64: ((double *)buf)[i] = v; break;
-    case TUTTI_FP8_E4M3: ((uint8_t *)buf)[i] = tt_f32_to_e4m3((float)v); break;
-    case TUTTI_FP8_E5M2: ((uint8_t *)buf)[i] = tt_f32_to_e5m2((float)v); break;
+        TT_DTYPE_LIST(STORE_CASE)
     default: break;
     }
+#undef STORE_CASE
 }
 
-/* avg: integers divide the wrapped sum, truncating; floats round once. */
+/* Integers divide the wrapped sum, truncating (as C divides: through
+ * int64_t or uint64_t the quotient is the same); floats round once, the
+ * narrow ones in fp32. */
+#define AVERAGE_INT(T, U, TAG)                                                                               \
+    SIGNED_TYPE(T) ? (double)((int64_t)((T *)tmp)[0] / d->nranks)                                            \
+                   : (double)((uint64_t)((T *)tmp)[0] / (uint64_t)d->nranks)
+#define AVERAGE_FLOAT(T, U, TAG) (double)((U)acc / (U)d->nranks)
+#define AVERAGE_NARROW(T, U, TAG) (double)((U)acc / (U)d->nranks)
+
+/* avg: the sum acc divided as the dtype divides. */
 static double average_of(double acc, const perf_data_t *d)
 {
     char tmp[8];
-    tutti_dtype_t t = d->dtype;
-    store(tmp, 0, t, acc);
-    switch (t) {
-    case TUTTI_INT8: return (double)(((int8_t *)tmp)[0] / d->nranks);
-    case TUTTI_UINT8: return (double)(((uint8_t *)tmp)[0] / d->nranks);
-    case TUTTI_INT32: return (double)(((int32_t *)tmp)[0] / d->nranks);
-    case TUTTI_UINT32: return (double)(((uint32_t *)tmp)[0] / (uint32_t)d->nranks);
-    case TUTTI_INT64: return (double)(((int64_t *)tmp)[0] / d->nranks);
-    case TUTTI_UINT64: return (double)(((uint64_t *)tmp)[0] / (uint64_t)d->nranks);
-    case TUTTI_FP64: return acc / d->nranks;
-    default: return (double)((float)acc / (float)d->nranks);
+    store(tmp, 0, d->dtype, acc);
+#define AVERAGE_CASE(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG)                                           \
+    case ENUM: return AVERAGE_##KIND(T, U, TAG);
+    switch (d->dtype) {
+        TT_DTYPE_LIST(AVERAGE_CASE)
+    default: return acc;
     }
+#undef AVERAGE_CASE
 }
 
 /* The exact reduction of element i over all ranks, stored in the dtype. */
@@ -90,8 +116,7 @@ static void expected_reduced(void *out, size_t elem_index, const perf_data_t *d)
         default: acc += v; break;
         }
     }
-    if (op == TUTTI_PROD && t != TUTTI_FP16 && t != TUTTI_BF16 && t != TUTTI_FP32 && t != TUTTI_FP64 &&
-        t != TUTTI_FP8_E4M3 && t != TUTTI_FP8_E5M2)
+    if (op == TUTTI_PROD && is_integer(t))
         acc = (double)iacc;
     if (op == TUTTI_AVG)
         acc = average_of(acc, d);

@@ -12,51 +12,48 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "api/collectives.h"
 #include "core/clock.h"
 #include "devmem.h"
 #include "perf.h"
 #include "core/try.h"
 
-int perf_per_rank(coll_t coll)
-{
-    return coll == C_REDUCESCATTER || coll == C_ALLGATHER || coll == C_ALLTOALL;
-}
-
-static tutti_status_t run_once(perf_ctx_t *c, coll_t coll, size_t n, int in_place)
+/* nccl-tests' sendrecv: every rank sends to the next and receives from
+ * the one before. Blocking calls: even ranks send first, odd ranks
+ * receive first. */
+static tutti_status_t sendrecv(perf_ctx_t *c, const void *send, void *recv, size_t n)
 {
     int p = c->nranks, r = c->rank;
+    if (p == 1)
+        return TUTTI_SUCCESS;
+    int right = (r + 1) % p, left = (r + p - 1) % p;
+    tutti_dtype_t t = c->d.dtype;
+    tutti_status_t st;
+    if (r % 2 == 0) {
+        st = tutti_send(send, n, t, right, c->comm, c->stream);
+        return st ? st : tutti_recv(recv, n, t, left, c->comm, c->stream);
+    }
+    st = tutti_recv(recv, n, t, left, c->comm, c->stream);
+    return st ? st : tutti_send(send, n, t, right, c->comm, c->stream);
+}
+
+static tutti_status_t run_once(perf_ctx_t *c, tt_coll_t coll, size_t n, int in_place)
+{
     tutti_dtype_t t = c->d.dtype;
     tutti_op_t op = c->d.op;
     char *recv = c->recv, *send = in_place ? c->recv : c->send;
-    size_t bytes = n * c->d.elem;
-    switch (coll) {
-    case C_ALLREDUCE:
-        if (c->o->compress)
-            return tutti_allreduce_compressed(send, recv, n, t, op, &c->o->how, c->ef, c->comm, c->stream);
-        return tutti_allreduce(send, recv, n, t, op, c->comm, c->stream);
-    case C_REDUCESCATTER:
-        return tutti_reduce_scatter(send, in_place ? recv + (size_t)r * bytes : recv, n, t, op, c->comm,
-                                    c->stream);
-    case C_ALLGATHER:
-        return tutti_allgather(in_place ? recv + (size_t)r * bytes : send, recv, n, t, c->comm, c->stream);
-    case C_BROADCAST: return tutti_broadcast(send, recv, n, t, c->d.root, c->comm, c->stream);
-    case C_REDUCE: return tutti_reduce(send, recv, n, t, op, c->d.root, c->comm, c->stream);
-    case C_ALLTOALL: return tutti_alltoall(send, recv, n, t, c->comm, c->stream);
-    case C_SENDRECV: {
-        if (p == 1)
-            return TUTTI_SUCCESS;
-        int right = (r + 1) % p, left = (r + p - 1) % p;
-        tutti_status_t st;
-        /* Blocking calls: even ranks send first, odd ranks receive first. */
-        if (r % 2 == 0) {
-            st = tutti_send(send, n, t, right, c->comm, c->stream);
-            return st ? st : tutti_recv(recv, n, t, left, c->comm, c->stream);
-        }
-        st = tutti_recv(recv, n, t, left, c->comm, c->stream);
-        return st ? st : tutti_send(send, n, t, right, c->comm, c->stream);
-    }
-    default: return TUTTI_ERR_INVALID_ARG;
-    }
+    size_t mine = (size_t)c->rank * n * c->d.elem;
+    if (coll == TT_COLL_ALLREDUCE && c->o->compress)
+        return tutti_allreduce_compressed(send, recv, n, t, op, &c->o->how, c->ef, c->comm, c->stream);
+    if (coll == TT_COLL_SEND)
+        return sendrecv(c, send, recv, n);
+    /* In place, reduce-scatter's output and all-gather's input are this
+     * rank's block of the one buffer. */
+    if (in_place && coll == TT_COLL_REDUCE_SCATTER)
+        recv += mine;
+    if (in_place && coll == TT_COLL_ALLGATHER)
+        send = recv + mine;
+    return tt_coll_call(coll, send, recv, n, t, op, c->d.root, c->comm, c->stream);
 }
 
 static tutti_status_t device_sync(perf_ctx_t *c)
@@ -65,16 +62,16 @@ static tutti_status_t device_sync(perf_ctx_t *c)
 }
 
 /* Fills inputs, runs once, counts wrong elements on this rank. */
-static long long check_once(perf_ctx_t *c, coll_t coll, size_t n, int in_place, tutti_status_t *st)
+static long long check_once(perf_ctx_t *c, tt_coll_t coll, size_t n, int in_place, tutti_status_t *st)
 {
     int p = c->nranks, r = c->rank;
     char *recv = c->img_recv, *in = in_place ? recv : c->img_send;
     size_t bytes = n * c->d.elem;
-    memset(recv, 0xa5, perf_per_rank(coll) ? bytes * (size_t)p : bytes);
+    memset(recv, 0xa5, tt_coll_count_per_rank(coll) ? bytes * (size_t)p : bytes);
     switch (coll) {
-    case C_REDUCESCATTER:
-    case C_ALLTOALL: perf_fill_input(&c->d, in, n * (size_t)p, 0); break;
-    case C_ALLGATHER:
+    case TT_COLL_REDUCE_SCATTER:
+    case TT_COLL_ALLTOALL: perf_fill_input(&c->d, in, n * (size_t)p, 0); break;
+    case TT_COLL_ALLGATHER:
         perf_fill_input(&c->d, in_place ? recv + (size_t)r * bytes : in, n, (size_t)r * n);
         break;
     default: perf_fill_input(&c->d, in, n, 0); break;
@@ -93,32 +90,32 @@ static long long check_once(perf_ctx_t *c, coll_t coll, size_t n, int in_place, 
     const perf_data_t *d = &c->d;
     long long w = 0;
     switch (coll) {
-    case C_ALLREDUCE: return perf_count_wrong(d, recv, n, 0, 0, 1);
-    case C_REDUCESCATTER:
+    case TT_COLL_ALLREDUCE: return perf_count_wrong(d, recv, n, 0, 0, 1);
+    case TT_COLL_REDUCE_SCATTER:
         return perf_count_wrong(d, in_place ? recv + (size_t)r * bytes : recv, n, 0, (size_t)r * n, 1);
-    case C_ALLGATHER:
+    case TT_COLL_ALLGATHER:
         for (int q = 0; q < p; q++)
             w += perf_count_wrong(d, recv + (size_t)q * bytes, n, q, (size_t)q * n, 0);
         return w;
-    case C_BROADCAST: return perf_count_wrong(d, recv, n, d->root, 0, 0);
-    case C_REDUCE: return r == d->root ? perf_count_wrong(d, recv, n, 0, 0, 1) : 0;
-    case C_ALLTOALL: /* block q came from rank q, which filled index r*n.. of its input */
+    case TT_COLL_BROADCAST: return perf_count_wrong(d, recv, n, d->root, 0, 0);
+    case TT_COLL_REDUCE: return r == d->root ? perf_count_wrong(d, recv, n, 0, 0, 1) : 0;
+    case TT_COLL_ALLTOALL: /* block q came from rank q, which filled index r*n.. of its input */
         for (int q = 0; q < p; q++)
             w += perf_count_wrong(d, recv + (size_t)q * bytes, n, q, (size_t)r * n, 0);
         return w;
-    case C_SENDRECV: return p == 1 ? 0 : perf_count_wrong(d, recv, n, (r + p - 1) % p, 0, 0);
+    case TT_COLL_SEND: return p == 1 ? 0 : perf_count_wrong(d, recv, n, (r + p - 1) % p, 0, 0);
     default: return 0;
     }
 }
 
-static double bus_factor(coll_t coll, int p)
+static double bus_factor(tt_coll_t coll, int p)
 {
     switch (coll) {
-    case C_ALLREDUCE: return 2.0 * (p - 1) / p;
-    case C_REDUCESCATTER:
-    case C_ALLGATHER:
-    case C_ALLTOALL: return (double)(p - 1) / p;
-    case C_SENDRECV: return p > 1 ? 1.0 : 0.0; /* one rank sends nothing */
+    case TT_COLL_ALLREDUCE: return 2.0 * (p - 1) / p;
+    case TT_COLL_REDUCE_SCATTER:
+    case TT_COLL_ALLGATHER:
+    case TT_COLL_ALLTOALL: return (double)(p - 1) / p;
+    case TT_COLL_SEND: return p > 1 ? 1.0 : 0.0; /* one rank sends nothing */
     default: return 1.0;
     }
 }
@@ -178,7 +175,7 @@ static double process_cpu_us(void)
 
 /* The timed iterations: -m calls each, waiting and meeting as -z says.
  * *proc_us: the processor time per call, -z's barriers included. */
-static tutti_status_t timed(perf_ctx_t *c, coll_t coll, size_t n, int in_place, double *us, double *cpu_us,
+static tutti_status_t timed(perf_ctx_t *c, tt_coll_t coll, size_t n, int in_place, double *us, double *cpu_us,
                             double *proc_us)
 {
     const perf_opts_t *o = c->o;
@@ -213,13 +210,13 @@ static tutti_status_t timed(perf_ctx_t *c, coll_t coll, size_t n, int in_place, 
     return st;
 }
 
-tutti_status_t perf_measure(perf_ctx_t *c, coll_t coll, size_t n, size_t size_bytes, int in_place,
+tutti_status_t perf_measure(perf_ctx_t *c, tt_coll_t coll, size_t n, size_t size_bytes, int in_place,
                             perf_result_t *res)
 {
     const perf_opts_t *o = c->o;
     tutti_status_t st = TUTTI_SUCCESS;
     *res = (perf_result_t){.wrong = -1};
-    if (in_place && coll == C_SENDRECV) { /* blocking send/recv cannot swap in place */
+    if (in_place && coll == TT_COLL_SEND) { /* blocking send/recv cannot swap in place */
         res->skipped = 1;
         return TUTTI_SUCCESS;
     }

@@ -17,17 +17,20 @@
 #include "perf.h"
 #include "sched/schedule.h"
 
-const char *const perf_coll_names[C_COUNT] = {"allreduce", "reducescatter", "allgather", "broadcast",
-                                              "reduce",    "alltoall",      "sendrecv"};
+const char *const perf_coll_names[TT_COLL_COUNT] = {
+    [TT_COLL_ALLREDUCE] = "allreduce", [TT_COLL_REDUCE_SCATTER] = "reducescatter",
+    [TT_COLL_ALLGATHER] = "allgather", [TT_COLL_BROADCAST] = "broadcast",
+    [TT_COLL_REDUCE] = "reduce",       [TT_COLL_ALLTOALL] = "alltoall",
+    [TT_COLL_SEND] = "sendrecv"};
 
 /* nccl-tests' program names. */
 static const struct {
     const char *program;
-    coll_t coll;
-} programs[] = {{"all_reduce_perf", C_ALLREDUCE}, {"reduce_scatter_perf", C_REDUCESCATTER},
-                {"all_gather_perf", C_ALLGATHER}, {"broadcast_perf", C_BROADCAST},
-                {"reduce_perf", C_REDUCE},        {"alltoall_perf", C_ALLTOALL},
-                {"sendrecv_perf", C_SENDRECV}};
+    tt_coll_t coll;
+} programs[] = {{"all_reduce_perf", TT_COLL_ALLREDUCE}, {"reduce_scatter_perf", TT_COLL_REDUCE_SCATTER},
+                {"all_gather_perf", TT_COLL_ALLGATHER}, {"broadcast_perf", TT_COLL_BROADCAST},
+                {"reduce_perf", TT_COLL_REDUCE},        {"alltoall_perf", TT_COLL_ALLTOALL},
+                {"sendrecv_perf", TT_COLL_SEND}};
 
 static void usage(FILE *out, const char *prog)
 {
@@ -157,9 +160,9 @@ static int parse_coll(const char *prog, const char *arg, perf_opts_t *o)
     o->coll = -1;
     if (strcmp(arg, "all") == 0)
         return 0;
-    for (int c = 0; c < C_COUNT; c++)
-        if (tt_coll_name_matches(arg, perf_coll_names[c]) ||
-            (c == C_BROADCAST && tt_coll_name_matches(arg, "bcast")))
+    for (int c = 0; c < TT_COLL_COUNT; c++)
+        if (perf_coll_names[c] && (tt_coll_name_matches(arg, perf_coll_names[c]) ||
+                                   (c == TT_COLL_BROADCAST && tt_coll_name_matches(arg, "bcast"))))
             return o->coll = c, 0;
     fprintf(stderr,
             "%s: --collective: '%s' is not allreduce, reducescatter, allgather, broadcast, reduce, "
@@ -323,14 +326,14 @@ static int checks(const char *p, perf_opts_t *o)
         return -1;
     }
     if (o->compress &&
-        ((o->coll >= 0 && o->coll != C_ALLREDUCE) || o->ndtypes != 1 || o->nops != 1 ||
+        ((o->coll >= 0 && o->coll != TT_COLL_ALLREDUCE) || o->ndtypes != 1 || o->nops != 1 ||
          (o->dtypes[0] != TUTTI_FP32 && o->dtypes[0] != TUTTI_FP16 && o->dtypes[0] != TUTTI_BF16) ||
          (o->ops[0] != TUTTI_SUM && o->ops[0] != TUTTI_AVG))) {
         fprintf(stderr, "%s: --compress runs all-reduce only, on float, half or bfloat16, sum or avg\n", p);
         return -1;
     }
     if (o->compress)
-        o->coll = C_ALLREDUCE;
+        o->coll = TT_COLL_ALLREDUCE;
     if (o->csv && o->json) {
         fprintf(stderr, "%s: --csv and --json exclude each other\n", p);
         return -1;

@@ -15,13 +15,12 @@
 
 static const char *redop_of(const perf_row_t *r)
 {
-    return r->coll == C_ALLREDUCE || r->coll == C_REDUCESCATTER || r->coll == C_REDUCE ? tutti_op_name(r->op)
-                                                                                       : "none";
+    return tt_coll_reduces(r->coll) ? tutti_op_name(r->op) : "none";
 }
 
 static int root_of(const perf_row_t *r)
 {
-    return r->coll == C_BROADCAST || r->coll == C_REDUCE ? r->root : -1;
+    return r->coll == TT_COLL_BROADCAST || r->coll == TT_COLL_REDUCE ? r->root : -1;
 }
 
 static const char *timing_names[4] = {"rank 0", "mean over ranks", "fastest rank", "slowest rank"};
@@ -92,7 +91,7 @@ void perf_print_header(perf_out_t *out, const char *const *rank_lines)
     tt_json_arr(j, "results");
 }
 
-void perf_print_table_head(perf_out_t *out, coll_t coll, const char *algorithms, int columns)
+void perf_print_table_head(perf_out_t *out, tt_coll_t coll, const char *algorithms, int columns)
 {
     const perf_opts_t *o = out->o;
     const char *t = o->cputime ? "cputime" : "time";
@@ -252,7 +251,7 @@ int perf_print_footer(perf_out_t *out, double peak_rss_mib)
     const perf_opts_t *o = out->o;
     double sum = 0;
     int n = 0, gate_failed = 0;
-    for (int c = 0; c < C_COUNT; c++)
+    for (int c = 0; c < TT_COLL_COUNT; c++)
         if (out->busbw_n[c] > 0) {
             sum += out->busbw_sum[c] / out->busbw_n[c];
             n++;
@@ -263,7 +262,7 @@ int perf_print_footer(perf_out_t *out, double peak_rss_mib)
     if (out->text) {
         printf("# %-20s : %lld %s\n", "Out of bounds values", out->wrong_total,
                out->wrong_total ? "FAILED" : "OK");
-        for (int c = 0; c < C_COUNT; c++)
+        for (int c = 0; c < TT_COLL_COUNT; c++)
             if (out->busbw_n[c] > 0)
                 printf("# %-20s : %g GB/s (%s, mean of %d out-of-place sizes)\n", "Avg bus bandwidth",
                        out->busbw_sum[c] / out->busbw_n[c], perf_coll_names[c], out->busbw_n[c]);
@@ -283,7 +282,7 @@ int perf_print_footer(perf_out_t *out, double peak_rss_mib)
         tt_json_obj(j, "summary");
         tt_json_int(j, "wrong", out->wrong_total);
         tt_json_obj(j, "avg_busbw");
-        for (int c = 0; c < C_COUNT; c++)
+        for (int c = 0; c < TT_COLL_COUNT; c++)
             if (out->busbw_n[c] > 0)
                 tt_json_num(j, perf_coll_names[c], out->busbw_sum[c] / out->busbw_n[c]);
         tt_json_end(j);

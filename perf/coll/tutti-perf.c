@@ -20,19 +20,15 @@
 #include "tune/cost.h"
 #include "tune/tuner.h"
 
-static const tt_coll_t lib_coll[C_COUNT] = {TT_COLL_ALLREDUCE, TT_COLL_REDUCE_SCATTER, TT_COLL_ALLGATHER,
-                                            TT_COLL_BROADCAST, TT_COLL_REDUCE,         TT_COLL_ALLTOALL,
-                                            TT_COLL_SEND};
-
 /* The call's count for a buffer of size bytes. */
-static size_t call_count(const perf_ctx_t *c, coll_t coll, uint64_t size)
+static size_t call_count(const perf_ctx_t *c, tt_coll_t coll, uint64_t size)
 {
     size_t total = (size_t)(size / c->d.elem);
-    return perf_per_rank(coll) ? total / (size_t)c->nranks : total;
+    return tt_coll_count_per_rank(coll) ? total / (size_t)c->nranks : total;
 }
 
 /* What the library will run for this call, and the cost model's time for it. */
-static void choice(perf_ctx_t *c, coll_t coll, size_t count, perf_row_t *row)
+static void choice(perf_ctx_t *c, tt_coll_t coll, size_t count, perf_row_t *row)
 {
     row->algorithm = "-";
     row->predicted_us = -1;
@@ -41,12 +37,12 @@ static void choice(perf_ctx_t *c, coll_t coll, size_t count, perf_row_t *row)
         return;
     }
     tutti_comm_t in = tt_comm_lookup(c->comm, NULL); /* the communicator behind the handle: its tuner */
-    tt_coll_args_t args = {.coll = lib_coll[coll],
+    tt_coll_args_t args = {.coll = coll,
                            .nranks = c->nranks,
-                           .root = coll == C_SENDRECV ? (c->rank + 1) % c->nranks : c->d.root,
+                           .root = coll == TT_COLL_SEND ? (c->rank + 1) % c->nranks : c->d.root,
                            .count = count,
                            .hosts = &in->hosts};
-    size_t bytes = count * c->d.elem * (perf_per_rank(coll) ? (size_t)c->nranks : 1);
+    size_t bytes = count * c->d.elem * (tt_coll_count_per_rank(coll) ? (size_t)c->nranks : 1);
     tt_tuned_t t = tt_algo_choose(&in->policy, &args, bytes, c->d.elem);
     if (!t.algo)
         return;
@@ -64,7 +60,7 @@ static uint64_t next_size(const perf_opts_t *o, uint64_t size)
 }
 
 /* "8..2K direct; 4K..8K recursive_doubling; 16K..32M ring" for the sweep's sizes. */
-static void algorithm_ranges(perf_ctx_t *c, coll_t coll, char *out, size_t len)
+static void algorithm_ranges(perf_ctx_t *c, tt_coll_t coll, char *out, size_t len)
 {
     const char *cur = NULL;
     uint64_t from = 0, last = 0;
@@ -86,7 +82,7 @@ static void algorithm_ranges(perf_ctx_t *c, coll_t coll, char *out, size_t len)
     }
 }
 
-static tutti_status_t sweep(perf_ctx_t *c, coll_t coll, int first)
+static tutti_status_t sweep(perf_ctx_t *c, tt_coll_t coll, int first)
 {
     const perf_opts_t *o = c->o;
     char ranges[512];
@@ -94,7 +90,7 @@ static tutti_status_t sweep(perf_ctx_t *c, coll_t coll, int first)
     perf_print_table_head(&c->out, coll, ranges, first);
     for (uint64_t size = o->minb; size <= o->maxb; size = next_size(o, size)) {
         size_t n = call_count(c, coll, size);
-        size_t used = (perf_per_rank(coll) ? n * (size_t)c->nranks : n) * c->d.elem;
+        size_t used = (tt_coll_count_per_rank(coll) ? n * (size_t)c->nranks : n) * c->d.elem;
         perf_result_t res[2];
         for (int ip = 0; ip < 2; ip++) {
             tutti_status_t st = perf_measure(c, coll, n, used, ip, &res[ip]);
@@ -108,7 +104,7 @@ static tutti_status_t sweep(perf_ctx_t *c, coll_t coll, int first)
         }
         perf_row_t row = {.coll = coll,
                           .size = used,
-                          .count = n * (perf_per_rank(coll) ? (size_t)c->nranks : 1),
+                          .count = n * (tt_coll_count_per_rank(coll) ? (size_t)c->nranks : 1),
                           .dtype = c->d.dtype,
                           .op = c->d.op,
                           .root = c->d.root};
@@ -125,16 +121,16 @@ static tutti_status_t all_sweeps(perf_ctx_t *c)
 {
     const perf_opts_t *o = c->o;
     tutti_status_t st = TUTTI_SUCCESS;
-    for (int coll = 0; coll < C_COUNT && !st; coll++) {
-        if (o->coll >= 0 && o->coll != coll)
+    for (int coll = 0; coll < TT_COLL_COUNT && !st; coll++) {
+        if (!perf_coll_names[coll] || (o->coll >= 0 && o->coll != coll))
             continue;
-        if (coll == C_SENDRECV && c->nranks < 2) { /* nobody to send to: no time, no bandwidth */
+        if (coll == TT_COLL_SEND && c->nranks < 2) { /* nobody to send to: no time, no bandwidth */
             if (c->out.text)
                 printf("# sendrecv needs 2 or more ranks: skipped\n");
             continue;
         }
-        int rooted = coll == C_BROADCAST || coll == C_REDUCE,
-            reducing = coll == C_ALLREDUCE || coll == C_REDUCESCATTER || coll == C_REDUCE;
+        int rooted = coll == TT_COLL_BROADCAST || coll == TT_COLL_REDUCE,
+            reducing = tt_coll_reduces((tt_coll_t)coll);
         int first = 1;
         for (int t = 0; t < o->ndtypes && !st; t++)
             for (int k = 0; k < (reducing ? o->nops : 1) && !st; k++)
@@ -147,7 +143,7 @@ static tutti_status_t all_sweeps(perf_ctx_t *c)
                                          .op = o->ops[k],
                                          .root = root,
                                          .elem = tutti_dtype_size(o->dtypes[t])};
-                    st = sweep(c, (coll_t)coll, first);
+                    st = sweep(c, (tt_coll_t)coll, first);
                     first = 0;
                 }
     }

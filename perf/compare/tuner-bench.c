@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "algorithms/registry.h"
+#include "api/collectives.h"
 #include "tune/policy.h"
 #include "core/clock.h"
 #include "comm/comm.h"
@@ -29,16 +30,6 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* One call of coll on count floats (root 0). */
-static tutti_status_t call(tt_coll_t coll, tutti_comm_t comm, float *in, float *out, size_t count)
-{
-    switch (coll) {
-    case TT_COLL_BROADCAST: return tutti_broadcast(in, out, count, TUTTI_FP32, 0, comm, NULL);
-    case TT_COLL_REDUCE: return tutti_reduce(in, out, count, TUTTI_FP32, TUTTI_SUM, 0, comm, NULL);
-    default: return tutti_allreduce(in, out, count, TUTTI_FP32, TUTTI_SUM, comm, NULL);
-    }
-}
-
 /* Mean time of iters calls on count floats, slowest rank's, in us. */
 static double time_calls(tt_coll_t coll, tutti_comm_t comm, float *in, float *out, size_t count, int iters)
 {
@@ -47,7 +38,7 @@ static double time_calls(tt_coll_t coll, tutti_comm_t comm, float *in, float *ou
         return -1;
     int64_t t0 = tt_now_ns();
     for (int i = 0; i < iters; i++)
-        if (call(coll, comm, in, out, count))
+        if (tt_coll_call(coll, in, out, count, TUTTI_FP32, TUTTI_SUM, 0, comm, NULL))
             return -1;
     local = (double)(tt_now_ns() - t0) / 1e3 / iters;
     if (tutti_allreduce(&local, &slowest, 1, TUTTI_FP64, TUTTI_MAX, comm, NULL))

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The public collectives: each builds its call and sends it where its
- * buffers say, to the device layer's queue or the host runner.
+ * buffers say, to the device layer's queue or the host runner; and the one
+ * switch from a tt_coll_t to its public call.
  */
+#include "api/collectives.h"
 #include "coll/coll.h"
 #include "device/device_coll.h"
 
@@ -139,8 +141,7 @@ static tutti_status_t route_recv_any(tutti_comm_t comm, tt_call_t *c, int *sourc
 TUTTI_API tutti_status_t tutti_recv_any(void *recvbuf, size_t count, tutti_dtype_t dtype, int *source,
                                         tutti_comm_t handle, tutti_stream_t stream)
 {
-    tt_call_t c = {
-        .coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .any_source = 1};
+    tt_call_t c = {.coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .any_source = 1};
     tutti_comm_t comm;
     if (source)
         *source = -1;
@@ -148,4 +149,22 @@ TUTTI_API tutti_status_t tutti_recv_any(void *recvbuf, size_t count, tutti_dtype
     tutti_status_t st = route_recv_any(comm, &c, source, stream);
     tt_comm_leave(comm);
     return st;
+}
+
+tutti_status_t tt_coll_call(tt_coll_t coll, const void *send, void *recv, size_t count, tutti_dtype_t dtype,
+                            tutti_op_t op, int root, tutti_comm_t comm, tutti_stream_t stream)
+{
+    switch (coll) {
+    case TT_COLL_ALLREDUCE: return tutti_allreduce(send, recv, count, dtype, op, comm, stream);
+    case TT_COLL_REDUCE_SCATTER: return tutti_reduce_scatter(send, recv, count, dtype, op, comm, stream);
+    case TT_COLL_ALLGATHER: return tutti_allgather(send, recv, count, dtype, comm, stream);
+    case TT_COLL_BROADCAST: return tutti_broadcast(send, recv, count, dtype, root, comm, stream);
+    case TT_COLL_REDUCE: return tutti_reduce(send, recv, count, dtype, op, root, comm, stream);
+    case TT_COLL_ALLTOALL: return tutti_alltoall(send, recv, count, dtype, comm, stream);
+    case TT_COLL_BARRIER: return tutti_barrier(comm, stream);
+    case TT_COLL_SEND: return tutti_send(send, count, dtype, root, comm, stream);
+    case TT_COLL_RECV: return tutti_recv(recv, count, dtype, root, comm, stream);
+    case TT_COLL_COUNT: break;
+    }
+    return TUTTI_ERR_INVALID_ARG;
 }

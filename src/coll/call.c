@@ -12,17 +12,6 @@ static int ranges_overlap(const void *a, size_t alen, const void *b, size_t blen
     return alen && blen && x < y + blen && y < x + alen;
 }
 
-/* Multiplier of count in the largest buffer of each collective. */
-static size_t buffer_blocks(tt_coll_t coll, int nranks)
-{
-    switch (coll) {
-    case TT_COLL_REDUCE_SCATTER:
-    case TT_COLL_ALLGATHER:
-    case TT_COLL_ALLTOALL: return (size_t)nranks;
-    default: return 1;
-    }
-}
-
 tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *name)
 {
     TT_TRY(tt_comm_usable(comm, name));
@@ -41,7 +30,7 @@ tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *nam
                              is_p2p ? "peer" : "root", c->root, p - 1);
     if (is_p2p && c->root == me)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: peer: %d is this rank itself", name, c->root);
-    size_t elem = tutti_dtype_size(c->dtype), blocks = buffer_blocks(c->coll, p);
+    size_t elem = tutti_dtype_size(c->dtype), blocks = tt_coll_count_per_rank(c->coll) ? (size_t)p : 1;
     if (c->count > SIZE_MAX / elem / blocks || c->count * elem * blocks > (size_t)INT64_MAX)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
                              "%s: count: %zu elements of %s overflow the address space", name, c->count,

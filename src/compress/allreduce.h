@@ -55,10 +55,11 @@ tutti_status_t tt_compress_reserve(tutti_comm_t comm, const tutti_compress_t *ho
 /* On the proxy, around the queued call: its collectives run at those. */
 void tt_compress_use(tutti_comm_t comm, const uint64_t *seqs, int nseqs, uint64_t rng);
 tutti_status_t tt_compress_done(tutti_comm_t comm, const char *name);
-/* A device call queued with ef (hold) has finished on the proxy (let go);
- * waiting until none is left. */
-void tt_ef_hold(tutti_ef_state_t ef);
-void tt_ef_let_go(tutti_ef_state_t ef);
+/* ef's count of device calls queued with it: one more is queued, one has
+ * finished on the proxy; waiting until none is left (reading, resetting
+ * and destroying ef wait, since those calls still write it). */
+void tt_ef_call_queued(tutti_ef_state_t ef);
+void tt_ef_call_finished(tutti_ef_state_t ef);
 void tt_ef_wait_idle(tutti_ef_state_t ef);
 
 /* The state, made on first use (NULL: no memory, said why). */

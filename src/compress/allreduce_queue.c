@@ -202,7 +202,7 @@ static void release(void *arg)
 {
     tt_cqueued_t *q = arg;
     if (q->ef)
-        tt_ef_let_go(q->ef);
+        tt_ef_call_finished(q->ef);
     free(q->spans);
     free(q);
 }
@@ -289,7 +289,7 @@ tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const 
     size_t gpu_bytes, host_bytes;
     tt_compress_layout(q, &gpu_bytes, &host_bytes);
     if (ef)
-        tt_ef_hold(ef); /* let go with q, once the proxy is done with it */
+        tt_ef_call_queued(ef); /* finished with q, once the proxy is done with it */
     tt_device_work_t work = {.name = NAME,
                              .begin = begin,
                              .before = before,

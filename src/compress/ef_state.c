@@ -96,14 +96,14 @@ TUTTI_API tutti_status_t tutti_ef_errors(tutti_ef_state_t state, const float **w
     return TUTTI_SUCCESS;
 }
 
-void tt_ef_hold(tutti_ef_state_t ef)
+void tt_ef_call_queued(tutti_ef_state_t ef)
 {
     pthread_mutex_lock(&ef->lock);
     ef->queued++;
     pthread_mutex_unlock(&ef->lock);
 }
 
-void tt_ef_let_go(tutti_ef_state_t ef)
+void tt_ef_call_finished(tutti_ef_state_t ef)
 {
     pthread_mutex_lock(&ef->lock);
     if (--ef->queued == 0)

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "core/dtype.h"
 #include "core/fp8.h"
 #include "core/half.h"
 #include "cuda/grid.cuh"
@@ -20,19 +21,6 @@
 
 namespace
 {
-
-struct f16 {
-    uint16_t bits;
-};
-struct b16 {
-    uint16_t bits;
-};
-struct e4m3 {
-    uint8_t bits;
-};
-struct e5m2 {
-    uint8_t bits;
-};
 
 /* Load and store through fp32 for the narrow floats, as the CPU does. */
 template <typename T> struct wide {
@@ -46,65 +34,46 @@ template <typename T> struct wide {
         return v;
     }
 };
-template <> struct wide<f16> {
-    typedef float type;
-    static __device__ float load(f16 v)
-    {
-        return tt_fp16_to_f32(v.bits);
-    }
-    static __device__ f16 store(float v)
-    {
-        return f16{tt_f32_to_fp16(v)};
-    }
-};
-template <> struct wide<b16> {
-    typedef float type;
-    static __device__ float load(b16 v)
-    {
-        return tt_bf16_to_f32(v.bits);
-    }
-    static __device__ b16 store(float v)
-    {
-        return b16{tt_f32_to_bf16(v)};
-    }
-};
 
-template <> struct wide<e4m3> {
-    typedef float type;
-    static __device__ float load(e4m3 v)
-    {
-        return tt_e4m3_to_f32(v.bits);
-    }
-    static __device__ e4m3 store(float v)
-    {
-        return e4m3{tt_f32_to_e4m3(v)};
-    }
-};
-template <> struct wide<e5m2> {
-    typedef float type;
-    static __device__ float load(e5m2 v)
-    {
-        return tt_e5m2_to_f32(v.bits);
-    }
-    static __device__ e5m2 store(float v)
-    {
-        return e5m2{tt_f32_to_e5m2(v)};
-    }
-};
+/* A narrow float is a struct around its bits, so that it has kernels of
+ * its own, which load and store through fp32. */
+#define NARROW_TYPE_INT(T, U, TAG)
+#define NARROW_TYPE_FLOAT(T, U, TAG)
+#define NARROW_TYPE_NARROW(T, U, TAG)                                                                        \
+    struct narrow_##TAG {                                                                                    \
+        T bits;                                                                                              \
+    };                                                                                                       \
+    template <> struct wide<narrow_##TAG> {                                                                  \
+        typedef float type;                                                                                  \
+        static __device__ float load(narrow_##TAG v)                                                         \
+        {                                                                                                    \
+            return tt_##TAG##_to_f32(v.bits);                                                                \
+        }                                                                                                    \
+        static __device__ narrow_##TAG store(float v)                                                        \
+        {                                                                                                    \
+            return narrow_##TAG{tt_f32_to_##TAG(v)};                                                         \
+        }                                                                                                    \
+    };
+#define NARROW_TYPE(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG) NARROW_TYPE_##KIND(T, U, TAG)
+TT_DTYPE_LIST(NARROW_TYPE)
+
+/* The type a dtype's kernels take: its C type, a narrow float's struct. */
+#define ELEMENT_INT(T, TAG) T
+#define ELEMENT_FLOAT(T, TAG) T
+#define ELEMENT_NARROW(T, TAG) narrow_##TAG
 
 /* Integer ops wrap: computed on the unsigned type (no signed overflow). */
 template <typename T> struct bits_of {
     typedef T type;
 };
-template <> struct bits_of<int8_t> {
-    typedef uint8_t type;
-};
-template <> struct bits_of<int32_t> {
-    typedef uint32_t type;
-};
-template <> struct bits_of<int64_t> {
-    typedef uint64_t type;
-};
+#define BITS_OF_INT(T, U)                                                                                    \
+    template <> struct bits_of<T> {                                                                          \
+        typedef U type;                                                                                      \
+    };
+#define BITS_OF_FLOAT(T, U)
+#define BITS_OF_NARROW(T, U)
+#define BITS_OF(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG) BITS_OF_##KIND(T, U)
+TT_DTYPE_LIST(BITS_OF)
 
 /* The ops, as the CPU kernels (reduce/loops.h) define them: integers wrap,
  * floats take float_ops.h's rule. */
@@ -233,6 +202,9 @@ template <typename T> cudaError_t preload_type()
 
 } // namespace
 
+#define REDUCE_CASE(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG)                                            \
+    case ENUM: return launch<ELEMENT_##KIND(T, TAG)>(dst, a, b, n, op, s);
+
 extern "C" int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n, tutti_dtype_t dtype,
                               tutti_op_t op, void *stream)
 {
@@ -240,37 +212,23 @@ extern "C" int tt_cuda_reduce(void *dst, const void *a, const void *b, size_t n,
         return 0;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     switch (dtype) {
-    case TUTTI_INT8: return launch<int8_t>(dst, a, b, n, op, s);
-    case TUTTI_UINT8: return launch<uint8_t>(dst, a, b, n, op, s);
-    case TUTTI_INT32: return launch<int32_t>(dst, a, b, n, op, s);
-    case TUTTI_UINT32: return launch<uint32_t>(dst, a, b, n, op, s);
-    case TUTTI_INT64: return launch<int64_t>(dst, a, b, n, op, s);
-    case TUTTI_UINT64: return launch<uint64_t>(dst, a, b, n, op, s);
-    case TUTTI_FP16: return launch<f16>(dst, a, b, n, op, s);
-    case TUTTI_BF16: return launch<b16>(dst, a, b, n, op, s);
-    case TUTTI_FP32: return launch<float>(dst, a, b, n, op, s);
-    case TUTTI_FP64: return launch<double>(dst, a, b, n, op, s);
-    case TUTTI_FP8_E4M3: return launch<e4m3>(dst, a, b, n, op, s);
-    case TUTTI_FP8_E5M2: return launch<e5m2>(dst, a, b, n, op, s);
+        TT_DTYPE_LIST(REDUCE_CASE)
     default: return (int)cudaErrorInvalidValue;
     }
 }
 
+#define PRELOAD_TYPE(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG)                                           \
+    e = e ? e : preload_type<ELEMENT_##KIND(T, TAG)>();
+
 extern "C" int tt_cuda_reduce_preload(void)
 {
-    cudaError_t e = preload_type<int8_t>();
-    e = e ? e : preload_type<uint8_t>();
-    e = e ? e : preload_type<int32_t>();
-    e = e ? e : preload_type<uint32_t>();
-    e = e ? e : preload_type<int64_t>();
-    e = e ? e : preload_type<uint64_t>();
-    e = e ? e : preload_type<f16>();
-    e = e ? e : preload_type<b16>();
-    e = e ? e : preload_type<float>();
-    e = e ? e : preload_type<e4m3>();
-    e = e ? e : preload_type<e5m2>();
-    return (int)(e ? e : preload_type<double>());
+    cudaError_t e = cudaSuccess;
+    TT_DTYPE_LIST(PRELOAD_TYPE)
+    return (int)e;
 }
+
+#define DIVIDE_CASE(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG)                                            \
+    case ENUM: return launch_divide<ELEMENT_##KIND(T, TAG)>(buf, n, nranks, s);
 
 extern "C" int tt_cuda_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks, void *stream)
 {
@@ -278,18 +236,7 @@ extern "C" int tt_cuda_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int 
         return 0;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     switch (dtype) {
-    case TUTTI_INT8: return launch_divide<int8_t>(buf, n, nranks, s);
-    case TUTTI_UINT8: return launch_divide<uint8_t>(buf, n, nranks, s);
-    case TUTTI_INT32: return launch_divide<int32_t>(buf, n, nranks, s);
-    case TUTTI_UINT32: return launch_divide<uint32_t>(buf, n, nranks, s);
-    case TUTTI_INT64: return launch_divide<int64_t>(buf, n, nranks, s);
-    case TUTTI_UINT64: return launch_divide<uint64_t>(buf, n, nranks, s);
-    case TUTTI_FP16: return launch_divide<f16>(buf, n, nranks, s);
-    case TUTTI_BF16: return launch_divide<b16>(buf, n, nranks, s);
-    case TUTTI_FP32: return launch_divide<float>(buf, n, nranks, s);
-    case TUTTI_FP64: return launch_divide<double>(buf, n, nranks, s);
-    case TUTTI_FP8_E4M3: return launch_divide<e4m3>(buf, n, nranks, s);
-    case TUTTI_FP8_E5M2: return launch_divide<e5m2>(buf, n, nranks, s);
+        TT_DTYPE_LIST(DIVIDE_CASE)
     default: return (int)cudaErrorInvalidValue;
     }
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "core/fp8.h"
 #include "core/half.h"
 #include "cuda/grid.cuh"
@@ -86,40 +87,32 @@ __global__ void scale_narrow(B *dst, const B *src, size_t n, scalar_arg s, int b
         store(dst, i, (B)STORE(tt_canon_f32(LOAD((uint16_t)load(src, i, bytes)) * k)), bytes);
 }
 
-__device__ float fp16_load(uint16_t b)
-{
-    return tt_fp16_to_f32(b);
-}
-__device__ uint16_t fp16_store(float f)
-{
-    return tt_f32_to_fp16(f);
-}
-__device__ float bf16_load(uint16_t b)
-{
-    return tt_bf16_to_f32(b);
-}
-__device__ uint16_t bf16_store(float f)
-{
-    return tt_f32_to_bf16(f);
-}
-__device__ float e4m3_load(uint16_t b)
-{
-    return tt_e4m3_to_f32((uint8_t)b);
-}
-__device__ uint16_t e4m3_store(float f)
-{
-    return tt_f32_to_e4m3(f);
-}
-__device__ float e5m2_load(uint16_t b)
-{
-    return tt_e5m2_to_f32((uint8_t)b);
-}
-__device__ uint16_t e5m2_store(float f)
-{
-    return tt_f32_to_e5m2(f);
-}
+/* A narrow float's conversions, with the signature scale_narrow takes. */
+#define NARROW_CONVERSIONS_INT(T, TAG)
+#define NARROW_CONVERSIONS_FLOAT(T, TAG)
+#define NARROW_CONVERSIONS_NARROW(T, TAG)                                                                    \
+    __device__ float TAG##_load(uint16_t b)                                                                  \
+    {                                                                                                        \
+        return tt_##TAG##_to_f32((T)b);                                                                      \
+    }                                                                                                        \
+    __device__ uint16_t TAG##_store(float f)                                                                 \
+    {                                                                                                        \
+        return tt_f32_to_##TAG(f);                                                                           \
+    }
+#define NARROW_CONVERSIONS(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG) NARROW_CONVERSIONS_##KIND(T, TAG)
+TT_DTYPE_LIST(NARROW_CONVERSIONS)
+
+/* Each dtype's kernel. */
+#define SCALE_KERNEL_INT(T, U, TAG) scale_int<T, U>
+#define SCALE_KERNEL_FLOAT(T, U, TAG) scale_float<T>
+#define SCALE_KERNEL_NARROW(T, U, TAG) scale_narrow<TAG##_load, TAG##_store, T>
 
 } // namespace
+
+#define SCALE_CASE(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG)                                             \
+    case ENUM:                                                                                               \
+        return (int)launch_on(st, g, THREADS, SCALE_KERNEL_##KIND(T, U, TAG), (T *)dst, (const T *)src, n,   \
+                              s, b);
 
 extern "C" int tt_cuda_scale(void *dst, const void *src, size_t n, tutti_dtype_t dtype,
                              const void *scalar_dev, const void *scalar_host, void *stream)
@@ -134,58 +127,16 @@ extern "C" int tt_cuda_scale(void *dst, const void *src, size_t n, tutti_dtype_t
     int b =
         (reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % tutti_dtype_size(dtype) != 0;
     switch (dtype) {
-    case TUTTI_INT8:
-        return (int)launch_on(st, g, THREADS, scale_int<int8_t, uint8_t>, (int8_t *)dst, (const int8_t *)src,
-                              n, s, b);
-    case TUTTI_UINT8:
-        return (int)launch_on(st, g, THREADS, scale_int<uint8_t, uint8_t>, (uint8_t *)dst,
-                              (const uint8_t *)src, n, s, b);
-    case TUTTI_INT32:
-        return (int)launch_on(st, g, THREADS, scale_int<int32_t, uint32_t>, (int32_t *)dst,
-                              (const int32_t *)src, n, s, b);
-    case TUTTI_UINT32:
-        return (int)launch_on(st, g, THREADS, scale_int<uint32_t, uint32_t>, (uint32_t *)dst,
-                              (const uint32_t *)src, n, s, b);
-    case TUTTI_INT64:
-        return (int)launch_on(st, g, THREADS, scale_int<int64_t, uint64_t>, (int64_t *)dst,
-                              (const int64_t *)src, n, s, b);
-    case TUTTI_UINT64:
-        return (int)launch_on(st, g, THREADS, scale_int<uint64_t, uint64_t>, (uint64_t *)dst,
-                              (const uint64_t *)src, n, s, b);
-    case TUTTI_FP32:
-        return (int)launch_on(st, g, THREADS, scale_float<float>, (float *)dst, (const float *)src, n, s, b);
-    case TUTTI_FP64:
-        return (int)launch_on(st, g, THREADS, scale_float<double>, (double *)dst, (const double *)src, n, s,
-                              b);
-    case TUTTI_FP16:
-        return (int)launch_on(st, g, THREADS, scale_narrow<fp16_load, fp16_store, uint16_t>, (uint16_t *)dst,
-                              (const uint16_t *)src, n, s, b);
-    case TUTTI_BF16:
-        return (int)launch_on(st, g, THREADS, scale_narrow<bf16_load, bf16_store, uint16_t>, (uint16_t *)dst,
-                              (const uint16_t *)src, n, s, b);
-    case TUTTI_FP8_E4M3:
-        return (int)launch_on(st, g, THREADS, scale_narrow<e4m3_load, e4m3_store, uint8_t>, (uint8_t *)dst,
-                              (const uint8_t *)src, n, s, b);
-    case TUTTI_FP8_E5M2:
-        return (int)launch_on(st, g, THREADS, scale_narrow<e5m2_load, e5m2_store, uint8_t>, (uint8_t *)dst,
-                              (const uint8_t *)src, n, s, b);
+        TT_DTYPE_LIST(SCALE_CASE)
     default: return (int)cudaErrorInvalidValue;
     }
 }
 
+#define SCALE_KERNEL_ADDRESS(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG)                                   \
+    reinterpret_cast<const void *>(SCALE_KERNEL_##KIND(T, U, TAG)),
+
 extern "C" int tt_cuda_scale_preload(void)
 {
-    const void *k[] = {reinterpret_cast<const void *>(scale_int<int8_t, uint8_t>),
-                       reinterpret_cast<const void *>(scale_int<uint8_t, uint8_t>),
-                       reinterpret_cast<const void *>(scale_int<int32_t, uint32_t>),
-                       reinterpret_cast<const void *>(scale_int<uint32_t, uint32_t>),
-                       reinterpret_cast<const void *>(scale_int<int64_t, uint64_t>),
-                       reinterpret_cast<const void *>(scale_int<uint64_t, uint64_t>),
-                       reinterpret_cast<const void *>(scale_float<float>),
-                       reinterpret_cast<const void *>(scale_float<double>),
-                       reinterpret_cast<const void *>(scale_narrow<fp16_load, fp16_store, uint16_t>),
-                       reinterpret_cast<const void *>(scale_narrow<bf16_load, bf16_store, uint16_t>),
-                       reinterpret_cast<const void *>(scale_narrow<e4m3_load, e4m3_store, uint8_t>),
-                       reinterpret_cast<const void *>(scale_narrow<e5m2_load, e5m2_store, uint8_t>)};
+    const void *k[] = {TT_DTYPE_LIST(SCALE_KERNEL_ADDRESS)};
     return (int)preload(k, sizeof k / sizeof *k);
 }

@@ -70,16 +70,12 @@ static inline void avx2_bf16_body(int op, void *dst, const void *a, const void *
 
 #include "reduce/avx2_fp8.h"
 
-TT_HALF_KERNELS(f16, avx2_fp16_body)
+TT_HALF_KERNELS(fp16, avx2_fp16_body)
 TT_HALF_KERNELS(bf16, avx2_bf16_body)
 TT_HALF_KERNELS(e4m3, avx2_e4m3_body)
 TT_HALF_KERNELS(e5m2, avx2_e5m2_body)
 
 void tt_reduce_fill_avx2(tt_reduce_table_t table)
 {
-    avx2_fill_plain_rows(table);
-    TT_FILL_ROW(table, TUTTI_FP16, f16);
-    TT_FILL_ROW(table, TUTTI_BF16, bf16);
-    TT_FILL_ROW(table, TUTTI_FP8_E4M3, e4m3);
-    TT_FILL_ROW(table, TUTTI_FP8_E5M2, e5m2);
+    TT_FILL_ROWS(table);
 }

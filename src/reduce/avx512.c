@@ -13,16 +13,12 @@
 #include "reduce/avx512_half.h"
 #include "reduce/avx512_fp8.h"
 
-TT_HALF_KERNELS(f16, avx512_fp16_body)
+TT_HALF_KERNELS(fp16, avx512_fp16_body)
 TT_HALF_KERNELS(bf16, avx512_bf16_body)
 TT_HALF_KERNELS(e4m3, avx512_e4m3_body)
 TT_HALF_KERNELS(e5m2, avx512_e5m2_body)
 
 void tt_reduce_fill_avx512(tt_reduce_table_t table)
 {
-    avx512_fill_plain_rows(table);
-    TT_FILL_ROW(table, TUTTI_FP16, f16);
-    TT_FILL_ROW(table, TUTTI_BF16, bf16);
-    TT_FILL_ROW(table, TUTTI_FP8_E4M3, e4m3);
-    TT_FILL_ROW(table, TUTTI_FP8_E5M2, e5m2);
+    TT_FILL_ROWS(table);
 }

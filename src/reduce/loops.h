@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "core/dtype.h"
 #include "core/fp8.h"
 #include "core/half.h"
 #include "reduce/float_ops.h"
@@ -87,14 +88,13 @@ static inline void TT_KFN(e5m2_tail)(int op, uint8_t *d, const uint8_t *a, const
         d[i] = tt_f32_to_e5m2(tt_float_op(op, tt_e5m2_to_f32(a[i]), tt_e5m2_to_f32(b[i])));
 }
 
-TT_INT_KERNELS(int8_t, uint8_t, i8, tt_i8u_t)
-TT_INT_KERNELS(uint8_t, uint8_t, u8, tt_u8u_t)
-TT_INT_KERNELS(int32_t, uint32_t, i32, tt_i32u_t)
-TT_INT_KERNELS(uint32_t, uint32_t, u32, tt_u32u_t)
-TT_INT_KERNELS(int64_t, uint64_t, i64, tt_i64u_t)
-TT_INT_KERNELS(uint64_t, uint64_t, u64, tt_u64u_t)
-TT_FLOAT_KERNELS(float, f32, tt_f32u_t, tt_nan_f32)
-TT_FLOAT_KERNELS(double, f64, tt_f64u_t, tt_nan_f64)
+/* The integer and float kernels of every dtype; the narrow floats' each
+ * file defines itself (TT_HALF_KERNELS). */
+#define TT_KERNELS_INT(T, U, TAG) TT_INT_KERNELS(T, U, TAG, tt_##TAG##u_t)
+#define TT_KERNELS_FLOAT(T, U, TAG) TT_FLOAT_KERNELS(T, TAG, tt_##TAG##u_t, tt_nan_##TAG)
+#define TT_KERNELS_NARROW(T, U, TAG)
+#define TT_KERNELS_OF(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG) TT_KERNELS_##KIND(T, U, TAG)
+TT_DTYPE_LIST(TT_KERNELS_OF)
 
 #define TT_FILL_ROW(table, dtype, tag)                                                                       \
     do {                                                                                                     \
@@ -105,18 +105,14 @@ TT_FLOAT_KERNELS(double, f64, tt_f64u_t, tt_nan_f64)
         table[dtype][TUTTI_AVG] = TT_KFN(sum_##tag);                                                         \
     } while (0)
 
-/* Fills every row but fp16/bf16/fp8, which each file provides itself. */
-static inline void TT_KFN(fill_plain_rows)(tt_reduce_table_t t)
-{
-    TT_FILL_ROW(t, TUTTI_INT8, i8);
-    TT_FILL_ROW(t, TUTTI_UINT8, u8);
-    TT_FILL_ROW(t, TUTTI_INT32, i32);
-    TT_FILL_ROW(t, TUTTI_UINT32, u32);
-    TT_FILL_ROW(t, TUTTI_INT64, i64);
-    TT_FILL_ROW(t, TUTTI_UINT64, u64);
-    TT_FILL_ROW(t, TUTTI_FP32, f32);
-    TT_FILL_ROW(t, TUTTI_FP64, f64);
-}
+#define TT_FILL_ROW_OF(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG) TT_FILL_ROW(t, ENUM, TAG);
+
+/* Fills every row: the narrow floats' kernels must be defined by then. */
+#define TT_FILL_ROWS(table)                                                                                  \
+    do {                                                                                                     \
+        tt_reduce_fn(*t)[TUTTI_NUM_OPS] = table;                                                             \
+        TT_DTYPE_LIST(TT_FILL_ROW_OF)                                                                        \
+    } while (0)
 
 /* Defines the 4 fp16, bf16 or fp8 kernels of one file from a body macro
  * BODY(op, d, a, b, n) that handles the whole array. */

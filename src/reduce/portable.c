@@ -8,7 +8,7 @@
 
 #define PORTABLE_FP16(op, d, a, b, n) portable_fp16_tail(op, d, a, b, n)
 #define PORTABLE_BF16(op, d, a, b, n) portable_bf16_tail(op, d, a, b, n)
-TT_HALF_KERNELS(f16, PORTABLE_FP16)
+TT_HALF_KERNELS(fp16, PORTABLE_FP16)
 TT_HALF_KERNELS(bf16, PORTABLE_BF16)
 #define PORTABLE_E4M3(op, d, a, b, n) portable_e4m3_tail(op, d, a, b, n)
 #define PORTABLE_E5M2(op, d, a, b, n) portable_e5m2_tail(op, d, a, b, n)
@@ -17,9 +17,5 @@ TT_HALF_KERNELS(e5m2, PORTABLE_E5M2)
 
 void tt_reduce_fill_portable(tt_reduce_table_t table)
 {
-    portable_fill_plain_rows(table);
-    TT_FILL_ROW(table, TUTTI_FP16, f16);
-    TT_FILL_ROW(table, TUTTI_BF16, bf16);
-    TT_FILL_ROW(table, TUTTI_FP8_E4M3, e4m3);
-    TT_FILL_ROW(table, TUTTI_FP8_E5M2, e5m2);
+    TT_FILL_ROWS(table);
 }

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "core/env_config.h"
 #include "core/fp8.h"
 #include "core/half.h"
@@ -86,39 +87,31 @@ tt_reduce_fn tt_reduce_get(tutti_dtype_t dtype, tutti_op_t op)
 }
 
 /* recvbuf need not be aligned to its element size: every element is
- * loaded and stored through memcpy, which compiles to plain unaligned moves. */
-#define AVG_LOOP(T, LOAD, STORE)                                                                             \
+ * loaded and stored through memcpy, which compiles to plain unaligned moves.
+ * QUOTIENT is the stored v / nranks. */
+#define AVG_LOOP(T, QUOTIENT)                                                                                \
     do {                                                                                                     \
         char *p = buf;                                                                                       \
         for (size_t i = 0; i < n; i++, p += sizeof(T)) {                                                     \
             T v;                                                                                             \
             memcpy(&v, p, sizeof v);                                                                         \
-            v = STORE(LOAD(v) / (nranks));                                                                   \
+            v = QUOTIENT;                                                                                    \
             memcpy(p, &v, sizeof v);                                                                         \
         }                                                                                                    \
     } while (0)
 
-#define AS_IS(x) (x)
-
-/* Floats keep the NaN rule of float_ops.h through the division too. */
-#define FP16_CANON(x) tt_f32_to_fp16(tt_canon_f32(x))
-#define BF16_CANON(x) tt_f32_to_bf16(tt_canon_f32(x))
+/* The dtype's own arithmetic; floats keep the NaN rule of float_ops.h
+ * through the division too. */
+#define AVG_INT(T, U, TAG) AVG_LOOP(T, (T)(v / nranks))
+#define AVG_FLOAT(T, U, TAG) AVG_LOOP(T, tt_canon_##TAG(v / nranks))
+#define AVG_NARROW(T, U, TAG) AVG_LOOP(T, tt_f32_to_##TAG(tt_canon_f32(tt_##TAG##_to_f32(v) / nranks)))
+#define AVG_CASE(ENUM, NAME, NCCL_TESTS_NAME, KIND, T, U, TAG)                                               \
+    case ENUM: AVG_##KIND(T, U, TAG); break;
 
 void tt_reduce_avg_finish(void *buf, size_t n, tutti_dtype_t dtype, int nranks)
 {
     switch (dtype) {
-    case TUTTI_INT8: AVG_LOOP(int8_t, AS_IS, (int8_t)); break;
-    case TUTTI_UINT8: AVG_LOOP(uint8_t, AS_IS, (uint8_t)); break;
-    case TUTTI_INT32: AVG_LOOP(int32_t, AS_IS, (int32_t)); break;
-    case TUTTI_UINT32: AVG_LOOP(uint32_t, AS_IS, (uint32_t)); break;
-    case TUTTI_INT64: AVG_LOOP(int64_t, AS_IS, (int64_t)); break;
-    case TUTTI_UINT64: AVG_LOOP(uint64_t, AS_IS, (uint64_t)); break;
-    case TUTTI_FP32: AVG_LOOP(float, AS_IS, tt_canon_f32); break;
-    case TUTTI_FP64: AVG_LOOP(double, AS_IS, tt_canon_f64); break;
-    case TUTTI_FP16: AVG_LOOP(uint16_t, tt_fp16_to_f32, FP16_CANON); break;
-    case TUTTI_BF16: AVG_LOOP(uint16_t, tt_bf16_to_f32, BF16_CANON); break;
-    case TUTTI_FP8_E4M3: AVG_LOOP(uint8_t, tt_e4m3_to_f32, tt_f32_to_e4m3); break;
-    case TUTTI_FP8_E5M2: AVG_LOOP(uint8_t, tt_e5m2_to_f32, tt_f32_to_e5m2); break;
+        TT_DTYPE_LIST(AVG_CASE)
     default: break;
     }
 }

@@ -75,8 +75,8 @@ const tt_step_t *tt_sched_round_steps(const tt_sched_t *s, int r, int *n)
     return s->steps + s->round_first[r];
 }
 
-static const char *const coll_names[TT_COLL_COUNT] = {
-    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall", "barrier", "send", "recv"};
+#define COLL_NAME(ID, NAME, PER_RANK, REDUCES, SCHEDULED) NAME,
+static const char *const coll_names[TT_COLL_COUNT] = {TT_COLL_LIST(COLL_NAME)};
 
 const char *tt_coll_name(tt_coll_t coll)
 {

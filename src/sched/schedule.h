@@ -23,18 +23,50 @@
 #include "sched/hosts.h"
 #include "tutti.h"
 
+/*
+ * Every collective, in tt_coll_t's order; code that needs a fact of each
+ * expands this list. X(ID, NAME, PER_RANK, REDUCES, SCHEDULED):
+ *   NAME       tt_coll_name's
+ *   PER_RANK   1: count is one rank's block, and the larger buffer holds a
+ *              block per rank (reduce-scatter's input, all-gather's output)
+ *   REDUCES    1: it takes a tutti_op_t
+ *   SCHEDULED  1: algorithms serve it, and TUTTI_ALGO_<NAME> forces one;
+ *              0: a send or a receive, which goes to its peer as it is
+ */
+#define TT_COLL_LIST(X)                                                                                      \
+    X(ALLREDUCE, "allreduce", 0, 1, 1)                                                                       \
+    X(REDUCE_SCATTER, "reduce_scatter", 1, 1, 1)                                                             \
+    X(ALLGATHER, "allgather", 1, 0, 1)                                                                       \
+    X(BROADCAST, "broadcast", 0, 0, 1)                                                                       \
+    X(REDUCE, "reduce", 0, 1, 1)                                                                             \
+    X(ALLTOALL, "alltoall", 1, 0, 1)                                                                         \
+    X(BARRIER, "barrier", 0, 0, 1)                                                                           \
+    X(SEND, "send", 0, 0, 0)                                                                                 \
+    X(RECV, "recv", 0, 0, 0)
+
 typedef enum {
-    TT_COLL_ALLREDUCE = 0,
-    TT_COLL_REDUCE_SCATTER,
-    TT_COLL_ALLGATHER,
-    TT_COLL_BROADCAST,
-    TT_COLL_REDUCE,
-    TT_COLL_ALLTOALL,
-    TT_COLL_BARRIER,
-    TT_COLL_SEND,
-    TT_COLL_RECV,
-    TT_COLL_COUNT
+#define TT_COLL_ENUM(ID, NAME, PER_RANK, REDUCES, SCHEDULED) TT_COLL_##ID,
+    TT_COLL_LIST(TT_COLL_ENUM)
+#undef TT_COLL_ENUM
+        TT_COLL_COUNT
 } tt_coll_t;
+
+/* Whether coll's count is one rank's block (PER_RANK above): its buffers
+ * are count, or count * nranks, elements. */
+static inline int tt_coll_count_per_rank(tt_coll_t coll)
+{
+#define TT_COLL_PER_RANK_BIT(ID, NAME, PER_RANK, REDUCES, SCHEDULED) | (PER_RANK##u << TT_COLL_##ID)
+    return (0u TT_COLL_LIST(TT_COLL_PER_RANK_BIT)) >> coll & 1u;
+#undef TT_COLL_PER_RANK_BIT
+}
+
+/* Whether coll takes a tutti_op_t (REDUCES above). */
+static inline int tt_coll_reduces(tt_coll_t coll)
+{
+#define TT_COLL_REDUCES_BIT(ID, NAME, PER_RANK, REDUCES, SCHEDULED) | (REDUCES##u << TT_COLL_##ID)
+    return (0u TT_COLL_LIST(TT_COLL_REDUCES_BIT)) >> coll & 1u;
+#undef TT_COLL_REDUCES_BIT
+}
 
 /* Name of a collective ("allreduce"). */
 const char *tt_coll_name(tt_coll_t coll);
@@ -164,6 +196,5 @@ typedef struct {
 /* Builds this rank's schedule for args with algo; TUTTI_ERR_UNSUPPORTED
  * when algo does not serve args->coll. s is left empty on failure. */
 tutti_status_t tt_sched_build(const tt_algorithm_t *algo, const tt_coll_args_t *args, tt_sched_t *s);
-
 
 #endif

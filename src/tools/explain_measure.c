@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/collectives.h"
 #include "tune/policy.h"
 #include "core/clock.h"
 #include "coll/coll.h"
@@ -13,20 +14,6 @@
 #define MEASURE_ITERS 20
 #define MEASURE_WARMUP 3
 #define MAX_TRACED_ROUNDS 4096
-
-static tutti_status_t run_once(tt_coll_t coll, const void *in, void *out, size_t count, tutti_dtype_t t,
-                               int root, tutti_comm_t comm)
-{
-    switch (coll) {
-    case TT_COLL_ALLREDUCE: return tutti_allreduce(in, out, count, t, TUTTI_SUM, comm, NULL);
-    case TT_COLL_REDUCE_SCATTER: return tutti_reduce_scatter(in, out, count, t, TUTTI_SUM, comm, NULL);
-    case TT_COLL_ALLGATHER: return tutti_allgather(in, out, count, t, comm, NULL);
-    case TT_COLL_BROADCAST: return tutti_broadcast(in, out, count, t, root, comm, NULL);
-    case TT_COLL_REDUCE: return tutti_reduce(in, out, count, t, TUTTI_SUM, root, comm, NULL);
-    case TT_COLL_ALLTOALL: return tutti_alltoall(in, out, count, t, comm, NULL);
-    default: return tutti_barrier(comm, NULL);
-    }
-}
 
 static int by_value(const void *a, const void *b)
 {
@@ -57,7 +44,7 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
     tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* what the tracing reads */
     int p = comm->nranks, me = comm->rank;
     size_t elem = tutti_dtype_size(dtype), count = bytes / elem;
-    if (coll == TT_COLL_REDUCE_SCATTER || coll == TT_COLL_ALLGATHER || coll == TT_COLL_ALLTOALL)
+    if (tt_coll_count_per_rank(coll))
         count /= (size_t)p;
     char *in = calloc(bytes + elem, 1), *out = calloc(bytes + elem, 1);
     int64_t *ends = calloc(MAX_TRACED_ROUNDS, sizeof *ends);
@@ -73,7 +60,7 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
         st = tutti_barrier(handle, NULL);
         int64_t t0 = tt_now_ns();
         if (!st)
-            st = run_once(coll, in, out, count, dtype, root, handle);
+            st = tt_coll_call(coll, in, out, count, dtype, TUTTI_SUM, root, handle, NULL);
         if (!st)
             ran = tt_coll_traced(comm, &nrounds, &nslices);
         for (int k = 0; !st && it >= MEASURE_WARMUP && k < nrounds; k++)

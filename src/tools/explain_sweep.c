@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/collectives.h"
 #include "comm/comm.h"
 #include "core/clock.h"
 #include "tools/explain_sweep.h"
@@ -27,20 +28,6 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static tutti_status_t call(tutti_comm_t comm, tt_coll_t coll, const void *in, void *out, size_t count,
-                           tutti_dtype_t t, int root)
-{
-    switch (coll) {
-    case TT_COLL_ALLREDUCE: return tutti_allreduce(in, out, count, t, TUTTI_SUM, comm, NULL);
-    case TT_COLL_REDUCE_SCATTER: return tutti_reduce_scatter(in, out, count, t, TUTTI_SUM, comm, NULL);
-    case TT_COLL_ALLGATHER: return tutti_allgather(in, out, count, t, comm, NULL);
-    case TT_COLL_BROADCAST: return tutti_broadcast(in, out, count, t, root, comm, NULL);
-    case TT_COLL_REDUCE: return tutti_reduce(in, out, count, t, TUTTI_SUM, root, comm, NULL);
-    case TT_COLL_ALLTOALL: return tutti_alltoall(in, out, count, t, comm, NULL);
-    default: return tutti_barrier(comm, NULL);
-    }
-}
-
 /* Median over repeats of the slowest rank's mean time of iters calls, us; -1 on failure. */
 static double time_calls(tutti_comm_t comm, tt_coll_t coll, const void *in, void *out, size_t count,
                          tutti_dtype_t t, int root, int iters)
@@ -52,7 +39,7 @@ static double time_calls(tutti_comm_t comm, tt_coll_t coll, const void *in, void
             return -1;
         int64_t t0 = tt_now_ns();
         for (int i = 0; i < iters; i++)
-            if (call(comm, coll, in, out, count, t, root))
+            if (tt_coll_call(coll, in, out, count, t, TUTTI_SUM, root, comm, NULL))
                 return -1;
         local = (double)(tt_now_ns() - t0) / 1e3 / iters;
         if (tutti_allreduce(&local, &slowest, 1, TUTTI_FP64, TUTTI_MAX, comm, NULL))
@@ -158,7 +145,7 @@ int tt_explain_sweep(const tt_sweep_opts_t *o)
     char *in = calloc(o->maxb + elem * (size_t)p, 1), *out = calloc(o->maxb + elem * (size_t)p, 1);
     for (size_t b = o->minb; in && out && b <= o->maxb && n < SWEEP_MAX; b *= 2, n++) {
         size_t count = b / elem;
-        if (o->coll == TT_COLL_REDUCE_SCATTER || o->coll == TT_COLL_ALLGATHER || o->coll == TT_COLL_ALLTOALL)
+        if (tt_coll_count_per_rank(o->coll))
             count /= (size_t)p;
         tt_coll_args_t args = {
             .coll = o->coll, .nranks = p, .root = o->root, .count = count, .hosts = &inner->hosts};

@@ -32,20 +32,15 @@ void tt_explain_format_bytes(size_t b, char *out, size_t len)
         snprintf(out, len, "%zu B", b);
 }
 
-static int per_rank_count(tt_coll_t coll)
-{
-    return coll == TT_COLL_REDUCE_SCATTER || coll == TT_COLL_ALLGATHER || coll == TT_COLL_ALLTOALL;
-}
-
 size_t tt_explain_count(tt_coll_t coll, int nranks, size_t bytes, size_t elem)
 {
     size_t n = bytes / elem;
-    return coll == TT_COLL_BARRIER ? 0 : per_rank_count(coll) ? n / (size_t)nranks : n;
+    return coll == TT_COLL_BARRIER ? 0 : tt_coll_count_per_rank(coll) ? n / (size_t)nranks : n;
 }
 
 size_t tt_explain_symbolic_count(tt_coll_t coll, int nranks)
 {
-    return coll == TT_COLL_BARRIER ? 0 : per_rank_count(coll) ? 1 : (size_t)nranks;
+    return coll == TT_COLL_BARRIER ? 0 : tt_coll_count_per_rank(coll) ? 1 : (size_t)nranks;
 }
 
 void tt_explain_fold(const tt_algorithm_t *algo, int p, char *out, size_t len)

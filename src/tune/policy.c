@@ -9,11 +9,12 @@
 #include "tune/policy.h"
 #include "algorithms/registry.h"
 
-/* TUTTI_ALGO_<COLLECTIVE> for each collective, in tt_coll_t order. */
-static const tt_config_id_t per_coll_var[TT_COLL_COUNT] = {
-    TT_CFG_ALGO_ALLREDUCE, TT_CFG_ALGO_REDUCE_SCATTER, TT_CFG_ALGO_ALLGATHER, TT_CFG_ALGO_BROADCAST,
-    TT_CFG_ALGO_REDUCE,    TT_CFG_ALGO_ALLTOALL,       TT_CFG_ALGO_BARRIER,   TT_CFG_COUNT,
-    TT_CFG_COUNT};
+/* TUTTI_ALGO_<COLLECTIVE> for each collective, in tt_coll_t order;
+ * TT_CFG_COUNT for those no algorithm serves. */
+#define ALGO_VAR_1(ID) TT_CFG_ALGO_##ID
+#define ALGO_VAR_0(ID) TT_CFG_COUNT
+#define ALGO_VAR(ID, NAME, PER_RANK, REDUCES, SCHEDULED) ALGO_VAR_##SCHEDULED(ID),
+static const tt_config_id_t per_coll_var[TT_COLL_COUNT] = {TT_COLL_LIST(ALGO_VAR)};
 
 static tutti_status_t named_or_empty(const char *var, const char *name, const tt_algorithm_t **out, char *err,
                                      size_t errlen)

@@ -94,13 +94,14 @@ typedef struct {
     tutti_status_t (*host_register)(void *dev, void *ptr, size_t bytes, void **devptr);
     void (*host_unregister)(void *dev, void *ptr);
     const char *(*said)(void);
-} tt_ipc_backend_t;
+} tt_cuda_ipc_backend_t;
 
 #ifdef TT_HAVE_CUDA
-extern const tt_ipc_backend_t tt_ipc_cuda_backend;
+/* The backend of the CUDA runtime itself (the tests bring a fake one). */
+extern const tt_cuda_ipc_backend_t tt_cuda_ipc_runtime_backend;
 #endif
 /* Tests set their own backend before creating communicators. */
-void tt_ipc_set_backend(const tt_ipc_backend_t *backend);
+void tt_cuda_ipc_set_backend(const tt_cuda_ipc_backend_t *backend);
 
 /* The segment owner's side of its pair with one peer q. */
 typedef struct {
@@ -120,7 +121,7 @@ typedef struct {
     _Alignas(TT_LOCAL_LINE) _Atomic uint64_t offer[TT_IPC_RING];
     uint64_t offer_sig[TT_IPC_RING];
     _Atomic uint64_t decision[TT_IPC_RING];
-} tt_ipc_inbox_t;
+} tt_cuda_ipc_inbox_t;
 
 typedef struct {
     uint32_t magic;
@@ -144,81 +145,81 @@ typedef struct {
      * written after the call's signature. */
     _Alignas(TT_LOCAL_LINE) _Atomic uint64_t board[TT_IPC_BOARD];
     uint64_t sig[TT_IPC_BOARD];
-} tt_ipc_seg_hdr_t;
+} tt_cuda_ipc_seg_hdr_t;
 
-typedef struct tt_ipc_ctx tt_ipc_ctx_t;
+typedef struct tt_cuda_ipc_ctx tt_cuda_ipc_ctx_t;
 
 typedef struct {
     int peer;
     int pidfd; /* readable once the peer process has exited (-1: not watched) */
     int pid;
-    tt_ipc_seg_hdr_t *peer_seg; /* the peer's segment (we write our inbox there) */
-    void *peer_seg_dev;         /* as this rank's GPU reaches it, once registered */
-    char *peer_window;          /* the peer's window, opened before a call could need it */
-    int shared;                 /* peer_window is the peer's own address (same process) */
-    tt_ipc_ctx_t *ctx;
-} tt_ipc_conn_t;
+    tt_cuda_ipc_seg_hdr_t *peer_seg; /* the peer's segment (we write our inbox there) */
+    void *peer_seg_dev;              /* as this rank's GPU reaches it, once registered */
+    char *peer_window;               /* the peer's window, opened before a call could need it */
+    int shared;                      /* peer_window is the peer's own address (same process) */
+    tt_cuda_ipc_ctx_t *ctx;
+} tt_cuda_ipc_conn_t;
 
-struct tt_ipc_ctx {
+struct tt_cuda_ipc_ctx {
     const tt_tp_env_t *env;
-    const tt_ipc_backend_t *be;
+    const tt_cuda_ipc_backend_t *be;
     void *dev; /* the backend's per-communicator state, once attached */
     char name[64];
-    tt_ipc_seg_hdr_t *seg; /* our own segment */
-    void *seg_dev;         /* as our GPU reaches it, once registered */
+    tt_cuda_ipc_seg_hdr_t *seg; /* our own segment */
+    void *seg_dev;              /* as our GPU reaches it, once registered */
     size_t seg_bytes;
-    char *window;            /* our window, once allocated */
-    size_t window_bytes;     /* the collectives' part (TUTTI_IPC_WINDOW_BYTES) */
-    size_t mapped_bytes;     /* the whole window: the sends' regions follow */
-    size_t slot_bytes;       /* one slot of a sends' region (0: too small to use) */
-    uint64_t announce_room;  /* seqs below this may be announced without checking the others */
-    tt_ipc_seg_hdr_t **segs; /* every rank's segment (ours included), for the board */
-    int reach_verdict;       /* 1 or 0 once every rank's window is published; -1 before */
-    int device;              /* the GPU bound to */
-    int opened;              /* every peer's window is open and its segment registered */
-    int open_failed;         /* opening one failed (said once): no direct runs */
-    int kept;                /* the GPU may still use the windows and segments */
-    tt_ipc_conn_t **conns;   /* by rank */
-    tt_direct_peer_t *view;  /* by rank, filled as each peer opens (from bind on) */
+    char *window;                 /* our window, once allocated */
+    size_t window_bytes;          /* the collectives' part (TUTTI_IPC_WINDOW_BYTES) */
+    size_t mapped_bytes;          /* the whole window: the sends' regions follow */
+    size_t slot_bytes;            /* one slot of a sends' region (0: too small to use) */
+    uint64_t announce_room;       /* seqs below this may be announced without checking the others */
+    tt_cuda_ipc_seg_hdr_t **segs; /* every rank's segment (ours included), for the board */
+    int reach_verdict;            /* 1 or 0 once every rank's window is published; -1 before */
+    int device;                   /* the GPU bound to */
+    int opened;                   /* every peer's window is open and its segment registered */
+    int open_failed;              /* opening one failed (said once): no direct runs */
+    int kept;                     /* the GPU may still use the windows and segments */
+    tt_cuda_ipc_conn_t **conns;   /* by rank */
+    tt_direct_peer_t *view;       /* by rank, filled as each peer opens (from bind on) */
     int unlinked;
 };
 
 extern const tt_transport_ops_t tt_cuda_ipc_ops;
 
 /* Byte offset of sender's inbox in a segment; a segment's size. */
-size_t tt_ipc_inbox_offset(int sender);
-size_t tt_ipc_segment_bytes(int nranks);
+size_t tt_cuda_ipc_inbox_offset(int sender);
+size_t tt_cuda_ipc_segment_bytes(int nranks);
 /* A PID namespace's identity (its inode); 0 where /proc cannot tell. */
-uint64_t tt_ipc_pid_ns(void);
+uint64_t tt_cuda_ipc_pid_ns(void);
 
 /* The device ops (transport.h): binding and opening (cuda_ipc_window.c),
  * the board (cuda_ipc_board.c), which waits in announce only when this
  * rank is TT_IPC_BOARD calls ahead of some rank. */
-tutti_status_t tt_ipc_bind(void *ctx, int device);
-tutti_status_t tt_ipc_open_peers(void *ctx, int *all);
-const tt_direct_peer_t *tt_ipc_peers(void *ctx, size_t *window_bytes);
-void tt_ipc_release(void *ctx, int peer, unsigned round, const unsigned *chunks_to,
-                    const unsigned *chunks_from);
-const tt_direct_peer_t *tt_ipc_pair(void *ctx, int peer, size_t *slot_bytes);
+tutti_status_t tt_cuda_ipc_bind(void *ctx, int device);
+tutti_status_t tt_cuda_ipc_open_peers(void *ctx, int *all);
+const tt_direct_peer_t *tt_cuda_ipc_peers(void *ctx, size_t *window_bytes);
+void tt_cuda_ipc_release(void *ctx, int peer, unsigned round, const unsigned *chunks_to,
+                         const unsigned *chunks_from);
+const tt_direct_peer_t *tt_cuda_ipc_pair(void *ctx, int peer, size_t *slot_bytes);
 /* Point-to-point agreement (cuda_ipc_pair.c). */
-int tt_ipc_offer(void *ctx, int sender, uint64_t k, int capable, uint64_t sig);
-int tt_ipc_claim(void *ctx, int receiver, uint64_t k, uint64_t sig);
-int tt_ipc_withdraw(void *ctx, int sender, uint64_t k);
-int tt_ipc_decide(void *ctx, int receiver, uint64_t k, int direct);
-int tt_ipc_decision(const void *ctx, int sender, uint64_t k);
-void tt_ipc_took(void *ctx, int sender, uint64_t k);
-tt_ipc_inbox_t *tt_ipc_inbox(void *seg, int peer);
+int tt_cuda_ipc_offer(void *ctx, int sender, uint64_t k, int capable, uint64_t sig);
+int tt_cuda_ipc_claim(void *ctx, int receiver, uint64_t k, uint64_t sig);
+int tt_cuda_ipc_withdraw(void *ctx, int sender, uint64_t k);
+int tt_cuda_ipc_decide(void *ctx, int receiver, uint64_t k, int direct);
+int tt_cuda_ipc_decision(const void *ctx, int sender, uint64_t k);
+void tt_cuda_ipc_took(void *ctx, int sender, uint64_t k);
+tt_cuda_ipc_inbox_t *tt_cuda_ipc_inbox(void *seg, int peer);
 /* Whether segment from's GPU can load from device's memory. */
-int tt_ipc_reaches(const tt_ipc_seg_hdr_t *from, uint64_t device);
-void tt_ipc_keep(void *ctx);
+int tt_cuda_ipc_reaches(const tt_cuda_ipc_seg_hdr_t *from, uint64_t device);
+void tt_cuda_ipc_keep(void *ctx);
 /* Unless the GPU may still use them (kept): closes the peer's window and
  * unregisters its segment (a connection's close); unregisters this rank's
  * segment (finalize, which frees the window itself). */
-void tt_ipc_unbind_peer(tt_ipc_conn_t *c);
-void tt_ipc_unbind(tt_ipc_ctx_t *ctx);
-tutti_status_t tt_ipc_announce(void *ctx, uint64_t seq, int capable, uint64_t sig, int64_t timeout_ms);
-tt_board_t tt_ipc_announcement(const void *ctx, int rank, uint64_t seq, uint64_t *sig);
-tutti_status_t tt_ipc_reach_all(void *ctx, int *all);
-tutti_status_t tt_ipc_alive(void *conn);
+void tt_cuda_ipc_unbind_peer(tt_cuda_ipc_conn_t *c);
+void tt_cuda_ipc_unbind(tt_cuda_ipc_ctx_t *ctx);
+tutti_status_t tt_cuda_ipc_announce(void *ctx, uint64_t seq, int capable, uint64_t sig, int64_t timeout_ms);
+tt_board_t tt_cuda_ipc_announcement(const void *ctx, int rank, uint64_t seq, uint64_t *sig);
+tutti_status_t tt_cuda_ipc_reach_all(void *ctx, int *all);
+tutti_status_t tt_cuda_ipc_alive(void *conn);
 
 #endif

@@ -184,7 +184,7 @@ static void cuda_host_unregister(void *devp, void *ptr)
     }
 }
 
-const tt_ipc_backend_t tt_ipc_cuda_backend = {
+const tt_cuda_ipc_backend_t tt_cuda_ipc_runtime_backend = {
     .name = "cuda",
     .usable = cuda_usable,
     .attach = cuda_attach,

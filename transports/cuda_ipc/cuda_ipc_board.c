@@ -12,7 +12,7 @@
 #include "core/log.h"
 #include "transports/cuda_ipc/cuda_ipc.h"
 
-static uint64_t lowest_announced(const tt_ipc_ctx_t *ctx)
+static uint64_t lowest_announced(const tt_cuda_ipc_ctx_t *ctx)
 {
     uint64_t low = UINT64_MAX;
     for (int r = 0; r < ctx->env->nranks; r++) {
@@ -22,9 +22,9 @@ static uint64_t lowest_announced(const tt_ipc_ctx_t *ctx)
     return low;
 }
 
-tutti_status_t tt_ipc_announce(void *ctxp, uint64_t seq, int capable, uint64_t sig, int64_t timeout_ms)
+tutti_status_t tt_cuda_ipc_announce(void *ctxp, uint64_t seq, int capable, uint64_t sig, int64_t timeout_ms)
 {
-    tt_ipc_ctx_t *ctx = ctxp;
+    tt_cuda_ipc_ctx_t *ctx = ctxp;
     /* Entry seq % TT_IPC_BOARD last held seq - TT_IPC_BOARD: overwrite it
      * only once every rank has announced the call after that one, so that
      * none can still be reading it. */
@@ -46,10 +46,10 @@ tutti_status_t tt_ipc_announce(void *ctxp, uint64_t seq, int capable, uint64_t s
     return TUTTI_SUCCESS;
 }
 
-tt_board_t tt_ipc_announcement(const void *ctxp, int rank, uint64_t seq, uint64_t *sig)
+tt_board_t tt_cuda_ipc_announcement(const void *ctxp, int rank, uint64_t seq, uint64_t *sig)
 {
-    const tt_ipc_ctx_t *ctx = ctxp;
-    const tt_ipc_seg_hdr_t *seg = ctx->segs[rank];
+    const tt_cuda_ipc_ctx_t *ctx = ctxp;
+    const tt_cuda_ipc_seg_hdr_t *seg = ctx->segs[rank];
     uint64_t v = atomic_load_explicit(&seg->board[seq % TT_IPC_BOARD], memory_order_acquire);
     if (v / 2 != seq + 1)
         return TT_BOARD_NOT_YET;
@@ -57,7 +57,7 @@ tt_board_t tt_ipc_announcement(const void *ctxp, int rank, uint64_t seq, uint64_
     return v & 1 ? TT_BOARD_DIRECT : TT_BOARD_STAGES;
 }
 
-int tt_ipc_reaches(const tt_ipc_seg_hdr_t *from, uint64_t device)
+int tt_cuda_ipc_reaches(const tt_cuda_ipc_seg_hdr_t *from, uint64_t device)
 {
     for (int i = 0; i < from->nreach && i < TT_IPC_REACH_MAX; i++)
         if (from->reach[i] == device)
@@ -65,9 +65,9 @@ int tt_ipc_reaches(const tt_ipc_seg_hdr_t *from, uint64_t device)
     return 0;
 }
 
-tutti_status_t tt_ipc_reach_all(void *ctxp, int *all)
+tutti_status_t tt_cuda_ipc_reach_all(void *ctxp, int *all)
 {
-    tt_ipc_ctx_t *ctx = ctxp;
+    tt_cuda_ipc_ctx_t *ctx = ctxp;
     *all = 0;
     if (ctx->reach_verdict >= 0) {
         *all = ctx->reach_verdict;
@@ -78,7 +78,7 @@ tutti_status_t tt_ipc_reach_all(void *ctxp, int *all)
         if (!atomic_load_explicit(&ctx->segs[a]->window_ready, memory_order_acquire))
             return TUTTI_SUCCESS; /* cannot happen once every rank announced it can go direct */
         for (int b = 0; b < p; b++)
-            every &= tt_ipc_reaches(ctx->segs[a], ctx->segs[b]->device);
+            every &= tt_cuda_ipc_reaches(ctx->segs[a], ctx->segs[b]->device);
     }
     if (!every)
         TT_INFO(TT_SUB_NET, "cuda_ipc: some ranks' GPUs cannot load from each other; device calls go through "

@@ -17,12 +17,12 @@
 #include "transports/local.h"
 
 #ifdef TT_HAVE_CUDA
-static const tt_ipc_backend_t *current_backend = &tt_ipc_cuda_backend;
+static const tt_cuda_ipc_backend_t *current_backend = &tt_cuda_ipc_runtime_backend;
 #else
-static const tt_ipc_backend_t *current_backend;
+static const tt_cuda_ipc_backend_t *current_backend;
 #endif
 
-void tt_ipc_set_backend(const tt_ipc_backend_t *backend)
+void tt_cuda_ipc_set_backend(const tt_cuda_ipc_backend_t *backend)
 {
     current_backend = backend;
 }
@@ -32,17 +32,17 @@ static size_t line_up(size_t n)
     return (n + TT_LOCAL_LINE - 1) / TT_LOCAL_LINE * TT_LOCAL_LINE;
 }
 
-size_t tt_ipc_inbox_offset(int sender)
+size_t tt_cuda_ipc_inbox_offset(int sender)
 {
-    return line_up(sizeof(tt_ipc_seg_hdr_t)) + (size_t)sender * sizeof(tt_ipc_inbox_t);
+    return line_up(sizeof(tt_cuda_ipc_seg_hdr_t)) + (size_t)sender * sizeof(tt_cuda_ipc_inbox_t);
 }
 
-size_t tt_ipc_segment_bytes(int nranks)
+size_t tt_cuda_ipc_segment_bytes(int nranks)
 {
-    return tt_ipc_inbox_offset(nranks);
+    return tt_cuda_ipc_inbox_offset(nranks);
 }
 
-uint64_t tt_ipc_pid_ns(void)
+uint64_t tt_cuda_ipc_pid_ns(void)
 {
     struct stat st;
     return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
@@ -76,19 +76,19 @@ static tutti_status_t ipc_listen(const tt_tp_env_t *env, void **ctxp, void *addr
         TT_INFO(TT_SUB_NET, "cuda_ipc not offered: %s", why);
         return TUTTI_ERR_UNSUPPORTED;
     }
-    tt_ipc_ctx_t *ctx = calloc(1, sizeof *ctx);
+    tt_cuda_ipc_ctx_t *ctx = calloc(1, sizeof *ctx);
     tt_direct_peer_t *view = calloc((size_t)env->nranks, sizeof *view);
     if (!ctx || !view) {
         free(ctx);
         free(view);
         return TUTTI_ERR_NO_MEMORY;
     }
-    *ctx = (tt_ipc_ctx_t){.env = env,
-                          .be = current_backend,
-                          .window_bytes =
-                              (size_t)tt_config_table_int(&tt_cuda_ipc_config, TT_CFG_IPC_WINDOW_BYTES),
-                          .view = view,
-                          .reach_verdict = -1};
+    *ctx = (tt_cuda_ipc_ctx_t){.env = env,
+                               .be = current_backend,
+                               .window_bytes =
+                                   (size_t)tt_config_table_int(&tt_cuda_ipc_config, TT_CFG_IPC_WINDOW_BYTES),
+                               .view = view,
+                               .reach_verdict = -1};
     /* The sends' regions follow the collectives' part (cuda_ipc.h). */
     ctx->mapped_bytes = ctx->window_bytes + ctx->window_bytes / 2;
     ctx->slot_bytes = ctx->window_bytes / 2 / (size_t)env->nranks / 2 / 256 * 256;
@@ -99,10 +99,10 @@ static tutti_status_t ipc_listen(const tt_tp_env_t *env, void **ctxp, void *addr
     return TUTTI_SUCCESS;
 }
 
-static tutti_status_t segment_create(tt_ipc_ctx_t *ctx)
+static tutti_status_t segment_create(tt_cuda_ipc_ctx_t *ctx)
 {
     const tt_tp_env_t *env = ctx->env;
-    ctx->seg_bytes = tt_ipc_segment_bytes(env->nranks);
+    ctx->seg_bytes = tt_cuda_ipc_segment_bytes(env->nranks);
     ctx->seg = tt_local_create("cuda_ipc", ctx->name, ctx->seg_bytes);
     if (!ctx->seg)
         return TUTTI_ERR_SYSTEM;
@@ -112,14 +112,14 @@ static tutti_status_t segment_create(tt_ipc_ctx_t *ctx)
     ctx->seg->nranks = env->nranks;
     ctx->seg->window_bytes = ctx->window_bytes;
     ctx->seg->pid = (int32_t)getpid();
-    ctx->seg->pid_ns = tt_ipc_pid_ns();
+    ctx->seg->pid_ns = tt_cuda_ipc_pid_ns();
     memcpy(ctx->seg->key, env->key, TT_KEY_BYTES);
     return TUTTI_SUCCESS;
 }
 
-static tutti_status_t map_peer(tt_ipc_ctx_t *ctx, int peer, const char *name)
+static tutti_status_t map_peer(tt_cuda_ipc_ctx_t *ctx, int peer, const char *name)
 {
-    tt_ipc_seg_hdr_t *seg = ctx->segs[peer] = tt_local_map("cuda_ipc", name, ctx->seg_bytes, peer);
+    tt_cuda_ipc_seg_hdr_t *seg = ctx->segs[peer] = tt_local_map("cuda_ipc", name, ctx->seg_bytes, peer);
     if (!seg)
         return TUTTI_ERR_SYSTEM;
     if (!tt_local_keyed(seg->magic, TT_IPC_MAGIC, seg->key, ctx->env->key) || seg->owner != peer) {
@@ -136,14 +136,14 @@ static tutti_status_t map_peer(tt_ipc_ctx_t *ctx, int peer, const char *name)
 
 /* A peer in another PID namespace (another container) cannot be watched
  * by its PID: it may even equal one of ours. Its segment says so. */
-static tt_ipc_conn_t *conn_new(tt_ipc_ctx_t *ctx, int peer)
+static tt_cuda_ipc_conn_t *conn_new(tt_cuda_ipc_ctx_t *ctx, int peer)
 {
-    tt_ipc_conn_t *c = calloc(1, sizeof *c);
+    tt_cuda_ipc_conn_t *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    const tt_ipc_seg_hdr_t *seg = ctx->segs[peer];
+    const tt_cuda_ipc_seg_hdr_t *seg = ctx->segs[peer];
     int same_ns = seg->pid_ns == ctx->seg->pid_ns;
-    *c = (tt_ipc_conn_t){.peer = peer, .pid = same_ns ? seg->pid : 0, .pidfd = -1, .ctx = ctx};
+    *c = (tt_cuda_ipc_conn_t){.peer = peer, .pid = same_ns ? seg->pid : 0, .pidfd = -1, .ctx = ctx};
     if (same_ns)
         c->pidfd = tt_local_watch(c->pid);
     c->peer_seg = ctx->segs[peer];
@@ -152,10 +152,10 @@ static tt_ipc_conn_t *conn_new(tt_ipc_ctx_t *ctx, int peer)
 
 static void ipc_close(void *connp)
 {
-    tt_ipc_conn_t *c = connp;
+    tt_cuda_ipc_conn_t *c = connp;
     if (!c)
         return;
-    tt_ipc_unbind_peer(c);
+    tt_cuda_ipc_unbind_peer(c);
     if (c->pidfd >= 0)
         close(c->pidfd);
     c->ctx->conns[c->peer] = NULL;
@@ -165,7 +165,7 @@ static void ipc_close(void *connp)
 static tutti_status_t ipc_connect(void *ctxp, const int *peers, int npeers, const unsigned char *addrs,
                                   void **conns)
 {
-    tt_ipc_ctx_t *ctx = ctxp;
+    tt_cuda_ipc_ctx_t *ctx = ctxp;
     const tt_tp_env_t *env = ctx->env;
     ctx->segs = calloc((size_t)env->nranks, sizeof *ctx->segs);
     ctx->conns = calloc((size_t)env->nranks, sizeof *ctx->conns);
@@ -199,13 +199,13 @@ static tutti_status_t ipc_connect(void *ctxp, const int *peers, int npeers, cons
 
 static void ipc_abort(void *connp)
 {
-    tt_ipc_conn_t *c = connp;
+    tt_cuda_ipc_conn_t *c = connp;
     atomic_store_explicit(&c->ctx->seg->aborted, 1, memory_order_release);
 }
 
-tutti_status_t tt_ipc_alive(void *connp)
+tutti_status_t tt_cuda_ipc_alive(void *connp)
 {
-    tt_ipc_conn_t *c = connp;
+    tt_cuda_ipc_conn_t *c = connp;
     if (atomic_load_explicit(&c->peer_seg->aborted, memory_order_acquire))
         return TUTTI_ERR_ABORTED;
     if (c->pid && tt_local_gone(c->pidfd, c->pid))
@@ -215,7 +215,7 @@ tutti_status_t tt_ipc_alive(void *connp)
 
 /* Whether some rank gave up: its peers may still have our window mapped,
  * or kernels reading it, so it stays allocated (the process's end frees it). */
-static int anyone_aborted(const tt_ipc_ctx_t *ctx)
+static int anyone_aborted(const tt_cuda_ipc_ctx_t *ctx)
 {
     for (int r = 0; ctx->segs && r < ctx->env->nranks; r++)
         if (ctx->segs[r] && atomic_load_explicit(&ctx->segs[r]->aborted, memory_order_acquire))
@@ -223,7 +223,7 @@ static int anyone_aborted(const tt_ipc_ctx_t *ctx)
     return 0;
 }
 
-static int published_any(const tt_ipc_ctx_t *ctx)
+static int published_any(const tt_cuda_ipc_ctx_t *ctx)
 {
     for (int r = 0; ctx->segs && r < ctx->env->nranks; r++)
         if (ctx->segs[r] && atomic_load_explicit(&ctx->segs[r]->window_ready, memory_order_acquire))
@@ -238,10 +238,10 @@ static int published_any(const tt_ipc_ctx_t *ctx)
  * and segments (kept), nothing is released: they leak. */
 static void ipc_finalize(void *ctxp)
 {
-    tt_ipc_ctx_t *ctx = ctxp;
+    tt_cuda_ipc_ctx_t *ctx = ctxp;
     /* The same answer on every rank: nobody binds after destroy's barrier. */
     int leak = ctx->kept || (published_any(ctx) && anyone_aborted(ctx));
-    tt_ipc_unbind(ctx);
+    tt_cuda_ipc_unbind(ctx);
     if (!leak && published_any(ctx) && ctx->env->barrier(ctx->env->barrier_arg) != TUTTI_SUCCESS)
         leak = 1;
     if (ctx->window && leak)
@@ -267,21 +267,21 @@ static void ipc_finalize(void *ctxp)
 }
 
 static const tt_device_ops_t ipc_device_ops = {
-    .bind = tt_ipc_bind,
-    .open_peers = tt_ipc_open_peers,
-    .announce = tt_ipc_announce,
-    .announcement = tt_ipc_announcement,
-    .reach_all = tt_ipc_reach_all,
-    .peers = tt_ipc_peers,
-    .release = tt_ipc_release,
-    .offer = tt_ipc_offer,
-    .claim = tt_ipc_claim,
-    .withdraw = tt_ipc_withdraw,
-    .decide = tt_ipc_decide,
-    .decision = tt_ipc_decision,
-    .took = tt_ipc_took,
-    .pair = tt_ipc_pair,
-    .keep = tt_ipc_keep,
+    .bind = tt_cuda_ipc_bind,
+    .open_peers = tt_cuda_ipc_open_peers,
+    .announce = tt_cuda_ipc_announce,
+    .announcement = tt_cuda_ipc_announcement,
+    .reach_all = tt_cuda_ipc_reach_all,
+    .peers = tt_cuda_ipc_peers,
+    .release = tt_cuda_ipc_release,
+    .offer = tt_cuda_ipc_offer,
+    .claim = tt_cuda_ipc_claim,
+    .withdraw = tt_cuda_ipc_withdraw,
+    .decide = tt_cuda_ipc_decide,
+    .decision = tt_cuda_ipc_decision,
+    .took = tt_cuda_ipc_took,
+    .pair = tt_cuda_ipc_pair,
+    .keep = tt_cuda_ipc_keep,
 };
 
 TT_CONFIG_TABLE_DEFINE(tt_cuda_ipc_config, "cuda_ipc", TT_IPC_CONFIG, TT_IPC_CONFIG_RULES);
@@ -297,7 +297,7 @@ const tt_transport_ops_t tt_cuda_ipc_ops = {
     .reachable = ipc_reachable,
     .listen = ipc_listen,
     .connect = ipc_connect,
-    .alive = tt_ipc_alive,
+    .alive = tt_cuda_ipc_alive,
     .abort = ipc_abort,
     .close = ipc_close,
     .finalize = ipc_finalize,

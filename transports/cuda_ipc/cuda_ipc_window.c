@@ -14,25 +14,25 @@
 #include "core/log.h"
 #include "transports/cuda_ipc/cuda_ipc.h"
 
-tt_ipc_inbox_t *tt_ipc_inbox(void *seg, int peer)
+tt_cuda_ipc_inbox_t *tt_cuda_ipc_inbox(void *seg, int peer)
 {
-    return (tt_ipc_inbox_t *)((char *)seg + tt_ipc_inbox_offset(peer));
+    return (tt_cuda_ipc_inbox_t *)((char *)seg + tt_cuda_ipc_inbox_offset(peer));
 }
 
-static void undo_bind(tt_ipc_ctx_t *ctx)
+static void undo_bind(tt_cuda_ipc_ctx_t *ctx)
 {
     if (ctx->seg_dev)
         ctx->be->host_unregister(ctx->dev, ctx->seg);
     ctx->seg_dev = NULL;
 }
 
-tutti_status_t tt_ipc_bind(void *ctxp, int device)
+tutti_status_t tt_cuda_ipc_bind(void *ctxp, int device)
 {
-    tt_ipc_ctx_t *ctx = ctxp;
+    tt_cuda_ipc_ctx_t *ctx = ctxp;
     if (ctx->window)
         return TUTTI_SUCCESS;
-    const tt_ipc_backend_t *be = ctx->be;
-    tt_ipc_seg_hdr_t *seg = ctx->seg;
+    const tt_cuda_ipc_backend_t *be = ctx->be;
+    tt_cuda_ipc_seg_hdr_t *seg = ctx->seg;
     const char *what = "attaching to the GPU";
     tutti_status_t st = ctx->dev ? TUTTI_SUCCESS : be->attach(device, &ctx->dev);
     if (!st) {
@@ -65,9 +65,9 @@ tutti_status_t tt_ipc_bind(void *ctxp, int device)
  * thread of this process (a handle cannot be opened where it was made);
  * a process of another PID namespace may have this one's PID, so the
  * namespace must match too. Then its segment, for our stream's stores. */
-static tutti_status_t open_peer(tt_ipc_ctx_t *ctx, tt_ipc_conn_t *c)
+static tutti_status_t open_peer(tt_cuda_ipc_ctx_t *ctx, tt_cuda_ipc_conn_t *c)
 {
-    const tt_ipc_seg_hdr_t *seg = c->peer_seg;
+    const tt_cuda_ipc_seg_hdr_t *seg = c->peer_seg;
     void *p = NULL;
     int same_process = seg->pid == (int32_t)getpid() && seg->pid_ns == ctx->seg->pid_ns;
     tutti_status_t st = same_process ? ctx->be->window_share(ctx->dev, (void *)(uintptr_t)seg->window_addr,
@@ -87,11 +87,12 @@ static tutti_status_t open_peer(tt_ipc_ctx_t *ctx, tt_ipc_conn_t *c)
 
 /* Peer q's entry of the view, once its window is open and its segment
  * registered. A sends' region for receiver r starts at W + 2 r slots. */
-static void view_peer(tt_ipc_ctx_t *ctx, const tt_ipc_conn_t *c)
+static void view_peer(tt_cuda_ipc_ctx_t *ctx, const tt_cuda_ipc_conn_t *c)
 {
     int me = ctx->env->rank, q = c->peer;
     tt_direct_peer_t *v = &ctx->view[q];
-    tt_ipc_inbox_t *mine = tt_ipc_inbox(ctx->seg_dev, q), *theirs = tt_ipc_inbox(c->peer_seg_dev, me);
+    tt_cuda_ipc_inbox_t *mine = tt_cuda_ipc_inbox(ctx->seg_dev, q),
+                        *theirs = tt_cuda_ipc_inbox(c->peer_seg_dev, me);
     v->window = c->peer_window;
     v->ready_from = (unsigned *)&mine->ready;
     v->done_from = (unsigned *)&mine->done;
@@ -105,15 +106,15 @@ static void view_peer(tt_ipc_ctx_t *ctx, const tt_ipc_conn_t *c)
     v->taken_to = (unsigned *)&theirs->taken;
 }
 
-tutti_status_t tt_ipc_open_peers(void *ctxp, int *all)
+tutti_status_t tt_cuda_ipc_open_peers(void *ctxp, int *all)
 {
-    tt_ipc_ctx_t *ctx = ctxp;
+    tt_cuda_ipc_ctx_t *ctx = ctxp;
     *all = ctx->opened;
     if (ctx->opened || ctx->open_failed || !ctx->window)
         return TUTTI_SUCCESS;
     int every = 1;
     for (int r = 0; r < ctx->env->nranks; r++) {
-        tt_ipc_conn_t *c = ctx->conns[r];
+        tt_cuda_ipc_conn_t *c = ctx->conns[r];
         if (r == ctx->env->rank || (c && c->peer_seg_dev))
             continue;
         if (!c || !atomic_load_explicit(&c->peer_seg->window_ready, memory_order_acquire)) {
@@ -131,24 +132,25 @@ tutti_status_t tt_ipc_open_peers(void *ctxp, int *all)
     return TUTTI_SUCCESS;
 }
 
-const tt_direct_peer_t *tt_ipc_peers(void *ctxp, size_t *window_bytes)
+const tt_direct_peer_t *tt_cuda_ipc_peers(void *ctxp, size_t *window_bytes)
 {
-    tt_ipc_ctx_t *ctx = ctxp;
+    tt_cuda_ipc_ctx_t *ctx = ctxp;
     *window_bytes = ctx->window_bytes;
     return ctx->opened ? ctx->view : NULL;
 }
 
-const tt_direct_peer_t *tt_ipc_pair(void *ctxp, int peer, size_t *slot_bytes)
+const tt_direct_peer_t *tt_cuda_ipc_pair(void *ctxp, int peer, size_t *slot_bytes)
 {
-    tt_ipc_ctx_t *ctx = ctxp;
+    tt_cuda_ipc_ctx_t *ctx = ctxp;
     *slot_bytes = ctx->slot_bytes;
-    const tt_ipc_conn_t *c =
+    const tt_cuda_ipc_conn_t *c =
         peer < 0 || peer >= ctx->env->nranks || peer == ctx->env->rank ? NULL : ctx->conns[peer];
     if (!ctx->window || ctx->open_failed || !ctx->slot_bytes || !c || !c->peer_seg_dev)
         return NULL;
     /* The receiver's kernels copy out of the sender's window: both ways, as
      * either side may send. */
-    if (!tt_ipc_reaches(ctx->seg, c->peer_seg->device) || !tt_ipc_reaches(c->peer_seg, ctx->seg->device))
+    if (!tt_cuda_ipc_reaches(ctx->seg, c->peer_seg->device) ||
+        !tt_cuda_ipc_reaches(c->peer_seg, ctx->seg->device))
         return NULL;
     return &ctx->view[peer];
 }
@@ -162,13 +164,13 @@ static void raise_to(_Atomic uint32_t *word, unsigned round)
         ;
 }
 
-void tt_ipc_release(void *ctxp, int peer, unsigned round, const unsigned *chunks_to,
-                    const unsigned *chunks_from)
+void tt_cuda_ipc_release(void *ctxp, int peer, unsigned round, const unsigned *chunks_to,
+                         const unsigned *chunks_from)
 {
-    tt_ipc_ctx_t *ctx = ctxp;
+    tt_cuda_ipc_ctx_t *ctx = ctxp;
     for (int q = 0; q < ctx->env->nranks; q++)
         if (q != ctx->env->rank && (peer < 0 || q == peer)) {
-            tt_ipc_inbox_t *in = tt_ipc_inbox(ctx->seg, q);
+            tt_cuda_ipc_inbox_t *in = tt_cuda_ipc_inbox(ctx->seg, q);
             raise_to(&in->ready, round);
             raise_to(&in->done, round);
             if (chunks_to)
@@ -178,15 +180,15 @@ void tt_ipc_release(void *ctxp, int peer, unsigned round, const unsigned *chunks
         }
 }
 
-void tt_ipc_keep(void *ctxp)
+void tt_cuda_ipc_keep(void *ctxp)
 {
-    tt_ipc_ctx_t *ctx = ctxp;
+    tt_cuda_ipc_ctx_t *ctx = ctxp;
     ctx->kept = 1;
 }
 
-void tt_ipc_unbind_peer(tt_ipc_conn_t *c)
+void tt_cuda_ipc_unbind_peer(tt_cuda_ipc_conn_t *c)
 {
-    const tt_ipc_ctx_t *ctx = c->ctx;
+    const tt_cuda_ipc_ctx_t *ctx = c->ctx;
     if (ctx->kept)
         return;
     if (c->peer_window && !c->shared)
@@ -197,7 +199,7 @@ void tt_ipc_unbind_peer(tt_ipc_conn_t *c)
     c->peer_seg_dev = NULL;
 }
 
-void tt_ipc_unbind(tt_ipc_ctx_t *ctx)
+void tt_cuda_ipc_unbind(tt_cuda_ipc_ctx_t *ctx)
 {
     if (!ctx->kept)
         undo_bind(ctx);
