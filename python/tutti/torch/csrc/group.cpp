@@ -4,6 +4,8 @@
 // reduce-scatters, the barrier, and coalescing.
 #include "group.hpp"
 
+#include <set>
+
 #include <ATen/ATen.h>
 
 namespace tt_torch {
@@ -165,13 +167,17 @@ ProcessGroupTutti::Ptr ProcessGroupTutti::allreduce(Tensors &tensors, const c10d
     });
 }
 
-// Tensors of one dtype and a plain op go as one all-reduce, laid end to end.
+// Tensors of one dtype and a plain op go as one all-reduce, laid end to end,
+// unless two share memory (one tensor twice): those run in turn, as the
+// calls coalesced would one by one, so it is reduced twice.
 ProcessGroupTutti::Ptr ProcessGroupTutti::allreduce_coalesced(Tensors &tensors,
                                                              const c10d::AllreduceCoalescedOptions &opts)
 {
     bool one = !tensors.empty();
+    std::set<const void *> storages;
     for (const auto &t : tensors)
-        one = one && !t.is_sparse() && t.scalar_type() == tensors[0].scalar_type() && t.device() == tensors[0].device();
+        one = one && !t.is_sparse() && t.scalar_type() == tensors[0].scalar_type() &&
+              t.device() == tensors[0].device() && storages.insert(t.storage().unsafeGetStorageImpl()).second;
     if (!one)
         return allreduce(tensors, opts);
     std::vector<at::Tensor> flat;
