@@ -195,8 +195,8 @@ def hook_fp16():
 
 @case("ddp hook bf16_compress_hook", tol=5e-2)
 def hook_bf16():
-    if torch.__version__ < "2":
-        return "torch 1.x's bf16_compress_hook wants CUDA and NCCL"
+    if torch.version.cuda is None:  # Debian's torch 1.13 and 2.6: CPU only
+        return "bf16_compress_hook wants a torch built with CUDA and NCCL"
     return hooked(_hooks()[0].bf16_compress_hook)
 
 
