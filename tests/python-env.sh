@@ -18,3 +18,14 @@ tt_python_need() {
         return 1
     fi
 }
+
+# tt_torch_backend: true when $PYTHON imports torch and tutti.torch (the
+# backend's C++ half was built for that torch), else says why.
+tt_torch_backend() {
+    tt_python_need torch || return 1
+    tt_why=$("$PYTHON" -c 'import tutti.torch' 2>&1 | tail -n 1)
+    if [ -n "$tt_why" ]; then
+        echo "SKIP: $tt_why"
+        return 1
+    fi
+}

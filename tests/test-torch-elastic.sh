@@ -7,5 +7,5 @@
 # rank finished, the world went to 3 and back to 4 and the loss fell.
 # Skips (77) only when torch cannot be imported.
 . "${TT_SRCDIR:-.}/tests/python-env.sh"
-tt_python_need torch || exit 77
+tt_torch_backend || exit 77
 exec "$PYTHON" "$TT_SRCDIR/perf/ddp/elastic-ddp.py" --run tutti --steps 24 --kill-at 8 --join-at 12 --check
