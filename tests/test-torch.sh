@@ -22,6 +22,24 @@ else:
     assert torch.all(t == 5), t[:3]
     print("an isend left unwaited at exit arrived")
 ' || exit 1
+# A group Python drops while its worker still runs a call is released:
+# the worker, freeing the call's tensor, needs the GIL the dropping thread
+# holds (without it rank 0 never reaches the barrier, which then times out).
+"$TT_BUILDDIR/tutti-run" -n 2 "$PYTHON" -c '
+import datetime, time, torch, torch.distributed as dist, tutti.torch
+dist.init_process_group("tutti", timeout=datetime.timedelta(seconds=20))
+r = dist.get_rank()
+store = dist.PrefixStore("dropped", dist.distributed_c10d._get_default_store())
+pg = tutti.torch._pg.create(store, r, 2)
+if r == 0:
+    pg.recv([torch.empty(1 << 16)], 1, 0)  # neither the Work nor the tensor kept
+    del pg
+    print("a group dropped while its worker ran a recv was released")
+else:
+    time.sleep(1)
+    pg.send([torch.ones(1 << 16)], 0, 0).wait()
+dist.barrier()
+' || exit 1
 # A call on a group that was retired (as shrink and grow retire the old
 # one) fails saying so, at once, instead of hanging.
 "$TT_BUILDDIR/tutti-run" -n 1 "$PYTHON" -c '

@@ -19,6 +19,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
+#include <pybind11/pybind11.h>
 
 #include <algorithm>
 #include <limits>
@@ -225,10 +226,17 @@ void Worker::stop()
     }
     take_held(); // held since the flush: failed
     cv_.notify_all();
-    if (thread_.get_id() == std::this_thread::get_id())
+    if (thread_.get_id() == std::this_thread::get_id()) {
         thread_.detach(); // the last reference went on the worker itself
-    else
+    } else if (Py_IsInitialized() && PyGILState_Check()) {
+        // Python dropped the group: the worker's last call may still hold
+        // the last reference to a tensor Python made, and releasing it takes
+        // the GIL, which this thread would hold while it waits.
+        pybind11::gil_scoped_release nogil;
         thread_.join();
+    } else {
+        thread_.join();
+    }
 }
 
 void Worker::stop_all()
