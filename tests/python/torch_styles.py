@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The ways trainers parallelize, each against a one-process reference.
 
-    tutti-run -n 2 python3 torch_styles.py --backend tutti --json tutti.json [-k PATTERN]
+    tutti-run -n 2 python3 torch_styles.py --backend tutti --json tutti.json [-k PATTERN] [--resume]
     python3 torch_styles.py --compare gloo.json tutti.json
 
 One rank of a run: the default group is --backend's, and every case
@@ -13,7 +13,11 @@ within the case's tolerance: tight where the style is exact, looser where
 it compresses (fp16, PowerSGD, top-k). Cases torch lacks (1.13 has no
 FSDP on CPU, no DTensor, no pipelining, no functional collectives) are
 skipped, and so are the ones that need more ranks than the run has.
-Rank 0 writes {case: "pass ..."|"fail ..."|"error ..."|"skip ..."} to --json.
+Rank 0 writes {case: "pass ..."|"fail ..."|"error ..."|"skip ..."} to --json
+after every case. A case that runs past --case-limit seconds is recorded
+as "hang ..." and the run ends (a hung collective cannot be left behind);
+--resume then runs the cases the file does not name yet, and "done" says
+the run reached the last one (tests/torch-styles.sh loops so).
 
 --compare reads a gloo run and a tutti run of the same torch: it prints
 them side by side, and fails unless every case that is not skipped passes
@@ -32,6 +36,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 
 import torch
@@ -358,14 +363,38 @@ def moe():
     return flat(mine), flat(ref[rank()]), start
 
 
+def save(args, results, done):
+    if rank() == 0 and args.json:
+        with open(args.json + ".tmp", "w") as f:
+            json.dump({"torch": torch.__version__, "backend": args.backend, "ranks": size(), "cases": results,
+                       "done": done}, f, indent=1)
+        os.replace(args.json + ".tmp", args.json)
+
+
+def deadline(args, results, name):
+    """A timer that records name as hung and ends this rank. Ranks other
+    than 0 wait a little longer, so that rank 0 is the one to record it."""
+    def hung():
+        results[name] = f"hang: no result after {args.case_limit} s"
+        save(args, results, False)
+        print(f"{name}: {results[name]}; the run ends here", flush=True)
+        os._exit(3)
+    timer = threading.Timer(args.case_limit + (0 if rank() == 0 else 10), hung)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
 def run(args):
     faulthandler.dump_traceback_later(args.limit, exit=True)
     dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=60))
     if torch.__version__ >= "2":
         import torch_styles2  # noqa: F401  (registers the torch 2.x styles)
     results, broken = {}, None
+    if args.resume and args.json and os.path.exists(args.json):
+        results = json.load(open(args.json))["cases"]
     for name, (fn, tol, need) in CASES.items():
-        if args.k and not re.search(args.k, name):
+        if (args.k and not re.search(args.k, name)) or name in results:
             continue
         start = time.monotonic()
         if broken:
@@ -374,6 +403,7 @@ def run(args):
         if size() < need:
             results[name] = f"skip: needs {need} ranks"
             continue
+        timer = deadline(args, results, name)
         try:
             got = fn()
             results[name] = "skip: " + got if isinstance(got, str) else judge(got, tol)
@@ -386,10 +416,9 @@ def run(args):
             dist.barrier()
         except RuntimeError:  # the case left the group failed: the cases after it cannot run
             broken = name
-    if rank() == 0 and args.json:
-        with open(args.json, "w") as f:
-            json.dump({"torch": torch.__version__, "backend": args.backend, "ranks": size(), "cases": results}, f,
-                      indent=1)
+        timer.cancel()
+        save(args, results, False)
+    save(args, results, True)
     os._exit(0)  # a failed case may have left a group in a state no teardown should wait on
 
 
@@ -429,6 +458,9 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("-k", help="only the cases whose name matches this regular expression")
     ap.add_argument("--limit", type=int, default=900, help="seconds before a hang is reported and the run ends")
+    ap.add_argument("--case-limit", type=int, default=120, help="seconds one case may take before it is "
+                    "recorded as hung and the run ends")
+    ap.add_argument("--resume", action="store_true", help="run only the cases --json does not name yet")
     ap.add_argument("--compare", nargs=2, metavar="JSON")
     args = ap.parse_args()
     if args.compare:
