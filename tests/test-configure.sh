@@ -38,19 +38,33 @@ chmod +x "$WORK/bin/mpicc"
 
 # run_configure LOG ARGS...: pkg-config sees nothing (so the MPI flags come
 # from mpicc), and no CUDA unless asked.
+# The compiler's and libtool's checks give the same answers every run, so
+# the first run's cache serves the others; the probes under test are never
+# cached, and the cached paths of mpicc and nvcc and the saved variables
+# (CUDA_HOME, PYTHON) are dropped, so each run looks for them again.
 run_configure() {
     log=$1
     shift
+    [ ! -f "$WORK/config.cache" ] ||
+        grep -v -e '^ac_cv_env_' -e '^ac_cv_path_' -e '^pkg_cv_' "$WORK/config.cache" >"$WORK/tree/config.cache"
     (cd "$WORK/tree" && env PATH="$WORK/bin:$PATH" PKG_CONFIG_LIBDIR="$WORK/pc" MPICC= \
-        ./configure --without-verbs "$@") >"$WORK/$log" 2>&1
+        ./configure --no-create --cache-file=config.cache --without-verbs "$@") >"$WORK/$log" 2>&1
+    status=$?
+    [ -f "$WORK/config.cache" ] || cp "$WORK/tree/config.cache" "$WORK/config.cache" 2>/dev/null
+    return $status
 }
 
+# Each run checks more than one thing, for speed: this first one also has an
+# interpreter without numpy or torch, whose summary says the Python suites
+# will skip and what to install.
 export MPI_LINK="-lm"
-run_configure no-header.log --without-cuda || fail "configure failed: $(tail -5 "$WORK/no-header.log")"
+run_configure no-header.log --without-cuda PYTHON=/bin/false || fail "configure failed: $(tail -5 "$WORK/no-header.log")"
 grep -q '^  MPI reference      no (mpi.h not found; install libopenmpi-dev)$' "$WORK/no-header.log" ||
     fail "mpicc without mpi.h: $(grep 'MPI reference' "$WORK/no-header.log")"
 grep -q 'S\["TT_HAVE_MPI_TRUE"\]="#"' "$WORK/tree/config.status" || fail "the MPI benchmark would still be built"
 echo "mpicc without mpi.h: $(grep 'MPI reference' "$WORK/no-header.log")"
+grep -q '^  Python package     .* use /bin/false, numpy no (install python3-numpy), torch no (install python3-torch)$' \
+    "$WORK/no-header.log" || fail "python: $(grep '  Python' "$WORK/no-header.log")"
 
 if run_configure with-yes.log --without-cuda --with-mpi=yes; then
     fail "--with-mpi=yes went on without mpi.h"
@@ -63,11 +77,22 @@ echo "--with-mpi=yes: $(tail -1 "$WORK/with-yes.log")"
 cat >"$WORK/empty/mpi.h" <<'EOF'
 int MPI_Init(int *argc, char ***argv);
 EOF
+# The verbs transport needs rdma-core's headers only (libibverbs is opened at
+# run time): where they are, it is a transport of the build and said so.
+verbs=""
+[ -f /usr/include/infiniband/verbs.h ] && verbs=--with-verbs=yes
 export MPI_LINK="-L$WORK/empty -ltutti_no_such_mpi"
-run_configure no-lib.log --without-cuda || fail "configure failed: $(tail -5 "$WORK/no-lib.log")"
+run_configure no-lib.log --without-cuda $verbs || fail "configure failed: $(tail -5 "$WORK/no-lib.log")"
 grep -q "^  MPI reference      no (MPI_Init does not link with '-L$WORK/empty -ltutti_no_such_mpi'; install libopenmpi-dev)$" \
     "$WORK/no-lib.log" || fail "mpi.h without the library: $(grep 'MPI reference' "$WORK/no-lib.log")"
 echo "mpi.h without the library: $(grep 'MPI reference' "$WORK/no-lib.log")"
+if [ -n "$verbs" ]; then
+    grep -q '^  transports         shm tcp verbs$' "$WORK/no-lib.log" ||
+        fail "with verbs: $(grep '  transports' "$WORK/no-lib.log")"
+    grep -q '^  verbs              yes (the verbs transport is built; libibverbs.so.1 is opened at run time)$' \
+        "$WORK/no-lib.log" || fail "with verbs: $(grep '  verbs' "$WORK/no-lib.log")"
+    echo "with rdma-core's headers: $(grep '  transports' "$WORK/no-lib.log")"
+fi
 
 # A CUDA toolkit with nvcc and the header but no runtime library.
 mkdir -p "$WORK/cuda/bin" "$WORK/cuda/include"
@@ -87,25 +112,6 @@ grep -q '^  transports         shm tcp$' "$WORK/no-cudart.log" ||
 grep -q '^  MPI reference      no (--without-mpi)$' "$WORK/no-cudart.log" ||
     fail "--without-mpi: $(grep 'MPI reference' "$WORK/no-cudart.log")"
 echo "CUDA without its runtime: $(grep '  CUDA' "$WORK/no-cudart.log")"
-
-# The verbs transport needs rdma-core's headers only (libibverbs is opened at
-# run time): where they are, it is a transport of the build and said so.
-if [ -f /usr/include/infiniband/verbs.h ]; then
-    run_configure verbs.log --without-cuda --without-mpi --with-verbs=yes ||
-        fail "configure failed with --with-verbs=yes: $(tail -5 "$WORK/verbs.log")"
-    grep -q '^  transports         shm tcp verbs$' "$WORK/verbs.log" ||
-        fail "with verbs: $(grep '  transports' "$WORK/verbs.log")"
-    grep -q '^  verbs              yes (the verbs transport is built; libibverbs.so.1 is opened at run time)$' \
-        "$WORK/verbs.log" || fail "with verbs: $(grep '  verbs' "$WORK/verbs.log")"
-    echo "with rdma-core's headers: $(grep '  transports' "$WORK/verbs.log")"
-fi
-
-# An interpreter without numpy or torch: the summary says the Python suites
-# will skip and what to install.
-run_configure python.log --without-cuda --without-mpi PYTHON=/bin/false ||
-    fail "configure failed: $(tail -5 "$WORK/python.log")"
-grep -q '^  Python package     .* use /bin/false, numpy no (install python3-numpy), torch no (install python3-torch)$' \
-    "$WORK/python.log" || fail "python: $(grep '  Python' "$WORK/python.log")"
 
 # The real toolkit, where there is one: cuda_ipc is then a transport.
 real_cuda=${CUDA_HOME:-/usr/local/cuda}

@@ -18,7 +18,7 @@ for c in "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" /usr/local/cuda/bin/nvcc "$(co
     [ -n "$nvcc" ] || { [ -n "$c" ] && [ -x "$c" ] && nvcc=$c; }
 done
 if [ -z "$nvcc" ]; then
-    echo "kernels-ptx: nvcc is not installed (set NVCC or CUDA_HOME): the PTX and register checks need it"
+    echo "SKIP: nvcc is not installed (set NVCC or CUDA_HOME): the PTX and register checks need it"
     exit 77
 fi
 ptxas=$(dirname "$nvcc")/ptxas

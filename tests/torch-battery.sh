@@ -4,7 +4,8 @@
 # world sizes 2 and 3, compared (tests/battery/torch_battery.py: it fails
 # when a test passes on gloo but not on tutti, outside its list of known
 # differences). Minutes long, so not part of make check: CI runs it, on
-# Debian 12's torch 1.13 (.ci/run) and Debian 13's torch 2.6 (.ci/torch2).
+# Debian 12's torch 1.13 (.ci/run, world size 2 only) and Debian 13's
+# torch 2.6 (.ci/torch2).
 # Run it from a built tree; arguments go to the runner (-h lists them).
 # Skips (77) when torch or its battery cannot be imported.
 . "${TT_SRCDIR:-.}/tests/python-env.sh"

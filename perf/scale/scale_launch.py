@@ -144,6 +144,10 @@ class Hosts:
         sw = self.switch = self.tag + "sw"
         self.ip("netns", "add", sw)
         self.names.append(sw)
+        # `ip netns exec` remounts /sys, which fails where / is a plain folder
+        # (a chroot): nsenter then enters the network namespace alone, which
+        # is all the ranks need.
+        self.nsenter = subprocess.run(["ip", "netns", "exec", sw, "true"], capture_output=True).returncode != 0
         self.ns(sw, "ip", "link", "add", "br0", "type", "bridge")
         for cmd in (["ip", "link", "set", "br0", "up"], ["ip", "link", "set", "lo", "up"]):
             self.ns(sw, *cmd)
@@ -165,18 +169,22 @@ class Hosts:
             for h in range(nhosts):
                 f.write(f"{host_ip(h)}) ns={self.host(h)} ;;\n")
             f.write('*) echo "netns-rsh: no host $host" >&2; exit 1 ;;\nesac\n'
-                    'exec ip netns exec "$ns" unshare --uts sh -c \'hostname "$0" && exec sh -c "$1"\' "$ns" "$*"\n')
+                    f'exec {" ".join(self.inside("$ns"))} unshare --uts sh -c \'hostname "$0" && exec sh -c "$1"\' "$ns" "$*"\n')
         os.chmod(self.rsh, 0o755)
 
     def host(self, h):
         return f"{self.tag}h{h}"
+
+    def inside(self, name):
+        """The command words that run what follows in namespace name."""
+        return ["nsenter", f"--net=/run/netns/{name}"] if self.nsenter else ["ip", "netns", "exec", name]
 
     @staticmethod
     def ip(*args):
         subprocess.run(["ip", *args], check=True, capture_output=True)
 
     def ns(self, name, *cmd):
-        subprocess.run(["ip", "netns", "exec", name, *cmd], check=True, capture_output=True)
+        subprocess.run([*self.inside(name), *cmd], check=True, capture_output=True)
 
     def close(self):
         for name in reversed(self.names):
@@ -192,7 +200,7 @@ def start_hosts(job, system, exe, hosts, nhosts, per_host, env, python, log):
     if system == "mpi":
         spec = ",".join(f"{host_ip(h)}:{per_host}" for h in range(nhosts))
         # Each host its own host name too: Open MPI's shared-memory files are named after it.
-        job.start(["ip", "netns", "exec", hosts.host(0), "unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"',
+        job.start([*hosts.inside(hosts.host(0)), "unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"',
                    hosts.host(0), "mpirun", "--allow-run-as-root", "--oversubscribe",
                    "-np", str(n), "--host", spec, "--mca", "plm_rsh_agent", hosts.rsh, "--mca", "btl",
                    "self,vader,tcp", "--mca", "btl_tcp_if_include", SUBNET, "--mca", "oob_tcp_if_include", SUBNET]
@@ -209,4 +217,4 @@ def start_hosts(job, system, exe, hosts, nhosts, per_host, env, python, log):
             more = dict(RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(local), MASTER_ADDR=host_ip(0),
                         MASTER_PORT=str(port), GLOO_SOCKET_IFNAME=f"h{h}")
             argv = [python, exe]
-        job.start(["ip", "netns", "exec", hosts.host(h)] + argv, dict(env, **more), log)
+        job.start(hosts.inside(hosts.host(h)) + argv, dict(env, **more), log)
