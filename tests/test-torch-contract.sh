@@ -6,9 +6,9 @@
 # (tests/python/torch_contract.py, 2 and 3 ranks under tutti-run); and DDP
 # surviving a rank killed with SIGKILL as the README says, plain and with the
 # compression hook (tests/python/torch_lost_rank.py, 3 ranks it starts
-# itself). Skips (77) only when torch cannot be imported at all.
+# itself). Skips (77) when tutti.torch cannot be imported (tests/python-env.sh).
 . "${TT_SRCDIR:-.}/tests/python-env.sh"
-tt_torch_backend || exit 77
+tt_torch_backend || exit $?
 for n in 2 3; do
     echo "torch_contract.py on $n ranks"
     "$TT_BUILDDIR/tutti-run" -n "$n" "$PYTHON" "$TT_SRCDIR/tests/python/torch_contract.py" || exit 1

@@ -12,7 +12,7 @@
 # reported as hung and the run goes on after it (gloo's PowerSGD case
 # hangs on torch 2.6), so that the suite always ends.
 . "${TT_SRCDIR:-.}/tests/python-env.sh"
-tt_torch_backend || exit 77
+tt_torch_backend || exit $?
 out=$(mktemp -d /tmp/tutti-styles-XXXXXX)
 trap 'rm -rf "$out"' EXIT
 styles="$TT_SRCDIR/tests/python/torch_styles.py"
