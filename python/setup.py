@@ -2,9 +2,10 @@
 """Packaging for the tutti Python package (setuptools only, so it builds offline).
 
 `pip install ./python` after `make` in the repository also installs a copy of
-the freshly built libtutti.so.0 inside the package; without one, the package
-loads libtutti.so.0 from the dynamic loader's path (make install) or from
-TUTTI_LIBRARY.
+the freshly built libtutti.so.0 inside the package, and the PyTorch
+backend's compiled module that make built beside it (for the torch
+configure found); without the library, the package loads libtutti.so.0
+from the dynamic loader's path (make install) or from TUTTI_LIBRARY.
 """
 import ctypes
 import os
@@ -34,6 +35,16 @@ def _version():
                          "beside python/ to take the version from")
 
 
+def _torch_module(built):
+    """The backend's module make built: in the build tree of the library."""
+    tree = os.path.dirname(os.path.dirname(os.path.realpath(built)))
+    for path in (os.path.join(tree, "python", "tutti", "torch", ".libs", "_tutti_c10d.so"),
+                 os.path.join(HERE, "tutti", "torch", ".libs", "_tutti_c10d.so")):
+        if os.path.exists(path):
+            return path
+    return None
+
+
 class BuildWithLibrary(build_py):
     def run(self):
         super().run()
@@ -42,6 +53,9 @@ class BuildWithLibrary(build_py):
             dest = os.path.join(self.build_lib, "tutti", "_libs")
             os.makedirs(dest, exist_ok=True)
             shutil.copy2(os.path.realpath(built), os.path.join(dest, "libtutti.so.0"))
+            module = _torch_module(built)
+            if module:
+                shutil.copy2(module, os.path.join(self.build_lib, "tutti", "torch", "_tutti_c10d.so"))
 
 
 setup(

@@ -18,3 +18,24 @@ tt_python_need() {
         return 1
     fi
 }
+
+# tt_torch_backend: true when $PYTHON imports torch and tutti.torch (the
+# backend's C++ half was built for that torch), else says why and returns
+# 77 (skip) or, where configure built the backend (TT_TORCH_BUILT=yes from
+# make check) yet it does not import, 1: a broken build must not pass as
+# a skip.
+tt_torch_backend() {
+    if [ "${TT_TORCH_BUILT:-}" = no ]; then
+        echo "SKIP: configure left the PyTorch backend out (--without-torch, or no torch headers: see its summary)"
+        return 77
+    fi
+    tt_python_need torch || return 77
+    tt_why=$("$PYTHON" -c 'import tutti.torch' 2>&1 | tail -n 1)
+    [ -z "$tt_why" ] && return 0
+    if [ "${TT_TORCH_BUILT:-}" = yes ]; then
+        echo "FAIL: configure built the PyTorch backend, yet: $tt_why"
+        return 1
+    fi
+    echo "SKIP: $tt_why"
+    return 77
+}

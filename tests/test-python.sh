@@ -12,6 +12,18 @@ for n in 1 2 3; do
     echo "api_ranks.py on $n ranks"
     "$TT_BUILDDIR/tutti-run" -n "$n" "$PYTHON" "$TT_SRCDIR/tests/python/api_ranks.py" || exit 1
 done
+# TUTTI_LIBRARY (set here, as users set it) is the package's variable: the
+# library knows it and says nothing of it.
+out=$(TUTTI_LOG=warn "$TT_BUILDDIR/tutti-run" -n 1 "$PYTHON" -c '
+import tutti
+tutti.Communicator.from_env().destroy()
+print("made and destroyed a communicator with TUTTI_LIBRARY set")
+' 2>&1) || { echo "$out"; exit 1; }
+echo "$out"
+if echo "$out" | grep -q "TUTTI_LIBRARY is not a tutti variable"; then
+    echo "the library warned of TUTTI_LIBRARY"
+    exit 1
+fi
 # A rank killed mid-job: the survivor's collective raises TuttiError naming the
 # failure instead of hanging.
 out=$("$TT_BUILDDIR/tutti-run" -n 2 --grace 10 "$PYTHON" -c '

@@ -5,7 +5,7 @@
 # three left shrink and train on, a replacement joins with grow, the
 # compression hook's error feedback carried over); --check fails unless every
 # rank finished, the world went to 3 and back to 4 and the loss fell.
-# Skips (77) only when torch cannot be imported.
+# Skips (77) when tutti.torch cannot be imported (tests/python-env.sh).
 . "${TT_SRCDIR:-.}/tests/python-env.sh"
-tt_python_need torch || exit 77
+tt_torch_backend || exit $?
 exec "$PYTHON" "$TT_SRCDIR/perf/ddp/elastic-ddp.py" --run tutti --steps 24 --kill-at 8 --join-at 12 --check

@@ -11,6 +11,7 @@
 . "${TT_SRCDIR:-.}/tests/python-env.sh"
 tt_python_need torch || exit 77
 tt_python_need torch.distributed || exit 77
+tt_torch_backend || exit $?
 battery=$("$PYTHON" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "testing", "_internal", "distributed", "distributed_test.py"))')
 if [ ! -f "$battery" ]; then
     echo "SKIP: $battery is missing (this torch ships without its test battery)"

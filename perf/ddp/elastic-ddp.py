@@ -126,10 +126,11 @@ class Trainer:
         if self.state is None:
             self.state = self.tt.CompressionState("topk", density=0.05, process_group=pg)
         self.ddp.register_comm_hook(self.state, self.tt.compression_hook)
+        comm = self.tt.communicator(pg)
         for p in self.model.parameters():
-            pg.comm.broadcast(self.opt.state[p]["momentum_buffer"], 0)
+            comm.broadcast(self.opt.state[p]["momentum_buffer"], 0)
         count = self.torch.tensor([self.step], dtype=self.torch.int64)
-        pg.comm.broadcast(count, 0)
+        comm.broadcast(count, 0)
         self.step = int(count)
 
     def train_step(self, *flags):
@@ -141,7 +142,7 @@ class Trainer:
         loss.backward()
         self.opt.step()
         ctl = self.torch.tensor([float(loss)] + [float(f) for f in flags])
-        self.pg.comm.allreduce(ctl)
+        self.tt.communicator(self.pg).allreduce(ctl)
         self.step += 1
         return (float(ctl[0]) / self.pg.size(),) + tuple(bool(c > 0) for c in ctl[1:])
 
@@ -201,7 +202,7 @@ def tutti_worker(args):
             t.wrap(pg)
             log("shrunk", world=pg.size(), rank=pg.rank(), step=t.step)
     log("done", step=t.step)
-    t.pg.comm.barrier()
+    tt.communicator(t.pg).barrier()
     os._exit(0)  # no collective destroy: the default group is spent, and the survivors' needs no ceremony
 
 
@@ -228,7 +229,7 @@ def restart_worker(args):
         if rank == 0 and t.step % args.ckpt_every == 0:
             torch.save({"model": t.model.state_dict(), "opt": t.opt.state_dict(), "step": t.step}, args.ckpt + ".new")
             os.replace(args.ckpt + ".new", args.ckpt)
-    t.pg.comm.barrier()
+    tutti.torch.communicator(t.pg).barrier()
     log("done", step=t.step)
 
 

@@ -131,6 +131,7 @@ class Communicator:
 
     def _adopt(self, handle):
         self._h = handle
+        self._owner = None
         self._lock = threading.Lock()
         r, n = ctypes.c_int(), ctypes.c_int()
         lib.tutti_comm_rank(handle, ctypes.byref(r))
@@ -158,13 +159,35 @@ class Communicator:
         with self._lock:
             check(fn(*args[:-1], self._live(), args[-1]), self._h, name)
 
+    @classmethod
+    def _borrow(cls, handle):
+        """A Communicator over a handle that a process group owns: calls go
+        through, destroy() and abort() are the group's to make."""
+        self = cls.__new__(cls)
+        self._adopt(handle)
+        self._owner = "its process group (tutti.torch.shrink, grow or the process's exit end it)"
+        return self
+
+    def _give(self):
+        """The handle, which belongs to the caller from now on (a process
+        group); this object no longer uses it."""
+        self._refuse_if_borrowed("give away")
+        h, self._h = self._live(), None
+        return h
+
+    def _refuse_if_borrowed(self, what):
+        if self._owner is not None:
+            raise ValueError(f"cannot {what} this communicator: it belongs to {self._owner}")
+
     def destroy(self):
         """Frees the communicator; collective, call it on every rank."""
+        self._refuse_if_borrowed("destroy")
         h, self._h = self._live(), None
         check(lib.tutti_comm_destroy(h), None, "tutti_comm_destroy")
 
     def abort(self):
         """Frees the communicator at once, without the peers (after an error)."""
+        self._refuse_if_borrowed("abort")
         if self._h is not None:
             h, self._h = self._h, None
             lib.tutti_comm_abort(h)

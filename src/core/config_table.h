@@ -46,7 +46,8 @@
     X(NRANKS, INT, "-1", "number of ranks (set by tutti-run)")                                               \
     X(LOCAL_RANK, INT, "-1", "rank among the ranks of this host (set by tutti-run)")                         \
     X(NODE_ID, INT, "-1", "host index this rank counts as (tutti-run --nodes); -1: real hostname")           \
-    X(ROOT_PORT_OFFSET, INT, "1", "under torchrun, tutti's root listens on MASTER_PORT plus this")
+    X(ROOT_PORT_OFFSET, INT, "1", "under torchrun, tutti's root listens on MASTER_PORT plus this")           \
+    X(LIBRARY, STR, "", "path of the libtutti.so.0 the Python package loads (read by the package only)")
 
 /* The most slices in flight (TUTTI_PIPELINE); transports size their
  * per-peer arrays by it (TT_MAX_CHANNELS). */

@@ -12,14 +12,17 @@ all_gather_into_tensor, all_gather_coalesced, reduce_scatter(_tensor),
 all_to_all(_single), gather, scatter, send/recv (recv from any source
 too), batch_isend_irecv, barrier, the group's monitored_barrier, and
 new_group; on torch 2.x also the coalesced forms (``_coalescing_manager``)
-and functional collectives. Calls return async Work objects; they run on
-one thread per group, in the order they were issued. isend/irecv are held
-until one of their Works is waited on or asked about, or the group's next
-call, then run together in an order that cannot deadlock. The group's timeout (init_process_group's ``timeout``) is tutti's:
-a dead or stuck peer fails the call with an error naming it instead of
-hanging. Where torch was built without libuv (Debian 13's torch 2.6) and
-USE_LIBUV is unset, importing this sets USE_LIBUV=0, without which env://
-cannot start there.
+and functional collectives. The group is C++ (csrc/), as torch's
+third-party backends are (_pg.py). Calls return async Work objects; they
+run on one thread per group, in the order they were issued; their futures
+complete, and callbacks run, on threads no group waits on. isend/irecv are
+held until one of their Works is waited on or asked about, or any group's
+next call, then run together in an order that cannot deadlock. The group's
+timeout (init_process_group's ``timeout``) is tutti's: a dead or stuck peer
+fails the call with an error naming it instead of hanging, raised by
+wait(), the Future and DDP's backward. Where torch was built without libuv
+(Debian 13's torch 2.6) and USE_LIBUV is unset, importing this sets
+USE_LIBUV=0, without which env:// cannot start there.
 
 ``compression_hook`` with a ``CompressionState`` is a DDP communication hook
 that all-reduces gradients compressed (top-k, int8, sign) with error
@@ -37,13 +40,9 @@ import torch.distributed as dist
 
 from ._elastic import grow, join, regroup, shrink
 from ._hook import CompressionState, compression_hook
-from ._pg import ProcessGroupTutti
+from ._pg import ProcessGroupTutti, communicator, create
 
 BACKEND = "tutti"
-
-
-def _create(store, rank, size, timeout):
-    return ProcessGroupTutti(store, rank, size, timeout)
 
 
 def _store_default():
@@ -76,11 +75,11 @@ def _register():
             kwargs["devices"] = ["cpu", "cuda"]
     except (TypeError, ValueError):
         pass
-    dist.Backend.register_backend(BACKEND, _create, **kwargs)
+    dist.Backend.register_backend(BACKEND, create, **kwargs)
 
 
 _store_default()
 _register()
 
-__all__ = ["BACKEND", "ProcessGroupTutti", "CompressionState", "compression_hook", "shrink", "grow", "join",
-           "regroup"]
+__all__ = ["BACKEND", "ProcessGroupTutti", "CompressionState", "compression_hook", "communicator", "shrink", "grow",
+           "join", "regroup"]

@@ -23,7 +23,7 @@ The new group is not torch's default group: pass it as ``group=`` (and
 """
 import tutti
 
-from ._pg import ProcessGroupTutti
+from ._pg import backend_of, of_comm
 
 
 def params_key(bucket):
@@ -31,25 +31,13 @@ def params_key(bucket):
     return tuple(id(p) for p in bucket.parameters()) if hasattr(bucket, "parameters") else None
 
 
-def _wrap(comm):
-    return ProcessGroupTutti(None, comm.rank, comm.size, comm=comm)
-
-
-def _retire(pg, destroy):
-    """Stops pg: its held and queued calls run (each fails at once on a
-    revoked communicator), its thread ends, and its communicator is
-    destroyed (collective) or aborted (the others are not asked)."""
-    pg._flush()
-    pg._worker.shutdown()
-    comm, pg.comm = pg.comm, None
-    if comm is not None:
-        comm.destroy() if destroy else comm.abort()
-
-
-def _live_comm(pg, call):
-    if not isinstance(pg, ProcessGroupTutti) or pg.comm is None:
+def _live(pg, call):
+    """pg's backend and communicator, whatever its thread is doing (it may
+    wait on a rank that is gone)."""
+    backend = backend_of(pg)
+    if backend is None or backend._comm_handle() is None:
         raise ValueError(f"tutti.torch.{call}: {pg!r} is not a live tutti process group")
-    return pg.comm
+    return backend, tutti.Communicator._borrow(backend._comm_handle())
 
 
 def shrink(pg, exclude=(), dead=True, states=()):
@@ -59,12 +47,19 @@ def shrink(pg, exclude=(), dead=True, states=()):
     (they call nothing); ``dead``: also leave out every rank found dead
     before or during the shrink (tutti_comm_shrink's TUTTI_SHRINK_DEAD).
     Ranks keep their order. ``states``: CompressionStates to regroup.
-    Raises TuttiError when the survivors cannot agree (see tutti_comm(3))."""
-    comm = _live_comm(pg, "shrink")
+    Raises TuttiError when the survivors cannot agree (see tutti_comm(3)).
+
+    After a rank died every survivor's call on pg fails naming it, so pg
+    is revoked (whatever its thread still has queued then ends at once)
+    only once the survivors agreed: revoked earlier, a survivor still
+    waiting would learn only who revoked it. Ranks left out with
+    ``exclude`` are alive, so pg is revoked first then, to stop the calls
+    that wait on them."""
+    backend, comm = _live(pg, "shrink")
+    small = comm.shrink(exclude, dead=dead, abort=bool(exclude))
     comm.revoke()
-    small = comm.shrink(exclude, dead=dead)
-    _retire(pg, destroy=False)
-    new = _wrap(small)
+    backend._retire(destroy=False)
+    new = of_comm(small)
     for s in states:
         regroup(s, new)
     return new
@@ -74,14 +69,15 @@ def grow(pg, store, nranks, key="tutti/grow", states=()):
     """The group of ``nranks`` ranks: pg's keep their ranks, newcomers (which
     call ``join`` with the same store and key) take the ones above. Every
     rank of pg calls it; pg is destroyed. Use a key of its own for each grow."""
-    comm = _live_comm(pg, "grow")
+    backend, comm = _live(pg, "grow")
+    backend._drain().wait()  # grow is a collective on pg's communicator: after pg's own calls
     uid = None
     if comm.rank == 0:
         uid = tutti.get_unique_id()
         store.set(key, bytes(uid))
     big = comm.grow(nranks, uid)
-    _retire(pg, destroy=True)
-    new = _wrap(big)
+    backend._retire(destroy=True)
+    new = of_comm(big)
     for s in states:
         regroup(s, new)
     return new
@@ -92,7 +88,7 @@ def join(store, rank, nranks, key="tutti/grow", timeout=None):
     group's ranks call ``grow`` with the same store and key. ``timeout``
     (seconds or a timedelta) should be the group's."""
     uid = tutti.UniqueId(store.get(key))
-    return _wrap(tutti.Communicator(nranks, rank, uid, timeout=timeout))
+    return of_comm(tutti.Communicator(nranks, rank, uid, timeout=timeout))
 
 
 def regroup(state, pg):
@@ -101,10 +97,10 @@ def regroup(state, pg):
     tutti_ef_regroup). The new DDP lays its buckets out anew and then
     rebuilds them, so for two steps each bucket takes the state of the old
     bucket that held the same parameters in the same order."""
-    if state._comm is not None and state._comm is not getattr(state.process_group, "comm", state._comm):
-        state._comm.abort()  # the hook's own communicator, over a group that was not tutti's
+    if state._own:
+        state._backend._retire(destroy=False)  # the hook's own group, over a group that was not tutti's
     state.process_group = pg
-    state._comm = state._worker = None
+    state._backend, state._own = None, False
     pool = dict(state._carried or {})
     for ef in list(state._feedback.values()) + list(pool.values()):
         if ef.nranks != pg.size():
@@ -122,7 +118,7 @@ def carried_state(state, index, count, bucket):
     key = params_key(bucket)
     ef = state._carried.get(key)
     if ef is None or ef.count != count:
-        ef = state._comm.error_feedback(count)
+        ef = tutti.ErrorFeedback(count, state._backend.size())
         ef.key = key
         state._carried[key] = ef
     state._feedback[index] = ef

@@ -1,21 +1,20 @@
 # SPDX-License-Identifier: MIT
 """A DDP communication hook running tutti's compressed all-reduce per bucket.
 
-It works whatever DDP's process group is: on a tutti group it queues on that
-group's own communicator and worker; on any other (gloo, nccl) it builds a
-tutti communicator over the same ranks once, handing the rendezvous id
-through that group, and runs on a worker of its own.
+It works whatever DDP's process group is: on a tutti group it is queued
+on that group's own thread, after the group's other calls; on any other
+(gloo, nccl) it builds a tutti group over the same ranks once, handing the
+rendezvous id through that group, and runs there. The future it returns
+is the call's, so a failure (a rank died) reaches DDP's backward as a
+RuntimeError naming it.
 """
-import threading
-
 import torch
 import torch.distributed as dist
 
 import tutti
 
 from ._elastic import carried_state, params_key
-from ._pg import ProcessGroupTutti
-from ._work import Work, Worker
+from ._pg import backend_of, ProcessGroupTutti
 
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -43,22 +42,47 @@ class CompressionState:
         self.process_group = process_group
         self.start_step = int(start_step)
         self.step = 0
-        self.bytes_sent = self.dense_bytes = 0
-        self.total_bytes_sent = self.total_dense_bytes = 0
+        self._works = []  # this step's calls, whose stats say what they sent
+        self._before = (0, 0)  # what the steps before it sent, and the dense all-reduce would have
         self._feedback = {}
         self._carried = None  # after a regroup: states to hand to the buckets holding their parameters
         self._carry_until = 0
-        self._comm = None
-        self._worker = None
-        self._lock = threading.Lock()
+        self._backend = None  # the tutti group the buckets go through
+        self._own = False  # whether it is this state's own (over a group of another backend)
+
+    def _sums(self):
+        stats = [w.compress_stats() for w in self._works]
+        return sum(s[0] for s in stats), sum(s[1] for s in stats)
+
+    def _next_step(self):
+        sent, dense = self._sums()
+        self._before = (self._before[0] + sent, self._before[1] + dense)
+        self._works = []
+        self.step += 1
+
+    @property
+    def bytes_sent(self):
+        return self._sums()[0]
+
+    @property
+    def dense_bytes(self):
+        return self._sums()[1]
+
+    @property
+    def total_bytes_sent(self):
+        return self._before[0] + self.bytes_sent
+
+    @property
+    def total_dense_bytes(self):
+        return self._before[1] + self.dense_bytes
 
     def _setup(self):
-        """The communicator and worker to run on (built on first use)."""
-        if self._comm is not None:
+        """The tutti group to run on (found or built on first use)."""
+        if self._backend is not None:
             return
         group = self.process_group or dist.distributed_c10d._get_default_group()
-        if isinstance(group, ProcessGroupTutti):
-            self._comm, self._worker = group.comm, group._worker
+        self._backend = backend_of(group)
+        if self._backend is not None:
             return
         rank, size = dist.get_rank(group), dist.get_world_size(group)
         raw = torch.zeros(tutti._lib.UNIQUE_ID_BYTES, dtype=torch.uint8)
@@ -67,9 +91,9 @@ class CompressionState:
         on = raw.to("cuda" if dist.get_backend(group) == "nccl" else "cpu")
         global_rank = getattr(dist, "get_global_rank", None) or dist.distributed_c10d._get_global_rank
         dist.broadcast(on, global_rank(group, 0), group=group)
-        uid = tutti.UniqueId(on.cpu().numpy().tobytes())
-        self._comm = tutti.Communicator(size, rank, uid)
-        self._worker = Worker(f"tutti-hook-r{rank}")
+        comm = tutti.Communicator(size, rank, tutti.UniqueId(on.cpu().numpy().tobytes()))
+        self._backend = ProcessGroupTutti(None, rank, size, dist.default_pg_timeout, comm._give())
+        self._own = True
 
     def _state_for(self, index, count, bucket):
         if self._carried is not None and self.step <= self._carry_until:
@@ -77,7 +101,7 @@ class CompressionState:
         self._carried = None
         ef = self._feedback.get(index)
         if ef is None or ef.count != count:  # DDP rebuilds its buckets after the first step
-            ef = self._comm.error_feedback(count)
+            ef = tutti.ErrorFeedback(count, self._backend.size())
             ef.key = params_key(bucket)
             self._feedback[index] = ef
         return ef
@@ -98,38 +122,19 @@ def compression_hook(state, bucket):
 
     Buckets that are not fp32/fp16/bf16, and every bucket before
     ``state.start_step``, are averaged densely by tutti. Returns a future
-    holding the averaged bucket, completed off the Python thread.
+    holding the averaged bucket, or the call's error.
     """
     state._setup()
     tensor = _bucket_tensor(bucket)
     index = bucket.index()
     if index == 0:
-        state.step += 1
-        state.bytes_sent = state.dense_bytes = 0
+        state._next_step()
     compress = state.step > state.start_step and tensor.dtype in _FLOATS
     ef = state._state_for(index, tensor.numel(), bucket) if compress else None
-    comm = state._comm
-    stream = None
-    if tensor.is_cuda:
-        torch.cuda.current_stream(tensor.device).synchronize()  # the gradients are ready
-        stream = torch.cuda.default_stream(tensor.device)
-
-    def body():
-        if compress:
-            comm.allreduce_compressed(tensor, state.compression, ef, tutti.AVG, stream=stream)
-            stats = comm.last_compress_stats()
-            sent, dense = stats.bytes_sent, stats.dense_bytes_sent
-        else:
-            comm.allreduce(tensor, tutti.AVG, stream=stream)
-            p, n = comm.size, tensor.numel() * tensor.element_size()
-            sent = dense = 2 * (p - 1) * n // p if p > 1 else 0
-        if stream is not None:
-            stream.synchronize()  # device calls are only queued; the future means done
-        with state._lock:
-            state.bytes_sent += sent
-            state.dense_bytes += dense
-            state.total_bytes_sent += sent
-            state.total_dense_bytes += dense
-
-    work = state._worker.submit(body, Work([tensor], single=True))
-    return work.get_future()
+    how = state.compression._struct()
+    work = state._backend._allreduce_compressed(tensor, {f: getattr(how, f) for f, _ in how._fields_},
+                                                ef._live() if ef is not None else 0, compress)
+    state._works.append(work)
+    # The bucket as DDP takes a Python hook's result; a failure (a rank
+    # died) is the call's own error, which DDP's backward raises.
+    return work._bucket_future()
