@@ -121,6 +121,10 @@ typedef struct {
     int nfree, free_cap;
     int todo; /* same-host peers not given a region yet */
     uint64_t high; /* the highest top so far: pages above it were never used */
+    /* From base + size: one smallest region for each same-host rank, by
+     * local index, which a peer gets when the rest has no piece left that
+     * fits; least: its bytes (0: the pool is too small to keep them). */
+    uint64_t least;
 } tt_shm_pool_t;
 
 typedef struct tt_shm_ctx {

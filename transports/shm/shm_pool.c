@@ -183,6 +183,34 @@ static tutti_status_t host_map(tt_shm_ctx_t *ctx)
 /* The host's first rank makes the segment, every rank maps it, then it is
  * unlinked: a crash after leaves nothing in /dev/shm. Every rank takes
  * part in both barriers, as every rank calls start. */
+/* Regions given back leave holes, and a hole used for less than its size
+ * leaves a piece too small for any queues: counting pieces, a pool can
+ * seem to have room for the peers to come when no piece fits them. So a
+ * pool with room to spare keeps at its end one smallest region per local
+ * rank, each peer's own, and hands out the rest as before. */
+static void keep_least(tt_shm_ctx_t *ctx)
+{
+    tt_shm_pool_t *p = &ctx->pool;
+    uint64_t least =
+        round_up(tt_shm_region_bytes(ctx->nchannels, ctx->nslots, TT_SHM_MIN_SLOT), TT_LOCAL_LINE);
+    uint64_t kept = (uint64_t)ctx->nlocal * least;
+    if (p->size < p->top + 2 * kept)
+        return; /* a crowded pool (a small /dev/shm): pairs past it use the next transport */
+    p->size = (p->size - kept) / TT_LOCAL_LINE * TT_LOCAL_LINE;
+    p->least = least;
+}
+
+/* Peer's own smallest region, when the pool keeps one and it is free; 0 if not. */
+static uint64_t kept_for(const tt_shm_ctx_t *ctx, int peer)
+{
+    const tt_shm_pool_t *p = &ctx->pool;
+    if (!p->least)
+        return 0;
+    int i = ctx->local_index[peer];
+    uint64_t off = p->base + p->size + (uint64_t)i * p->least;
+    return ctx->mine[i].offset == off ? 0 : off;
+}
+
 tutti_status_t tt_shm_host_start(tt_shm_ctx_t *ctx)
 {
     const tt_tp_env_t *env = ctx->env;
@@ -207,6 +235,7 @@ tutti_status_t tt_shm_host_start(tt_shm_ctx_t *ctx)
                                 .size = pool,
                                 .top = TT_SHM_POOL_HDR,
                                 .todo = ctx->nlocal - 1};
+    keep_least(ctx);
     ctx->seg = (tt_shm_seg_hdr_t *)(ctx->host + ctx->pool.base);
     ctx->seg->owner = env->rank;
     ctx->seg->pid = (int32_t)getpid();
@@ -291,6 +320,11 @@ tutti_status_t tt_shm_region_take(tt_shm_ctx_t *ctx, int peer, tt_shm_region_t *
         if ((off = place(p, need, &used)) != 0 || slot == TT_SHM_MIN_SLOT)
             break;
     }
+    if (!off && (off = kept_for(ctx, peer)) != 0) {
+        slot = TT_SHM_MIN_SLOT;
+        need = p->least;
+        used = 1;
+    }
     if (!off) {
         TT_INFO(
             TT_SUB_NET,
@@ -326,6 +360,8 @@ void tt_shm_region_give_back(tt_shm_ctx_t *ctx, const tt_shm_region_t *r)
     tt_shm_hole_t h = {r->offset,
                        round_up(tt_shm_region_bytes(r->nchannels, r->nslots, r->slot_bytes), TT_LOCAL_LINE)};
     p->todo++;
+    if (p->least && r->offset >= p->base + p->size)
+        return; /* a peer's own region: free again, no hole */
     /* Merged with the holes it touches, so that the pool does not crumble
      * into pieces too small for any peer's queues. */
     for (int i = 0; i < p->nfree;)
