@@ -394,6 +394,9 @@ def run(args):
     faulthandler.dump_traceback_later(args.limit, exit=True)
     dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=60))
     if torch.__version__ >= "2":
+        # torch_styles2 imports this file by name: that name must be this
+        # module, or its cases go to a second copy's CASES and never run.
+        sys.modules.setdefault("torch_styles", sys.modules[__name__])
         import torch_styles2  # noqa: F401  (registers the torch 2.x styles)
     results, broken = {}, None
     if args.resume and args.json and os.path.exists(args.json):
