@@ -15,6 +15,7 @@
 #include "harness.h"
 
 static int ranks_per_node;
+static int64_t rank_timeout_ms;
 static uint64_t last_job_tag;
 
 uint64_t tt_last_job_tag(void)
@@ -25,6 +26,11 @@ uint64_t tt_last_job_tag(void)
 void tt_set_ranks_per_node(int n)
 {
     ranks_per_node = n;
+}
+
+void tt_set_rank_timeout_ms(int64_t ms)
+{
+    rank_timeout_ms = ms;
 }
 
 /* Check reports no skipped case: a case that cannot run here fails with a
@@ -54,6 +60,10 @@ void tt_spawn_ranks(int nranks, tt_rank_fn fn, void *arg, pid_t *pids)
             if (ranks_per_node > 0) {
                 params.field_mask = TUTTI_PARAM_NODE_ID;
                 params.node_id = r / ranks_per_node;
+            }
+            if (rank_timeout_ms > 0) {
+                params.field_mask |= TUTTI_PARAM_TIMEOUT_MS;
+                params.timeout_ms = rank_timeout_ms + r;
             }
             tutti_status_t st = tutti_comm_init(&comm, nranks, r, &id, &params);
             if (st) {

@@ -26,6 +26,11 @@ void tt_run_ranks(int nranks, tt_rank_fn fn, void *arg, int timeout_s);
  * (TUTTI_PARAM_NODE_ID), simulating several hosts; 0 turns it off. */
 void tt_set_ranks_per_node(int n);
 
+/* With ms > 0, later spawns create rank r's communicator with a timeout of
+ * ms + r (TUTTI_PARAM_TIMEOUT_MS), a value no variable gives; 0 turns it
+ * off. */
+void tt_set_rank_timeout_ms(int64_t ms);
+
 /* Same, but returns each rank's exit status in codes[] instead of failing;
  * the pids are written to pids[] before the ranks start their body. */
 void tt_spawn_ranks(int nranks, tt_rank_fn fn, void *arg, pid_t *pids);

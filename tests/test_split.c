@@ -88,8 +88,6 @@ static int check_child(tutti_comm_t parent_handle, tutti_comm_t child, const int
 static int split_body(tutti_comm_t comm, int r, int p, void *arg)
 {
     const split_case_t *c = arg;
-    /* not TUTTI_TIMEOUT: the child must copy the parent's */
-    tt_comm_lookup(comm, NULL)->timeout_ms = 43210 + p;
     tutti_comm_t child = (tutti_comm_t)1;
     tutti_status_t st = tutti_comm_split(comm, color_of(c, r), key_of(c, r), &child);
     TT_FAIL_IF(st, "split: %s: %s", tutti_strerror(st), tutti_comm_last_error(comm));
@@ -143,7 +141,12 @@ START_TEST(split_colors_keys_nocolor)
 {
     int p = 1 + _i % 8;
     const split_case_t *c = &cases[_i / 8];
+    /* A timeout of each rank's own, at creation (a write to the
+     * communicator after it would race its star thread): the child must
+     * copy its parent's, not TUTTI_TIMEOUT's. */
+    tt_set_rank_timeout_ms(43210);
     tt_run_ranks(p, split_body, (void *)c, 120);
+    tt_set_rank_timeout_ms(0);
 }
 END_TEST
 
