@@ -132,14 +132,7 @@ void tt_star_wait_mail(tt_star_t *s, int64_t deadline_ms)
         int64_t left = deadline_ms - tt_now_ms();
         if (left <= 0)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = tt_realtime_in_ns(left * 1000000);
         pthread_cond_timedwait(&s->cond, &s->lock, &ts);
     }
     pthread_mutex_unlock(&s->lock);

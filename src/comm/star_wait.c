@@ -43,14 +43,7 @@ static int wait_until(tt_star_t *s, int (*done)(const tt_star_t *s, const void *
         int64_t left = deadline_ms - tt_now_ms();
         if (left <= 0)
             return -1;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = tt_realtime_in_ns(left * 1000000);
         pthread_cond_timedwait(&s->cond, &s->lock, &ts);
     }
     return 0;

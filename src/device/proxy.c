@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "device/pipe.h"
 
@@ -66,13 +67,7 @@ static void watch_peers(tt_device_layer_t *d)
 
 static void wait_a_while(tt_device_layer_t *d)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += WATCH_NS;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
+    struct timespec ts = tt_realtime_in_ns(WATCH_NS);
     pthread_cond_timedwait(&d->changed, &d->lock, &ts);
 }
 

@@ -200,18 +200,22 @@ c10::intrusive_ptr<Work> Worker::flush()
     return work;
 }
 
+// Every live worker, held so that none goes away while the caller uses it.
+static std::vector<std::shared_ptr<Worker>> live_workers()
+{
+    std::vector<std::shared_ptr<Worker>> workers;
+    std::lock_guard<std::mutex> lock(live_mutex);
+    for (Worker *w : *live)
+        if (auto s = w->weak_from_this().lock())
+            workers.push_back(s);
+    return workers;
+}
+
 void Worker::flush_all()
 {
     if (held_anywhere.load() == 0)
         return;
-    std::vector<std::shared_ptr<Worker>> workers;
-    {
-        std::lock_guard<std::mutex> lock(live_mutex);
-        for (Worker *w : *live)
-            if (auto s = w->weak_from_this().lock())
-                workers.push_back(s);
-    }
-    for (auto &w : workers)
+    for (auto &w : live_workers())
         w->flush();
 }
 
@@ -241,14 +245,7 @@ void Worker::stop()
 
 void Worker::stop_all()
 {
-    std::vector<std::shared_ptr<Worker>> workers;
-    {
-        std::lock_guard<std::mutex> lock(live_mutex);
-        for (Worker *w : *live)
-            if (auto s = w->weak_from_this().lock())
-                workers.push_back(s);
-    }
-    for (auto &w : workers)
+    for (auto &w : live_workers())
         w->stop();
 }
 
