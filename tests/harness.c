@@ -121,8 +121,16 @@ void tt_run_ranks(int nranks, tt_rank_fn fn, void *arg, int timeout_s)
     tt_spawn_ranks(nranks, fn, arg, pids);
     int timed_out = tt_wait_ranks(nranks, pids, codes, timeout_s);
     ck_assert_msg(!timed_out, "ranks did not finish within %d s", timeout_s);
-    for (int r = 0; r < nranks; r++)
-        ck_assert_msg(codes[r] == 0, "rank %d of %d exited with %d", r, nranks, codes[r]);
+    /* Every rank that failed is named: the first to fail is often not the
+     * cause (a rank killed by a signal says nothing; the others report it lost). */
+    char failed[512] = "";
+    size_t len = 0;
+    for (int r = 0; r < nranks && len < sizeof failed; r++)
+        if (codes[r] != 0)
+            len += (size_t)snprintf(failed + len, sizeof failed - len, "%srank %d of %d %s %d", len ? "; " : "",
+                                    r, nranks, codes[r] > 128 ? "was killed by signal" : "exited with",
+                                    codes[r] > 128 ? codes[r] - 128 : codes[r]);
+    ck_assert_msg(!failed[0], "%s", failed);
     free(pids);
     free(codes);
 }

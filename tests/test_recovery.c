@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -508,15 +510,17 @@ START_TEST(a_flood_of_silent_connections_costs_little)
 END_TEST
 
 /* White box: a member checks the coordinator's answer before it trusts
- * anything in it: the code over its own nonce and the key, then every
- * field. Coordinator rank 0 answers member rank 2 of 4; rank 1 is excluded. */
+ * anything in it: the code over its own nonce and the key, the shrink it
+ * is of, then every field. Coordinator rank 0 answers member rank 2 of 4;
+ * rank 1 is excluded. wrong: 1 the nonce, 2 the shrink (the next one). */
 static tutti_status_t answer_with(const tt_rescue_decision_t *d, const unsigned char *member, int wrong_key,
-                                  int wrong_nonce, unsigned char *key_out)
+                                  int wrong, unsigned char *key_out)
 {
     unsigned char excluded[4] = {0, 1, 0, 0}, dead[4] = {0}, got[4];
     tt_shrink_t coord = {.n = 4, .me = 0, .excluded = excluded, .dead = dead, .exclude_hash = 7};
     tt_shrink_t mem = coord;
     mem.me = 2;
+    coord.no = wrong == 2;
     mem.member = got;
     memset(coord.key, 0x11, sizeof coord.key);
     memset(mem.key, wrong_key ? 0x12 : 0x11, sizeof mem.key);
@@ -528,7 +532,7 @@ static tutti_status_t answer_with(const tt_rescue_decision_t *d, const unsigned 
     unsigned char other[TT_RESCUE_NONCE];
     memcpy(other, m, sizeof other);
     other[0] ^= 1;
-    ck_assert_int_eq(tt_rescue_send(&coord, sv[0], TT_RESCUE_ANSWER, 2, c, wrong_nonce ? other : m, d,
+    ck_assert_int_eq(tt_rescue_send(&coord, sv[0], TT_RESCUE_ANSWER, 2, c, wrong == 1 ? other : m, d,
                                     sizeof *d, member, tt_now_ms() + 1000),
                      TUTTI_SUCCESS);
     tutti_status_t st = tt_rescue_read_answer(&mem, 0, sv[1], m, c);
@@ -549,6 +553,7 @@ START_TEST(answers_are_checked_field_by_field)
     ck_assert_int_ne(memcmp(key, good.key, TT_KEY_BYTES), 0);
     ck_assert_int_eq(answer_with(&good, members, 1, 0, NULL), TUTTI_ERR_AUTH);
     ck_assert_int_eq(answer_with(&good, members, 0, 1, NULL), TUTTI_ERR_AUTH);
+    ck_assert_int_eq(answer_with(&good, members, 0, 2, NULL), TUTTI_ERR_AUTH);
     tt_rescue_decision_t bad = good;
     bad.nmembers = -4;
     ck_assert_int_eq(answer_with(&bad, members, 0, 0, NULL), TUTTI_ERR_INTERNAL);
@@ -581,6 +586,57 @@ START_TEST(answers_are_checked_field_by_field)
 }
 END_TEST
 
+/* White box: a rank one shrink ahead (its last shrink ended before the
+ * coordinator's did) says hello while the coordinator still serves its
+ * last shrink. That shrink leaves the hello alone (closing it would tell
+ * the member its coordinator is gone), and the next one challenges it. */
+START_TEST(a_hello_for_the_next_shrink_waits_for_it)
+{
+    struct tutti_comm comm;
+    memset(&comm, 0, sizeof comm);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "tutti-test-held-%d", (int)getpid());
+    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1));
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0), mfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ck_assert(lfd >= 0 && mfd >= 0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&addr, alen), 0);
+    ck_assert_int_eq(listen(lfd, 8), 0);
+    comm.rescue_fd = -1;
+    comm.rescue_local_fd = lfd;
+    comm.timeout_ms = 1000;
+    unsigned char excluded[4] = {0}, dead[4] = {0};
+    tt_rescue_member_t joined[4];
+    for (int r = 0; r < 4; r++)
+        joined[r].fd = -1;
+    tt_shrink_t coord = {.comm = &comm, .n = 4, .me = 0, .excluded = excluded, .dead = dead, .joined = joined};
+    tt_shrink_t mem = coord;
+    mem.me = 3;
+    mem.no = 1;
+    unsigned char m[TT_RESCUE_NONCE];
+    tt_rescue_nonce(m);
+    ck_assert_int_eq(connect(mfd, (struct sockaddr *)&addr, alen), 0);
+    ck_assert_int_eq(tt_rescue_send(&mem, mfd, TT_RESCUE_HELLO, 0, m, NULL, NULL, 0, NULL, tt_now_ms() + 1000),
+                     TUTTI_SUCCESS);
+    tt_rescue_inbox_t *in = tt_rescue_inbox_new(&coord);
+    ck_assert_ptr_nonnull(in);
+    tt_rescue_inbox_serve(in, 1, -1, tt_now_ms() + 200);
+    tt_rescue_inbox_free(in);
+    struct pollfd p = {.fd = mfd, .events = POLLIN};
+    ck_assert_msg(poll(&p, 1, 100) == 0, "shrink #1 answered or closed a hello for shrink #2");
+    coord.no = 1;
+    in = tt_rescue_inbox_new(&coord);
+    ck_assert_ptr_nonnull(in);
+    tt_rescue_inbox_serve(in, 1, -1, tt_now_ms() + 200);
+    unsigned char theirs[TT_RESCUE_NONCE];
+    tutti_status_t st = tt_rescue_join(&mem, 0, mfd, m, theirs);
+    tt_rescue_inbox_free(in);
+    ck_assert_msg(st == TUTTI_SUCCESS, "shrink #2 did not challenge the hello it was held for: %s",
+                  tutti_status_name(st));
+    close(mfd);
+    tt_rescue_close(&comm, 1);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     const tt_case_t cases[] = {
@@ -593,6 +649,7 @@ int main(int argc, char **argv)
          a_process_at_a_dead_coordinators_address_learns_nothing, 0, 3},
         {"a_flood_of_silent_connections_costs_little", a_flood_of_silent_connections_costs_little, 0, 0},
         {"answers_are_checked_field_by_field", answers_are_checked_field_by_field, 0, 0},
+        {"a_hello_for_the_next_shrink_waits_for_it", a_hello_for_the_next_shrink_waits_for_it, 0, 0},
         {"the_code_is_siphash_2_4_128", the_code_is_siphash_2_4_128, 0, 0},
     };
     return tt_run_cases("recovery", cases, sizeof cases / sizeof *cases, 120, argc, argv);

@@ -120,6 +120,7 @@ void tt_rescue_close(tutti_comm_t comm, int local_only)
             unlink(un.sun_path);
     }
     comm->rescue_fd = comm->rescue_local_fd = -1;
+    tt_rescue_held_free(comm);
     free(comm->rescue);
     comm->rescue = NULL;
 }

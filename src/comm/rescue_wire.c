@@ -97,7 +97,10 @@ tutti_status_t tt_rescue_send(const tt_shrink_t *sh, int fd, tt_rescue_kind_t ki
 
 int tt_rescue_hdr_ok(const tt_shrink_t *sh, const tt_rescue_hdr_t *hdr, tt_rescue_kind_t kind, int from)
 {
+    /* A verdict of any shrink may leave this rank out (tt_rescue_verdict_ok);
+     * every other message is of one shrink, and taken only by it. */
     return hdr->magic == TT_RESCUE_MAGIC && hdr->kind == (uint32_t)kind && hdr->nranks == sh->n &&
+           (kind == TT_RESCUE_VERDICT || hdr->no == sh->no) &&
            hdr->to == sh->me && hdr->rank >= 0 && hdr->rank < sh->n && hdr->rank != sh->me &&
            (from < 0 || hdr->rank == from) && hdr->len == payload_len(sh, kind);
 }

@@ -140,6 +140,8 @@ int tt_rescue_verdict_ok(const tt_shrink_t *sh, const tt_rescue_hdr_t *hdr, cons
 tt_rescue_inbox_t *tt_rescue_inbox_new(tt_shrink_t *sh);
 void tt_rescue_inbox_free(tt_rescue_inbox_t *in);
 int tt_rescue_inbox_serve(tt_rescue_inbox_t *in, int coordinating, int extra_fd, int64_t deadline_ms);
+/* Closes what comm's listener holds for a shrink that did not come. */
+void tt_rescue_held_free(tutti_comm_t comm);
 /* TUTTI_SUCCESS, or the status of the verdict that arrived (said on comm). */
 tutti_status_t tt_rescue_inbox_verdict(const tt_rescue_inbox_t *in);
 

@@ -8,6 +8,11 @@
  * oldest. So connections without the key (a flood of silent ones, a
  * process that took a dead rank's port) cost this rank little time, and
  * one log line per shrink that says how many there were.
+ *
+ * A rank a shrink ahead (its previous shrink ended before this rank's did)
+ * may reach this listener while this rank still serves the previous one.
+ * Closing its connection would tell it this rank is gone; it is held for
+ * this rank's next shrink instead (comm->rescue_held).
  */
 #include <errno.h>
 #include <poll.h>
@@ -24,6 +29,15 @@
 #define PENDING 64        /* connections owing their part at once */
 #define HANDSHAKE_MS 1000 /* to send a whole message, or to answer the challenge */
 #define ACCEPTS_PER_WAKE 256
+
+/* Connections whose hello (a header, read whole) is for the next shrink of comm. */
+struct tt_rescue_held {
+    int n;
+    struct {
+        int fd;
+        tt_rescue_hdr_t hdr;
+    } conn[PENDING];
+};
 
 typedef struct {
     int fd;
@@ -47,6 +61,36 @@ struct tt_rescue_inbox {
     int coordinating; /* this rank coordinates: it takes what its members know */
 };
 
+/* The connections held for this shrink join its room; those of an
+ * earlier one are closed (their shrink is over everywhere). */
+static void take_held(tt_rescue_inbox_t *in)
+{
+    struct tt_rescue_held *h = in->sh->comm->rescue_held;
+    for (int k = 0; h && k < h->n;) {
+        if (h->conn[k].hdr.no == in->sh->no + 1) {
+            k++;
+            continue;
+        }
+        if (h->conn[k].hdr.no == in->sh->no && in->npending < PENDING)
+            in->pending[in->npending++] = (conn_t){.fd = h->conn[k].fd,
+                                                   .deadline = tt_now_ms() + HANDSHAKE_MS,
+                                                   .got = sizeof h->conn[k].hdr,
+                                                   .hdr = h->conn[k].hdr};
+        else
+            close(h->conn[k].fd);
+        h->conn[k] = h->conn[--h->n];
+    }
+}
+
+void tt_rescue_held_free(tutti_comm_t comm)
+{
+    struct tt_rescue_held *h = comm->rescue_held;
+    for (int k = 0; h && k < h->n; k++)
+        close(h->conn[k].fd);
+    free(h);
+    comm->rescue_held = NULL;
+}
+
 tt_rescue_inbox_t *tt_rescue_inbox_new(tt_shrink_t *sh)
 {
     tt_rescue_inbox_t *in = calloc(1, sizeof *in);
@@ -59,6 +103,7 @@ tt_rescue_inbox_t *tt_rescue_inbox_new(tt_shrink_t *sh)
     for (int i = 0; i < 2; i++)
         if (in->listen[i] >= 0)
             tt_sock_set_nonblocking(in->listen[i]);
+    take_held(in);
     return in;
 }
 
@@ -87,6 +132,28 @@ static void drop(tt_rescue_inbox_t *in, int i, const char *why)
             snprintf(in->first_drop, sizeof in->first_drop, "from %s: %s", from, why);
     }
     forget(in, i, 1);
+}
+
+/* Moves connection i, whose hello is for the next shrink, to
+ * comm's held ones (when full, the oldest held is closed). */
+static void hold(tt_rescue_inbox_t *in, int i)
+{
+    tutti_comm_t comm = in->sh->comm;
+    struct tt_rescue_held *h = comm->rescue_held ? comm->rescue_held : calloc(1, sizeof *h);
+    if (!h) {
+        drop(in, i, "no memory to hold it for the next shrink");
+        return;
+    }
+    comm->rescue_held = h;
+    if (h->n == PENDING) {
+        close(h->conn[0].fd);
+        h->conn[0] = h->conn[--h->n];
+    }
+    h->conn[h->n].fd = in->pending[i].fd;
+    h->conn[h->n++].hdr = in->pending[i].hdr;
+    TT_DEBUG(TT_SUB_INIT, "shrink: rank %d holds rank %d's message for its shrink #%u", in->sh->me,
+             in->pending[i].hdr.rank, in->pending[i].hdr.no + 1);
+    forget(in, i, 0);
 }
 
 void tt_rescue_inbox_free(tt_rescue_inbox_t *in)
@@ -177,6 +244,11 @@ static int progress(tt_rescue_inbox_t *in, int i)
             return -1;
         }
         c->got += (size_t)n;
+        if (c->got == hsz && !c->payload && !c->challenged && c->hdr.magic == TT_RESCUE_MAGIC &&
+            c->hdr.kind == TT_RESCUE_HELLO && c->hdr.no == sh->no + 1) {
+            hold(in, i);
+            return -1;
+        }
         if (c->got == hsz && !c->payload) {
             tt_rescue_kind_t kind = c->challenged                      ? TT_RESCUE_JOIN
                                     : c->hdr.kind == TT_RESCUE_VERDICT ? TT_RESCUE_VERDICT
