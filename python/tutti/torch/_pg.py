@@ -7,9 +7,10 @@ thread of the group's own, which runs the tutti calls in issue order; the
 caller gets a Work at once, done by that thread, whose Future is completed
 (and callbacks run) on a thread that no group waits on; a failure reaches
 wait(), the Future and DDP's backward as an exception. On torch 1.x the
-group is torch's ProcessGroup; on 2.x it is a Backend, which torch wraps
-in a ProcessGroup of its own. Here: its making from torch's store, and
-finding it (and its tutti.Communicator) behind what torch hands out.
+group is torch's ProcessGroup; on 2.x it is a Backend, held by a
+ProcessGroup of ours (_Group) that names itself "tutti" where torch's
+would say "custom". Here: its making from torch's store, and finding it
+(and its tutti.Communicator) behind what torch hands out.
 """
 import atexit
 import datetime
@@ -39,25 +40,44 @@ def _rendezvous(store, rank, size, timeout):
     return tutti.Communicator(size, rank, uid, timeout=timeout)
 
 
+if hasattr(dist.ProcessGroup, "_register_backend"):
+
+    class _Group(dist.ProcessGroup):
+        """torch 2.x's ProcessGroup holding a tutti backend for CPU and CUDA.
+        torch's own would name itself after its BackendType, "custom" for
+        every backend from outside torch (DDP's logging data would say so);
+        torch takes a ProcessGroup that a backend's creator returns as the
+        group itself."""
+
+        def __init__(self, backend):
+            super().__init__(dist.HashStore(), backend.rank(), backend.size())
+            custom = dist.ProcessGroup.BackendType.CUSTOM
+            self._set_default_backend(custom)
+            for device in ("cpu", "cuda"):
+                self._register_backend(torch.device(device), custom, backend)
+
+        def getBackendName(self):
+            return "tutti"
+
+    def _as_group(backend):
+        return _Group(backend)
+
+else:
+
+    def _as_group(backend):
+        return backend  # torch 1.x: the backend is the group
+
+
 def create(store, rank, size, timeout=datetime.timedelta(minutes=30)):
     """What torch calls to make a "tutti" group (init_process_group, new_group)."""
     comm = _rendezvous(store, rank, size, timeout)
-    return ProcessGroupTutti(store, rank, size, timeout, comm._give())
+    return _as_group(ProcessGroupTutti(store, rank, size, timeout, comm._give()))
 
 
 def of_comm(comm, timeout=datetime.timedelta(minutes=30)):
     """A group over ``comm`` (a tutti.Communicator, which it takes over),
-    as torch hands groups out: the backend itself on torch 1.x, torch's
-    ProcessGroup around it on 2.x (the shrunk and grown groups)."""
-    backend = ProcessGroupTutti(None, comm.rank, comm.size, timeout, comm._give())
-    if not hasattr(dist.ProcessGroup, "_register_backend"):
-        return backend
-    pg = dist.ProcessGroup(dist.HashStore(), comm.rank, comm.size)
-    custom = dist.ProcessGroup.BackendType.CUSTOM
-    pg._set_default_backend(custom)
-    for device in ("cpu", "cuda"):
-        pg._register_backend(torch.device(device), custom, backend)
-    return pg
+    as torch hands groups out (the shrunk and grown groups)."""
+    return _as_group(ProcessGroupTutti(None, comm.rank, comm.size, timeout, comm._give()))
 
 
 def backend_of(pg):
