@@ -6,9 +6,9 @@
  * header naming the call it belongs to, so a receiver detects ranks that run
  * different collectives. Transports include this header, transports/local.h
  * (what the local ones share) and the layers below them only: core
- * utilities (log, sock, config), the topology (verbs picks the NIC nearest
- * a rank's GPU) and the CUDA kernels' header (cuda_ipc reduces on the GPU);
- * never each other. The communicator layer reaches them through
+ * utilities (log, sock, config) and the topology (verbs picks the NIC
+ * nearest a rank's GPU); never each other (cuda_ipc's GPU reductions go
+ * through the device layer, not through a kernels' header of its own). The communicator layer reaches them through
  * tt_transports[] (the one arrow up, ARCHITECTURE.md).
  *
  * A transport serves host buffers (TT_CAP_HOST_MEM: the communicator's
