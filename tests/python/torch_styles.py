@@ -397,7 +397,10 @@ def run(args):
         # torch_styles2 imports this file by name: that name must be this
         # module, or its cases go to a second copy's CASES and never run.
         sys.modules.setdefault("torch_styles", sys.modules[__name__])
+        before = len(CASES)
         import torch_styles2  # noqa: F401  (registers the torch 2.x styles)
+        if len(CASES) == before:  # they went elsewhere: the run would pass without them
+            raise SystemExit("torch_styles: torch_styles2 registered no case here")
     results, broken = {}, None
     if args.resume and args.json and os.path.exists(args.json):
         results = json.load(open(args.json))["cases"]
