@@ -84,8 +84,8 @@ tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, uint6
     *all = 0;
     if (comm->device_tp < 0)
         return TUTTI_SUCCESS;
-    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
-    void *ctx = comm->tp_ctx[comm->device_tp];
+    const tt_device_ops_t *dev = tt_comm_device_ops(comm);
+    void *ctx = tt_comm_device_ctx(comm);
     if (dev->announce(ctx, seq, capable, sig, comm->timeout_ms))
         return agree_failed(comm,
                             tt_comm_error(comm, TUTTI_ERR_TIMEOUT,
@@ -116,7 +116,7 @@ int tt_comm_device_bind(tutti_comm_t comm, int device)
     if (comm->device_tp < 0)
         return 0;
     if (comm->device_bound < 0) /* a failure was logged; the calls stage from now on */
-        comm->device_bound = comm->tp_ops[comm->device_tp]->device->bind(comm->tp_ctx[comm->device_tp],
-                                                                         device) == TUTTI_SUCCESS;
+        comm->device_bound =
+            tt_comm_device_ops(comm)->bind(tt_comm_device_ctx(comm), device) == TUTTI_SUCCESS;
     return comm->device_bound;
 }

@@ -276,6 +276,17 @@ tutti_status_t tt_rescue_open(tutti_comm_t comm, tt_sockaddr_t *addr);
 void tt_rescue_narrow(tutti_comm_t comm);
 void tt_rescue_close(tutti_comm_t comm, int local_only);
 
+/* The device transport's ops and its context on comm (device_tp >= 0). */
+static inline const tt_device_ops_t *tt_comm_device_ops(tutti_comm_t comm)
+{
+    return comm->tp_ops[comm->device_tp]->device;
+}
+
+static inline void *tt_comm_device_ctx(tutti_comm_t comm)
+{
+    return comm->tp_ctx[comm->device_tp];
+}
+
 /* Closes what tt_comm_setup opened. In a forked child (local_only) it
  * only releases this process's copies: the host transports' descriptors
  * and mappings; the device transport is left alone. */

@@ -52,8 +52,8 @@ typedef int (*pair_poll_t)(tutti_comm_t comm, const tt_device_ops_t *dev, void *
 static tutti_status_t wait_pair(tutti_comm_t comm, int peer, uint64_t k, const char *what, pair_poll_t poll,
                                 void *arg, int64_t limit_ns, int *late)
 {
-    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
-    void *ctx = comm->tp_ctx[comm->device_tp];
+    const tt_device_ops_t *dev = tt_comm_device_ops(comm);
+    void *ctx = tt_comm_device_ctx(comm);
     int64_t now = tt_now_ns(), deadline = now + (limit_ns > 0 ? limit_ns : comm->timeout_ms * 1000000);
     int64_t next_alive = now + ALIVE_EVERY_NS;
     char call[96];
@@ -127,8 +127,8 @@ tutti_status_t tt_comm_pair_decide(tutti_comm_t comm, int receiver, uint64_t k, 
     *direct = 0;
     if (comm->device_tp < 0)
         return TUTTI_SUCCESS;
-    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
-    void *ctx = comm->tp_ctx[comm->device_tp];
+    const tt_device_ops_t *dev = tt_comm_device_ops(comm);
+    void *ctx = tt_comm_device_ctx(comm);
     if (capable) {
         int64_t v[2] = {-1, (int64_t)sig};
         int late = 0;
@@ -156,8 +156,8 @@ tutti_status_t tt_comm_pair_took(tutti_comm_t comm, int sender, uint64_t k, int 
     *direct = 0;
     if (comm->device_tp < 0)
         return TUTTI_SUCCESS;
-    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
-    void *ctx = comm->tp_ctx[comm->device_tp];
+    const tt_device_ops_t *dev = tt_comm_device_ops(comm);
+    void *ctx = tt_comm_device_ctx(comm);
     int late = 0;
     int64_t wait_ns = atomic_load_explicit(&receive_wait_ns, memory_order_relaxed);
     tutti_status_t st = TUTTI_SUCCESS;

@@ -92,8 +92,8 @@ tutti_status_t tt_direct_p2p_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, 
         free(at);
         return d ? TUTTI_ERR_NO_MEMORY : TUTTI_ERR_INTERNAL;
     }
-    const tt_device_ops_t *dev = comm->tp_ops[comm->device_tp]->device;
-    void *tp = comm->tp_ctx[comm->device_tp];
+    const tt_device_ops_t *dev = tt_comm_device_ops(comm);
+    void *tp = tt_comm_device_ctx(comm);
     p2p_run_t r = {.rt = ctx->rt, .s = stream, .d = d};
     for (int i = 0; i < n; i++)
         if (direct[i] && !(at[i].peer = dev->pair(tp, calls[i].root, &r.slot))) {
@@ -131,7 +131,7 @@ size_t tt_direct_p2p_slot(tutti_comm_t comm, int peer)
 {
     size_t slot = 0;
     if (comm->device_tp < 0 || comm->device_bound != 1 ||
-        !comm->tp_ops[comm->device_tp]->device->pair(comm->tp_ctx[comm->device_tp], peer, &slot))
+        !tt_comm_device_ops(comm)->pair(tt_comm_device_ctx(comm), peer, &slot))
         return 0;
     return slot;
 }

@@ -32,7 +32,7 @@ tutti_status_t tt_direct_prepare(tutti_comm_t comm, int device, int *ready)
     int relaxed = rt->relax(&mode) == TUTTI_SUCCESS;
     tutti_status_t st = TUTTI_SUCCESS;
     if (tt_comm_device_bind(comm, device)) /* a failure is said once; the calls stage */
-        st = comm->tp_ops[comm->device_tp]->device->open_peers(comm->tp_ctx[comm->device_tp], ready);
+        st = tt_comm_device_ops(comm)->open_peers(tt_comm_device_ctx(comm), ready);
     if (relaxed)
         rt->unrelax(mode);
     rt->leave(prev);
@@ -43,7 +43,7 @@ size_t tt_direct_scratch_bytes(tutti_comm_t comm)
 {
     size_t window = 0;
     if (comm->device_tp >= 0)
-        comm->tp_ops[comm->device_tp]->device->peers(comm->tp_ctx[comm->device_tp], &window);
+        tt_comm_device_ops(comm)->peers(tt_comm_device_ctx(comm), &window);
     return window / 2;
 }
 
@@ -257,8 +257,7 @@ tutti_status_t tt_direct_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, cons
 {
     tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
     size_t window;
-    const tt_direct_peer_t *peers =
-        comm->tp_ops[comm->device_tp]->device->peers(comm->tp_ctx[comm->device_tp], &window);
+    const tt_direct_peer_t *peers = tt_comm_device_ops(comm)->peers(tt_comm_device_ctx(comm), &window);
     if (!d || !peers)
         return TUTTI_ERR_INTERNAL;
     drun_t r = {.rt = ctx->rt,

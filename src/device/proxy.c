@@ -39,9 +39,9 @@ void tt_device_release_streams(tt_device_layer_t *d)
         to[q] = atomic_load_explicit(&d->chunks_to[q], memory_order_acquire);
         to[p + q] = atomic_load_explicit(&d->chunks_from[q], memory_order_acquire);
     }
-    comm->tp_ops[comm->device_tp]->device->release(comm->tp_ctx[comm->device_tp], -1,
-                                                   atomic_load_explicit(&d->rounds, memory_order_acquire), to,
-                                                   to ? to + p : NULL);
+    tt_comm_device_ops(comm)->release(tt_comm_device_ctx(comm), -1,
+                                      atomic_load_explicit(&d->rounds, memory_order_acquire), to,
+                                      to ? to + p : NULL);
     free(to);
 }
 

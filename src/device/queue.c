@@ -179,7 +179,7 @@ static void queue_free(tt_device_layer_t *d, int aborting)
         done = 0;
     if (!done) {
         if (d->comm->device_tp >= 0)
-            d->comm->tp_ops[d->comm->device_tp]->device->keep(d->comm->tp_ctx[d->comm->device_tp]);
+            tt_comm_device_ops(d->comm)->keep(tt_comm_device_ctx(d->comm));
         TT_INFO(TT_SUB_COLL,
                 "device queue: the GPU has not reached the last call; its staging stays allocated");
         return;
