@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/dl.h"
 #include "core/env_config.h"
 #include "core/log.h"
 #include "transports/verbs/verbs.h"
@@ -25,11 +26,7 @@ static char lib_why[TT_VERBS_WHY];
     {                                                                                                        \
         (void **)&lib.field, name, optional                                                                  \
     }
-static const struct {
-    void **slot;
-    const char *name;
-    int optional;
-} symbols[] = {
+static const tt_dl_sym_t symbols[] = {
     SYM(get_device_list, "ibv_get_device_list", 0),
     SYM(free_device_list, "ibv_free_device_list", 0),
     SYM(get_device_name, "ibv_get_device_name", 0),
@@ -71,20 +68,11 @@ static void load(void)
         path = "libibverbs.so.1";
     }
     snprintf(lib.path, sizeof lib.path, "%s", path);
-    lib.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    lib.handle = tt_dl_open(path, RTLD_NOW | RTLD_LOCAL, symbols, sizeof symbols / sizeof symbols[0],
+                            "rdma-core's libibverbs1", lib_why, sizeof lib_why);
     if (!lib.handle) {
-        snprintf(lib_why, sizeof lib_why, "cannot open %s (install rdma-core's libibverbs1): %s", path,
-                 dlerror());
+        memset(&lib, 0, sizeof lib);
         return;
-    }
-    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
-        *symbols[i].slot = dlsym(lib.handle, symbols[i].name);
-        if (!*symbols[i].slot && !symbols[i].optional) {
-            snprintf(lib_why, sizeof lib_why, "%s lacks %s (too old a libibverbs)", path, symbols[i].name);
-            dlclose(lib.handle);
-            memset(&lib, 0, sizeof lib);
-            return;
-        }
     }
     loaded = 1;
     TT_DEBUG(TT_SUB_NET, "verbs: using %s", path);
