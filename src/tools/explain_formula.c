@@ -8,10 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "algorithms/registry.h"
 #include "tools/explain_formula.h"
 
 typedef struct {
-    const char *algo;
+    const tt_algorithm_t *algo; /* by address: a renamed or removed algorithm does not compile here */
     tt_coll_t coll;
     const char *text;
     /* messages (alpha), bytes sent along the critical path (beta), bytes reduced (gamma), per n */
@@ -95,36 +96,36 @@ static double lg_p_plus_pm1(double p, double q)
 }
 
 static const formula_t formulas[] = {
-    {"ring", TT_COLL_ALLREDUCE, "2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma", two_pm1, two_pm1_over_p,
-     pm1_over_p, 0},
-    {"recursive_doubling", TT_COLL_ALLREDUCE, "lg p (alpha + n beta + n gamma)", lg_q, lg_q, lg_q, 1},
-    {"rabenseifner", TT_COLL_ALLREDUCE, "2 lg p alpha + 2(p-1)/p n beta + (p-1)/p n gamma", two_lg_q,
+    {&tt_algo_ring, TT_COLL_ALLREDUCE, "2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma", two_pm1,
+     two_pm1_over_p, pm1_over_p, 0},
+    {&tt_algo_recursive_doubling, TT_COLL_ALLREDUCE, "lg p (alpha + n beta + n gamma)", lg_q, lg_q, lg_q, 1},
+    {&tt_algo_rabenseifner, TT_COLL_ALLREDUCE, "2 lg p alpha + 2(p-1)/p n beta + (p-1)/p n gamma", two_lg_q,
      two_qm1_over_q, qm1_over_q, 1},
-    {"double_tree", TT_COLL_ALLREDUCE, "2 lg p alpha + n beta + n/2 gamma (two trees, pipelined)", two_lg_p,
-     one, half, 0},
-    {"direct", TT_COLL_ALLREDUCE, "(p-1) alpha + (p-1) n beta + (p-1) n gamma", pm1, pm1, pm1, 0},
-    {"ring", TT_COLL_REDUCE_SCATTER, "(p-1) alpha + (p-1)/p n beta + (p-1)/p n gamma", pm1, pm1_over_p,
+    {&tt_algo_double_tree, TT_COLL_ALLREDUCE, "2 lg p alpha + n beta + n/2 gamma (two trees, pipelined)",
+     two_lg_p, one, half, 0},
+    {&tt_algo_direct, TT_COLL_ALLREDUCE, "(p-1) alpha + (p-1) n beta + (p-1) n gamma", pm1, pm1, pm1, 0},
+    {&tt_algo_ring, TT_COLL_REDUCE_SCATTER, "(p-1) alpha + (p-1)/p n beta + (p-1)/p n gamma", pm1, pm1_over_p,
      pm1_over_p, 0},
-    {"rabenseifner", TT_COLL_REDUCE_SCATTER, "lg p alpha + (p-1)/p n beta + (p-1)/p n gamma", lg_q,
+    {&tt_algo_rabenseifner, TT_COLL_REDUCE_SCATTER, "lg p alpha + (p-1)/p n beta + (p-1)/p n gamma", lg_q,
      qm1_over_q, qm1_over_q, 1},
-    {"ring", TT_COLL_ALLGATHER, "(p-1) alpha + (p-1)/p n beta", pm1, pm1_over_p, zero, 0},
-    {"rabenseifner", TT_COLL_ALLGATHER, "lg p alpha + (p-1)/p n beta", lg_q, qm1_over_q, zero, 1},
-    {"bruck", TT_COLL_ALLGATHER, "ceil(lg p) alpha + (p-1)/p n beta", lg_p, pm1_over_p, zero, 0},
-    {"binomial", TT_COLL_BROADCAST, "ceil(lg p) (alpha + n beta)", lg_p, lg_p, zero, 0},
-    {"chain", TT_COLL_BROADCAST, "(p-1) (alpha + n beta), one slice", pm1, pm1, zero, 0},
-    {"scatter_allgather", TT_COLL_BROADCAST, "(ceil(lg p) + p-1) alpha + 2(p-1)/p n beta", lg_p_plus_pm1,
-     two_pm1_over_p, zero, 0},
-    {"binomial", TT_COLL_REDUCE, "ceil(lg p) (alpha + n beta + n gamma)", lg_p, lg_p, lg_p, 0},
-    {"chain", TT_COLL_REDUCE, "(p-1) (alpha + n beta + n gamma), one slice", pm1, pm1, pm1, 0},
-    {"pairwise", TT_COLL_ALLTOALL, "(p-1) alpha + (p-1)/p n beta", pm1, pm1_over_p, zero, 0},
-    {"dissemination", TT_COLL_BARRIER, "ceil(lg p) alpha", lg_p, zero, zero, 0},
+    {&tt_algo_ring, TT_COLL_ALLGATHER, "(p-1) alpha + (p-1)/p n beta", pm1, pm1_over_p, zero, 0},
+    {&tt_algo_rabenseifner, TT_COLL_ALLGATHER, "lg p alpha + (p-1)/p n beta", lg_q, qm1_over_q, zero, 1},
+    {&tt_algo_bruck, TT_COLL_ALLGATHER, "ceil(lg p) alpha + (p-1)/p n beta", lg_p, pm1_over_p, zero, 0},
+    {&tt_algo_binomial, TT_COLL_BROADCAST, "ceil(lg p) (alpha + n beta)", lg_p, lg_p, zero, 0},
+    {&tt_algo_chain, TT_COLL_BROADCAST, "(p-1) (alpha + n beta), one slice", pm1, pm1, zero, 0},
+    {&tt_algo_scatter_allgather, TT_COLL_BROADCAST, "(ceil(lg p) + p-1) alpha + 2(p-1)/p n beta",
+     lg_p_plus_pm1, two_pm1_over_p, zero, 0},
+    {&tt_algo_binomial, TT_COLL_REDUCE, "ceil(lg p) (alpha + n beta + n gamma)", lg_p, lg_p, lg_p, 0},
+    {&tt_algo_chain, TT_COLL_REDUCE, "(p-1) (alpha + n beta + n gamma), one slice", pm1, pm1, pm1, 0},
+    {&tt_algo_pairwise, TT_COLL_ALLTOALL, "(p-1) alpha + (p-1)/p n beta", pm1, pm1_over_p, zero, 0},
+    {&tt_algo_dissemination, TT_COLL_BARRIER, "ceil(lg p) alpha", lg_p, zero, zero, 0},
 };
 
 /* The table's entry for algo's coll, or NULL. */
 static const formula_t *formula_of(const tt_algorithm_t *algo, tt_coll_t coll)
 {
     for (size_t i = 0; i < sizeof formulas / sizeof formulas[0]; i++)
-        if (formulas[i].coll == coll && strcmp(formulas[i].algo, algo->name) == 0)
+        if (formulas[i].coll == coll && formulas[i].algo == algo)
             return &formulas[i];
     return NULL;
 }
