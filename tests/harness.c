@@ -199,7 +199,7 @@ int tt_run_cases(const char *suite, const tt_case_t *cases, size_t n, int timeou
 int tt_count_job_segments(uint64_t tag)
 {
     char prefix[64];
-    /* The name format is TT_SHM_NAME_FORMAT without its leading slash. */
+    /* The name format is TT_SHM_NAME_FORMAT (core/shm_names.h) without its leading slash. */
     snprintf(prefix, sizeof prefix, "tutti-%016llx-", (unsigned long long)tag);
     DIR *d = opendir("/dev/shm");
     int n = 0;

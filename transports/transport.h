@@ -31,13 +31,6 @@
 #define TT_ADDR_MAX 128 /* bytes of one transport address blob */
 #define TT_MAX_CHANNELS 16
 #define TT_HOSTNAME_MAX 64
-/* Name of a host's shm segment: key tag, the host's first rank (tutti-run
- * sweeps these, for every rank). */
-#define TT_SHM_NAME_FORMAT "/tutti-%016llx-%d"
-/* ... the doorbell its same-host peers ring when it sleeps (an abstract socket: no file) ... */
-#define TT_SHM_BELL_FORMAT "/dev/shm/tutti-%016llx-%d-bell"
-/* ... and of its cuda_ipc segment. */
-#define TT_IPC_NAME_FORMAT "/tutti-%016llx-%d-ipc"
 
 /* Where a rank runs: the transports' reachability tests use this. */
 typedef struct {

@@ -28,8 +28,8 @@
 #include "core/load.h"
 #include "core/clock.h"
 #include "core/env_config.h"
+#include "core/shm_names.h"
 #include "core/sock.h"
-#include "transports/transport.h"
 #include "tools/run_output.h"
 
 typedef struct {

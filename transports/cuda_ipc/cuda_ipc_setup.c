@@ -13,6 +13,7 @@
 
 #include "core/env_config.h"
 #include "core/log.h"
+#include "core/shm_names.h"
 #include "transports/cuda_ipc/cuda_ipc.h"
 #include "transports/local.h"
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/shm_names.h"
 #include "transports/shm/shm.h"
 
 /* Rank's doorbell address: the abstract name after a NUL byte. */

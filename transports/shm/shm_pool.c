@@ -26,6 +26,7 @@
 
 #include "core/grow.h"
 #include "core/log.h"
+#include "core/shm_names.h"
 #include "core/try.h"
 #include "transports/shm/shm.h"
 
