@@ -134,8 +134,8 @@ static void drop(tt_rescue_inbox_t *in, int i, const char *why)
     forget(in, i, 1);
 }
 
-/* Moves connection i, whose hello is for the next shrink, to
- * comm's held ones (when full, the oldest held is closed). */
+/* Moves connection i, whose hello is for the next shrink, to comm's held
+ * ones (when all 64 places are taken, the one in the first is closed). */
 static void hold(tt_rescue_inbox_t *in, int i)
 {
     tutti_comm_t comm = in->sh->comm;
