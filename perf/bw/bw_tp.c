@@ -160,7 +160,7 @@ tutti_status_t tt_bw_connect_all(tutti_comm_t in)
         return TUTTI_ERR_NO_MEMORY;
     for (int q = 0; q < in->nranks; q++)
         all[q] = q;
-    tutti_status_t st = tt_comm_connect(in, all, in->nranks);
+    tutti_status_t st = tt_comm_connect(in, all, in->nranks, UINT64_MAX);
     free(all);
     return st;
 }

@@ -152,7 +152,7 @@ int main(int argc, char **argv)
         return 2;
     }
     int peer = 1 - comm->rank;
-    if (tt_comm_connect(comm, &peer, 1)) {
+    if (tt_comm_connect(comm, &peer, 1, UINT64_MAX)) {
         fprintf(stderr, "tutti-bw-verbs: connecting to rank %d failed: %s\n", peer,
                 tutti_comm_last_error(handle));
         tutti_comm_abort(handle);

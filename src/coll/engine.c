@@ -531,18 +531,24 @@ static tutti_status_t lay_out(tutti_comm_t comm, run_t *runs, int n)
 }
 
 /* Connects the peers the runs name that are not connected yet (at first
- * use: every peer named is in the same call on its side). */
+ * use: every peer named is in the same call on its side). News of a give-up
+ * in a later call than the earliest one served leaves the connecting alone. */
 static tutti_status_t connect_peers(tutti_comm_t comm, const run_t *runs, int n)
 {
     int *need = NULL, nneed = 0;
+    uint64_t earliest = UINT64_MAX;
     tutti_status_t st = TUTTI_SUCCESS;
     for (int i = 0; i < n && !st; i++) {
         if (runs[i].peers != comm->peers || runs[i].state != RUN_WAITING)
             continue;
+        const tt_exec_t *x = runs[i].x;
+        int p2p = x->coll == TT_COLL_SEND || x->coll == TT_COLL_RECV;
         for (int k = 0; k < runs[i].s->nsteps; k++) {
             int q = runs[i].s->steps[k].peer, known = 0;
             if (q < 0 || comm->peers[q].ops)
                 continue;
+            if (!p2p && x->seq < earliest)
+                earliest = x->seq;
             for (int j = 0; j < nneed && !known; j++)
                 known = need[j] == q;
             if (known)
@@ -555,7 +561,7 @@ static tutti_status_t connect_peers(tutti_comm_t comm, const run_t *runs, int n)
         }
     }
     if (!st && nneed)
-        st = tt_comm_connect(comm, need, nneed);
+        st = tt_comm_connect(comm, need, nneed, earliest);
     free(need);
     return st;
 }

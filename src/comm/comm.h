@@ -190,12 +190,13 @@ int tt_comm_host_tp(tutti_comm_t comm, int q, int from);
  * connection to each of peers[0..n) (ranks of comm, this one skipped),
  * making the missing ones: each with a peer that takes part, as a
  * collective's schedule or the matching send or receive does. Fails
- * (recorded) when a peer dies or gives up meanwhile, at the timeout, or
- * when no transport can serve a pair. A peer's own requests are answered
- * by its bootstrap thread, so the rank that asks never waits for the
- * other's main thread.
+ * (recorded) when a peer dies, or gives up in collective seq or before it
+ * (seq: the earliest call the connections serve; UINT64_MAX for sends and
+ * receives, which any give-up ends), at the timeout, or when no transport
+ * can serve a pair. A peer's own requests are answered by its bootstrap
+ * thread, so the rank that asks never waits for the other's main thread.
  */
-tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n);
+tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n, uint64_t seq);
 /* Completes the connections other ranks asked this one for (a receive
  * from any source must see their messages); cheap when there are none. */
 tutti_status_t tt_comm_connect_asked(tutti_comm_t comm);

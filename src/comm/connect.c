@@ -111,13 +111,13 @@ static tutti_status_t asker_gone(void *arg)
     return TUTTI_ERR_PEER_FAILED;
 }
 
-static tutti_status_t watch(tutti_comm_t comm, const int *peers, int n, int64_t deadline);
+static tutti_status_t watch(tutti_comm_t comm, const int *peers, int n, uint64_t seq, int64_t deadline);
 
 /* While q's listener refuses the offer: a revocation, an abort or a peer
  * gone ends the wait at once (q may have closed the communicator). */
 static tutti_status_t offer_watch(void *arg)
 {
-    return watch(arg, NULL, 0, INT64_MAX);
+    return watch(arg, NULL, 0, UINT64_MAX, INT64_MAX);
 }
 
 /* Offers q this rank's side over the first transport from `from` that can
@@ -267,10 +267,11 @@ static int advance(tutti_comm_t comm, int q, int *answering, tutti_status_t *err
     return rc;
 }
 
-/* A peer that died or gave up, an abort, or the deadline ends the wait. */
-static tutti_status_t watch(tutti_comm_t comm, const int *peers, int n, int64_t deadline)
+/* A peer that died or gave up in call seq or before it, an abort, or the
+ * deadline ends the wait. */
+static tutti_status_t watch(tutti_comm_t comm, const int *peers, int n, uint64_t seq, int64_t deadline)
 {
-    tutti_status_t st = tt_comm_news(comm, "connecting to the peers", UINT64_MAX);
+    tutti_status_t st = tt_comm_news(comm, "connecting to the peers", seq);
     if (st)
         return st;
     if (atomic_load_explicit(&comm->aborting, memory_order_relaxed))
@@ -297,11 +298,12 @@ static tutti_status_t cause(tutti_comm_t comm, tutti_status_t st)
         return st;
     for (int64_t until = tt_now_ms() + CAUSE_WAIT_MS; !tt_comm_has_news(comm) && tt_now_ms() < until;)
         tt_star_wait_mail(comm->bs.star, tt_now_ms() + STEP_MS);
+    /* The connection failed already: whichever call the news is of says why. */
     tutti_status_t why = tt_comm_news(comm, "connecting to the peers", UINT64_MAX);
     return why ? why : st;
 }
 
-tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n)
+tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n, uint64_t seq)
 {
     if (!comm->pairs)
         return TUTTI_SUCCESS;
@@ -319,7 +321,7 @@ tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n)
         }
         if (!missing)
             return TUTTI_SUCCESS;
-        TT_TRY(watch(comm, peers, n, deadline));
+        TT_TRY(watch(comm, peers, n, seq, deadline));
         /* Answers wake the wait; the other side's part of a pair this rank
          * answered (a socket it dials) does not: look again soon. */
         tt_star_wait_mail(comm->bs.star, tt_now_ms() + (answering ? JOIN_STEP_MS : STEP_MS));
@@ -335,7 +337,7 @@ tutti_status_t tt_comm_connect_asked(tutti_comm_t comm)
         int asked = comm->pairs->of[q] && comm->pairs->of[q]->state == PAIR_ANSWERED;
         pthread_mutex_unlock(&comm->pairs->lock);
         if (asked)
-            TT_TRY(tt_comm_connect(comm, &q, 1));
+            TT_TRY(tt_comm_connect(comm, &q, 1, UINT64_MAX));
     }
     return TUTTI_SUCCESS;
 }
