@@ -6,12 +6,17 @@
  * disturb the parent's job.
  */
 #include <check.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "comm/comm.h"
+#include "comm/star_impl.h"
+#include "core/clock.h"
 #include "harness.h"
 
 static tutti_comm_t one_rank_comm(void)
@@ -180,6 +185,49 @@ START_TEST(forked_child_exits_without_a_word)
 }
 END_TEST
 
+/* White box: rank 0 forks while its star thread answers another rank's
+ * offer (the mail lock held, as the handler runs under it). The child's
+ * copy of that lock stays held for good: its abort or destroy must not
+ * take it, nor wait for a thread it does not have. */
+static int fork_while_answering(tutti_comm_t handle, int r, int p, void *arg)
+{
+    child_end_t end = *(const child_end_t *)arg;
+    (void)p;
+    if (r == 0) {
+        tt_star_t *star = tt_comm_lookup(handle, NULL)->bs.star;
+        fflush(stderr);
+        pthread_mutex_lock(&star->mail_lock);
+        pid_t child = fork();
+        if (child == 0)
+            _exit(end == CHILD_ABORTS ? tutti_comm_abort(handle) != TUTTI_SUCCESS
+                                      : tutti_comm_destroy(handle) != TUTTI_SUCCESS);
+        pthread_mutex_unlock(&star->mail_lock);
+        int status = 0;
+        pid_t got = 0;
+        for (int64_t until = tt_now_ms() + 10000; got == 0 && tt_now_ms() < until; usleep(10000))
+            got = waitpid(child, &status, WNOHANG);
+        if (got == 0) {
+            kill(child, SIGKILL);
+            waitpid(child, &status, 0);
+        }
+        TT_FAIL_IF(got != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0, "the forked child's %s %s",
+                   end == CHILD_ABORTS ? "abort" : "destroy",
+                   got == 0 ? "hung on a lock its parent's star thread held at the fork" : "failed");
+    }
+    float x = 1, y = 0;
+    TT_FAIL_IF(tutti_allreduce(&x, &y, 1, TUTTI_FP32, TUTTI_SUM, handle, NULL), "rank %d: allreduce: %s", r,
+               tutti_comm_last_error(handle));
+    return 0;
+}
+
+START_TEST(a_child_forked_mid_answer_ends_its_copy)
+{
+    child_end_t ends[] = {CHILD_ABORTS, CHILD_DESTROYS};
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    tt_run_ranks(2, fork_while_answering, &ends[_i], 40);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("handles");
@@ -193,6 +241,7 @@ int main(void)
     tcase_add_test(tc, forked_child_destroys_its_copy_over_tcp);
     tcase_add_test(tc, forked_child_aborts_its_copy_over_tcp);
     tcase_add_test(tc, forked_child_exits_without_a_word);
+    tcase_add_loop_test(tc, a_child_forked_mid_answer_ends_its_copy, 0, 2);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -200,9 +200,10 @@ tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n, uint6
 /* Completes the connections other ranks asked this one for (a receive
  * from any source must see their messages); cheap when there are none. */
 tutti_status_t tt_comm_connect_asked(tutti_comm_t comm);
-/* Set-up and teardown of what connect.c keeps. */
+/* Set-up and teardown of what connect.c keeps (local_only: in a forked
+ * child, as tt_comm_teardown). */
 tutti_status_t tt_comm_pairs_init(tutti_comm_t comm);
-void tt_comm_pairs_free(tutti_comm_t comm);
+void tt_comm_pairs_free(tutti_comm_t comm, int local_only);
 
 /*
  * Announces collective seq (signature sig) to the device transport's

@@ -363,17 +363,21 @@ tutti_status_t tt_comm_pairs_init(tutti_comm_t comm)
     return TUTTI_SUCCESS;
 }
 
-void tt_comm_pairs_free(tutti_comm_t comm)
+void tt_comm_pairs_free(tutti_comm_t comm, int local_only)
 {
     struct tt_pairs *ps = comm->pairs;
     if (!ps)
         return;
-    if (comm->bs.star)
+    /* A forked child has no star thread, and its copies of the star's mail
+     * lock and of ps->lock are held for good if the parent's star thread
+     * was answering an offer at the fork: it takes neither. */
+    if (comm->bs.star && !local_only)
         tt_star_on_mail(comm->bs.star, NULL, NULL);
     for (int q = 0; q < comm->nranks; q++)
         free(ps->of[q]);
     free(ps->of);
-    pthread_mutex_destroy(&ps->lock);
+    if (!local_only)
+        pthread_mutex_destroy(&ps->lock);
     free(ps);
     comm->pairs = NULL;
 }

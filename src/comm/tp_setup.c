@@ -193,7 +193,7 @@ tutti_status_t tt_comm_tp_connect(tutti_comm_t comm, unsigned char (*blobs)[TT_A
 
 void tt_comm_teardown(tutti_comm_t comm, int local_only)
 {
-    tt_comm_pairs_free(comm); /* no answer to another rank runs past here */
+    tt_comm_pairs_free(comm, local_only); /* no answer to another rank runs past here */
     for (int i = 0; i < comm->nconnected; i++)
         comm->peers[comm->connected[i]].ops->close(comm->peers[comm->connected[i]].conn);
     for (int r = 0; comm->device_peers && r < comm->nranks && !local_only; r++)
