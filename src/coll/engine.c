@@ -531,37 +531,30 @@ static tutti_status_t lay_out(tutti_comm_t comm, run_t *runs, int n)
 }
 
 /* Connects the peers the runs name that are not connected yet (at first
- * use: every peer named is in the same call on its side). News of a give-up
- * in a later call than the earliest one served leaves the connecting alone. */
+ * use: every peer named is in the same call on its side), for the earliest
+ * collective among them: a later call's give-up leaves the connecting alone. */
 static tutti_status_t connect_peers(tutti_comm_t comm, const run_t *runs, int n)
 {
     int *need = NULL, nneed = 0;
-    uint64_t earliest = UINT64_MAX;
-    tutti_status_t st = TUTTI_SUCCESS;
-    for (int i = 0; i < n && !st; i++) {
-        if (runs[i].peers != comm->peers || runs[i].state != RUN_WAITING)
-            continue;
+    uint64_t earliest = UINT64_MAX; /* sends and receives: any give-up ends them anyway */
+    for (int i = 0; i < n; i++) {
         const tt_exec_t *x = runs[i].x;
-        int p2p = x->coll == TT_COLL_SEND || x->coll == TT_COLL_RECV;
-        for (int k = 0; k < runs[i].s->nsteps; k++) {
+        int waiting = runs[i].peers == comm->peers && runs[i].state == RUN_WAITING;
+        for (int k = 0; waiting && k < runs[i].s->nsteps; k++) {
             int q = runs[i].s->steps[k].peer, known = 0;
             if (q < 0 || comm->peers[q].ops)
                 continue;
-            if (!p2p && x->seq < earliest)
+            if (x->coll != TT_COLL_SEND && x->coll != TT_COLL_RECV && x->seq < earliest)
                 earliest = x->seq;
             for (int j = 0; j < nneed && !known; j++)
                 known = need[j] == q;
-            if (known)
-                continue;
-            if (!need && !(need = malloc(sizeof(int) * (size_t)comm->nranks))) {
-                st = tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory to connect the peers");
-                break;
-            }
-            need[nneed++] = q;
+            if (!known && !need && !(need = malloc(sizeof(int) * (size_t)comm->nranks)))
+                return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory to connect the peers");
+            if (!known)
+                need[nneed++] = q;
         }
     }
-    if (!st && nneed)
-        st = tt_comm_connect(comm, need, nneed, earliest);
+    tutti_status_t st = nneed ? tt_comm_connect(comm, need, nneed, earliest) : TUTTI_SUCCESS;
     free(need);
     return st;
 }
