@@ -608,15 +608,17 @@ START_TEST(a_hello_for_the_next_shrink_waits_for_it)
     tt_rescue_member_t joined[4];
     for (int r = 0; r < 4; r++)
         joined[r].fd = -1;
-    tt_shrink_t coord = {.comm = &comm, .n = 4, .me = 0, .excluded = excluded, .dead = dead, .joined = joined};
+    tt_shrink_t coord = {
+        .comm = &comm, .n = 4, .me = 0, .excluded = excluded, .dead = dead, .joined = joined};
     tt_shrink_t mem = coord;
     mem.me = 3;
     mem.no = 1;
     unsigned char m[TT_RESCUE_NONCE];
     tt_rescue_nonce(m);
     ck_assert_int_eq(connect(mfd, (struct sockaddr *)&addr, alen), 0);
-    ck_assert_int_eq(tt_rescue_send(&mem, mfd, TT_RESCUE_HELLO, 0, m, NULL, NULL, 0, NULL, tt_now_ms() + 1000),
-                     TUTTI_SUCCESS);
+    ck_assert_int_eq(
+        tt_rescue_send(&mem, mfd, TT_RESCUE_HELLO, 0, m, NULL, NULL, 0, NULL, tt_now_ms() + 1000),
+        TUTTI_SUCCESS);
     tt_rescue_inbox_t *in = tt_rescue_inbox_new(&coord);
     ck_assert_ptr_nonnull(in);
     tt_rescue_inbox_serve(in, 1, -1, tt_now_ms() + 200);

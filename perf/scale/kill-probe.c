@@ -79,8 +79,9 @@ int main(void)
         snprintf(name, sizeof name, "rank.%d.json", rank);
         FILE *f = out_file(name);
         if (f) {
-            fprintf(f, "{\"rank\": %d, \"nranks\": %d, \"call\": %d, \"failed_at\": %.6f, \"waited_s\": %.6f, ", rank,
-                    nranks, i, t1, t1 - t0);
+            fprintf(f,
+                    "{\"rank\": %d, \"nranks\": %d, \"call\": %d, \"failed_at\": %.6f, \"waited_s\": %.6f, ",
+                    rank, nranks, i, t1, t1 - t0);
             fprintf(f, "\"status\": \"%s\", \"error\": \"", tutti_status_name(st));
             json_text(f, tutti_comm_last_error(comm));
             fprintf(f, "\"}\n");

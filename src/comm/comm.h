@@ -69,7 +69,7 @@ struct tutti_comm {
     tt_sockaddr_t *rescue;         /* every rank's TCP listener, by rank */
     tt_sockaddr_t *listeners;      /* every rank's bootstrap listener, where it is asked for connections */
     unsigned nshrinks;             /* shrinks begun on comm: their messages say which */
-    struct tt_rescue_held *rescue_held; /* what came for a later shrink than the one that took it (shrink_inbox.c) */
+    struct tt_rescue_held *rescue_held; /* hellos for the next shrink, held (shrink_inbox.c) */
     int shrunk_out_by;             /* the coordinator of a shrink of comm that left this rank out, -1 */
     unsigned shrunk_out_no;        /* which shrink that was */
     int busy;                      /* calls inside the library (tt_comm_enter), under the registry lock */
