@@ -102,7 +102,7 @@ class Job:
             for pid in [int(d) for d in os.listdir("/proc") if d.isdigit()]:
                 try:
                     with open(f"/proc/{pid}/stat") as f:
-                        sid = int(f.read().rsplit(")", 1)[1].split()[4])
+                        sid = int(f.read().rsplit(")", 1)[1].split()[3])  # state ppid pgrp session
                     if sid in leaders:
                         os.kill(pid, signal.SIGKILL)
                 except (OSError, ValueError, IndexError):
