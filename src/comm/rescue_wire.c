@@ -83,8 +83,10 @@ tutti_status_t tt_rescue_send(const tt_shrink_t *sh, int fd, tt_rescue_kind_t ki
     if (!msg)
         return TUTTI_ERR_NO_MEMORY;
     memcpy(msg, &h, sizeof h);
-    memcpy(msg + sizeof h, body, len);
-    memcpy(msg + sizeof h + len, tail, tl);
+    if (len) /* a hello or a challenge has no body, and no tail: NULL */
+        memcpy(msg + sizeof h, body, len);
+    if (tl)
+        memcpy(msg + sizeof h + len, tail, tl);
     tutti_status_t st = TUTTI_SUCCESS;
     if (kind != TT_RESCUE_HELLO &&
         code_of(sh, theirs, &h, msg + sizeof h, len + tl, msg + sizeof h + len + tl))
