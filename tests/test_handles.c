@@ -7,7 +7,6 @@
  */
 #include <check.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,6 @@
 
 #include "comm/comm.h"
 #include "comm/star_impl.h"
-#include "core/clock.h"
 #include "harness.h"
 
 static tutti_comm_t one_rank_comm(void)
@@ -202,17 +200,10 @@ static int fork_while_answering(tutti_comm_t handle, int r, int p, void *arg)
             _exit(end == CHILD_ABORTS ? tutti_comm_abort(handle) != TUTTI_SUCCESS
                                       : tutti_comm_destroy(handle) != TUTTI_SUCCESS);
         pthread_mutex_unlock(&star->mail_lock);
-        int status = 0;
-        pid_t got = 0;
-        for (int64_t until = tt_now_ms() + 10000; got == 0 && tt_now_ms() < until; usleep(10000))
-            got = waitpid(child, &status, WNOHANG);
-        if (got == 0) {
-            kill(child, SIGKILL);
-            waitpid(child, &status, 0);
-        }
-        TT_FAIL_IF(got != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0, "the forked child's %s %s",
-                   end == CHILD_ABORTS ? "abort" : "destroy",
-                   got == 0 ? "hung on a lock its parent's star thread held at the fork" : "failed");
+        int code;
+        int hung = tt_wait_ranks(1, &child, &code, 10); /* kills it at the deadline */
+        TT_FAIL_IF(hung || code != 0, "the forked child's %s %s", end == CHILD_ABORTS ? "abort" : "destroy",
+                   hung ? "hung on a lock its parent's star thread held at the fork" : "failed");
     }
     float x = 1, y = 0;
     TT_FAIL_IF(tutti_allreduce(&x, &y, 1, TUTTI_FP32, TUTTI_SUM, handle, NULL), "rank %d: allreduce: %s", r,

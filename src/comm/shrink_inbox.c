@@ -244,12 +244,12 @@ static int progress(tt_rescue_inbox_t *in, int i)
             return -1;
         }
         c->got += (size_t)n;
-        if (c->got == hsz && !c->payload && !c->challenged && c->hdr.magic == TT_RESCUE_MAGIC &&
-            c->hdr.kind == TT_RESCUE_HELLO && c->hdr.no == sh->no + 1) {
-            hold(in, i);
-            return -1;
-        }
         if (c->got == hsz && !c->payload) {
+            if (!c->challenged && c->hdr.magic == TT_RESCUE_MAGIC && c->hdr.kind == TT_RESCUE_HELLO &&
+                c->hdr.no == sh->no + 1) {
+                hold(in, i);
+                return -1;
+            }
             tt_rescue_kind_t kind = c->challenged                      ? TT_RESCUE_JOIN
                                     : c->hdr.kind == TT_RESCUE_VERDICT ? TT_RESCUE_VERDICT
                                                                        : TT_RESCUE_HELLO;
