@@ -17,9 +17,19 @@
 #   plain_root  1 leaves the new root a plain folder, as pbuilder's chroots
 #               are, instead of a mount point of its own
 #   tarball     a release tarball to unpack in /root/tutti instead of the clone
+#   prepare_to  a file: this run only prepares the new system (ends with
+#               chroot_prepared), leaves it on disk and writes its folder there
+#   prepared    such a file from an earlier run: the system it names is used
+#               instead of a new one (when it names none, one is made here)
 # then calls chroot_checks (exits 77 saying why when it cannot run),
-# chroot_create PREFIX, chroot_bootstrap PACKAGES and chroot_enter, and runs
-# commands inside with in_chroot.
+# chroot_start PREFIX PACKAGES, chroot_mount and chroot_fill, and runs commands
+# inside with in_chroot (in /root/tutti) or in_new_system (in /).
+#
+# Preparing ahead is for CI (.ci/run): bootstrapping and downloading wait on
+# the network and the disk, so they run in the background while the first
+# steps build, instead of in line. A prepared system is a plain folder
+# beside its log and a file saying how it was made (ROOT.ready); what
+# prepared it has exited, so nothing in it runs or is mounted.
 
 say() { echo "$ci_name: $*"; }
 skip() {
@@ -103,27 +113,33 @@ kill_inside() {
     done
 }
 
-# Stops what runs inside, unmounts what is mounted under $root, deepest
-# first, then deletes it. Never deletes while anything is still mounted
-# there: that would reach into the host's /dev or /proc.
-cleanup() {
-    status=$?
-    trap - EXIT INT TERM HUP
-    kill_inside
+# chroot_unmount: unmounts what is mounted under $root, deepest first;
+# fails when something stays mounted.
+chroot_unmount() {
     for pass in 1 2 3; do
         mounts=$(awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts | sort -r)
         [ -z "$mounts" ] && break
         for m in $mounts; do umount "$m" 2>/dev/null || [ "$pass" -lt 3 ] || umount -l "$m"; done
     done
-    if awk -v r="$root" '$2 == r || index($2, r "/") == 1 { found = 1 } END { exit !found }' /proc/self/mounts; then
+    ! awk -v r="$root" '$2 == r || index($2, r "/") == 1 { found = 1 } END { exit !found }' /proc/self/mounts
+}
+
+# Stops what runs inside, unmounts what is mounted under $root, then
+# deletes it. Never deletes while anything is still mounted there: that
+# would reach into the host's /dev or /proc.
+cleanup() {
+    status=$?
+    trap - EXIT INT TERM HUP
+    kill_inside
+    if ! chroot_unmount; then
         say "could not unmount everything under $root; not deleting it"
         [ "$status" -ne 0 ] || status=1
     elif [ "$keep" = 1 ]; then
         say "kept $root (log: $log)"
     else
-        rm -rf --one-file-system "$root" "$log" 2>/dev/null || {
+        rm -rf --one-file-system "$root" "$log" "$root.ready" 2>/dev/null || {
             kill_inside
-            rm -rf --one-file-system "$root" "$log"
+            rm -rf --one-file-system "$root" "$log" "$root.ready"
         }
     fi
     exit "$status"
@@ -134,9 +150,51 @@ cleanup() {
 chroot_create() {
     root=$(mktemp -d "$1.XXXXXX") || exit 1
     chmod 755 "$root" # it becomes /, which every user must be able to enter
+    chroot_own
+}
+
+# chroot_own: $root is this run's to clean up on every way out.
+chroot_own() {
     log=$root.log
     trap cleanup EXIT
     trap 'exit 130' INT TERM HUP
+}
+
+# chroot_start PREFIX [PACKAGES]: the new system: the one $prepared names,
+# when it is ready (adopted=1), else a new one bootstrapped here with
+# PACKAGES (chroot_create, chroot_bootstrap; adopted=0).
+chroot_start() {
+    adopted=0
+    dir=""
+    [ -z "${prepared:-}" ] || dir=$(cat "$prepared" 2>/dev/null)
+    if [ -n "$dir" ] && [ -f "$dir.ready" ]; then
+        root=$dir
+        chroot_own
+        adopted=1
+        t0=$(now)
+        t1=$t0
+        say "$(cat "$root.ready"), in $root"
+        rm -f "$root.ready" "$prepared"
+        return 0
+    fi
+    [ -z "${prepared:-}" ] || say "no system was prepared beforehand ($prepared names none ready); making one here"
+    chroot_create "$1"
+    chroot_bootstrap "${2:-}"
+}
+
+# chroot_prepared WHAT: ends a run that only prepares: unmounts, writes
+# WHAT (how the system was made) beside it and its folder to $prepare_to,
+# and exits 0 leaving it on disk.
+chroot_prepared() {
+    kill_inside
+    chroot_unmount || {
+        say "could not unmount everything under $root"
+        exit 1
+    }
+    echo "$1" >"$root.ready" && echo "$root" >"$prepare_to" || exit 1
+    trap - EXIT INT TERM HUP
+    say "prepared $root: $1"
+    exit 0
 }
 
 # chroot_bootstrap [PACKAGES]: debootstrap's minbase with the comma-separated
@@ -165,8 +223,8 @@ chroot_bootstrap() {
     say "bootstrap took $((t1 - t0)) s"
 }
 
-# The mounts, and the clone of $rev (or the tarball's tree) in /root/tutti.
-chroot_enter() {
+# chroot_mount: /proc, /sys, /dev, /dev/pts and /dev/shm bound into the new system.
+chroot_mount() {
     # The new root is made a mount point of its own (ip netns exec remounts /
     # there), private so nothing mounted in it reaches the host; or left a
     # plain folder, where the test suite must get by without that.
@@ -176,6 +234,10 @@ chroot_enter() {
     for fs in proc sys dev dev/pts dev/shm; do
         mount --bind "/$fs" "$root/$fs" || exit 1
     done
+}
+
+# chroot_fill: the clone of $rev (or the tarball's tree) in /root/tutti.
+chroot_fill() {
     if [ -n "${tarball:-}" ]; then
         mkdir "$root/root/tutti" && tar -xzf "$tarball" -C "$root/root/tutti" --strip-components=1 || exit 1
         return 0
@@ -184,11 +246,17 @@ chroot_enter() {
         exit 1
 }
 
-# Runs a command in the new system as a new user's root shell would, in
-# /root/tutti, except that make uses every core (MAKEFLAGS): the README's
-# plain `make check` would otherwise run the suites one at a time, which on
-# CI's two cores costs several minutes for nothing the commands prove.
-in_chroot() {
+# in_new_system COMMAND: runs COMMAND in the new system as a new user's root
+# shell would, in /, except that make uses every core (MAKEFLAGS): the
+# README's plain `make check` would otherwise run the suites one at a time,
+# which on CI's two cores costs several minutes for nothing the commands
+# prove.
+in_new_system() {
     run chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 MAKEFLAGS="-j$(nproc)" \
-        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/sh -c "cd /root/tutti && $1" </dev/null
+        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/sh -c "$1" </dev/null
+}
+
+# in_chroot COMMAND: the same, in /root/tutti.
+in_chroot() {
+    in_new_system "cd /root/tutti && $1"
 }

@@ -392,7 +392,9 @@ def deadline(args, results, name):
 
 def run(args):
     faulthandler.dump_traceback_later(args.limit, exit=True)
-    dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=60))
+    # An operation that waits longer fails the group: the case past its
+    # limit is reported as hung, the cases after it as not run.
+    dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=args.case_limit / 2))
     if torch.__version__ >= "2":
         # torch_styles2 imports this file by name: that name must be this
         # module, or its cases go to a second copy's CASES and never run.
