@@ -123,7 +123,7 @@ tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable,
         if (c->coll == TT_COLL_SEND)
             return tt_comm_pair_decide(comm, c->root, *seq, 0, 0, 0, direct);
         TT_TRY(tt_comm_pair_offer(comm, c->root, *seq, 0, 0));
-        return tt_comm_pair_took(comm, c->root, *seq, 0, direct);
+        return tt_comm_pair_read_decision(comm, c->root, *seq, 0, direct);
     }
     *seq = comm->coll_seq++;
     TT_TRY(check_news(comm, c, *seq));

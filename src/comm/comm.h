@@ -225,8 +225,8 @@ int tt_comm_wait_ended(tutti_comm_t comm, const char *call, uint64_t seq);
  * of every message agree whether it runs directly. Every send and receive
  * takes part, on host buffers too (one or two stores). The receiver leads:
  * tt_comm_pair_offer says whether it could receive k directly (sig: the
- * message's signature), then tt_comm_pair_took reads the sender's decision
- * (waiting for it only when it offered, *direct, and for at most
+ * message's signature), then tt_comm_pair_read_decision reads the
+ * sender's decision (waiting for it only when it offered, *direct, and for at most
  * TT_PAIR_RECEIVE_WAIT_NS: then it withdraws the offer, and k stages unless
  * the sender took it first) and lets the sender reuse its place. The
  * sender never waits for the receiver, but for up to wait_ns for its
@@ -240,7 +240,8 @@ void tt_comm_pair_set_receive_wait(int64_t ns);
 tutti_status_t tt_comm_pair_offer(tutti_comm_t comm, int sender, uint64_t k, int capable, uint64_t sig);
 tutti_status_t tt_comm_pair_decide(tutti_comm_t comm, int receiver, uint64_t k, int capable, uint64_t sig,
                                    int64_t wait_ns, int *direct);
-tutti_status_t tt_comm_pair_took(tutti_comm_t comm, int sender, uint64_t k, int offered, int *direct);
+tutti_status_t tt_comm_pair_read_decision(tutti_comm_t comm, int sender, uint64_t k, int offered,
+                                          int *direct);
 /* Binds the device transport to GPU device on the first call (later calls
  * say what the first found): 1 when direct runs are possible from here. */
 int tt_comm_device_bind(tutti_comm_t comm, int device);

@@ -151,7 +151,7 @@ static int decided(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int
     return said >= 0;
 }
 
-tutti_status_t tt_comm_pair_took(tutti_comm_t comm, int sender, uint64_t k, int offered, int *direct)
+tutti_status_t tt_comm_pair_read_decision(tutti_comm_t comm, int sender, uint64_t k, int offered, int *direct)
 {
     *direct = 0;
     if (comm->device_tp < 0)

@@ -21,7 +21,7 @@
  * grouped the pair's messages alike (signature()).
  *
  * A capable receive waits on the calling thread for its sender's decision
- * for a short while only (tt_comm_pair_took), then stages: a pipeline
+ * for a short while only (tt_comm_pair_read_decision), then stages: a pipeline
  * whose thread must go on before the sender can come still works.
  */
 #include <stdlib.h>
@@ -117,7 +117,8 @@ static tutti_status_t agree(tutti_comm_t comm, batch_t *b)
                                        &b->direct[i]));
     for (int i = 0; i < b->n; i++)
         if (b->calls[i].coll == TT_COLL_RECV)
-            TT_TRY(tt_comm_pair_took(comm, b->calls[i].root, b->seqs[i], b->capable[i], &b->direct[i]));
+            TT_TRY(
+                tt_comm_pair_read_decision(comm, b->calls[i].root, b->seqs[i], b->capable[i], &b->direct[i]));
     return TUTTI_SUCCESS;
 }
 

@@ -299,10 +299,17 @@ static int blame_decided(blame_t *b, const rank_proc_t *procs, int n)
     return now >= b->until || !any_dying(procs, n);
 }
 
-int main(int argc, char **argv)
+/* What the command line asked for. */
+typedef struct {
+    int n, nodes, tag, bind; /* bind -1: decide from the CPU count */
+    double grace;
+    char **program; /* the program and its arguments */
+} run_args_t;
+
+/* Reads the options into a; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, run_args_t *a)
 {
-    int n = 0, nodes = 1, tag = 0, opt, bind = -1; /* -1: decide from the CPU count */
-    double grace = 3.0;
+    *a = (run_args_t){.nodes = 1, .bind = -1, .grace = 3.0};
     static const struct option longopts[] = {{"nodes", required_argument, NULL, 'N'},
                                              {"tag-output", no_argument, NULL, 't'},
                                              {"grace", required_argument, NULL, 'g'},
@@ -310,6 +317,7 @@ int main(int argc, char **argv)
                                              {"np", required_argument, NULL, 'n'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
+    int opt;
     while ((opt = getopt_long(argc, argv, "+n:th", longopts, NULL)) != -1) {
         switch (opt) {
         case 'n': {
@@ -322,63 +330,74 @@ int main(int argc, char **argv)
                 fprintf(stderr, "tutti-run: -n takes a number of ranks >= 1, not '%s'\n", count);
                 return 2;
             }
-            n = (int)v;
+            a->n = (int)v;
             break;
         }
-        case 'N': nodes = atoi(optarg); break;
-        case 't': tag = 1; break;
-        case 'g': grace = atof(optarg); break;
+        case 'N': a->nodes = atoi(optarg); break;
+        case 't': a->tag = 1; break;
+        case 'g': a->grace = atof(optarg); break;
         case 'b':
             if (strcmp(optarg, "core") && strcmp(optarg, "none")) {
                 fprintf(stderr, "tutti-run: --bind takes core or none\n");
                 return 2;
             }
-            bind = strcmp(optarg, "core") == 0;
+            a->bind = strcmp(optarg, "core") == 0;
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (n < 1 || nodes < 1 || nodes > n || optind >= argc || grace < 0) {
+    if (a->n < 1 || a->nodes < 1 || a->nodes > a->n || optind >= argc || a->grace < 0) {
         fprintf(stderr, "tutti-run: %s\n",
                 optind >= argc ? "no program given" : "-n must be >= 1 and 1 <= --nodes <= n");
         usage(stderr);
         return 2;
     }
+    a->program = argv + optind;
+    return -1;
+}
 
-    if (tt_run_fd_limit(n, tag))
-        return 1;
-    if (bind < 0) {
-        /* Pinned ranks win where each has a core to itself; where other
-         * work runs, a rank pinned beside it stalls its peers, while the
-         * scheduler could have moved it to whichever core is free. */
-        cpu_set_t allowed;
-        int per_node = (n + nodes - 1) / nodes;
-        bind = sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
-               per_node + others_running() <= CPU_COUNT(&allowed);
-    }
+/* Pinned ranks win where each has a core to itself; where other work
+ * runs, a rank pinned beside it stalls its peers, while the scheduler
+ * could have moved it to whichever core is free. */
+static int bind_by_default(const run_args_t *a)
+{
+    cpu_set_t allowed;
+    int per_node = (a->n + a->nodes - 1) / a->nodes;
+    return sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
+           per_node + others_running() <= CPU_COUNT(&allowed);
+}
 
-    unsigned char key[TT_KEY_BYTES];
+/* The job's key and the bootstrap root's listener, both exported to the
+ * ranks (TUTTI_KEY, TUTTI_ROOT_ADDR, MASTER_ADDR/PORT); *listen_fd is
+ * left open across exec, for rank 0. */
+static int open_bootstrap(unsigned char key[TT_KEY_BYTES], int *listen_fd)
+{
     char keyhex[2 * TT_KEY_BYTES + 1], addrtext[96];
     tt_sockaddr_t root;
-    int listen_fd;
     if (tt_random_key(key) || tt_sock_pick_addr(tt_config_str(TT_CFG_SOCKET_IFNAME), &root) ||
-        tt_sock_listen(&root, &listen_fd)) {
+        tt_sock_listen(&root, listen_fd)) {
         fprintf(stderr, "tutti-run: cannot open the bootstrap listener\n");
-        return 1;
+        return -1;
     }
     /* The socket is inherited by rank 0 only (set per child). */
-    int flags = fcntl(listen_fd, F_GETFD);
-    fcntl(listen_fd, F_SETFD, flags & ~FD_CLOEXEC);
+    int flags = fcntl(*listen_fd, F_GETFD);
+    fcntl(*listen_fd, F_SETFD, flags & ~FD_CLOEXEC);
     hex_key(key, keyhex);
     tt_sock_addr_str(&root, addrtext, sizeof addrtext);
     setenv("TUTTI_KEY", keyhex, 1);
     setenv("TUTTI_ROOT_ADDR", addrtext, 1);
     if (export_master(&root)) {
         fprintf(stderr, "tutti-run: cannot find a free port for MASTER_PORT\n");
-        return 1;
+        return -1;
     }
+    return 0;
+}
 
+/* A stopping signal is passed on to the ranks; SIGCHLD wakes the main
+ * loop through wake_pipe. */
+static int catch_signals(void)
+{
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
@@ -386,30 +405,24 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK)) {
         perror("tutti-run: pipe");
-        return 1;
+        return -1;
     }
     struct sigaction sc = {.sa_handler = on_child, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
     sigaction(SIGCHLD, &sc, NULL);
+    return 0;
+}
 
-    rank_proc_t *procs = calloc((size_t)n, sizeof *procs);
-    tt_run_output_t out;
-    if (!procs || tt_run_output_init(&out, n, tag, wake_pipe[0]))
-        return 1;
-    int running = 0, first_code = 0, stopping = 0;
-    for (int r = 0; r < n; r++) {
-        if (start_rank(argv + optind, r, n, nodes, listen_fd, &out, bind, &procs[r]) < 0) {
-            first_code = 1;
-            stopping = 1;
-            break;
-        }
-        running++;
-    }
-    close(listen_fd);
-
-    int64_t term_at = stopping ? tt_now_ms() : -1, kill_at = -1;
+/* The ranks from their start to the last one's end: reaps them, names the
+ * first failure, and stops the rest after the grace period (SIGTERM, then
+ * SIGKILL 2 s later), or at once on a signal to tutti-run. Returns the
+ * job's exit code. */
+static int supervise(const run_args_t *a, rank_proc_t *procs, int running, int failed, tt_run_output_t *out)
+{
+    int n = a->n, first_code = failed;
+    int64_t term_at = failed ? tt_now_ms() : -1, kill_at = -1;
     blame_t blame = {.rank = -1, .until = -1};
     while (running > 0) {
-        tt_run_output_wait(&out, 50);
+        tt_run_output_wait(out, 50);
 
         /* Reap everything that ended; of several failures seen together
          * (or while a rank is dying), a death by signal is more likely the
@@ -428,16 +441,16 @@ int main(int argc, char **argv)
             }
         }
         if (first_code == 0 && blame_decided(&blame, procs, n)) {
-            int cause = blame.rank, cause_status = blame.status;
+            int cause = blame.rank;
             char why[128];
-            describe(cause_status, why, sizeof why);
-            first_code = exit_code(cause_status);
+            describe(blame.status, why, sizeof why);
+            first_code = exit_code(blame.status);
             if (running > 0)
                 fprintf(stderr, "tutti-run: rank %d (pid %d) %s; stopping the other %d rank(s) in %.1f s\n",
-                        cause, (int)procs[cause].pid, why, running, grace);
+                        cause, (int)procs[cause].pid, why, running, a->grace);
             else
                 fprintf(stderr, "tutti-run: rank %d (pid %d) %s\n", cause, (int)procs[cause].pid, why);
-            term_at = tt_now_ms() + (int64_t)(grace * 1000);
+            term_at = tt_now_ms() + (int64_t)(a->grace * 1000);
         }
         if (got_signal && term_at < 0) {
             fprintf(stderr, "tutti-run: got signal %d; stopping all ranks\n", (int)got_signal);
@@ -455,18 +468,55 @@ int main(int argc, char **argv)
             kill_at = now + 1000000;
         }
     }
-    tt_run_output_finish(&out);
-    /* Shared segments (and doorbells) are unlinked once mapped; sweep any left by a rank
-     * that died during set-up. */
+    return first_code;
+}
+
+/* Shared segments (and doorbells) are unlinked once mapped; sweeps any
+ * left by a rank that died during set-up. */
+static void sweep_segments(const unsigned char key[TT_KEY_BYTES], int n)
+{
+    unsigned long long tag = (unsigned long long)tt_key_tag(key);
     for (int r = 0; r < n; r++) {
         char name[96];
-        snprintf(name, sizeof name, TT_SHM_NAME_FORMAT, (unsigned long long)tt_key_tag(key), r);
+        snprintf(name, sizeof name, TT_SHM_NAME_FORMAT, tag, r);
         shm_unlink(name);
-        snprintf(name, sizeof name, TT_IPC_NAME_FORMAT, (unsigned long long)tt_key_tag(key), r);
+        snprintf(name, sizeof name, TT_IPC_NAME_FORMAT, tag, r);
         shm_unlink(name);
-        snprintf(name, sizeof name, TT_SHM_BELL_FORMAT, (unsigned long long)tt_key_tag(key), r);
+        snprintf(name, sizeof name, TT_SHM_BELL_FORMAT, tag, r);
         unlink(name);
     }
+}
+
+int main(int argc, char **argv)
+{
+    run_args_t a;
+    int code = parse_args(argc, argv, &a);
+    if (code >= 0)
+        return code;
+    if (tt_run_fd_limit(a.n, a.tag))
+        return 1;
+    if (a.bind < 0)
+        a.bind = bind_by_default(&a);
+
+    unsigned char key[TT_KEY_BYTES];
+    int listen_fd;
+    if (open_bootstrap(key, &listen_fd) || catch_signals())
+        return 1;
+    rank_proc_t *procs = calloc((size_t)a.n, sizeof *procs);
+    tt_run_output_t out;
+    if (!procs || tt_run_output_init(&out, a.n, a.tag, wake_pipe[0]))
+        return 1;
+    int running = 0, failed = 0;
+    for (int r = 0; r < a.n && !failed; r++) {
+        if (start_rank(a.program, r, a.n, a.nodes, listen_fd, &out, a.bind, &procs[r]) < 0)
+            failed = 1;
+        else
+            running++;
+    }
+    close(listen_fd);
+    code = supervise(&a, procs, running, failed, &out);
+    tt_run_output_finish(&out);
+    sweep_segments(key, a.n);
     free(procs);
-    return first_code;
+    return code;
 }
