@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The compressed all-reduce: its CPU path on host buffers (allreduce.c),
- * its GPU path on device buffers (allreduce_gpu.c) and what the two share.
+ * The compressed all-reduce: its public call (allreduce.c), its CPU path
+ * on host buffers (allreduce_cpu.c), its GPU path on device buffers
+ * (allreduce_gpu.c) and what the two share (state.c).
  * Both send the same messages and keep the same error-feedback state, so
  * ranks may mix them in one call.
  */
