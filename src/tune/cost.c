@@ -18,14 +18,12 @@ static tt_link_cost_t link_cost(double alpha_us, double gb_per_s, double reduce_
 void tt_cost_defaults(tt_cost_model_t *m)
 {
     *m = (tt_cost_model_t){0}; /* no pair table, no classes fixed */
-    /* Host classes reduce on the CPU; GPU classes in device kernels. The
-     * host figures are what tutti measures on a small x86 VM (perf/RESULTS.md);
-     * the others are typical of PCIe 4 x16, NVLink 3 and HDR InfiniBand. */
-    m->link[TT_LINK_SHM] = link_cost(1.0, 8.0, 10.0);
-    m->link[TT_LINK_TCP] = link_cost(15.0, 3.0, 10.0);
-    m->link[TT_LINK_PCIE] = link_cost(5.0, 20.0, 1000.0);
-    m->link[TT_LINK_NVLINK] = link_cost(3.0, 150.0, 1000.0);
-    m->link[TT_LINK_IB] = link_cost(3.0, 23.0, 10.0);
+    /* Each class's typical figures (TT_LINK_LIST says whose). */
+    for (int l = 0; l < TT_LINK_COUNT; l++) {
+        const tt_link_facts_t *f = tt_link_facts((tt_link_t)l);
+        m->link[l] =
+            (tt_link_cost_t){f->alpha_us * 1e-6, 1.0 / (f->gb_per_s * 1e9), 1.0 / (f->reduce_gb_per_s * 1e9)};
+    }
     m->intra = TT_LINK_SHM;
     m->inter = TT_LINK_TCP;
     m->inter_links = 1;
@@ -153,19 +151,14 @@ tt_round_cost_t tt_cost_round(const tt_cost_model_t *m, const tt_coll_args_t *ar
                               int round, size_t elem, int nslices)
 {
     tt_round_cost_t rc = {.busiest = m->intra};
-    /* The CPU copies for shm and tcp and reduces for every host class;
-     * crowded ranks get a share of it. GPU classes use DMA and kernels. */
+    /* Where the CPU copies or reduces (TT_LINK_LIST), crowded ranks get a
+     * share of it; DMA engines and GPU kernels are not shared so. */
     double crowd = m->crowding > 1 ? m->crowding : 1;
-    const double copy_share[TT_LINK_COUNT] = {[TT_LINK_SHM] = crowd,
-                                              [TT_LINK_TCP] = crowd,
-                                              [TT_LINK_PCIE] = 1,
-                                              [TT_LINK_NVLINK] = 1,
-                                              [TT_LINK_IB] = 1};
-    const double reduce_share[TT_LINK_COUNT] = {[TT_LINK_SHM] = crowd,
-                                                [TT_LINK_TCP] = crowd,
-                                                [TT_LINK_PCIE] = 1,
-                                                [TT_LINK_NVLINK] = 1,
-                                                [TT_LINK_IB] = crowd};
+    double copy_share[TT_LINK_COUNT], reduce_share[TT_LINK_COUNT];
+    for (int l = 0; l < TT_LINK_COUNT; l++) {
+        copy_share[l] = tt_link_facts((tt_link_t)l)->cpu_copies ? crowd : 1;
+        reduce_share[l] = tt_link_facts((tt_link_t)l)->cpu_reduces ? crowd : 1;
+    }
     double out[TT_LINK_COUNT] = {0}, in[TT_LINK_COUNT] = {0}, local = 0;
     int nout[TT_LINK_COUNT] = {0}, nin[TT_LINK_COUNT] = {0};
     int n;
