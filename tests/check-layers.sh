@@ -17,7 +17,8 @@
 # what find sees less what a build makes; and the objects of the build tree
 # (TT_BUILDDIR, default the source tree). It writes nothing. Prints every
 # breach and exits 1 if there is one.
-top=$(cd "${TT_SRCDIR:-$(dirname "$0")/..}" && pwd -P) || exit 1
+here=$(cd "$(dirname "$0")" && pwd -P) || exit 1 # tests/, where sources.sh is
+top=$(cd "${TT_SRCDIR:-$here/..}" && pwd -P) || exit 1
 build=${TT_BUILDDIR:-$top}
 cd "$top" || exit 1
 
@@ -48,21 +49,8 @@ breach() {
     bad=1
 }
 
-# Every source file, one per line. A build makes objects, libraries,
-# dependency files and programs without a suffix, and X from X.in.
-all_sources() {
-    if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$top" ]; then
-        git ls-files -co --exclude-standard
-    elif [ -f build-aux/dist-files ]; then
-        cat build-aux/dist-files
-    else
-        find . \( -name .git -o -name .libs -o -name .deps -o -name autom4te.cache \) -prune -o -type f \
-            \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' -o -name '*.py' -o -name '*.sh' -o -name '*.map' \
-            -o -name '*.include' -o -name '*.in' \) -print | sed 's|^\./||' |
-            while IFS= read -r f; do [ -f "$f.in" ] || echo "$f"; done
-    fi
-}
-sources=$(all_sources)
+. "$here/sources.sh"
+sources=$(tt_sources)
 
 # pick PATTERN...: the sources there are that match a pattern ('*' spans folders).
 pick() {

@@ -25,6 +25,7 @@
 #include "comm/comm.h"
 #include "core/clock.h"
 #include "reduce/reduce.h"
+#include "transports/transport.h"
 #include "tune/cost_save.h"
 
 /* Up to 16 MiB: the largest exchanges stream through memory, as large collectives do. */
@@ -84,15 +85,6 @@ static void hockney(link_fit_t *f)
     }
 }
 
-static tt_link_t class_of(const char *transport)
-{
-    if (strcmp(transport, "shm") == 0)
-        return TT_LINK_SHM;
-    if (strcmp(transport, "verbs") == 0)
-        return TT_LINK_IB;
-    return TT_LINK_TCP;
-}
-
 /* The transports of every pair of the job's communicator, on rank 0: [a * n + b] index into tt_transports. */
 static tutti_status_t pair_transports(tt_bw_job_t *job, int *idx)
 {
@@ -120,14 +112,14 @@ static int pick_pairs(tt_bw_job_t *job, const int *idx, link_fit_t *fits)
                 int across = job->in->hosts.host_of[a] != job->in->hosts.host_of[b];
                 if (idx[a * n + b] < 0 || across != (pass == 0))
                     continue;
-                const char *name = tt_transports[idx[a * n + b]]->name;
+                const tt_transport_ops_t *tp = tt_transports[idx[a * n + b]];
                 int seen = 0;
                 for (int k = 0; k < count; k++)
-                    seen |= fits[k].cls == class_of(name);
+                    seen |= fits[k].cls == tp->link; /* the class its ops say it provides */
                 if (seen || count == TT_LINK_COUNT)
                     continue;
-                fits[count] = (link_fit_t){.cls = class_of(name), .a = a, .b = b};
-                snprintf(fits[count++].transport, sizeof fits[0].transport, "%s", name);
+                fits[count] = (link_fit_t){.cls = tp->link, .a = a, .b = b};
+                snprintf(fits[count++].transport, sizeof fits[0].transport, "%s", tp->name);
             }
     return count;
 }

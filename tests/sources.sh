@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: MIT
+# Sourced by the checks that read the tree's sources (check-layers.sh,
+# check-recipes.sh), from its top ($top): tt_sources prints every source
+# file, one per line: git's list in a checkout, else the list a release
+# tarball carries (build-aux/dist-files, written by make dist), else what
+# find sees less what a build makes (objects, libraries, dependency files,
+# programs without a suffix, and X from X.in).
+tt_sources() {
+    if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$top" ]; then
+        git ls-files -co --exclude-standard
+    elif [ -f build-aux/dist-files ]; then
+        cat build-aux/dist-files
+    else
+        find . \( -name .git -o -name .libs -o -name .deps -o -name autom4te.cache \) -prune -o -type f \
+            \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' -o -name '*.py' -o -name '*.sh' \
+            -o -name '*.map' -o -name '*.include' -o -name '*.in' \) -print | sed 's|^\./||' |
+            while IFS= read -r f; do [ -f "$f.in" ] || echo "$f"; done
+    fi
+}
