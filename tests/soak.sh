@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # The soak, run from CI: 10,000 random collectives on 4 ranks over shm and
 # over tcp, each result checked (tests/soak.c), then a shorter run of each
-# under valgrind: no leak, no invalid access. Every run also checks that no
-# rank gained a file descriptor and that no shared segment was left.
+# under valgrind: no leak, no invalid access. Every run also checks that a
+# rank's descriptors stop growing once its calls have met every peer (they
+# are made at first use), that destroy closes every one the communicator
+# opened, and that no shared segment was left.
 # usage: tests/soak.sh [ITERS] [VALGRIND_ITERS]   (in the build tree)
 iters=${1:-10000}
 vg_iters=${2:-300}
