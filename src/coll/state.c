@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The coll layer's state on a communicator (state.h), made on first use
+ * and freed with the communicator, and what it tells the layers above: the
+ * bytes this rank sent, and tutti-explain --measure's trace of the last
+ * call.
+ */
+#include <stdlib.h>
+
+#include "coll/coll.h"
+#include "coll/state.h"
+
+static void state_destroy(tutti_comm_t comm, void *state)
+{
+    tt_coll_state_t *s = state;
+    (void)comm;
+    tt_sched_cache_free(&s->sched_cache);
+    free(s->scratch);
+    free(s->engine_ws);
+    free(s->wait_fds);
+    free(s);
+}
+
+static const tt_layer_ops_t coll_layer_ops = {.destroy = state_destroy};
+
+tt_coll_state_t *tt_coll_state(tutti_comm_t comm)
+{
+    tt_coll_state_t *s = tt_comm_layer(comm, TT_LAYER_COLL);
+    if (!s && (s = calloc(1, sizeof *s)) != NULL)
+        tt_comm_layer_set(comm, TT_LAYER_COLL, s, &coll_layer_ops);
+    if (!s)
+        tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory for the collectives' state");
+    return s;
+}
+
+uint64_t tt_coll_bytes_sent(tutti_comm_t comm)
+{
+    tt_coll_state_t *s = tt_comm_layer(comm, TT_LAYER_COLL);
+    return s ? s->bytes_sent : 0;
+}
+
+void tt_coll_trace(tutti_comm_t comm, int64_t *round_end_ns, int cap)
+{
+    tt_coll_state_t *s = tt_coll_state(comm);
+    if (s) {
+        s->trace.round_end_ns = round_end_ns;
+        s->trace.cap = cap;
+    }
+}
+
+const tt_algorithm_t *tt_coll_traced(tutti_comm_t comm, int *nrounds, int *nslices)
+{
+    tt_coll_state_t *s = tt_comm_layer(comm, TT_LAYER_COLL);
+    if (!s || !s->trace.algo)
+        return NULL;
+    *nrounds = s->trace.nrounds;
+    *nslices = s->trace.nslices;
+    return s->trace.algo;
+}
