@@ -308,9 +308,17 @@ def supervise(procs, tail, events, on_event, limit_s):
 def run_tutti(args, tmp):
     import torch.distributed as dist
 
-    port = free_port()
-    store = dist.TCPStore("127.0.0.1", port, is_master=True, timeout=datetime.timedelta(seconds=120),
-                          wait_for_workers=False)
+    # A free port can be taken by another process before the store binds it
+    # (tests run side by side): then another port is tried.
+    for attempt in range(5):
+        port = free_port()
+        try:
+            store = dist.TCPStore("127.0.0.1", port, is_master=True, timeout=datetime.timedelta(seconds=120),
+                                  wait_for_workers=False)
+            break
+        except RuntimeError as e:
+            if "Address already in use" not in str(e) or attempt == 4:
+                raise
     tail, events, procs, at = Tail(), [], {}, {}
 
     def start(name, extra):
