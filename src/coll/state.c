@@ -25,12 +25,8 @@ static const tt_layer_ops_t coll_layer_ops = {.destroy = state_destroy};
 
 tt_coll_state_t *tt_coll_state(tutti_comm_t comm)
 {
-    tt_coll_state_t *s = tt_comm_layer(comm, TT_LAYER_COLL);
-    if (!s && (s = calloc(1, sizeof *s)) != NULL)
-        tt_comm_layer_set(comm, TT_LAYER_COLL, s, &coll_layer_ops);
-    if (!s)
-        tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory for the collectives' state");
-    return s;
+    return tt_comm_layer_make(comm, TT_LAYER_COLL, sizeof(tt_coll_state_t), &coll_layer_ops,
+                              "the collectives' state");
 }
 
 uint64_t tt_coll_bytes_sent(tutti_comm_t comm)

@@ -128,6 +128,17 @@ void tt_comm_layer_set(tutti_comm_t comm, tt_layer_t layer, void *state, const t
     comm->layers[layer].ops = ops;
 }
 
+void *tt_comm_layer_make(tutti_comm_t comm, tt_layer_t layer, size_t bytes, const tt_layer_ops_t *ops,
+                         const char *what)
+{
+    void *s = tt_comm_layer(comm, layer);
+    if (!s && (s = calloc(1, bytes)) != NULL)
+        tt_comm_layer_set(comm, layer, s, ops);
+    if (!s)
+        tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory for %s", what);
+    return s;
+}
+
 static void layers_free(tutti_comm_t comm)
 {
     for (int l = TT_LAYER_COUNT - 1; l >= 0; l--) /* the device proxy uses the connections */

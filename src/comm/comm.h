@@ -174,6 +174,10 @@ void tt_comm_who_is_stuck(tutti_comm_t comm, char *out, size_t len);
 /* The state layer keeps on comm (NULL until it set one). */
 void *tt_comm_layer(tutti_comm_t comm, tt_layer_t layer);
 void tt_comm_layer_set(tutti_comm_t comm, tt_layer_t layer, void *state, const tt_layer_ops_t *ops);
+/* The layer's state, made zeroed (bytes) with ops on first use; NULL
+ * without memory, recorded as comm's error naming what. */
+void *tt_comm_layer_make(tutti_comm_t comm, tt_layer_t layer, size_t bytes, const tt_layer_ops_t *ops,
+                         const char *what);
 
 /* The class of the host link between ranks a and b (a != b): that of the
  * first transport every rank offers that reaches b from a, from their

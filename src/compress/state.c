@@ -29,12 +29,8 @@ static const tt_layer_ops_t compress_layer_ops = {.destroy = state_destroy};
 
 tt_compress_state_t *tt_compress_state(tutti_comm_t comm)
 {
-    tt_compress_state_t *s = tt_comm_layer(comm, TT_LAYER_COMPRESS);
-    if (!s && (s = calloc(1, sizeof *s)) != NULL)
-        tt_comm_layer_set(comm, TT_LAYER_COMPRESS, s, &compress_layer_ops);
-    if (!s)
-        tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "no memory for the compression's state");
-    return s;
+    return tt_comm_layer_make(comm, TT_LAYER_COMPRESS, sizeof(tt_compress_state_t), &compress_layer_ops,
+                              "the compression's state");
 }
 
 static tutti_status_t last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats)
@@ -186,4 +182,3 @@ void tt_compress_account(tutti_comm_t comm, uint64_t before, size_t count, tutti
     stats->bytes_sent = tt_coll_bytes_sent(comm) - before;
     stats->dense_bytes_sent = dense_ring_bytes(count, tutti_dtype_size(dtype), comm->nranks, comm->rank);
 }
-
