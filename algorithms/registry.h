@@ -18,11 +18,11 @@
     X(rabenseifner)                                                                                          \
     X(double_tree)                                                                                           \
     X(direct)                                                                                                \
-    X(bruck)                                                                                                 \
     X(chain)                                                                                                 \
     X(binomial)                                                                                              \
     X(scatter_allgather)                                                                                     \
     X(pairwise)                                                                                              \
+    X(bruck)                                                                                                 \
     X(dissemination)                                                                                         \
     X(p2p)                                                                                                   \
     X(hierarchical)                                                                                          \

@@ -1,10 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The heavy half of tests/test_scale.c, too long for make check: SHM_RANKS
-# ranks (256 unless given) run every collective right over shm, and
-# TCP_RANKS (128 unless given: every pair of an all-to-all over loopback
-# tcp costs a connection) over tcp, each rank moving at most 1 MB at set-up
-# and holding a few dozen descriptors after a ring all-reduce. From a built
+# ranks (1024 unless given) run every collective right over shm, and
+# TCP_RANKS (1024 unless given) over tcp, each rank moving at most 1 MB at
+# set-up and holding a few dozen descriptors after a ring all-reduce (about
+# 50 s each on 2 cores). From a built
 # tree (make tests/test-scale first):
 #     tests/scale-ci.sh [SHM_RANKS [TCP_RANKS]]
 set -u
@@ -21,6 +21,6 @@ run() { # TRANSPORT RANKS
         status=1
     fi
 }
-run shm "${1:-256}"
-run tcp "${2:-128}"
+run shm "${1:-1024}"
+run tcp "${2:-1024}"
 exit $status

@@ -130,8 +130,11 @@ int tt_sim_run(tt_sim_t *sim, const tt_algorithm_t *algo, tt_coll_args_t args)
         sim->scratch[r] = calloc(job.s[r].scratch_count + 1, sim->elem);
     /* Slices touch disjoint parts of every region (the engine's rule), so
      * each walks the job on its own. */
+    int asked = sim->nslices;
+    sim->nslices = tt_sched_slices(&job.s[0], asked);
     for (int k = 0; k < sim->nslices && rc == 0; k++)
         rc = run_slice(sim, &job, reduce, k);
+    sim->nslices = asked;
     for (int r = 0; r < p; r++)
         free(sim->scratch[r]);
     free(sim->scratch);

@@ -138,7 +138,8 @@ END_TEST
 
 /* Every registered algorithm, forced with TUTTI_ALGO (it then runs every
  * collective it serves): 3 ranks over shm, 5 (not a power of two either)
- * over tcp. */
+ * over tcp, then 3 over shm in slices of 4 KiB (up to 128 of them), where
+ * a schedule that must run whole (tt_sched_slices) is run so. */
 START_TEST(every_algorithm_forced)
 {
     setenv("TUTTI_ALGO", tt_algorithms[_i]->name, 1);
@@ -146,6 +147,10 @@ START_TEST(every_algorithm_forced)
     tt_run_ranks(3, collectives, NULL, 240);
     setenv("TUTTI_TRANSPORTS", "tcp", 1);
     tt_run_ranks(5, collectives, NULL, 240);
+    setenv("TUTTI_TRANSPORTS", "shm,tcp", 1);
+    setenv("TUTTI_SLICE_BYTES", "4096", 1);
+    tt_run_ranks(3, collectives, NULL, 240);
+    unsetenv("TUTTI_SLICE_BYTES");
     unsetenv("TUTTI_ALGO");
 }
 END_TEST

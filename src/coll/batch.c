@@ -61,7 +61,7 @@ static tutti_status_t prepare(tutti_comm_t comm, const tt_call_t *calls, int n, 
         if (st)
             return tt_comm_error(comm, st, "%s to/from rank %d in a batch: building its schedule failed: %s",
                                  tt_coll_name(c->coll), c->root, tutti_strerror(st));
-        tt_coll_exec(c, seq, NULL, &args, choice, &e->exec);
+        tt_coll_exec(c, &e->sched, seq, NULL, &args, choice, &e->exec);
         items[*m] =
             (tt_engine_item_t){.s = &e->sched, .x = &e->exec, .after = predecessor(calls, of_call, i)};
         of_call[i] = (*m)++;

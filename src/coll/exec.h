@@ -11,9 +11,10 @@ tt_coll_args_t tt_coll_args(tutti_comm_t comm, const tt_call_t *c);
 /* The algorithm and slice size for c over route (NULL: the host connections). */
 tt_tuned_t tt_coll_choose(tutti_comm_t comm, const tt_call_t *c, const tt_route_t *route,
                           const tt_coll_args_t *args);
-/* The engine's execution of c, numbered seq, sliced as choice says; the
- * scratch buffer is left for the caller to set. */
-void tt_coll_exec(const tt_call_t *c, uint64_t seq, const tt_route_t *route, const tt_coll_args_t *args,
-                  tt_tuned_t choice, tt_exec_t *x);
+/* The engine's execution of c's schedule s, numbered seq, sliced as
+ * choice says (whole where s must be); the scratch buffer is left for the
+ * caller to set. */
+void tt_coll_exec(const tt_call_t *c, const tt_sched_t *s, uint64_t seq, const tt_route_t *route,
+                  const tt_coll_args_t *args, tt_tuned_t choice, tt_exec_t *x);
 
 #endif

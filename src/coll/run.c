@@ -165,8 +165,8 @@ tt_tuned_t tt_coll_choose(tutti_comm_t comm, const tt_call_t *c, const tt_route_
     return tt_algo_choose(policy, args, bytes, tutti_dtype_size(c->dtype));
 }
 
-void tt_coll_exec(const tt_call_t *c, uint64_t seq, const tt_route_t *route, const tt_coll_args_t *args,
-                  tt_tuned_t choice, tt_exec_t *x)
+void tt_coll_exec(const tt_call_t *c, const tt_sched_t *s, uint64_t seq, const tt_route_t *route,
+                  const tt_coll_args_t *args, tt_tuned_t choice, tt_exec_t *x)
 {
     *x = (tt_exec_t){.coll = c->coll,
                      .wire_coll = is_p2p(c) ? TT_COLL_SEND : c->coll,
@@ -180,7 +180,7 @@ void tt_coll_exec(const tt_call_t *c, uint64_t seq, const tt_route_t *route, con
                      .peers = route ? route->peers : NULL};
     x->bufs[TT_BUF_INPUT] = (char *)c->send;
     x->bufs[TT_BUF_OUTPUT] = c->recv;
-    x->nslices = tt_tuner_slices(tt_tuner_chunk_bytes(args, x->elem), choice.slice_bytes);
+    x->nslices = tt_sched_slices(s, tt_tuner_slices(tt_tuner_chunk_bytes(args, x->elem), choice.slice_bytes));
 }
 
 tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route)
@@ -198,7 +198,7 @@ tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t se
         return tt_comm_error(comm, st, "%s: building the %s schedule failed: %s", tt_coll_name(c->coll),
                              algo ? algo->name : "(no algorithm)", tutti_strerror(st));
     tt_exec_t x;
-    tt_coll_exec(c, seq, route, &args, choice, &x);
+    tt_coll_exec(c, s, seq, route, &args, choice, &x);
     if (s->scratch_count)
         TT_TRY(scratch_for(comm, cs, c, s->scratch_count * x.elem, (void **)&x.bufs[TT_BUF_SCRATCH]));
     trace_call(cs, algo, s, &x);

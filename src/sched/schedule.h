@@ -121,6 +121,7 @@ typedef struct {
     size_t scratch_count; /* elements of scratch the schedule touches */
     size_t sent_count;    /* elements this rank sends in all */
     int max_round_steps;  /* steps in the widest round */
+    int whole;            /* 1: runs as one slice (see tt_sched_slices) */
 } tt_sched_t;
 
 /* Builder helpers; each returns TUTTI_SUCCESS or TUTTI_ERR_NO_MEMORY. */
@@ -134,6 +135,15 @@ tutti_status_t tt_sched_recv_reduce(tt_sched_t *s, int peer, tt_region_t dst, tt
 tutti_status_t tt_sched_copy(tt_sched_t *s, tt_region_t dst, tt_region_t src);
 /* Steps of round r: *n of them from the returned pointer. */
 const tt_step_t *tt_sched_round_steps(const tt_sched_t *s, int r, int *n);
+
+/* The slices s runs in where a call's size asks for nslices: a schedule
+ * that breaks the slicing rule on purpose (a message packed from blocks
+ * copied one by one) sets whole and runs as one slice, everywhere a
+ * schedule is run or priced. */
+static inline int tt_sched_slices(const tt_sched_t *s, int nslices)
+{
+    return s->whole ? 1 : nslices;
+}
 
 static inline tt_region_t tt_region(tt_buf_t buf, size_t off, size_t count)
 {

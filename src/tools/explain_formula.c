@@ -89,6 +89,16 @@ static double half(double p, double q)
     (void)p, (void)q;
     return 0.5;
 }
+/* Bruck's all-to-all: each round sends the blocks whose slot has its bit set. */
+static double bruck_blocks_over_p(double p, double q)
+{
+    (void)q;
+    double blocks = 0;
+    for (double d = 1; d < p; d *= 2)
+        for (double i = 1; i < p; i++)
+            blocks += fmod(floor(i / d), 2);
+    return blocks / p;
+}
 static double lg_p_plus_pm1(double p, double q)
 {
     (void)q;
@@ -118,6 +128,8 @@ static const formula_t formulas[] = {
     {&tt_algo_binomial, TT_COLL_REDUCE, "ceil(lg p) (alpha + n beta + n gamma)", lg_p, lg_p, lg_p, 0},
     {&tt_algo_chain, TT_COLL_REDUCE, "(p-1) (alpha + n beta + n gamma), one slice", pm1, pm1, pm1, 0},
     {&tt_algo_pairwise, TT_COLL_ALLTOALL, "(p-1) alpha + (p-1)/p n beta", pm1, pm1_over_p, zero, 0},
+    {&tt_algo_bruck, TT_COLL_ALLTOALL, "ceil(lg p) alpha + about ceil(lg p)/2 n beta, packed", lg_p,
+     bruck_blocks_over_p, zero, 0},
     {&tt_algo_dissemination, TT_COLL_BARRIER, "ceil(lg p) alpha", lg_p, zero, zero, 0},
 };
 

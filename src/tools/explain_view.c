@@ -172,6 +172,7 @@ int tt_view_open(tt_view_t *v, const tt_view_opts_t *o, const tt_algo_policy_t *
             return -1;
         }
     }
+    v->nslices = tt_sched_slices(&v->real[0], v->nslices);
     if (tt_explain_steps(&v->steps, v->m, o->algo, o->args, o->elem, v->nslices)) {
         fprintf(stderr, "tutti-explain: %s cannot place the rounds\n", o->algo->name);
         return -1;

@@ -25,6 +25,7 @@ typedef struct {
     double *work;         /* [i]: the busiest sampled rank's sending or receiving, every slice */
     round_shape_t *shape; /* the first sampled rank's rounds */
     int shape_rounds, alike, taken;
+    int whole; /* the schedules run as one slice (tt_sched_slices) */
     double steps;
     int nhosts, host[SAMPLE_HOSTS], host_size[SAMPLE_HOSTS], host_seen[SAMPLE_HOSTS];
     double host_out[SAMPLE_HOSTS], host_in[SAMPLE_HOSTS]; /* bytes to and from other hosts */
@@ -105,10 +106,12 @@ static int take_rank(sample_t *sm, const tt_algorithm_t *algo, const tt_coll_arg
     int h = 0;
     while (a->hosts && h < sm->nhosts && sm->host[h] != a->hosts->host_of[a->rank])
         h++;
+    sm->whole = s.whole;
     for (int i = 0; i < sm->count && rc == 0; i++) {
+        int ns = tt_sched_slices(&s, sm->nslices[i]);
         double send = 0, recv = 0;
         for (int k = 0; k < s.nrounds; k++) {
-            tt_round_cost_t c = tt_cost_round(sm->m, a, &s, k, sm->elem, sm->nslices[i]);
+            tt_round_cost_t c = tt_cost_round(sm->m, a, &s, k, sm->elem, ns);
             double *worst = &sm->per_round[(size_t)k * (size_t)sm->count + (size_t)i];
             *worst = c.seconds > *worst ? c.seconds : *worst;
             send += c.send_seconds;
@@ -118,7 +121,7 @@ static int take_rank(sample_t *sm, const tt_algorithm_t *algo, const tt_coll_arg
                 sm->host_in[h] += (double)c.received_off_host;
             }
         }
-        double busy = (send > recv ? send : recv) * sm->nslices[i];
+        double busy = (send > recv ? send : recv) * ns;
         sm->work[i] = busy > sm->work[i] ? busy : sm->work[i];
     }
     if (h < sm->nhosts)
@@ -216,7 +219,7 @@ int tt_cost_sample_price(const tt_cost_model_t *m, const tt_algorithm_t *algo, c
         double trip = 0, work = sm.work[i] > hosts_busy ? sm.work[i] : hosts_busy;
         for (int k = 0; k < sm.nrounds; k++)
             trip += sm.per_round[(size_t)k * (size_t)count + (size_t)i];
-        out[i] = trip + work * (1.0 - 1.0 / nslices[i]);
+        out[i] = trip + work * (1.0 - 1.0 / (sm.whole ? 1 : nslices[i]));
     }
     *alike = sm.alike;
     *steps = sm.taken ? sm.steps / sm.taken * args->nranks : 0;

@@ -156,6 +156,7 @@ int tt_cost_round_ends(const tt_cost_model_t *m, const tt_algorithm_t *algo, con
     job_t j = {0};
     int rc = -1;
     if (args->nranks <= TT_COST_EXACT_RANKS && job_build(&j, algo, args) == 0) {
+        nslices = tt_sched_slices(&j.job.s[0], nslices);
         job_costs(&j, m, elem, nslices);
         if (one_slice_trip(&j, m, elem, nslices) >= 0 && j.job.s[args->rank].nrounds == nrounds) {
             for (int k = 0; k < nrounds; k++)
@@ -173,9 +174,10 @@ int tt_cost_predict_walk(const tt_cost_model_t *m, const tt_algorithm_t *algo, c
     job_t j = {0};
     int rc = job_build(&j, algo, args); /* the schedules once, priced per slice count */
     for (int i = 0; i < count && rc == 0; i++) {
-        double work = job_costs(&j, m, elem, nslices[i]);
-        double trip = one_slice_trip(&j, m, elem, nslices[i]);
-        out[i] = trip < 0 ? -1 : trip + work * (1.0 - 1.0 / nslices[i]);
+        int ns = tt_sched_slices(&j.job.s[0], nslices[i]);
+        double work = job_costs(&j, m, elem, ns);
+        double trip = one_slice_trip(&j, m, elem, ns);
+        out[i] = trip < 0 ? -1 : trip + work * (1.0 - 1.0 / ns);
         rc = trip < 0 ? -1 : 0;
     }
     job_free(&j);
