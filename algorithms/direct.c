@@ -36,5 +36,5 @@ const tt_algorithm_t tt_algo_direct = {
     .name = "direct",
     .summary = "direct one-shot: every rank sends its input to all, then adds the p inputs in rank order",
     .build = {[TT_COLL_ALLREDUCE] = direct_allreduce},
-    .flags = TT_ALGO_RANK_ORDER,
+    .flags = TT_ALGO_RANK_ORDER | TT_ALGO_EVERY_PEER,
 };

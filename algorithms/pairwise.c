@@ -2,7 +2,8 @@
 /*
  * Pairwise exchange all-to-all: in round k rank r sends its block for r + k
  * and receives the block of r - k, so each round is a permutation and no
- * rank receives from two peers at once.
+ * rank receives from two peers at once. Every pair connects, as an
+ * all-to-all's data needs (Bruck's routes small blocks around that).
  */
 #include "sched/schedule.h"
 

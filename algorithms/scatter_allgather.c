@@ -38,4 +38,5 @@ const tt_algorithm_t tt_algo_scatter_allgather = {
     .name = "scatter_allgather",
     .summary = "scatter from the root, then ring all-gather: broadcast of large messages",
     .build = {[TT_COLL_BROADCAST] = scatter_allgather_broadcast},
+    .flags = TT_ALGO_EVERY_PEER, /* the root's scatter */
 };

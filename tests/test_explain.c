@@ -291,6 +291,65 @@ START_TEST(measured_corrections_steer_the_tuner_on_their_shape)
 }
 END_TEST
 
+/* The most distinct peers any rank of algo's schedules for args names. */
+static int widest_fan_out(const tt_algorithm_t *algo, tt_coll_args_t a)
+{
+    int widest = 0;
+    for (a.rank = 0; a.rank < a.nranks; a.rank++) {
+        tt_sched_t s;
+        ck_assert_int_eq(tt_sched_build(algo, &a, &s), TUTTI_SUCCESS);
+        unsigned char *seen = calloc((size_t)a.nranks, 1);
+        int n = 0;
+        for (int i = 0; i < s.nsteps; i++)
+            if (s.steps[i].peer >= 0 && !seen[s.steps[i].peer]++)
+                n++;
+        widest = n > widest ? n : widest;
+        free(seen);
+        tt_sched_free(&s);
+    }
+    return widest;
+}
+
+/* An algorithm whose ranks connect to every other is flagged so (all-to-all
+ * and deterministic mode need it), and the tuner drops it beyond
+ * TT_TUNER_MAX_PEERS: a small all-reduce at 64 crowded ranks no longer
+ * takes the direct one, which connected every pair on its first call. */
+START_TEST(the_tuner_leaves_out_every_peer_algorithms_at_many_ranks)
+{
+    int p = TT_TUNER_MAX_PEERS + 8;
+    for (int i = 0; i < tt_num_algorithms; i++)
+        for (int c = 0; c < TT_COLL_COUNT; c++) {
+            const tt_algorithm_t *algo = tt_algorithms[i];
+            if (!algo->build[c] || c == TT_COLL_SEND || c == TT_COLL_RECV)
+                continue;
+            tt_coll_args_t a = {.coll = (tt_coll_t)c, .nranks = p, .root = 1, .count = 4 * (size_t)p};
+            int every = widest_fan_out(algo, a) == p - 1;
+            int exempt = c == TT_COLL_ALLTOALL || (algo->flags & TT_ALGO_ONLY_ORDERED);
+            ck_assert_msg(every == !!(algo->flags & TT_ALGO_EVERY_PEER) || (every && exempt),
+                          "%s's %s: a rank talks to %s peer, but the flag says otherwise", algo->name,
+                          tt_coll_name(a.coll), every ? "every" : "not every");
+        }
+    tt_tuner_t *t = calloc(1, sizeof *t), *det = calloc(1, sizeof *det);
+    tt_cost_defaults(&t->model);
+    t->model.crowding = 32; /* 64 ranks on 2 CPUs */
+    det->model = t->model;
+    det->deterministic = 1;
+    tt_coll_args_t a = {.coll = TT_COLL_ALLREDUCE, .nranks = TT_TUNER_MAX_PEERS + 1, .count = 1};
+    ck_assert(tt_tuner_considers(t, &tt_algo_direct, &a));
+    ck_assert_ptr_eq(tt_tuner_pick(t, &a, 4, 4).algo, &tt_algo_direct); /* still best here */
+    a.nranks = 64;
+    memset(t->cache, 0, sizeof t->cache);
+    ck_assert(!tt_tuner_considers(t, &tt_algo_direct, &a));
+    ck_assert_ptr_ne(tt_tuner_pick(t, &a, 4, 4).algo, &tt_algo_direct);
+    ck_assert(tt_tuner_considers(det, &tt_algo_direct, &a)); /* deterministic mode keeps it */
+    a.coll = TT_COLL_ALLTOALL;
+    a.count = 1 << 20;
+    ck_assert(tt_tuner_considers(t, &tt_algo_pairwise, &a));
+    free(t);
+    free(det);
+}
+END_TEST
+
 START_TEST(tutti_explain_shows_rounds_compares_and_draws)
 {
     static char out[1 << 18];
@@ -550,6 +609,7 @@ int main(void)
     tcase_add_loop_test(tc, global_steps_put_both_ends_of_every_message_together, 2, 13);
     tcase_add_test(tc, textbook_formulas_match_the_model_where_both_are_exact);
     tcase_add_test(tc, measured_corrections_steer_the_tuner_on_their_shape);
+    tcase_add_test(tc, the_tuner_leaves_out_every_peer_algorithms_at_many_ranks);
     tcase_add_test(tc, tutti_explain_measures_the_whole_call_across_sizes);
     tcase_add_test(tc, every_algorithm_file_is_registered_and_known_everywhere);
     suite_add_tcase(s, tc);

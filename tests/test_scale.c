@@ -109,8 +109,9 @@ END_TEST
 
 START_TEST(many_ranks_over_shm)
 {
-    /* A host's shm cannot give every pair of 512 ranks queues (the
-     * all-to-all's): the pairs its pools have no room for go over tcp. */
+    /* Any pair the host's shm pools have no room for goes over tcp (a
+     * large all-to-all connects every pair; the small one here, Bruck's,
+     * 2 lg p peers a rank). */
     at_scale("shm,tcp", ranks(), 1);
 }
 END_TEST

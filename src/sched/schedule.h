@@ -191,7 +191,8 @@ typedef tutti_status_t (*tt_sched_builder_t)(const tt_coll_args_t *args, tt_sche
 enum {
     TT_ALGO_RANK_ORDER = 1u << 0,   /* reductions add the terms in rank order (deterministic mode) */
     TT_ALGO_ONLY_ORDERED = 1u << 1, /* worth running only for its order, in deterministic mode */
-    TT_ALGO_MULTI_HOST = 1u << 2    /* differs from the ring only across several hosts of several ranks */
+    TT_ALGO_MULTI_HOST = 1u << 2,   /* differs from the ring only across several hosts of several ranks */
+    TT_ALGO_EVERY_PEER = 1u << 3    /* a rank connects to every other, where the collective does not need it */
 };
 
 /* One algorithm: its name, what it does, a builder per collective it

@@ -30,6 +30,8 @@ int tt_tuner_considers(const tt_tuner_t *t, const tt_algorithm_t *algo, const tt
         return (algo->flags & TT_ALGO_RANK_ORDER) != 0;
     if (algo->flags & TT_ALGO_ONLY_ORDERED)
         return 0;
+    if ((algo->flags & TT_ALGO_EVERY_PEER) && args->nranks - 1 > TT_TUNER_MAX_PEERS)
+        return 0;
     if (algo->flags & TT_ALGO_MULTI_HOST) /* on one host, or hosts of one rank, it is just the ring */
         return args->hosts && args->hosts->nhosts > 1 && args->hosts->per_host > 1;
     return 1;
