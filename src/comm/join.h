@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Joining through a launcher's variables (tutti_comm_init_env): where and
- * as whom each rank joins. init.c reads tutti-run's and torchrun's
- * variables and picks the launcher; slurm.c reads srun's.
+ * as whom each rank joins. init_env.c reads tutti-run's and torchrun's
+ * variables and picks the launcher; slurm.c reads srun's; join.c holds
+ * what they share.
  */
 #ifndef TT_JOIN_H
 #define TT_JOIN_H
@@ -19,6 +20,9 @@ typedef struct {
     tt_sockaddr_t root;
 } tt_join_t;
 
+/* TUTTI_KEY's hex into key: 0, or -1 when it is not 2 * TT_KEY_BYTES hex
+ * digits. */
+int tt_join_parse_key(const char *hex, unsigned char key[TT_KEY_BYTES]);
 /* Variable name as an integer from 0 to INT32_MAX into *out: 0, or -1 when
  * it is unset or not such a number. */
 int tt_join_env_int(const char *name, int *out);
