@@ -39,8 +39,9 @@ typedef struct {
  * version, an IPv4 or IPv6 address of the right length), else -1. */
 int tt_id_decode(const unsigned char bytes[TUTTI_UNIQUE_ID_BYTES], tt_id_t *id);
 
-/* Hands a socket listening for this key to a later rank-0 tt_bootstrap_init
- * in this process (tutti_get_unique_id, or a launcher's inherited socket). */
+/* What a process keeps for a job by key (bootstrap_kept.c). Hands a socket
+ * listening for this key to a later rank-0 tt_bootstrap_init in this
+ * process (tutti_get_unique_id, or a launcher's inherited socket). */
 void tt_bootstrap_keep_listener(const unsigned char *key, int fd);
 /* Closes the kept listener for key, if set-up failed before using it. */
 void tt_bootstrap_drop_listener(const unsigned char *key);
@@ -49,6 +50,8 @@ void tt_bootstrap_drop_listener(const unsigned char *key);
 void tt_bootstrap_note_root(const unsigned char *key, const char *note);
 /* " (NOTE)" for the job's root, or "", into out. */
 void tt_bootstrap_root_note(const unsigned char *key, char *out, size_t outlen);
+/* The kept listener for key, now the caller's; -1 when none is kept. */
+int tt_bootstrap_take_listener(const unsigned char *key);
 
 /*
  * Joins the tree. Every rank opens a listener of its own. Rank 0 serves on

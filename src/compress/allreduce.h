@@ -104,6 +104,9 @@ void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t sl
  * dense ring all-reduce of count elements of dtype would have sent. */
 void tt_compress_account(tutti_comm_t comm, uint64_t before, size_t count, tutti_dtype_t dtype);
 
+/* ef_device.c. Queues the worker error's move to the GPU on stream, before
+ * the state's first device call (device: the call's GPU). */
+tutti_status_t tt_ef_to_gpu(tutti_comm_t comm, tutti_ef_state_t ef, int device, void *stream);
 /* Makes the host copy of the worker error the current one, once the GPU's
  * work on it is done (blocking); a no-op when it already is. */
 tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef);

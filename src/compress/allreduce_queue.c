@@ -8,9 +8,7 @@
  * Either way the proxy does host work only (the exchange, the two-phase
  * server step), and the call's collectives take their sequence numbers as
  * it is queued. The worker error stays on the GPU from a state's first
- * device call on: the CPU path stages it too. Moving it there is a staged
- * step of its own, queued before the call, so that it follows whatever
- * earlier queued calls did to the host copy.
+ * device call on (ef_device.c): the CPU path stages it too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -207,61 +205,6 @@ static void release(void *arg)
     free(q);
 }
 
-/* ---- the worker error, moved to the GPU ---- */
-
-typedef struct {
-    tutti_ef_state_t ef;
-    tt_device_span_t span;
-} move_t;
-
-/* On the caller's stream: the error's GPU copy (the first time), allocated
- * in stream order. */
-static tutti_status_t move_before(const tt_device_ctx_t *ctx, void *stream, void *arg)
-{
-    move_t *m = arg;
-    tutti_ef_state_t ef = m->ef;
-    tutti_status_t st = TUTTI_SUCCESS;
-    if (!ef->worker_dev) {
-        st =
-            ctx->rt->dev_alloc((ef->count ? ef->count : 1) * sizeof(float), stream, (void **)&ef->worker_dev);
-        if (!st && (st = ctx->rt->event_create(&ef->updated)) != TUTTI_SUCCESS) {
-            ctx->rt->dev_free(ef->worker_dev, stream);
-            ef->worker_dev = NULL;
-        }
-        ef->device = ctx->device;
-    }
-    m->span.dev = ef->worker_dev;
-    return st ? tt_device_error(ctx->comm, NAME, "allocating the error on the GPU", st) : TUTTI_SUCCESS;
-}
-
-/* On the proxy, after every earlier call: the host error as it is now. */
-static tutti_status_t move_run(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
-{
-    (void)comm;
-    move_t *m = arg;
-    memcpy(ctx->host, m->ef->worker, m->span.bytes);
-    return TUTTI_SUCCESS;
-}
-
-static tutti_status_t error_to_gpu(tutti_comm_t comm, tutti_ef_state_t ef, int device, void *stream)
-{
-    move_t *m = calloc(1, sizeof *m);
-    if (!m)
-        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, NAME ": no memory to queue the error's move");
-    *m = (move_t){.ef = ef, .span = {.bytes = ef->count * sizeof(float)}};
-    tt_device_work_t work = {.name = NAME,
-                             .before = move_before,
-                             .run = move_run,
-                             .out = &m->span,
-                             .nout = 1,
-                             .release = free,
-                             .arg = m,
-                             .host_bytes = m->span.bytes};
-    TT_TRY(tt_device_enqueue(comm, device, &work, stream));
-    ef->worker_on_device = 1;
-    return TUTTI_SUCCESS;
-}
-
 /* ---- queuing ---- */
 
 tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
@@ -275,7 +218,7 @@ tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const 
                              NAME ": state keeps its error on GPU %d, but the buffers are on GPU %d",
                              ef->device, device);
     if (ef && !ef->worker_on_device)
-        TT_TRY(error_to_gpu(comm, ef, device, stream));
+        TT_TRY(tt_ef_to_gpu(comm, ef, device, stream));
     tt_cqueued_t *q = calloc(1, sizeof *q);
     tt_device_span_t *spans = calloc(2 * (size_t)comm->nranks + 2, sizeof *spans);
     if (!q || !spans) {
@@ -304,48 +247,4 @@ tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const 
                              .host_bytes = host_bytes,
                              .gpu_bytes = gpu_bytes};
     return tt_device_enqueue(comm, device, &work, stream);
-}
-
-/* A host call's read, once the GPU's work on the error is done; blocking,
- * as host calls are. */
-tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef)
-{
-    const tt_device_rt_t *rt = tt_device_runtime();
-    if (!ef->worker_on_device || !rt)
-        return TUTTI_SUCCESS;
-    int prev, mode;
-    tutti_status_t st = rt->enter(ef->device, &prev);
-    if (st)
-        return tt_device_error(NULL, "error feedback", "making the error's GPU current", st);
-    int relaxed = rt->relax(&mode) == TUTTI_SUCCESS;
-    st = rt->event_sync(ef->updated);
-    if (!st && ef->count)
-        st = rt->copy(ef->worker, ef->worker_dev, ef->count * sizeof(float), NULL);
-    if (!st)
-        st = rt->stream_sync(NULL);
-    if (relaxed)
-        rt->unrelax(mode);
-    rt->leave(prev);
-    if (st)
-        return tt_device_error(NULL, "error feedback", "copying the error from the GPU", st);
-    ef->worker_on_device = 0;
-    return TUTTI_SUCCESS;
-}
-
-void tt_ef_free_device(tutti_ef_state_t ef)
-{
-    const tt_device_rt_t *rt = tt_device_runtime();
-    if (!rt || !ef->worker_dev)
-        return;
-    int prev;
-    if (rt->enter(ef->device, &prev) != TUTTI_SUCCESS)
-        return; /* no GPU to free it on: it stays */
-    if (ef->updated)
-        rt->event_sync(ef->updated); /* the last call's work on it is done */
-    rt->dev_free(ef->worker_dev, NULL);
-    if (ef->updated)
-        rt->event_destroy(ef->updated);
-    rt->leave(prev);
-    ef->worker_dev = ef->updated = NULL;
-    ef->worker_on_device = 0;
 }
