@@ -224,3 +224,13 @@ void tt_pipe_skip(tt_device_layer_t *d, const tt_device_item_t *it)
     if ((int)(it->pipe.end - now) > 0)
         finish(d, it->pipe.end);
 }
+
+void tt_device_item_let_go(tt_device_item_t *item)
+{
+    if (atomic_fetch_sub_explicit(&item->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (item->work.release)
+        item->work.release(item->work.arg);
+    tt_pipe_free(&item->pipe);
+    free(item);
+}

@@ -37,7 +37,7 @@ struct tt_device_item {
 };
 
 /* Lets go of item (the queuing thread's or the proxy's hold); the last
- * releases its work and frees it (queue.c). */
+ * releases its work and frees it. */
 void tt_device_item_let_go(tt_device_item_t *item);
 /* Caller's thread: plans w's pieces from d->pieces on, and advances it. */
 tutti_status_t tt_pipe_plan(tt_device_layer_t *d, const tt_device_work_t *w, tt_pipe_t *p);

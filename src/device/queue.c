@@ -218,17 +218,44 @@ void tt_device_queue_stop(tt_device_layer_t *d)
     d->started = 0;
 }
 
-/* ---- putting a call on the stream ---- */
+/* ---- the layer on a communicator: made on first use, torn down with it ---- */
 
-void tt_device_item_let_go(tt_device_item_t *item)
+static void layer_quiesce(tutti_comm_t comm, void *state)
 {
-    if (atomic_fetch_sub_explicit(&item->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    if (item->work.release)
-        item->work.release(item->work.arg);
-    tt_pipe_free(&item->pipe);
-    free(item);
+    (void)state;
+    tt_device_drain(comm);
 }
+
+static void layer_destroy(tutti_comm_t comm, void *state)
+{
+    tt_device_layer_t *d = state;
+    (void)comm;
+    tt_device_queue_stop(d); /* the proxy finishes what is queued first, unless aborting */
+    free(d->chunks_to);      /* chunks_from with it */
+    free(d);
+}
+
+static const tt_layer_ops_t device_layer_ops = {.quiesce = layer_quiesce, .destroy = layer_destroy};
+
+tt_device_layer_t *tt_device_layer(tutti_comm_t comm, const char *name)
+{
+    tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
+    if (d)
+        return d;
+    d = calloc(1, sizeof *d);
+    if (d && (d->chunks_to = calloc(2 * (size_t)comm->nranks, sizeof *d->chunks_to)) != NULL)
+        d->chunks_from = d->chunks_to + comm->nranks;
+    if (!d || !d->chunks_to) {
+        free(d);
+        tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, "%s: no memory for the device layer", name);
+        return NULL;
+    }
+    d->comm = comm;
+    tt_comm_layer_set(comm, TT_LAYER_DEVICE, d, &device_layer_ops);
+    return d;
+}
+
+/* ---- putting a call on the stream ---- */
 
 /* The GPU working memory grows in stream order on the caller's stream,
  * after the wait for the previous call: the outgrown block is freed there
