@@ -28,21 +28,6 @@ void tt_cuda_ipc_set_backend(const tt_cuda_ipc_backend_t *backend)
     current_backend = backend;
 }
 
-static size_t line_up(size_t n)
-{
-    return (n + TT_LOCAL_LINE - 1) / TT_LOCAL_LINE * TT_LOCAL_LINE;
-}
-
-size_t tt_cuda_ipc_inbox_offset(int sender)
-{
-    return line_up(sizeof(tt_cuda_ipc_seg_hdr_t)) + (size_t)sender * sizeof(tt_cuda_ipc_inbox_t);
-}
-
-size_t tt_cuda_ipc_segment_bytes(int nranks)
-{
-    return tt_cuda_ipc_inbox_offset(nranks);
-}
-
 uint64_t tt_cuda_ipc_pid_ns(void)
 {
     struct stat st;

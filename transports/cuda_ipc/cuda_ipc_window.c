@@ -5,7 +5,8 @@
  * this rank's window and its segment registered with its GPU (bind), then
  * each peer's window opened and its segment registered as the peers
  * publish theirs (open_peers). Also the host's side of the inbox words:
- * releasing this rank's stream from a peer that gave up.
+ * releasing this rank's stream from a peer that gave up, and where each
+ * sender's inbox lies in a segment.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -13,6 +14,22 @@
 
 #include "core/log.h"
 #include "transports/cuda_ipc/cuda_ipc.h"
+
+/* The segment: its header, then an inbox per sender, each on lines of its own. */
+static size_t line_up(size_t n)
+{
+    return (n + TT_LOCAL_LINE - 1) / TT_LOCAL_LINE * TT_LOCAL_LINE;
+}
+
+size_t tt_cuda_ipc_inbox_offset(int sender)
+{
+    return line_up(sizeof(tt_cuda_ipc_seg_hdr_t)) + (size_t)sender * sizeof(tt_cuda_ipc_inbox_t);
+}
+
+size_t tt_cuda_ipc_segment_bytes(int nranks)
+{
+    return tt_cuda_ipc_inbox_offset(nranks);
+}
 
 tt_cuda_ipc_inbox_t *tt_cuda_ipc_inbox(void *seg, int peer)
 {
