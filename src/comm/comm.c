@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Communicator life cycle: create, destroy and abort (in a forked child:
- * releasing only the child's copy); last errors; the layers' state. The
- * public handles and the count of calls inside are in handle.c, set-up
- * between the bootstrap and a ready communicator in setup.c.
+ * releasing only the child's copy); a failed call told to the peers; the
+ * layers' state. The public handles, the count of calls inside and the
+ * last error a handle asks for are in handle.c, errors recorded in
+ * error.c, set-up between the bootstrap and a ready communicator in
+ * setup.c.
  */
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,74 +21,6 @@
 #include "core/fdlimit.h"
 #include "core/log.h"
 #include "core/wake.h"
-
-static _Thread_local char thread_error[TT_COMM_ERROR_BYTES];
-
-static void record(tutti_comm_t comm, const char *text)
-{
-    if (comm)
-        snprintf(comm->last_error, sizeof comm->last_error, "%s", text);
-    snprintf(thread_error, sizeof thread_error, "%s", text);
-}
-
-static tutti_status_t report(tutti_comm_t comm, int sub, tutti_status_t st, const char *fmt, va_list ap)
-{
-    char text[TT_COMM_ERROR_BYTES];
-    vsnprintf(text, sizeof text, fmt, ap);
-    record(comm, text);
-    TT_LOG(TT_LOG_WARN, (tt_log_subsys_t)sub, "%s", text);
-    return st;
-}
-
-tutti_status_t tt_comm_error(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    report(comm, TT_SUB_COLL, st, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-tutti_status_t tt_comm_error_in(tutti_comm_t comm, int sub, tutti_status_t st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    report(comm, sub, st, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
-{
-    char text[TT_COMM_ERROR_BYTES];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    record(comm, text);
-    return st;
-}
-
-tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
-{
-    char text[TT_COMM_ERROR_BYTES];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    const char *cause = tt_log_last_fault();
-    if (*cause && n >= 0 && (size_t)n < sizeof text)
-        snprintf(text + n, sizeof text - (size_t)n, ": %s", cause);
-    record(comm, text);
-    return st;
-}
-
-TUTTI_API const char *tutti_comm_last_error(tutti_comm_t handle)
-{
-    int forked;
-    tutti_comm_t comm = tt_comm_lookup(handle, &forked);
-    return comm && !forked ? comm->last_error : thread_error;
-}
 
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
 {
@@ -110,11 +43,6 @@ void tt_comm_fail_in(tutti_comm_t comm, tutti_status_t st, uint64_t from)
             comm->device_peers[r].ops->abort(comm->device_peers[r].conn);
             break;
         }
-}
-
-void tt_comm_wake(tutti_comm_t comm)
-{
-    tt_wake_ring(comm->wake_fd);
 }
 
 void *tt_comm_layer(tutti_comm_t comm, tt_layer_t layer)
@@ -290,7 +218,8 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
     memcpy(comm->env.key, key, TT_KEY_BYTES);
     st = tt_comm_setup(comm, node_id, t0); /* says why itself */
     if (st) {
-        tt_bootstrap_fail(&comm->bs, st, 0, thread_error); /* the others stop waiting for this rank */
+        tt_bootstrap_fail(&comm->bs, st, 0,
+                          tt_comm_thread_error()); /* the others stop waiting for this rank */
         goto undo_alloc;
     }
     tt_rescue_narrow(comm);

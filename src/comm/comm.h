@@ -139,6 +139,9 @@ tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const 
  * tt_log_fault_mark); logs nothing. */
 tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* This thread's last error (error.c), what tutti_comm_last_error says
+ * without a communicator. */
+const char *tt_comm_thread_error(void);
 /* Wakes a call of comm that sleeps in the engine waiting for its peers, so
  * that it looks at once at a flag just raised (aborting); without it the
  * call would see the flag only at its next liveness check (ALIVE_CHECK_NS,

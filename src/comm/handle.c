@@ -5,7 +5,8 @@
  * when a new communicator is allocated where the old one was. A handle also
  * knows the process that made it, so a forked child is refused instead of
  * acting as its parent's rank. The calls inside a communicator are counted
- * here, so an abort from another thread frees it only once they have left.
+ * here, so an abort from another thread frees it only once they have left;
+ * a call asleep inside is woken here; a handle's last error is read here.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "core/wake.h"
 
 #define TT_MAX_COMMS 1024
 #define SLOT_BITS 11 /* slot index and a tag bit below the generation */
@@ -171,4 +173,16 @@ void tt_comm_wait_idle(tutti_comm_t comm, _Atomic int *keep)
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
+}
+
+TUTTI_API const char *tutti_comm_last_error(tutti_comm_t handle)
+{
+    int forked;
+    tutti_comm_t comm = tt_comm_lookup(handle, &forked);
+    return comm && !forked ? comm->last_error : tt_comm_thread_error();
+}
+
+void tt_comm_wake(tutti_comm_t comm)
+{
+    tt_wake_ring(comm->wake_fd);
 }
