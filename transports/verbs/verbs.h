@@ -364,7 +364,7 @@ void tt_verbs_conn_detach(tt_verbs_conn_t *c);
 void tt_verbs_conn_destroy(tt_verbs_conn_t *c);
 
 /* The port's protection domain and registration cache, made on first use;
- * TUTTI_SUCCESS, or a status with why filled (verbs_setup.c). */
+ * TUTTI_SUCCESS, or a status with why filled (verbs_dev.c). */
 tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char *why, size_t len);
 
 /* Ports for one connection (verbs_pair.c): this rank's offer, and the

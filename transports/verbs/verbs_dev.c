@@ -6,6 +6,8 @@
  * topology) first, ranks of one host spread over equally near ones, then
  * the others (a peer that the first cannot reach may meet another); for
  * RoCE, each port's GID: TUTTI_IB_GID_INDEX, else a RoCE v2 IPv4-mapped one.
+ * A port's protection domain and registration cache are made when a
+ * connection first uses it.
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -415,4 +417,21 @@ int tt_verbs_probe(const tt_ibv_t *ibv, char *why, size_t len)
     if (n == 0)
         snprintf(why, len, "no active RDMA port%s%s", *seen ? ": " : "", seen);
     return n > 0;
+}
+
+tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char *why, size_t len)
+{
+    if (dev->cache)
+        return TUTTI_SUCCESS;
+    if (!dev->pd)
+        dev->pd = ctx->ibv->alloc_pd(dev->port.ctx);
+    dev->cache = dev->pd ? tt_verbs_cache_new(ctx->ibv, dev->pd,
+                                              tt_config_table_int(&tt_verbs_config, TT_CFG_IB_REG_CACHE) != 0)
+                         : NULL;
+    if (!dev->cache) {
+        snprintf(why, len, "%s: allocating a protection domain failed", dev->port.dev);
+        return TUTTI_ERR_SYSTEM;
+    }
+    tt_verbs_cache_set_gdr(dev->cache, ctx->gdr);
+    return TUTTI_SUCCESS;
 }

@@ -89,23 +89,6 @@ static tutti_status_t choose_gdr(tt_verbs_ctx_t *ctx)
     return st;
 }
 
-tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char *why, size_t len)
-{
-    if (dev->cache)
-        return TUTTI_SUCCESS;
-    if (!dev->pd)
-        dev->pd = ctx->ibv->alloc_pd(dev->port.ctx);
-    dev->cache = dev->pd ? tt_verbs_cache_new(ctx->ibv, dev->pd,
-                                              tt_config_table_int(&tt_verbs_config, TT_CFG_IB_REG_CACHE) != 0)
-                         : NULL;
-    if (!dev->cache) {
-        snprintf(why, len, "%s: allocating a protection domain failed", dev->port.dev);
-        return TUTTI_ERR_SYSTEM;
-    }
-    tt_verbs_cache_set_gdr(dev->cache, ctx->gdr);
-    return TUTTI_SUCCESS;
-}
-
 static tutti_status_t open_resources(tt_verbs_ctx_t *ctx, char *why, size_t len)
 {
     TT_TRY(tt_verbs_open_ports(ctx->ibv, ctx->env, ctx->dev, &ctx->ndev, why, len));
@@ -200,8 +183,6 @@ static int verbs_probe(char *why, size_t len)
     const tt_ibv_t *ibv = tt_verbs_lib(why, len);
     return ibv && tt_verbs_probe(ibv, why, len);
 }
-
-TT_CONFIG_TABLE_DEFINE(tt_verbs_config, "verbs", TT_VERBS_CONFIG, TT_VERBS_CONFIG_RULES);
 
 const tt_transport_ops_t tt_verbs_ops = {
     .name = "verbs",
