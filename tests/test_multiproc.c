@@ -14,6 +14,7 @@
 #include "harness.h"
 #include "algorithms/registry.h"
 #include "reduce/reduce.h"
+#include "transports/shm/shm.h"
 
 static const size_t counts[] = {0, 1, 7, 1000, 65537};
 static const struct {
@@ -193,6 +194,44 @@ static int link_classes(tutti_comm_t handle, int r, int p, void *arg)
     return 0;
 }
 
+/* An all-to-all connects every pair; each must then have full-size shm
+ * slots (TUTTI_SHM_SLOT_BYTES) both ways: a few ranks' pools have room
+ * for that. Their smallest regions, kept for the peers to come, once came
+ * out of the full ones, and 2 ranks got slots of 32 KiB. */
+static int full_slots(tutti_comm_t handle, int r, int p, void *arg)
+{
+    (void)arg;
+    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    int in[64], out[64];
+    for (int q = 0; q < p; q++)
+        in[q] = r * 100 + q;
+    TT_FAIL_IF(tutti_alltoall(in, out, 1, TUTTI_INT32, handle, NULL), "alltoall: %s",
+               tutti_comm_last_error(handle));
+    TT_FAIL_IF(tutti_allreduce(in, out, 8, TUTTI_INT32, TUTTI_SUM, handle, NULL), "allreduce: %s",
+               tutti_comm_last_error(handle));
+    for (int q = 0; q < p; q++) {
+        if (q == r || !comm->peers[q].ops)
+            continue;
+        TT_FAIL_IF(comm->peers[q].ops != &tt_shm_ops, "rank %d reaches rank %d over %s", r, q,
+                   comm->peers[q].ops->name);
+        const tt_shm_conn_t *c = comm->peers[q].conn;
+        for (int ch = 0; ch < c->nchannels; ch++)
+            TT_FAIL_IF(c->in[ch].slot_bytes != 256 << 10 || c->out[ch].slot_bytes != 256 << 10,
+                       "%d ranks: rank %d's queues with rank %d have slots of %zu and %zu bytes", p, r, q,
+                       c->in[ch].slot_bytes, c->out[ch].slot_bytes);
+    }
+    return 0;
+}
+
+START_TEST(a_few_ranks_get_full_shm_slots)
+{
+    setenv("TUTTI_TRANSPORTS", "shm", 1);
+    for (int p = 2; p <= 8; p *= 2)
+        tt_run_ranks(p, full_slots, NULL, 60);
+    tt_run_ranks(3, full_slots, NULL, 60);
+}
+END_TEST
+
 START_TEST(each_pair_is_priced_by_its_link)
 {
     tt_link_t tcp = TT_LINK_TCP;
@@ -230,6 +269,7 @@ int main(void)
     tcase_add_loop_test(tc, every_algorithm_forced, 0, tt_num_algorithms);
     tcase_add_test(tc, shm_alone_cannot_reach_another_host);
     tcase_add_test(tc, each_pair_is_priced_by_its_link);
+    tcase_add_test(tc, a_few_ranks_get_full_shm_slots);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

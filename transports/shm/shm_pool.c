@@ -75,7 +75,12 @@ static tutti_status_t pool_size(const tt_shm_ctx_t *ctx, uint64_t *pool)
     int n = ctx->nlocal;
     uint64_t full = tt_shm_region_bytes(ctx->nchannels, ctx->nslots, ctx->slot_bytes);
     uint64_t least = tt_shm_region_bytes(ctx->nchannels, ctx->nslots, TT_SHM_MIN_SLOT);
-    uint64_t want = round_up(TT_SHM_POOL_HDR + (uint64_t)(n - 1) * full, PAGE);
+    /* Every peer at full size, and the smallest region per local rank that
+     * a pool with room keeps at its end (keep_least): without the latter,
+     * the kept regions came out of the full ones, and 2 ranks' pair got
+     * slots of 32 KiB instead of 256. */
+    uint64_t kept = (uint64_t)n * round_up(least, TT_LOCAL_LINE);
+    uint64_t want = round_up(TT_SHM_POOL_HDR + (uint64_t)(n - 1) * full + kept, PAGE);
     uint64_t need = round_up(TT_SHM_POOL_HDR + (uint64_t)(n - 1 < 2 ? n - 1 : 2) * least, PAGE);
     uint64_t budget = ctx->host_budget / (uint64_t)n / PAGE * PAGE;
     uint64_t p = want < budget ? want : budget > need ? budget : need;
