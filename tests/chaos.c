@@ -105,9 +105,11 @@ static tutti_status_t sync_up(proc_t *m, uint64_t parent)
     int r, p;
     tutti_comm_rank(m->comm, &r);
     tutti_comm_size(m->comm, &p);
-    int64_t mine[4] = {m->w, m->step, (int64_t)mix((uint64_t)now_ms() ^ ((uint64_t)m->w << 40) ^ C->seed),
-                       (int64_t)parent},
-            all[4 * MAXW];
+    /* A name no other draw gives: the process, and how many it drew, apart
+     * from the time (one process can make two communicators in one ms). */
+    static uint64_t draws;
+    uint64_t name = mix((uint64_t)now_ms() ^ ((uint64_t)m->w << 40) ^ (++draws << 48) ^ C->seed);
+    int64_t mine[4] = {m->w, m->step, (int64_t)name, (int64_t)parent}, all[4 * MAXW];
     tutti_status_t st = tutti_allgather(mine, all, 4, TUTTI_INT64, m->comm, NULL);
     if (st)
         return st;
