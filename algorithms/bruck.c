@@ -68,8 +68,8 @@ static tutti_status_t bruck_alltoall(const tt_coll_args_t *a, tt_sched_t *s)
 {
     int p = a->nranks, r = a->rank, blocks = 0;
     size_t n = a->count;
-    /* Scratch: the p slots, then the message out and the message in, each
-     * at most half the slots (rounded up). */
+    /* Scratch: the p slots, then the message out and the message in: a
+     * round moves the slots with one bit set, at most p / 2 of them. */
     size_t out = (size_t)p * n, in = out + (size_t)(p / 2 + 1) * n;
     /* A packed message reads blocks at other extents than the copies that
      * wrote them: the schedule runs whole, as one slice. */
