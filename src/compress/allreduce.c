@@ -78,7 +78,7 @@ TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *r
                                                     tutti_comm_t handle, tutti_stream_t stream)
 {
     tutti_comm_t comm;
-    TT_TRY(tt_comm_enter(handle, "tutti_allreduce_compressed", &comm));
+    TT_TRY(tt_comm_enter(handle, TT_COMPRESS_CALL, &comm));
     tutti_status_t st = compressed(sendbuf, recvbuf, count, dtype, op, how, state, comm, stream);
     tt_comm_leave(comm);
     return st;
@@ -89,7 +89,7 @@ static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t coun
                                  tutti_op_t op, const tutti_compress_t *how, tutti_ef_state_t state,
                                  tutti_comm_t comm, tutti_stream_t stream)
 {
-    const char *name = "tutti_allreduce_compressed";
+    const char *name = TT_COMPRESS_CALL;
     TT_TRY(check_args(comm, sendbuf, recvbuf, count, dtype, op, how, state, name));
     tutti_ef_state_t ef = how->no_error_feedback ? NULL : state;
     tt_call_t call = {.coll = TT_COLL_ALLREDUCE,
@@ -102,4 +102,3 @@ static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t coun
     tt_device_route_t route = {.enqueue = enqueue_compressed, .run = run_compressed, .arg = &how_ef};
     return tt_device_route(comm, &call, name, &route, stream);
 }
-

@@ -15,6 +15,9 @@
 #include "comm/comm.h"
 #include "codec/codec.h"
 
+/* The public call's name, in its errors and logs. */
+#define TT_COMPRESS_CALL "tutti_allreduce_compressed"
+
 struct tutti_ef_state {
     size_t count;
     int nranks;

@@ -16,8 +16,6 @@
 #include "compress/allreduce_gpu.h"
 #include "device/rt.h"
 
-#define NAME "tutti_allreduce_compressed"
-
 #ifndef TT_HAVE_CUDA
 tt_cpath_t tt_compress_gpu_plan(const tt_call_t *c, const tutti_compress_t *how, int p, tt_cplan_t *pl)
 {
@@ -166,7 +164,7 @@ static tutti_status_t run(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *a
         if (!st)
             tt_compress_account(comm, before, q->call.count, q->call.dtype);
     }
-    tutti_status_t done = tt_compress_done(comm, NAME);
+    tutti_status_t done = tt_compress_done(comm, TT_COMPRESS_CALL);
     return st ? st : done;
 }
 
@@ -193,7 +191,8 @@ static tutti_status_t after(const tt_device_ctx_t *ctx, void *stream, void *arg)
     if (q->path != CPU_STAGED)
         TT_TRY(tt_compress_gpu_after(ctx, stream, q));
     tutti_status_t st = q->ef ? ctx->rt->event_record(q->ef->updated, stream) : TUTTI_SUCCESS;
-    return st ? tt_device_error(ctx->comm, NAME, "recording the error's update", st) : TUTTI_SUCCESS;
+    return st ? tt_device_error(ctx->comm, TT_COMPRESS_CALL, "recording the error's update", st)
+              : TUTTI_SUCCESS;
 }
 
 static void release(void *arg)
@@ -211,11 +210,12 @@ tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const 
                                    tutti_ef_state_t ef, void *stream)
 {
     int device;
-    TT_TRY(tt_device_refuse_capture(comm, NAME, stream));
-    TT_TRY(tt_device_of(comm, c->send_on_device ? c->send : c->recv, NAME, &device));
+    TT_TRY(tt_device_refuse_capture(comm, TT_COMPRESS_CALL, stream));
+    TT_TRY(tt_device_of(comm, c->send_on_device ? c->send : c->recv, TT_COMPRESS_CALL, &device));
     if (ef && ef->worker_dev && ef->device != device)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG,
-                             NAME ": state keeps its error on GPU %d, but the buffers are on GPU %d",
+                             TT_COMPRESS_CALL
+                             ": state keeps its error on GPU %d, but the buffers are on GPU %d",
                              ef->device, device);
     if (ef && !ef->worker_on_device)
         TT_TRY(tt_ef_to_gpu(comm, ef, device, stream));
@@ -224,7 +224,7 @@ tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const 
     if (!q || !spans) {
         free(q);
         free(spans);
-        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, NAME ": no memory to queue the call");
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, TT_COMPRESS_CALL ": no memory to queue the call");
     }
     *q = (tt_cqueued_t){
         .call = *c, .how = *how, .ef = ef, .p = comm->nranks, .rank = comm->rank, .spans = spans};
@@ -233,7 +233,7 @@ tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const 
     tt_compress_layout(q, &gpu_bytes, &host_bytes);
     if (ef)
         tt_ef_call_queued(ef); /* finished with q, once the proxy is done with it */
-    tt_device_work_t work = {.name = NAME,
+    tt_device_work_t work = {.name = TT_COMPRESS_CALL,
                              .begin = begin,
                              .before = before,
                              .run = run,

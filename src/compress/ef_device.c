@@ -13,8 +13,6 @@
 #include "device/queue.h"
 #include "device/rt.h"
 
-#define NAME "tutti_allreduce_compressed"
-
 typedef struct {
     tutti_ef_state_t ef;
     tt_device_span_t span;
@@ -37,7 +35,8 @@ static tutti_status_t move_before(const tt_device_ctx_t *ctx, void *stream, void
         ef->device = ctx->device;
     }
     m->span.dev = ef->worker_dev;
-    return st ? tt_device_error(ctx->comm, NAME, "allocating the error on the GPU", st) : TUTTI_SUCCESS;
+    return st ? tt_device_error(ctx->comm, TT_COMPRESS_CALL, "allocating the error on the GPU", st)
+              : TUTTI_SUCCESS;
 }
 
 /* On the proxy, after every earlier call: the host error as it is now. */
@@ -53,9 +52,10 @@ tutti_status_t tt_ef_to_gpu(tutti_comm_t comm, tutti_ef_state_t ef, int device, 
 {
     move_t *m = calloc(1, sizeof *m);
     if (!m)
-        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY, NAME ": no memory to queue the error's move");
+        return tt_comm_error(comm, TUTTI_ERR_NO_MEMORY,
+                             TT_COMPRESS_CALL ": no memory to queue the error's move");
     *m = (move_t){.ef = ef, .span = {.bytes = ef->count * sizeof(float)}};
-    tt_device_work_t work = {.name = NAME,
+    tt_device_work_t work = {.name = TT_COMPRESS_CALL,
                              .before = move_before,
                              .run = move_run,
                              .out = &m->span,
