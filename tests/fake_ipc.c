@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "device/direct_run.h"
 #include "fake_gpu.h"
 #include "fake_ipc.h"
 #include "transports/local.h"
@@ -193,4 +194,15 @@ void tt_fake_ipc_sweep(void)
     }
     if (dir)
         closedir(dir);
+}
+
+int tt_fake_ipc_prepared(tutti_comm_t comm, int gpu)
+{
+    for (int tries = 0; tries < 20000; tries++) {
+        int ready = 0;
+        if (tt_direct_prepare(comm, gpu, &ready) == TUTTI_SUCCESS && ready)
+            return 1;
+        usleep(500);
+    }
+    return 0;
 }

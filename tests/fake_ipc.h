@@ -34,4 +34,9 @@ extern int tt_fake_ipc_slow_close;
  * theirs, as a GPU's would stay until their process ended). */
 void tt_fake_ipc_sweep(void);
 
+/* Binds comm to gpu and opens the windows its peers publish, trying until
+ * every one is open (the peers bind at their own pace): what a rank does
+ * before its first direct call. 1, or 0 after 10 s. */
+int tt_fake_ipc_prepared(tutti_comm_t comm, int gpu);
+
 #endif

@@ -27,19 +27,6 @@
 
 enum { N = 3001 };
 
-/* Opens the windows peers publish until every one is open: what a rank
- * does before its first direct call (the peers bind at their own pace). */
-static int prepared(tutti_comm_t comm, int gpu)
-{
-    for (int tries = 0; tries < 20000; tries++) {
-        int ready = 0;
-        if (tt_direct_prepare(comm, gpu, &ready) == TUTTI_SUCCESS && ready)
-            return 1;
-        usleep(500);
-    }
-    return 0;
-}
-
 /* An fp32 sum all-reduce of n elements, in place, on device buffer x
  * through the device queue (white box: comm is the communicator itself). */
 static tutti_status_t queue_allreduce(tutti_comm_t comm, float *x, size_t n, void *stream)
@@ -77,7 +64,7 @@ static int warm_up(tutti_comm_t comm, tutti_comm_t handle, int r, int p, void *s
         if (k == 1) {
             TT_FAIL_IF(tutti_barrier(handle, NULL), "barrier: %s", tutti_comm_last_error(handle));
             if (!getenv("TUTTI_CUDA_IPC"))
-                TT_FAIL_IF(!prepared(comm, 0), "the peers' windows did not open");
+                TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
         }
         fill(x, N, r, k);
         TT_FAIL_IF(queue_allreduce(comm, x, N, stream), "warm-up: %s", tutti_comm_last_error(handle));

@@ -34,20 +34,6 @@
 #include "transports/local.h"
 #include "reduce/reduce.h"
 
-/* Binds, and opens the windows peers publish, until every one is open
- * (the peers bind at their own pace): what a rank does before its first
- * direct call. */
-static int prepared(tutti_comm_t comm, int gpu)
-{
-    for (int tries = 0; tries < 20000; tries++) {
-        int ready = 0;
-        if (tt_direct_prepare(comm, gpu, &ready) == TUTTI_SUCCESS && ready)
-            return 1;
-        usleep(500);
-    }
-    return 0;
-}
-
 /* Which ranks offer to go direct: all, or all but one. */
 typedef struct {
     int host_rank; /* this rank calls on host buffers; -1: none */
@@ -109,7 +95,7 @@ static int direct_collectives(tutti_comm_t handle, int r, int p, void *arg)
     void *stream = tt_fake_gpu_stream();
     /* The host rank has a window too (as after earlier device calls): only
      * its announcements keep the others from going direct. */
-    TT_FAIL_IF(!prepared(comm, gpu), "prepare failed");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, gpu), "prepare failed");
     int opens = tt_fake_ipc_used.opens;
     size_t span_bytes = 2 * counts[3] * (size_t)p * 4 + 64;
     char *ref = malloc(span_bytes), *dev = tt_fake_gpu_malloc(span_bytes, gpu);
@@ -182,7 +168,7 @@ static int mismatched(tutti_comm_t handle, int r, int p, void *arg)
     (void)p;
     (void)arg;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL);
-    TT_FAIL_IF(!prepared(comm, 0), "prepare failed");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "prepare failed");
     float *x = tt_fake_gpu_malloc(1001 * sizeof(float), 0);
     tt_call_t c = {
         .coll = TT_COLL_ALLREDUCE, .send = x, .recv = x, .count = 1000 + (size_t)r, .dtype = TUTTI_FP32};
@@ -337,7 +323,7 @@ static int slow_peer_teardown(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
-    TT_FAIL_IF(!prepared(comm, 0), "prepare failed");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "prepare failed");
     if (one_direct_allreduce(comm, r, p))
         return 1;
     tt_fake_ipc_slow_close = r == 1 ? 300 : 0;
@@ -355,7 +341,7 @@ static int abort_with_window_open(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
-    TT_FAIL_IF(!prepared(comm, 0), "prepare failed");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "prepare failed");
     if (one_direct_allreduce(comm, r, p))
         return 1;
     if (r == 0) {
@@ -393,7 +379,7 @@ static void *thread_rank(void *arg)
     tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     tt_fake_gpu_app_thread();
     tt_fake_gpu_set_current(t->rank);
-    t->failed = !prepared(comm, t->rank) || one_direct_allreduce(comm, t->rank, 2);
+    t->failed = !tt_fake_ipc_prepared(comm, t->rank) || one_direct_allreduce(comm, t->rank, 2);
     if (tutti_comm_destroy(handle))
         t->failed = 1;
     return NULL;

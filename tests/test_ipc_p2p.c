@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Direct sends and receives over cuda_ipc, on the stream model (fake_gpu.h)
- * and the host-memory backend (fake_ipc.h): tutti_send and tutti_recv on
- * device buffers run on the caller's stream, through the sender's window,
- * when both sides of a message can, and stage otherwise, both sides agreeing
- * message by message; host-buffer sides, receives from any source, grouped
- * exchanges, a peer that dies or aborts while this rank's stream waits for
- * it, ranks thousands of messages apart, and two communicators used in
- * crossed order (receivers stop waiting for their senders). Windows of 64 KiB make slots
- * of 8 KiB (2 ranks) and 4 KiB (4 ranks), so a few tens of KiB take several.
+ * and the host-memory backend (fake_ipc.h): device-buffer sends and
+ * receives run on the caller's stream through the sender's window when both
+ * sides can, and stage otherwise, the sides agreeing message by message;
+ * host-buffer sides, receives from any source, grouped exchanges, a peer
+ * lost while this rank's stream waits, ranks thousands of messages apart,
+ * two communicators in crossed order. 64 KiB windows make slots of 8 KiB
+ * (2 ranks) and 4 KiB (4 ranks): a few tens of KiB take several.
  */
 #include <check.h>
 #include <stdatomic.h>
@@ -28,18 +27,6 @@
 /* One byte to 3.5 slots and more, odd sizes among them (bytes). */
 static const size_t sizes[] = {1, 1001, 4096, 8193, 29001};
 enum { NSIZES = sizeof sizes / sizeof *sizes, MAXBYTES = 29001 };
-
-/* Binds, and opens the windows peers publish, until every one is open. */
-static int prepared(tutti_comm_t comm)
-{
-    for (int tries = 0; tries < 20000; tries++) {
-        int ready = 0;
-        if (tt_direct_prepare(comm, 0, &ready) == TUTTI_SUCCESS && ready)
-            return 1;
-        usleep(500);
-    }
-    return 0;
-}
 
 /* White box: until rank receiver has offered to receive this rank's next
  * message to it, so that the message can go direct. */
@@ -73,17 +60,15 @@ static int holds(const unsigned char *x, size_t n, int seed)
     return 1;
 }
 
-/*
- * Around a ring (2 ranks: each other), every size, misaligned buffers: even
+/* Around a ring (2 ranks: each other), every size, misaligned buffers: even
  * ranks receive first, odd ranks send first once the receiver has offered;
- * every message must go direct and arrive exact.
- */
+ * every message must go direct and arrive exact. */
 static int ring(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     void *stream = tt_fake_gpu_stream();
-    TT_FAIL_IF(!prepared(comm), "the peers' windows did not open");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     unsigned char *in = tt_fake_gpu_malloc(MAXBYTES + 64, 0), *out = tt_fake_gpu_malloc(MAXBYTES + 64, 0);
     int right = (r + 1) % p, left = (r + p - 1) % p;
     uint64_t before = tt_direct_messages(comm);
@@ -117,19 +102,17 @@ START_TEST(device_sends_and_receives_go_direct)
 }
 END_TEST
 
-/*
- * Host-buffer sides: a device send to a host receive, then device to
+/* Host-buffer sides: a device send to a host receive, then device to
  * device, then a host send to a device receive, then device to device. The
  * host ones stage, and both sides still count every message alike: the
- * device-to-device ones go direct.
- */
+ * device-to-device ones go direct. */
 static int host_sides(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     (void)arg;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
-    TT_FAIL_IF(!prepared(comm), "the peers' windows did not open");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     enum { B = 20001 };
     unsigned char *dev = tt_fake_gpu_malloc(4 * (B + 8), 0), *host = calloc(4, B + 8);
     unsigned char *at[4], *hat[4];
@@ -177,21 +160,19 @@ START_TEST(host_buffer_sides_stage_and_keep_the_count)
 }
 END_TEST
 
-/*
- * A grouped exchange (the batch ncclGroupEnd makes of ncclSend and
+/* A grouped exchange (the batch ncclGroupEnd makes of ncclSend and
  * ncclRecv): each rank sends 3.5 slots to the other and receives as much,
  * in one batch. Rank 1 starts once rank 0's batch has offered, so its send
  * goes direct every time; rank 0's goes direct when rank 1's offer comes
  * within the batch's brief wait, which must happen in a few tries. Direct
- * both ways, the two streams exchange round by round without deadlock.
- */
+ * both ways, the two streams exchange round by round without deadlock. */
 static int exchange(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     (void)arg;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
-    TT_FAIL_IF(!prepared(comm), "the peers' windows did not open");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     enum { B = 28673 }; /* 3.5 slots of 8 KiB, and one byte */
     unsigned char *in = tt_fake_gpu_malloc(B + 8, 0), *out = tt_fake_gpu_malloc(B + 8, 0);
     int other = 1 - r, both = 0;
@@ -242,7 +223,7 @@ static int regrouped(tutti_comm_t handle, int r, int p, void *arg)
     (void)arg;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
-    TT_FAIL_IF(!prepared(comm), "the peers' windows did not open");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     enum { BIG = 5 * 8192 - 3, SMALL = 8000 };
     unsigned char *in = tt_fake_gpu_malloc(2 * BIG + 64, 0), *out = tt_fake_gpu_malloc(2 * BIG + 64, 0);
     memset(out, 0, 2 * BIG + 64);
@@ -297,7 +278,7 @@ static int three_plain(tutti_comm_t handle, int r, int p, void *arg)
     int mode = *(const int *)arg, late = mode < 2;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
-    TT_FAIL_IF(mode && !prepared(comm), "the peers' windows did not open");
+    TT_FAIL_IF(mode && !tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     size_t n = late ? 1000 : 6000; /* 6000: two of 3 ranks' 5376-byte slots */
     unsigned char *in = tt_fake_gpu_malloc(n + 8, 0), *out = tt_fake_gpu_malloc(n + 8, 0);
     memset(out, 0, n + 8);
@@ -360,7 +341,7 @@ static int three_way(tutti_comm_t handle, int r, int p, void *arg)
     (void)arg;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
-    TT_FAIL_IF(!prepared(comm), "the peers' windows did not open");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     enum { BIG = 3 * 5376 + 1 }; /* three slots of 3 ranks' windows, and a byte */
     unsigned char *in = tt_fake_gpu_malloc(BIG + 8, 0), *out = tt_fake_gpu_malloc(BIG + 8, 0);
     memset(out, 0, BIG + 8);
@@ -402,7 +383,7 @@ static int from_any(tutti_comm_t handle, int r, int p, void *arg)
     (void)arg;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
-    TT_FAIL_IF(!prepared(comm), "the peers' windows did not open");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     enum { B = 9001 };
     unsigned char *dev = tt_fake_gpu_malloc(3 * (B + 8), 0), host[B + 8] = {0};
     for (int m = 0; m < 3; m++)
@@ -450,7 +431,7 @@ static int peer_lost(tutti_comm_t handle, int r, int p, void *arg)
     int dies = *(const int *)arg == 0;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
-    TT_FAIL_IF(!prepared(comm), "the peers' windows did not open");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     unsigned char *buf = tt_fake_gpu_malloc(20000, 0);
     /* A first message, waited for: both queues exist (a pinned allocation
      * behind the held stream would wait for ever). */
@@ -503,7 +484,8 @@ static int crossed(tutti_comm_t a, int r, int p, void *arg)
     tt_comm_pair_set_receive_wait(TT_PAIR_RECEIVE_WAIT_NS);
     tutti_comm_t b;
     TT_FAIL_IF(tutti_comm_split(a, 0, r, &b), "split: %s", tutti_comm_last_error(a));
-    TT_FAIL_IF(!prepared(tt_comm_lookup(a, NULL)) || !prepared(tt_comm_lookup(b, NULL)),
+    TT_FAIL_IF(!tt_fake_ipc_prepared(tt_comm_lookup(a, NULL), 0) ||
+                   !tt_fake_ipc_prepared(tt_comm_lookup(b, NULL), 0),
                "the peers' windows did not open");
     void *sa = tt_fake_gpu_stream(), *sb = tt_fake_gpu_stream();
     enum { N = 12345 };
@@ -555,7 +537,7 @@ static int apart(tutti_comm_t handle, int r, int p, void *arg)
     (void)arg;
     tutti_comm_t comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
-    TT_FAIL_IF(!prepared(comm), "the peers' windows did not open");
+    TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     uint32_t *buf = tt_fake_gpu_malloc(APART * APART_N * sizeof *buf, 0);
     int64_t t[2] = {0, 0}, both[4];
     if (r == 0) {
