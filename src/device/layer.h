@@ -64,9 +64,6 @@ typedef struct {
     uint64_t direct_messages;
 } tt_device_layer_t;
 
-/* The layer's state on comm, made on first use (NULL: no memory, said), and
- * torn down with it: what is queued drains first (queue.c). */
-tt_device_layer_t *tt_device_layer(tutti_comm_t comm, const char *name);
 /* Stops the proxy and frees the queue's resources (queue.c). */
 void tt_device_queue_stop(tt_device_layer_t *d);
 /* The proxy thread (proxy.c). */

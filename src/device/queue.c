@@ -237,7 +237,9 @@ static void layer_destroy(tutti_comm_t comm, void *state)
 
 static const tt_layer_ops_t device_layer_ops = {.quiesce = layer_quiesce, .destroy = layer_destroy};
 
-tt_device_layer_t *tt_device_layer(tutti_comm_t comm, const char *name)
+/* The layer's state on comm, made on first use (NULL: no memory, said), and
+ * torn down with it: what is queued drains first. */
+static tt_device_layer_t *layer_of(tutti_comm_t comm, const char *name)
 {
     tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
     if (d)
@@ -418,7 +420,7 @@ tutti_status_t tt_device_enqueue(tutti_comm_t comm, int device, const tt_device_
     const tt_device_rt_t *rt = tt_device_runtime();
     int prev, mode, entered = 0, relaxed = 0;
     tutti_status_t st = tt_device_refuse_capture(comm, work->name, stream);
-    if (!st && !(d = tt_device_layer(comm, work->name)))
+    if (!st && !(d = layer_of(comm, work->name)))
         st = TUTTI_ERR_NO_MEMORY;
     if (!st && !(entered = rt->enter(device, &prev) == TUTTI_SUCCESS))
         st = tt_device_error(comm, work->name, "making the communicator's GPU current", TUTTI_ERR_SYSTEM);

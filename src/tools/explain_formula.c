@@ -93,10 +93,10 @@ static double half(double p, double q)
 static double bruck_blocks_over_p(double p, double q)
 {
     (void)q;
-    double blocks = 0;
-    for (double d = 1; d < p; d *= 2)
-        for (double i = 1; i < p; i++)
-            blocks += fmod(floor(i / d), 2);
+    int n = (int)p, blocks = 0;
+    for (int d = 1; d < n; d *= 2)
+        for (int i = 1; i < n; i++)
+            blocks += (i / d) & 1;
     return blocks / p;
 }
 static double lg_p_plus_pm1(double p, double q)
