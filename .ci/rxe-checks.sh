@@ -143,7 +143,7 @@ check_multi_device() {
     # are equally near: none is on a PCI bus). The ranks must still meet
     # over rxe0, each connection off a rank's nearest port saying so. Then
     # two ranks allowed rxe1 alone (TUTTI_IB_HCA), which reach each other
-    # through no port: set-up must fail within TUTTI_TIMEOUT, naming both
+    # through no port: their first call must fail within TUTTI_TIMEOUT, naming both
     # ports with their GIDs and what to set.
     devs="ip link add vx0 type veth peer name vx1
 ip addr add 10.2\$N.0.1/24 dev vx0 && ip addr add 10.2\$N.0.2/24 dev vx1

@@ -122,9 +122,14 @@ int tt_check_round(tutti_comm_t comm, int r, int p, size_t n, tutti_dtype_t t, t
 int tt_test_on_transport(tutti_comm_t handle, const tt_transport_ops_t *ops)
 {
     tutti_comm_t comm = tt_comm_lookup(handle, NULL);
-    for (int q = 0; q < comm->nranks; q++)
-        if (q != comm->rank && comm->endpoints[q].host_id != comm->endpoints[comm->rank].host_id &&
-            comm->peers[q].ops != ops)
+    int on = 0;
+    for (int i = 0; i < comm->nconnected; i++) {
+        int q = comm->connected[i];
+        if (comm->endpoints[q].host_id == comm->endpoints[comm->rank].host_id)
+            continue;
+        if (comm->peers[q].ops != ops)
             return 0;
-    return 1;
+        on++;
+    }
+    return on > 0;
 }

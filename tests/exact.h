@@ -50,8 +50,10 @@ typedef struct {
 int tt_check_round(tutti_comm_t comm, int r, int p, size_t n, tutti_dtype_t t, tutti_op_t op, int ip,
                    const tt_round_bufs_t *b);
 
-/* Whether the rank reaches every peer on another host through the
- * transport ops (white box: its connections), not a fallback. */
+/* Whether every peer on another host that the rank has connected to so
+ * far (pairs connect at first use) is on the transport ops, not a
+ * fallback, and there is at least one such peer (white box: its
+ * connections; run it after the calls). */
 int tt_test_on_transport(tutti_comm_t handle, const tt_transport_ops_t *ops);
 
 #endif

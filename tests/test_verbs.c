@@ -4,8 +4,9 @@
  * (tests/fakeverbs/README.md), ranks as separate simulated hosts: every
  * collective on 2 to 8 ranks in fp16, bf16 and fp32 (and a few integer and
  * fp64 ops), through the slots and the zero-copy path, every algorithm, and
- * rings so small that senders run out of credits all the time. Each rank
- * checks that its peers really are on verbs, not on the tcp fallback.
+ * rings so small that senders run out of credits all the time; pairs
+ * connected at first use only. Each rank checks that the peers it
+ * connected really are on verbs, not on the tcp fallback.
  */
 #include <check.h>
 #include <stdio.h>
@@ -30,7 +31,6 @@ static const struct {
 static int collectives(tutti_comm_t comm, int r, int p, void *arg)
 {
     size_t nkinds = arg ? *(const size_t *)arg : 3;
-    TT_FAIL_IF(!tt_test_on_transport(comm, &tt_verbs_ops), "rank %d: a peer is not on verbs", r);
     size_t maxn = 65537 * (size_t)p + 8;
     tt_round_bufs_t b = {malloc(maxn * 8), malloc(maxn * 8), malloc(maxn * 8), malloc(maxn * 8)};
     int rc = 0;
@@ -42,6 +42,7 @@ static int collectives(tutti_comm_t comm, int r, int p, void *arg)
     free(b.out);
     free(b.want);
     free(b.term);
+    TT_FAIL_IF(!rc && !tt_test_on_transport(comm, &tt_verbs_ops), "rank %d: a peer is not on verbs", r);
     return rc;
 }
 
@@ -141,6 +142,46 @@ START_TEST(roce_port_with_automatic_gid)
 }
 END_TEST
 
+/* Pairs connect at first use: a ring all-reduce connects each rank with
+ * its two neighbours only, and a send then adds just its own pair. */
+static int ring_then_send(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    float x[1000], sum[1000];
+    for (int i = 0; i < 1000; i++)
+        x[i] = (float)(r + i);
+    for (int k = 0; k < 3; k++) {
+        tutti_status_t st = tutti_allreduce(x, sum, 1000, TUTTI_FP32, TUTTI_SUM, comm, NULL);
+        TT_FAIL_IF(st, "rank %d: allreduce: %s", r, tutti_comm_last_error(comm));
+        TT_FAIL_IF(sum[7] != (float)(p * (p - 1) / 2 + 7 * p), "rank %d: allreduce gave %g", r, sum[7]);
+    }
+    int ring = tt_comm_lookup(comm, NULL)->nconnected;
+    TT_FAIL_IF(ring != 2, "rank %d: a ring all-reduce connected %d peers, not its 2 neighbours", r, ring);
+    TT_FAIL_IF(!tt_test_on_transport(comm, &tt_verbs_ops), "rank %d: a peer is not on verbs", r);
+    /* Rank 0 sends to the rank across the ring, a pair the ring did not use. */
+    int across = p / 2;
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (r == 0)
+        st = tutti_send(x, 1000, TUTTI_FP32, across, comm, NULL);
+    else if (r == across)
+        st = tutti_recv(sum, 1000, TUTTI_FP32, 0, comm, NULL);
+    TT_FAIL_IF(st, "rank %d: send/recv: %s", r, tutti_comm_last_error(comm));
+    TT_FAIL_IF(r == across && sum[5] != 5.0f, "rank %d: received %g", r, sum[5]);
+    int now = tt_comm_lookup(comm, NULL)->nconnected, want = r == 0 || r == across ? 3 : 2;
+    TT_FAIL_IF(now != want, "rank %d: %d peers connected after the send, not %d", r, now, want);
+    return 0;
+}
+
+START_TEST(pairs_connect_at_first_use)
+{
+    verbs_env();
+    setenv("TUTTI_ALGO", "ring", 1);
+    tt_run_ranks(6, ring_then_send, NULL, 120);
+    unsetenv("TUTTI_ALGO");
+    tt_fabric_end();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("verbs");
@@ -151,6 +192,7 @@ int main(void)
     tcase_add_test(tc, tiny_rings_exhaust_credits);
     tcase_add_test(tc, several_queue_pairs_per_peer);
     tcase_add_test(tc, roce_port_with_automatic_gid);
+    tcase_add_test(tc, pairs_connect_at_first_use);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -243,8 +243,8 @@ typedef struct {
      * Connects to the given peers at set-up (addrs holds every rank's blob,
      * TT_ADDR_MAX apart) and fills conns[i] for peers[i]. Every rank calls
      * it, with npeers possibly 0, so that a transport may use env->barrier
-     * inside. For the transports without the pairwise ops below, and the
-     * device transports.
+     * inside. For the device transports only: a host transport connects at
+     * first use, through the pairwise ops below, which it must have.
      */
     tutti_status_t (*connect)(void *ctx, const int *peers, int npeers, const unsigned char *addrs,
                               void **conns);

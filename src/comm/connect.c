@@ -82,17 +82,6 @@ int tt_comm_host_tp(tutti_comm_t comm, int q, int from)
     return -1;
 }
 
-/* The next transport from `from` that can connect the pair with q at first
- * use (one connected at set-up is skipped: the pair fell back from an
- * earlier one); -1: none. */
-static int next_tp(tutti_comm_t comm, int q, int from)
-{
-    for (int t = tt_comm_host_tp(comm, q, from); t >= 0; t = tt_comm_host_tp(comm, q, t + 1))
-        if (comm->tp_ops[t]->offer)
-            return t;
-    return -1;
-}
-
 /* Rank q's entry, made when first asked for; under the lock. */
 static pair_t *pair_of(tutti_comm_t comm, int q)
 {
@@ -124,7 +113,7 @@ static tutti_status_t offer_watch(void *arg)
  * take it; under the lock, which it drops while sending. */
 static tutti_status_t ask(tutti_comm_t comm, int q, pair_t *p, int from)
 {
-    for (int t = next_tp(comm, q, from); t >= 0; t = next_tp(comm, q, t + 1)) {
+    for (int t = tt_comm_host_tp(comm, q, from); t >= 0; t = tt_comm_host_tp(comm, q, t + 1)) {
         pair_msg_t m = {.tp = t};
         size_t len = 0;
         tt_log_fault_mark();

@@ -3,9 +3,9 @@
  * The transports' part of set-up: the ones TUTTI_TRANSPORTS lists start
  * listening before the records go out; once every rank's record is in,
  * those not every rank offers are left out, the rest start (shm: the
- * host's shared segment), a transport without connections at first use
- * connects its pairs now, and the device transport its peers. The cost
- * model prices a pair by tt_comm_link, from the endpoints alone.
+ * host's shared segment), and the device transport connects its peers
+ * (host pairs connect at first use, connect.c). The cost model prices a
+ * pair by tt_comm_link, from the endpoints alone.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,8 +64,8 @@ tutti_status_t tt_comm_tp_listen(tutti_comm_t comm, uint32_t *offered, uint64_t 
     return TUTTI_SUCCESS;
 }
 
-/* Every rank's blob of transport t, for the transports that connect every
- * pair they serve at set-up (the only exchange of N blobs left). */
+/* Every rank's blob of the device transport, which connects every pair at
+ * set-up (the only exchange of N blobs left). */
 static unsigned char *all_blobs(tutti_comm_t comm, const unsigned char *mine)
 {
     unsigned char *addrs = malloc((size_t)comm->nranks * TT_ADDR_MAX);
@@ -84,7 +84,7 @@ static unsigned char *all_blobs(tutti_comm_t comm, const unsigned char *mine)
 
 /* Connects transport t to peers[0..n) now and records them in table. */
 static tutti_status_t connect_now(tutti_comm_t comm, int t, const unsigned char *mine, const int *peers,
-                                  int n, tt_peer_t *table, int host)
+                                  int n, tt_peer_t *table)
 {
     unsigned char *addrs = all_blobs(comm, mine);
     void **conns = calloc((size_t)n + 1, sizeof(void *));
@@ -94,34 +94,13 @@ static tutti_status_t connect_now(tutti_comm_t comm, int t, const unsigned char 
         st = comm->tp_ops[t]->connect(comm->tp_ctx[t], peers, n, addrs, conns);
     if (st)
         tt_comm_context(NULL, st, "rank %d: %s connections failed", comm->rank, comm->tp_ops[t]->name);
-    for (int i = 0; !st && i < n; i++) {
+    for (int i = 0; !st && i < n; i++)
         table[peers[i]] = (tt_peer_t){comm->tp_ops[t], conns[i]};
-        if (host)
-            comm->connected[comm->nconnected++] = peers[i];
-    }
     if (!st)
         TT_DEBUG(TT_SUB_INIT, "%s connects %d peers at set-up", comm->tp_ops[t]->name, n);
     free(addrs);
     free(conns);
     return st;
-}
-
-/* A host transport without connections at first use (verbs) connects
- * every pair it is the first choice for, now. */
-static tutti_status_t connect_eager(tutti_comm_t comm, unsigned char (*blobs)[TT_ADDR_MAX], int *peers)
-{
-    for (int t = 0; t < comm->ntransports; t++) {
-        const tt_transport_ops_t *ops = comm->tp_ops[t];
-        if (!(ops->caps & TT_CAP_HOST_MEM) || ops->offer || !(comm->tp_all >> t & 1))
-            continue;
-        int n = 0;
-        for (int q = 0; q < comm->nranks; q++)
-            if (q != comm->rank && tt_comm_host_tp(comm, q, 0) == t)
-                peers[n++] = q;
-        TT_TRY(
-            connect_now(comm, t, blobs[t], peers, n, comm->peers, 1)); /* every rank calls it, n may be 0 */
-    }
-    return TUTTI_SUCCESS;
 }
 
 /* The first device transport every rank offers, when it reaches every
@@ -146,7 +125,7 @@ static tutti_status_t connect_device(tutti_comm_t comm, unsigned char (*blobs)[T
         if (!comm->device_peers)
             return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "rank %d: no memory for %d peers", comm->rank, n);
         comm->device_tp = t;
-        return connect_now(comm, t, blobs[t], peers, n, comm->device_peers, 0);
+        return connect_now(comm, t, blobs[t], peers, n, comm->device_peers);
     }
     return TUTTI_SUCCESS;
 }
@@ -181,9 +160,7 @@ tutti_status_t tt_comm_tp_connect(tutti_comm_t comm, unsigned char (*blobs)[TT_A
     if (!peers)
         return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "rank %d: no memory for %d peers", comm->rank,
                              comm->nranks);
-    tutti_status_t st = connect_eager(comm, blobs, peers);
-    if (!st)
-        st = connect_device(comm, blobs, peers);
+    tutti_status_t st = connect_device(comm, blobs, peers);
     free(peers);
     tt_cost_model_t *m = &comm->policy.tuner.model;
     if (!st && !m->classes_fixed)

@@ -174,6 +174,11 @@ void tt_log_fault_mark(void)
     last_fault[0] = '\0';
 }
 
+void tt_log_fault_adopt(const char *text)
+{
+    snprintf(last_fault, sizeof last_fault, "%s", text);
+}
+
 const char *tt_log_last_fault(void)
 {
     return last_fault;

@@ -51,6 +51,9 @@ void tt_log_fault(tt_log_level_t level, tt_log_subsys_t sub, const char *fmt, ..
     __attribute__((format(printf, 3, 4)));
 /* Forgets the last fault, before a step whose failure is to be explained. */
 void tt_log_fault_mark(void);
+/* Takes text as this thread's last fault without logging it again: one
+ * that a helper thread found and logged, which this thread reports. */
+void tt_log_fault_adopt(const char *text);
 /* The last fault since the mark; "" when none. */
 const char *tt_log_last_fault(void);
 

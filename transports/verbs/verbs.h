@@ -14,6 +14,7 @@
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "core/sock.h"
 #include "topo/topo.h"
@@ -329,8 +330,37 @@ typedef struct {
     int64_t probe_at_ms; /* next keepalive write; 0 while one is out */
 } tt_verbs_conn_t;
 
+/* A pair on its way up at first use (verbs_connect.c, verbs_accept.c):
+ * offered by this rank (its main thread dials the peer when it joins), or
+ * answered (the peer dials in; this rank's accepting thread brings the
+ * connection up, and its main thread takes it when it joins). */
+typedef enum {
+    TT_VERBS_PAIR_NONE = 0,
+    TT_VERBS_PAIR_OFFERED,
+    TT_VERBS_PAIR_ANSWERED, /* waiting for the peer to dial */
+    TT_VERBS_PAIR_BUSY,     /* the accepting thread is bringing it up */
+    TT_VERBS_PAIR_UP,
+    TT_VERBS_PAIR_FAILED
+} tt_verbs_pair_state_t;
+
+typedef struct {
+    tt_verbs_pair_state_t state;
+    int dropped;           /* withdrawn while BUSY: the accepting thread frees it */
+    tutti_status_t status; /* FAILED's, and why (as the accepting thread logged it) */
+    char *why;
+    tt_verbs_conn_t *conn;
+} tt_verbs_pending_t;
+
 typedef struct tt_verbs_ctx {
     const tt_tp_env_t *env;
+    pthread_mutex_t lock;         /* pending, busy_fd, and the ports' resources made on first use */
+    tt_verbs_pending_t *pending;  /* by rank */
+    pthread_t acceptor;           /* serves listen_fd once this rank has answered an offer */
+    int acceptor_on;              /* acceptor runs */
+    int wake_fd;                  /* rung to stop the acceptor */
+    _Atomic int stopping;         /* ... and why */
+    int busy_fd;                  /* the set-up socket the acceptor is serving; -1: none */
+    pid_t owner;                  /* the process that made ctx (a forked copy has no acceptor) */
     const tt_ibv_t *ibv;
     int usable;
     char why[TT_VERBS_WHY];                 /* why not, when not */
@@ -388,9 +418,23 @@ void tt_verbs_rx_drive(tt_verbs_conn_t *c, int ch, int *progressed);
 void tt_verbs_rx_offer(tt_verbs_conn_t *c, int ch);
 void tt_verbs_tx_zcopy_done(tt_verbs_conn_t *c, int ch);
 
-/* Set-up (verbs_connect.c, verbs_dev.c). */
-tutti_status_t tt_verbs_connect(void *ctx, const int *peers, int npeers, const unsigned char *addrs,
-                                void **conns);
+/* Connections at first use (verbs_connect.c; transports/transport.h says
+ * what each op does). */
+tutti_status_t tt_verbs_offer(void *ctx, int peer, void *blob, size_t *len);
+tutti_status_t tt_verbs_answer(void *ctx, int peer, const void *offer, size_t offer_len, void *blob,
+                               size_t *len);
+tutti_status_t tt_verbs_join(void *ctx, int peer, int offered, const void *theirs, size_t len, void **conn);
+void tt_verbs_withdraw(void *ctx, int peer);
+/* Brings c up over the keyed set-up socket fd (closed after); its errors
+ * are logged but for TUTTI_ERR_CONFIG, which pair_up said in full. */
+tutti_status_t tt_verbs_exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline);
+/* The accepting thread (verbs_accept.c): started when this rank first
+ * answers an offer (under ctx->lock), stopped by finalize, which then
+ * frees the pairs still pending. */
+tutti_status_t tt_verbs_acceptor_start(tt_verbs_ctx_t *ctx);
+void tt_verbs_acceptor_stop(tt_verbs_ctx_t *ctx);
+
+/* Set-up (verbs_dev.c). */
 /* Whether this machine has an active port; why describes them, or why not. */
 int tt_verbs_probe(const tt_ibv_t *ibv, char *why, size_t len);
 /* Whether the process has the CUDA driver loaded already. */

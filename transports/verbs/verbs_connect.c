@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * verbs connect: a connection to every peer the core gives (every rank
- * offers verbs then; two ports of different link layers are a configuration
- * error, named), over a keyed set-up socket (the higher rank dials the
- * lower) on which the two ranks agree on a pair of ports and swap queue
- * pair numbers (verbs_pair.c).
+ * verbs connections at first use (src/comm/connect.c), so that a rank's
+ * queue pairs and registered memory grow with the peers its calls name,
+ * not with the communicator. The offer and the answer are each rank's
+ * address (its link layer, its settings and its set-up socket). The
+ * offering rank's main thread dials the other's set-up socket when it
+ * joins and runs its half of the pair's set-up there: the two ranks agree
+ * on a pair of ports and swap queue pair numbers (verbs_pair.c). The
+ * answering rank's half runs on its accepting thread (verbs_accept.c),
+ * never on its main thread, so a rank waiting in a join never waits for
+ * another rank's main thread, which may be in a join of its own.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "core/admit.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "transports/verbs/verbs.h"
@@ -28,139 +32,190 @@ static int same_config(const tt_verbs_addr_t *a, const tt_verbs_addr_t *b)
            a->zcopy_bytes == b->zcopy_bytes;
 }
 
-/* Agrees on ports with the peer and brings the connection up. */
-static tutti_status_t exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline)
+/* Every rank offers verbs, so the core counts on it for the pair: what
+ * is off, in full. */
+static tutti_status_t check_peer(const tt_verbs_ctx_t *ctx, int peer, const tt_verbs_addr_t *theirs)
+{
+    const tt_tp_env_t *env = ctx->env;
+    if (!reaches(&ctx->addr, theirs)) {
+        TT_ERROR(TT_SUB_CONFIG,
+                 "verbs: rank %d (%s) and rank %d (%s) cannot connect; set TUTTI_IB_HCA (and "
+                 "TUTTI_IB_GID_INDEX) so that every rank uses ports of one kind",
+                 env->rank, ctx->addr.roce ? "RoCE" : "InfiniBand", peer,
+                 theirs->roce ? "RoCE" : "InfiniBand");
+        return TUTTI_ERR_CONFIG;
+    }
+    if (!same_config(&ctx->addr, theirs)) {
+        TT_ERROR(TT_SUB_CONFIG,
+                 "verbs: rank %d and rank %d set TUTTI_IB_QPS_PER_PEER, TUTTI_IB_SLOTS, "
+                 "TUTTI_IB_SLOT_BYTES or TUTTI_IB_ZCOPY_BYTES differently",
+                 env->rank, peer);
+        return TUTTI_ERR_CONFIG;
+    }
+    return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_verbs_exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline)
 {
     tutti_status_t st = tt_verbs_pair_up(ctx, fd, c, deadline);
     close(fd);
     if (!st)
         c->probe_at_ms = tt_now_ms();
-    return st;
-}
-
-static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer,
-                           int64_t deadline)
-{
-    const tt_tp_env_t *env = ctx->env;
-    int fd;
-    tutti_status_t st = tt_sock_connect_watched(&peer->oob, deadline, env->watch, env->watch_arg, &fd);
-    if (!st && (st = tt_hello_send(fd, env->key, env->rank, env->nranks, 0, deadline)) != TUTTI_SUCCESS)
-        close(fd);
-    if (!st)
-        st = exchange(ctx, fd, c, deadline);
-    if (st && st != TUTTI_ERR_CONFIG) /* CONFIG: no pair of ports, said in full already */
+    else if (st != TUTTI_ERR_CONFIG) /* CONFIG: no pair of ports, said in full already */
         TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", c->peer, tutti_strerror(st));
     return st;
 }
 
-/* Takes set-up connections from higher ranks until every one arrived:
- * admitted many at once, the keyed ones only (core/admit.c), so that
- * connections without the key cannot hold up the peers'. */
-static tutti_status_t accept_all(tt_verbs_ctx_t *ctx, const int *peers, int npeers, void **conns,
-                                 int expected, int64_t deadline)
+static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer)
 {
     const tt_tp_env_t *env = ctx->env;
-    if (!expected)
-        return TUTTI_SUCCESS;
-    tt_admit_t *admit =
-        tt_admit_new(ctx->listen_fd, env->key, TT_SUB_NET, "verbs", env->watch, env->watch_arg);
-    if (!admit)
-        return TUTTI_ERR_NO_MEMORY;
-    tutti_status_t st = TUTTI_SUCCESS;
-    while (!st && expected > 0) {
-        int fd, slot = -1;
-        tt_hello_t h;
-        st = tt_admit_next(admit, deadline, &fd, &h);
-        if (st == TUTTI_ERR_TIMEOUT)
-            TT_ERROR(TT_SUB_NET, "verbs: %d set-up connections from higher ranks never arrived", expected);
-        if (st)
-            break;
-        for (int i = 0; i < npeers && slot < 0; i++)
-            if (peers[i] == h.rank && peers[i] > env->rank && conns[i] &&
-                !((tt_verbs_conn_t *)conns[i])->peer_region)
-                slot = i;
-        if (slot < 0) {
-            TT_WARN(TT_SUB_NET, "verbs: refused unexpected set-up connection claiming rank %d", h.rank);
-            close(fd);
-            continue;
-        }
-        st = exchange(ctx, fd, conns[slot], deadline);
-        if (st && st != TUTTI_ERR_CONFIG)
-            TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", h.rank, tutti_strerror(st));
-        else
-            expected--;
+    int64_t deadline = tt_now_ms() + env->timeout_ms;
+    int fd;
+    tutti_status_t st = tt_sock_connect_watched(&peer->oob, deadline, env->watch, env->watch_arg, &fd);
+    if (!st && (st = tt_hello_send(fd, env->key, env->rank, env->nranks, 0, deadline)) != TUTTI_SUCCESS)
+        close(fd);
+    if (st) {
+        TT_ERROR(TT_SUB_NET, "verbs: reaching rank %d's set-up socket failed: %s", c->peer,
+                 tutti_strerror(st));
+        return st;
     }
-    tt_admit_free(admit);
-    return st;
+    return tt_verbs_exchange(ctx, fd, c, deadline);
 }
 
-/* Makes a connection to each peer; how many of them dial in to us. */
-static tutti_status_t create_conns(tt_verbs_ctx_t *ctx, const int *peers, int npeers,
-                                   const tt_verbs_addr_t *addrs, void **conns, int *expected)
+/* A new connection's memory for peer, kept in its pending entry in state;
+ * under ctx->lock. */
+static tutti_status_t make_pending(tt_verbs_ctx_t *ctx, int peer, tt_verbs_pair_state_t state)
 {
-    const tt_tp_env_t *env = ctx->env;
-    *expected = 0;
-    for (int i = 0; i < npeers; i++) {
-        if (!reaches(&ctx->addr, &addrs[i])) {
-            /* Both offer verbs, so the core counts on it: say what is off. */
-            TT_ERROR(TT_SUB_CONFIG,
-                     "verbs: rank %d (%s) and rank %d (%s) cannot connect; set TUTTI_IB_HCA (and "
-                     "TUTTI_IB_GID_INDEX) so that every rank uses ports of one kind",
-                     env->rank, ctx->addr.roce ? "RoCE" : "InfiniBand", peers[i],
-                     addrs[i].roce ? "RoCE" : "InfiniBand");
-            return TUTTI_ERR_CONFIG;
-        }
-        if (!same_config(&ctx->addr, &addrs[i])) {
-            TT_ERROR(TT_SUB_CONFIG,
-                     "verbs: rank %d and rank %d set TUTTI_IB_QPS_PER_PEER, TUTTI_IB_SLOTS, "
-                     "TUTTI_IB_SLOT_BYTES or TUTTI_IB_ZCOPY_BYTES differently",
-                     env->rank, peers[i]);
-            return TUTTI_ERR_CONFIG;
-        }
-        tt_verbs_conn_t *c = calloc(1, sizeof *c);
-        if (!c)
-            return TUTTI_ERR_NO_MEMORY;
-        c->peer = peers[i];
-        conns[i] = c;
-        tutti_status_t st = tt_verbs_conn_create(ctx, c);
-        if (st)
-            return st;
-        *expected += peers[i] > env->rank;
+    tt_verbs_pending_t *e = &ctx->pending[peer];
+    if (e->state != TT_VERBS_PAIR_NONE) {
+        TT_ERROR(TT_SUB_NET, "verbs: rank %d asked for a second connection to rank %d", ctx->env->rank, peer);
+        return TUTTI_ERR_INTERNAL;
     }
+    tt_verbs_conn_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return TUTTI_ERR_NO_MEMORY;
+    c->peer = peer;
+    tutti_status_t st = tt_verbs_conn_create(ctx, c);
+    if (st) {
+        tt_verbs_conn_destroy(c);
+        return st;
+    }
+    *e = (tt_verbs_pending_t){.state = state, .conn = c};
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_verbs_connect(void *ctxp, const int *peers, int npeers, const unsigned char *addrs,
-                                void **conns)
+static void put_addr(const tt_verbs_ctx_t *ctx, void *blob, size_t *len)
+{
+    memcpy(blob, &ctx->addr, sizeof ctx->addr);
+    *len = sizeof ctx->addr;
+}
+
+tutti_status_t tt_verbs_offer(void *ctxp, int peer, void *blob, size_t *len)
 {
     tt_verbs_ctx_t *ctx = ctxp;
-    int64_t deadline = tt_now_ms() + ctx->env->timeout_ms;
-    tt_verbs_addr_t *peer = calloc((size_t)npeers + 1, sizeof *peer);
-    tutti_status_t st = peer ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
-    int expected = 0;
-    for (int i = 0; i < npeers; i++) {
-        conns[i] = NULL;
-        if (peer)
-            memcpy(&peer[i], addrs + (size_t)peers[i] * TT_ADDR_MAX, sizeof peer[i]);
-    }
+    pthread_mutex_lock(&ctx->lock);
+    tutti_status_t st = make_pending(ctx, peer, TT_VERBS_PAIR_OFFERED);
+    pthread_mutex_unlock(&ctx->lock);
     if (!st)
-        st = create_conns(ctx, peers, npeers, peer, conns, &expected);
-    /* Dial lower ranks first: their listeners queue us without an accept. */
-    for (int i = 0; i < npeers && !st; i++)
-        if (conns[i] && peers[i] < ctx->env->rank)
-            st = dial(ctx, conns[i], &peer[i], deadline);
-    if (!st)
-        st = accept_all(ctx, peers, npeers, conns, expected, deadline);
-    if (ctx->listen_fd >= 0) { /* nothing more will dial in */
-        close(ctx->listen_fd);
-        ctx->listen_fd = -1;
-    }
-    if (st)
-        for (int i = 0; i < npeers; i++)
-            if (conns[i]) {
-                tt_verbs_conn_destroy(conns[i]);
-                conns[i] = NULL;
-            }
-    free(peer);
+        put_addr(ctx, blob, len);
     return st;
+}
+
+/* On the bootstrap's thread. Whether the two ranks can meet is the
+ * offering side's to say (its join fails naming why); this side only
+ * makes ready to be dialled. */
+tutti_status_t tt_verbs_answer(void *ctxp, int peer, const void *offer, size_t offer_len, void *blob,
+                               size_t *len)
+{
+    tt_verbs_ctx_t *ctx = ctxp;
+    (void)offer;
+    if (offer_len != sizeof(tt_verbs_addr_t))
+        return TUTTI_ERR_UNSUPPORTED;
+    pthread_mutex_lock(&ctx->lock);
+    tutti_status_t st = ctx->acceptor_on ? TUTTI_SUCCESS : tt_verbs_acceptor_start(ctx);
+    if (!st)
+        st = make_pending(ctx, peer, TT_VERBS_PAIR_ANSWERED);
+    pthread_mutex_unlock(&ctx->lock);
+    if (!st)
+        put_addr(ctx, blob, len);
+    return st;
+}
+
+/* The offering side: dials the peer's accepting thread and brings the
+ * pair up with it. */
+static tutti_status_t join_offered(tt_verbs_ctx_t *ctx, int peer, const void *theirs, size_t len, void **conn)
+{
+    tt_verbs_addr_t addr;
+    pthread_mutex_lock(&ctx->lock);
+    tt_verbs_pending_t *e = &ctx->pending[peer];
+    tt_verbs_conn_t *c = e->state == TT_VERBS_PAIR_OFFERED ? e->conn : NULL;
+    if (c) /* it is this thread's now: a late withdraw finds nothing */
+        *e = (tt_verbs_pending_t){0};
+    pthread_mutex_unlock(&ctx->lock);
+    if (!c || len != sizeof addr) {
+        TT_ERROR(TT_SUB_NET, "verbs: rank %d joined a pair with rank %d that it had not offered",
+                 ctx->env->rank, peer);
+        if (c)
+            tt_verbs_conn_destroy(c);
+        return TUTTI_ERR_INTERNAL;
+    }
+    memcpy(&addr, theirs, sizeof addr);
+    tutti_status_t st = check_peer(ctx, peer, &addr);
+    if (!st)
+        st = dial(ctx, c, &addr);
+    if (st) {
+        tt_verbs_conn_destroy(c);
+        return st;
+    }
+    *conn = c;
+    return TUTTI_SUCCESS;
+}
+
+/* The answering side: the connection once its accepting thread has it up. */
+static tutti_status_t join_answered(tt_verbs_ctx_t *ctx, int peer, void **conn)
+{
+    pthread_mutex_lock(&ctx->lock);
+    tt_verbs_pending_t *e = &ctx->pending[peer];
+    tutti_status_t st = TUTTI_SUCCESS;
+    switch (e->state) {
+    case TT_VERBS_PAIR_ANSWERED:
+    case TT_VERBS_PAIR_BUSY: break; /* not yet */
+    case TT_VERBS_PAIR_UP:
+        *conn = e->conn;
+        *e = (tt_verbs_pending_t){0};
+        break;
+    case TT_VERBS_PAIR_FAILED: /* the accepting thread said why: this thread reports it */
+        st = e->status;
+        tt_log_fault_adopt(e->why ? e->why : "");
+        free(e->why);
+        *e = (tt_verbs_pending_t){0};
+        break;
+    default:
+        TT_ERROR(TT_SUB_NET, "verbs: rank %d joined a pair with rank %d that it had not answered",
+                 ctx->env->rank, peer);
+        st = TUTTI_ERR_INTERNAL;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+tutti_status_t tt_verbs_join(void *ctxp, int peer, int offered, const void *theirs, size_t len, void **conn)
+{
+    *conn = NULL;
+    return offered ? join_offered(ctxp, peer, theirs, len, conn) : join_answered(ctxp, peer, conn);
+}
+
+void tt_verbs_withdraw(void *ctxp, int peer)
+{
+    tt_verbs_ctx_t *ctx = ctxp;
+    pthread_mutex_lock(&ctx->lock);
+    tt_verbs_pending_t *e = &ctx->pending[peer];
+    if (e->state == TT_VERBS_PAIR_BUSY) {
+        e->dropped = 1;
+    } else {
+        if (e->conn)
+            tt_verbs_conn_destroy(e->conn);
+        *e = (tt_verbs_pending_t){0};
+    }
+    pthread_mutex_unlock(&ctx->lock);
 }

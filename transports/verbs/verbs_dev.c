@@ -419,7 +419,9 @@ int tt_verbs_probe(const tt_ibv_t *ibv, char *why, size_t len)
     return n > 0;
 }
 
-tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char *why, size_t len)
+/* Under ctx->lock: the accepting thread and the main thread may each
+ * bring a pair up on a port not used before. */
+static tutti_status_t dev_ready_locked(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char *why, size_t len)
 {
     if (dev->cache)
         return TUTTI_SUCCESS;
@@ -434,4 +436,12 @@ tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char
     }
     tt_verbs_cache_set_gdr(dev->cache, ctx->gdr);
     return TUTTI_SUCCESS;
+}
+
+tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char *why, size_t len)
+{
+    pthread_mutex_lock(&ctx->lock);
+    tutti_status_t st = dev_ready_locked(ctx, dev, why, len);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
 }

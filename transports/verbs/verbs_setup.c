@@ -3,9 +3,9 @@
  * verbs set-up. listen opens libibverbs and the ports this rank offers,
  * and publishes the preferred one's link layer and a set-up socket; where
  * nothing is usable it says why in one info line and is not offered (the
- * core then leaves verbs out for every rank). connect brings up a
- * connection to every peer: the higher rank dials the lower one, both
- * present the job key, agree on a pair of ports, exchange queue pair
+ * core then leaves verbs out for every rank). A pair connects when a call
+ * first needs it (verbs_connect.c): the two ranks present the job key on
+ * the set-up socket, agree on a pair of ports, exchange queue pair
  * numbers, PSNs and the registered region, and bring their queue pairs up.
  */
 #include <stdio.h>
@@ -109,6 +109,7 @@ static tutti_status_t open_resources(tt_verbs_ctx_t *ctx, char *why, size_t len)
 static void verbs_finalize(void *ctxp)
 {
     tt_verbs_ctx_t *ctx = ctxp;
+    tt_verbs_acceptor_stop(ctx); /* before the ports: it may be bringing a pair up on one */
     if (ctx->listen_fd >= 0)
         close(ctx->listen_fd);
     for (int i = 0; i < ctx->ndev; i++) {
@@ -120,6 +121,9 @@ static void verbs_finalize(void *ctxp)
     for (int i = 0; i < ctx->ndev; i++) /* after every PD of a context */
         if (ctx->dev[i].owns_ctx)
             ctx->ibv->close_device(ctx->dev[i].port.ctx);
+    if (ctx->owner == getpid())
+        pthread_mutex_destroy(&ctx->lock);
+    free(ctx->pending);
     free(ctx);
 }
 
@@ -129,10 +133,14 @@ static tutti_status_t verbs_listen(const tt_tp_env_t *env, void **ctxp, void *ad
     if (!ctx)
         return TUTTI_ERR_NO_MEMORY;
     ctx->env = env;
-    ctx->listen_fd = -1;
+    ctx->listen_fd = ctx->wake_fd = ctx->busy_fd = -1;
+    ctx->owner = getpid();
+    pthread_mutex_init(&ctx->lock, NULL);
     tt_verbs_addr_t *a = &ctx->addr;
     a->magic = TT_VERBS_MAGIC;
     tutti_status_t st = read_config(ctx);
+    if (!st && !(ctx->pending = calloc((size_t)env->nranks, sizeof *ctx->pending)))
+        st = TUTTI_ERR_NO_MEMORY;
     char why[TT_VERBS_WHY];
     if (!st && !(ctx->ibv = tt_verbs_lib(why, sizeof why))) {
         not_usable(ctx, why);
@@ -194,7 +202,10 @@ const tt_transport_ops_t tt_verbs_ops = {
     .probe = verbs_probe,
     .reachable = verbs_reachable,
     .listen = verbs_listen,
-    .connect = tt_verbs_connect,
+    .offer = tt_verbs_offer,
+    .answer = tt_verbs_answer,
+    .join = tt_verbs_join,
+    .withdraw = tt_verbs_withdraw,
     .isend = tt_verbs_isend,
     .irecv = tt_verbs_irecv,
     .peek = tt_verbs_peek,
