@@ -107,6 +107,7 @@ void tt_nccl_free(ncclComm_t comm)
 {
     comm->magic = 0;
     free(comm->init.exclude);
+    free(comm->init.ids);
     pthread_cond_destroy(&comm->changed);
     pthread_mutex_destroy(&comm->lock);
     free(comm);

@@ -95,6 +95,9 @@ static void *init_main(void *arg)
                              &tc);
     else if (comm->init.parent)
         st = tutti_comm_split(comm->init.parent, comm->init.color, comm->init.key, &tc);
+    else if (comm->init.ids)
+        st = tutti_comm_init_roots(&tc, comm->init.nranks, comm->init.rank, comm->init.nids, comm->init.ids,
+                                   NULL);
     else
         st = tutti_comm_init(&tc, comm->init.nranks, comm->init.rank, &comm->init.id, NULL);
     if (comm->init.split_of)
@@ -195,7 +198,8 @@ ncclComm_t tt_nccl_child(ncclComm_t parent, int blocking)
     return comm;
 }
 
-static ncclResult_t init_rank(ncclComm_t *out, int nranks, const ncclUniqueId *id, int rank,
+/* Joins through nids roots (ids[0] alone: the common form). */
+static ncclResult_t init_rank(ncclComm_t *out, int nranks, const ncclUniqueId *ids, int nids, int rank,
                               const ncclConfig_t *config, const char *call)
 {
     tt_nccl_once();
@@ -215,33 +219,42 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, const ncclUniqueId *i
     comm->device = current_device();
     comm->init.nranks = nranks;
     comm->init.rank = rank;
-    memcpy(comm->init.id.internal, id->internal, sizeof comm->init.id.internal);
+    memcpy(comm->init.id.internal, ids[0].internal, sizeof comm->init.id.internal);
+    if (nids > 1) {
+        _Static_assert(sizeof(ncclUniqueId) == sizeof(tutti_unique_id_t), "the ids are alike");
+        if (!(comm->init.ids = malloc(sizeof(tutti_unique_id_t) * (size_t)nids))) {
+            tt_nccl_free(comm);
+            return tt_nccl_error(NULL, ncclSystemError, "%s: no memory for %d ids", call, nids);
+        }
+        memcpy(comm->init.ids, ids, sizeof(tutti_unique_id_t) * (size_t)nids);
+        comm->init.nids = nids;
+    }
     return tt_nccl_launch(comm, out);
 }
 
 TT_NCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
                                                     int rank, ncclConfig_t *config)
 {
-    return init_rank(comm, nranks, &commId, rank, config, "ncclCommInitRankConfig");
+    return init_rank(comm, nranks, &commId, 1, rank, config, "ncclCommInitRankConfig");
 }
 TT_NCCL_ALIAS(ncclCommInitRankConfig)
 
 TT_NCCL_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
-    return init_rank(comm, nranks, &commId, rank, NULL, "ncclCommInitRank");
+    return init_rank(comm, nranks, &commId, 1, rank, NULL, "ncclCommInitRank");
 }
 TT_NCCL_ALIAS(ncclCommInitRank)
 
-/* Several ids only spread NCCL's bootstrap over several roots; tutti's
- * bootstrap has one root, the creator of the first id (rank 0). */
+/* Several ids spread the join over several roots (tutti_comm_init_roots),
+ * with NCCL's blocks of ranks: commIds[i] made by a rank of block i. */
 TT_NCCL_EXPORT ncclResult_t pncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
                                                       ncclUniqueId *commIds, ncclConfig_t *config)
 {
-    if (nId < 1 || !commIds)
+    if (nId < 1 || nId > nranks || !commIds)
         return tt_nccl_error(NULL, ncclInvalidArgument,
-                             "ncclCommInitRankScalable: nId %d / commIds %p: need at least one id", nId,
+                             "ncclCommInitRankScalable: nId %d / commIds %p: need 1..nranks ids", nId,
                              (void *)commIds);
-    return init_rank(newcomm, nranks, &commIds[0], myrank, config, "ncclCommInitRankScalable");
+    return init_rank(newcomm, nranks, commIds, nId, myrank, config, "ncclCommInitRankScalable");
 }
 TT_NCCL_ALIAS(ncclCommInitRankScalable)
 

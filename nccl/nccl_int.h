@@ -52,6 +52,8 @@ struct ncclComm {
     struct {
         int nranks, rank;
         tutti_unique_id_t id;
+        tutti_unique_id_t *ids; /* the scalable init's roots (malloc'd; NULL: id alone) ... */
+        int nids;               /* ... how many */
         tutti_comm_t parent; /* split, shrink, grow: the parent's communicator ... */
         ncclComm_t split_of; /* ... and its handle, held (a call inside it) until the child is made */
         enum { TT_NCCL_SPLIT = 0, TT_NCCL_SHRINK, TT_NCCL_GROW } how;

@@ -8,6 +8,7 @@
  * several ranks in one process (ncclCommInitAll), pre-multiplied sums.
  */
 #include <check.h>
+#include <sys/mman.h>
 #include <nccl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -423,6 +424,63 @@ START_TEST(pre_multiplied_sums)
 }
 END_TEST
 
+/* ncclCommInitRankScalable with two roots: 5 ranks, blocks 0-2 and 3-4;
+ * the second id is made in rank 4's process (a rank of its block) and
+ * passed on through shared memory, as an application all-gathers them. */
+typedef struct {
+    volatile int made;
+    ncclUniqueId second;
+} two_ids_t;
+
+static int scalable(int rank, int nranks, const ncclUniqueId *id, void *arg)
+{
+    two_ids_t *sh = arg;
+    if (rank == 4) {
+        NCCL_OK(ncclGetUniqueId(&sh->second));
+        __atomic_store_n(&sh->made, 1, __ATOMIC_RELEASE);
+    }
+    for (double until = nccl_now() + 10; !__atomic_load_n(&sh->made, __ATOMIC_ACQUIRE);)
+        NCCL_FAIL_IF(nccl_now() > until, "rank %d: the second id never came", rank);
+    ncclUniqueId ids[2] = {*id, sh->second};
+    ncclComm_t comm;
+    /* Rank 0 says at INIT level how many connections it admitted: its two
+     * block mates and the other root, not the four other ranks. */
+    FILE *log = tmpfile();
+    int err = dup(2);
+    NCCL_FAIL_IF(!log || err < 0 || dup2(fileno(log), 2) < 0, "rank %d: no log file", rank);
+    ncclResult_t res = ncclCommInitRankScalable(&comm, nranks, rank, 2, ids, NULL);
+    dup2(err, 2);
+    NCCL_OK(res);
+    char text[8192] = "";
+    rewind(log);
+    text[fread(text, 1, sizeof text - 1, log)] = '\0';
+    NCCL_FAIL_IF(rank == 0 && !strstr(text, "admitted 3 connections as a root"), "rank 0's log: %s", text);
+    int count, me;
+    NCCL_OK(ncclCommCount(comm, &count));
+    NCCL_OK(ncclCommUserRank(comm, &me));
+    NCCL_FAIL_IF(count != nranks || me != rank, "rank %d: %d of %d", rank, me, count);
+    float x = (float)(rank + 1);
+    NCCL_OK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL));
+    NCCL_FAIL_IF(x != 15.0f, "rank %d: the sum is %g", rank, x);
+    NCCL_FAILS(ncclCommInitRankScalable(&comm, nranks, rank, 6, ids, NULL), ncclInvalidArgument, "nId 6");
+    NCCL_OK(ncclCommDestroy(comm));
+    return 0;
+}
+
+START_TEST(scalable_init_over_two_roots)
+{
+    two_ids_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(sh, MAP_FAILED);
+    sh->made = 0;
+    setenv("NCCL_DEBUG", "INFO", 1);
+    setenv("NCCL_DEBUG_SUBSYS", "INIT", 1);
+    nccl_run(5, scalable, sh, 60);
+    unsetenv("NCCL_DEBUG");
+    unsetenv("NCCL_DEBUG_SUBSYS");
+    munmap(sh, sizeof *sh);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("nccl");
@@ -433,6 +491,7 @@ int main(void)
     tcase_add_loop_test(tc, groups_of_sends_and_receives, 0, 5);
     tcase_add_test(tc, several_ranks_in_one_process);
     tcase_add_loop_test(tc, pre_multiplied_sums, 0, 2);
+    tcase_add_test(tc, scalable_init_over_two_roots);
     suite_add_tcase(s, tc);
     return nccl_run_suite(s);
 }

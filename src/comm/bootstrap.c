@@ -35,6 +35,7 @@ static void setup_fields(tt_bootstrap_t *bs, int nranks, int rank, const unsigne
     bs->nranks = nranks;
     bs->timeout_ms = timeout_ms;
     bs->up_fd = bs->listen_fd = -1;
+    bs->nroots = 1;
     memcpy(bs->key, key, TT_KEY_BYTES);
 }
 
@@ -50,34 +51,29 @@ static tutti_status_t root_arrays(tt_bootstrap_t *bs)
 
 static tutti_status_t start_star(tt_bootstrap_t *bs, char *err, size_t errlen);
 
-tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
-                                 const tt_sockaddr_t *root, int64_t timeout_ms, char *err, size_t errlen)
+tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const tt_id_t *ids, int nids,
+                                 int64_t timeout_ms, char *err, size_t errlen)
 {
-    setup_fields(bs, nranks, rank, key, timeout_ms);
+    setup_fields(bs, nranks, rank, ids[0].key, timeout_ms);
+    bs->nroots = nids;
+    bs->block = tt_root_of(rank, nranks, nids);
     int64_t deadline = tt_now_ms() + timeout_ms;
+    int listen_fd = -1;
     tutti_status_t st = nranks > 1 ? open_listener(bs, err, errlen) : TUTTI_SUCCESS;
-    if (!st && rank != 0) {
-        st = tt_bootstrap_member_join(bs, root, deadline, err, errlen);
+    if (!st)
+        st = tt_bootstrap_serves(bs, &ids[bs->block], &listen_fd, err, errlen);
+    if (!st && listen_fd < 0 && rank != 0) {
+        st = tt_bootstrap_member_join(bs, &ids[bs->block].root, deadline, err, errlen);
         if (!st)
             st = tt_bootstrap_attach(bs, deadline, err, errlen);
     } else if (!st) {
         st = root_arrays(bs);
         for (int i = 0; !st && i < nranks; i++)
             bs->rank_fds[i] = -1;
-        int listen_fd = tt_bootstrap_take_listener(key);
-        if (!st && listen_fd < 0 && nranks > 1) {
-            char where[80];
-            tt_sock_addr_str(root, where, sizeof where);
-            tt_sockaddr_t bind_addr = *root;
-            if ((st = tt_sock_listen(&bind_addr, &listen_fd)) != TUTTI_SUCCESS)
-                snprintf(err, errlen, "rank 0 could not listen on %s for the bootstrap", where);
-        }
-        if (!st && nranks > 1)
-            st = tt_bootstrap_root_admit(bs, listen_fd, deadline, err, errlen);
-        if (listen_fd >= 0) /* the job's address is free again once every rank is in */
-            close(listen_fd);
         if (!st)
-            st = tt_bootstrap_welcome(bs, deadline, err, errlen);
+            st = tt_bootstrap_serve(bs, listen_fd, &ids[0].root, deadline, err, errlen);
+        else if (listen_fd >= 0)
+            close(listen_fd);
     }
     if (!st)
         st = start_star(bs, err, errlen);
@@ -100,8 +96,11 @@ tutti_status_t tt_bootstrap_adopt(tt_bootstrap_t *bs, int nranks, int rank, cons
             st = tt_bootstrap_attach(bs, deadline, err, errlen);
     } else if (!st) {
         st = root_arrays(bs);
-        if (!st)
+        if (!st) {
+            bs->rank_fds[0] = -1;
+            bs->root = bs->addrs[0] = bs->addr;
             st = tt_bootstrap_root_read(bs, deadline, err, errlen);
+        }
         if (!st)
             st = tt_bootstrap_welcome(bs, deadline, err, errlen);
     }

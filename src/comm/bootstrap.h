@@ -18,8 +18,10 @@ typedef struct {
     unsigned char key[TT_KEY_BYTES];
     int64_t timeout_ms;
     int up_fd;     /* the connection to rank 0 while joining, then to the parent, until the star takes it */
-    int *rank_fds; /* rank 0: its connection to each joining rank ([0] unused), until it welcomed them */
-    tt_sockaddr_t *addrs;         /* rank 0: each joining rank's listener, from its join */
+    int *rank_fds; /* a root: its connection to each joining rank ([0] unused), until it welcomed them */
+    tt_sockaddr_t *addrs;         /* a root: each joining rank's listener, from its join */
+    int nroots, block;            /* the join's roots, and the one this rank's block joins */
+    int admitted;                 /* a root: the connections it admitted (ranks, other roots) */
     int listen_fd;                /* this rank's listener (children, messages), until the star takes it */
     tt_sockaddr_t addr;           /* ... the address other ranks reach it at */
     tt_sockaddr_t root;           /* rank 0's listener */
@@ -34,6 +36,9 @@ typedef struct {
     unsigned char key[TT_KEY_BYTES];
     tt_sockaddr_t root;
 } tt_id_t;
+
+/* A rank_fds entry: the rank joined through its block's root (bootstrap_roots.c). */
+#define TT_BOOTSTRAP_BY_ROOT (-3)
 
 /* Reads a unique id's bytes into id: 0 when they are one tutti made (magic,
  * version, an IPv4 or IPv6 address of the right length), else -1. */
@@ -54,17 +59,19 @@ void tt_bootstrap_root_note(const unsigned char *key, char *out, size_t outlen);
 int tt_bootstrap_take_listener(const unsigned char *key);
 
 /*
- * Joins the tree. Every rank opens a listener of its own. Rank 0 serves on
- * its kept listener for key, or else binds root, and answers each rank it
- * admits with its own hello; other ranks connect to root and wait for that
- * answer, so a program at root's address that is not the job's root is
- * told at once. Each joining rank sends its listener's address; once all
- * joined, rank 0 tells each where its parent listens and closes, and each
- * rank connects to its parent. Connections with a wrong key are refused
- * and logged; the rest go on.
+ * Joins the tree through nids roots (ids[0]'s key is the job's). Every
+ * rank opens a listener of its own. Rank 0 serves on its kept listener
+ * for the key, or else binds the root, and answers each rank it admits
+ * with its own hello; other ranks connect to the root and wait for that
+ * answer, so a program at the root's address that is not the job's root
+ * is told at once. Each joining rank sends its listener's address; once
+ * all joined, rank 0 tells each where its parent listens and closes, and
+ * each rank connects to its parent. With several roots, each serves a
+ * block of the ranks so (bootstrap_roots.c). Connections with a wrong key
+ * are refused and logged; the rest go on.
  */
-tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const unsigned char *key,
-                                 const tt_sockaddr_t *root, int64_t timeout_ms, char *err, size_t errlen);
+tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const tt_id_t *ids, int nids,
+                                 int64_t timeout_ms, char *err, size_t errlen);
 /* Joins a tree over connections made already (a shrink's), as if each
  * rank had joined rank 0 through them: up_fd is this rank's connection to
  * rank 0, or, on rank 0, rank_fds (malloc'd, nranks entries, [0] unused)
@@ -91,20 +98,43 @@ void tt_bootstrap_close(tt_bootstrap_t *bs);
 /* In a forked child: closes this process's copies only. */
 void tt_bootstrap_forget(tt_bootstrap_t *bs);
 
-/* The join's halves (bootstrap_join.c). Rank 0: admits every rank on
- * listen_fd with its listener's address (rank_fds, addrs); the others:
- * connect to root, present the key, send their address. Then rank 0
- * welcomes each rank (where its parent and rank 0 listen) and each
- * attaches to its parent (up_fd). err gets why one failed. */
+/* The join's halves (bootstrap_join.c). A root: admits every rank of its
+ * block on listen_fd with its listener's address (rank_fds, addrs; rank 0
+ * also the other roots with their blocks'); the others: connect to root,
+ * present the key (reach_root), send their address. Then rank 0 welcomes
+ * each rank (where its parent and rank 0 listen) and each attaches to its
+ * parent (up_fd). err gets why one failed; tell_joined passes it on to
+ * the ranks a root admitted, which wait for its word. */
 tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t deadline, char *err,
                                        size_t errlen);
+tutti_status_t tt_bootstrap_reach_root(tt_bootstrap_t *bs, const tt_sockaddr_t *root, int64_t deadline,
+                                       char *err, size_t errlen);
 tutti_status_t tt_bootstrap_member_join(tt_bootstrap_t *bs, const tt_sockaddr_t *root, int64_t deadline,
                                         char *err, size_t errlen);
+void tt_bootstrap_tell_joined(const tt_bootstrap_t *bs, tutti_status_t st, const char *why);
 /* Rank 0: reads each rank's address from rank_fds (adopted ones). */
 tutti_status_t tt_bootstrap_root_read(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen);
 tutti_status_t tt_bootstrap_welcome(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen);
 /* A member: sends its address on up_fd; waits for the welcome, attaches. */
 tutti_status_t tt_bootstrap_send_join(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen);
 tutti_status_t tt_bootstrap_attach(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen);
+
+/* Several roots (bootstrap_roots.c). Root i's block of ranks: the first,
+ * its size; the root whose block a rank is in. */
+int tt_root_first(int root, int nranks, int nroots);
+int tt_root_size(int root, int nranks, int nroots);
+int tt_root_of(int rank, int nranks, int nroots);
+/* Whether this rank serves its block's root (id: that root's): *listen_fd
+ * its listener, or -1 when it joins as a member. */
+tutti_status_t tt_bootstrap_serves(tt_bootstrap_t *bs, const tt_id_t *id, int *listen_fd, char *err,
+                                   size_t errlen);
+/* A root: admits its block on listen_fd (and closes it); another root
+ * then reports to rank 0 at root0; welcomes its block; attaches. */
+tutti_status_t tt_bootstrap_serve(tt_bootstrap_t *bs, int listen_fd, const tt_sockaddr_t *root0,
+                                  int64_t deadline, char *err, size_t errlen);
+/* Rank 0: reads root r's block of listeners from fd (0, or -1), and
+ * sends root r the parents' listeners its block needs. */
+int tt_bootstrap_read_block(tt_bootstrap_t *bs, int fd, int r, int64_t deadline);
+tutti_status_t tt_bootstrap_send_parents(tt_bootstrap_t *bs, int fd, int r, int64_t deadline);
 
 #endif

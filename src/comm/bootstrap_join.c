@@ -31,6 +31,21 @@ typedef struct {
     tt_sockaddr_t parent, root;
 } welcome_t;
 
+/* Whether this rank's root admits rank r: every other rank in a one-root
+ * job; its own block's, and the other roots with theirs, on rank 0; its
+ * own block's on another root. */
+static int admits(const tt_bootstrap_t *bs, int r)
+{
+    return r >= 0 && r < bs->nranks && r != bs->rank &&
+           (bs->block == 0 || tt_root_of(r, bs->nranks, bs->nroots) == bs->block);
+}
+
+/* Whether rank r comes to rank 0 as the root of another block. */
+static int other_root(const tt_bootstrap_t *bs, int r)
+{
+    return bs->block == 0 && tt_root_of(r, bs->nranks, bs->nroots) != 0;
+}
+
 /* The ranks that have not joined, for the message that says the job failed. */
 static void missing_ranks(const tt_bootstrap_t *bs, char *out, size_t len)
 {
@@ -39,8 +54,8 @@ static void missing_ranks(const tt_bootstrap_t *bs, char *out, size_t len)
         snprintf(out, len, "some ranks");
         return;
     }
-    for (int r = 1; r < bs->nranks; r++)
-        missing[r] = bs->rank_fds[r] == -1;
+    for (int r = 0; r < bs->nranks; r++)
+        missing[r] = admits(bs, r) && bs->rank_fds[r] == -1;
     tt_ranks_str(missing, bs->nranks, out, len);
     free(missing);
 }
@@ -49,15 +64,15 @@ static void missing_ranks(const tt_bootstrap_t *bs, char *out, size_t len)
  * their welcome), so they fail at once with the reason. What they sent
  * meanwhile is read and dropped until they close (1 s at most): a socket
  * closed with unread bytes is reset, and the reason with it. */
-static void tell_joined(const tt_bootstrap_t *bs, tutti_status_t st, const char *why)
+void tt_bootstrap_tell_joined(const tt_bootstrap_t *bs, tutti_status_t st, const char *why)
 {
-    for (int r = 1; r < bs->nranks; r++)
+    for (int r = 0; r < bs->nranks; r++)
         if (bs->rank_fds[r] >= 0) {
             tt_star_send(bs->rank_fds[r], TT_STAR_WELCOME, 0, st, 0, why, strlen(why) + 1, 1000);
             shutdown(bs->rank_fds[r], SHUT_WR);
         }
     int64_t until = tt_now_ms() + 1000;
-    for (int r = 1; r < bs->nranks; r++)
+    for (int r = 0; r < bs->nranks; r++)
         while (bs->rank_fds[r] >= 0) {
             char sink[512];
             struct pollfd p = {.fd = bs->rank_fds[r], .events = POLLIN};
@@ -88,36 +103,39 @@ tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_
                                        size_t errlen)
 {
     int joined = 1, lost = -1;
+    int want = bs->block == 0 ? bs->nranks : tt_root_size(bs->block, bs->nranks, bs->nroots);
+    char me[48] = "bootstrap root";
+    if (bs->block)
+        snprintf(me, sizeof me, "bootstrap root %d (rank %d)", bs->block, bs->rank);
     tt_admit_t *a = tt_admit_new(listen_fd, bs->key, TT_SUB_INIT, "the bootstrap root", NULL, NULL);
     if (!a) {
-        snprintf(err, errlen, "bootstrap root: no memory to admit the ranks");
+        snprintf(err, errlen, "%s: no memory to admit the ranks", me);
         return TUTTI_ERR_NO_MEMORY;
     }
     a->answer_refusals = 1; /* a joiner with another key learns it is refused (TUTTI_ERR_AUTH) */
     tutti_status_t st = TUTTI_SUCCESS;
-    while (joined < bs->nranks) {
+    while (joined < want) {
         int fd;
         tt_hello_t h;
         st = tt_admit_next(a, deadline, &fd, &h);
         if (st != TUTTI_SUCCESS) {
             char missing[256];
             missing_ranks(bs, missing, sizeof missing);
-            snprintf(err, errlen, "bootstrap root: %d of %d ranks joined before %s; missing: %s", joined,
-                     bs->nranks,
+            snprintf(err, errlen, "%s: %d of %d ranks joined before %s; missing: %s", me, joined, want,
                      st == TUTTI_ERR_TIMEOUT ? "the timeout"
                      : a->fd_error           ? "it ran out of descriptors (see above)"
                                              : "accept failed",
                      missing);
-            tell_joined(bs, st, err);
+            tt_bootstrap_tell_joined(bs, st, err);
             break;
         }
         bs->bytes_in += sizeof h;
-        if (h.nranks != bs->nranks || h.rank <= 0 || h.rank >= bs->nranks || bs->rank_fds[h.rank] != -1) {
+        if (h.nranks != bs->nranks || !admits(bs, h.rank) || bs->rank_fds[h.rank] != -1) {
             TT_WARN(TT_SUB_INIT, "refused rank %d of %d: this communicator has %d ranks%s", h.rank, h.nranks,
                     bs->nranks,
-                    h.rank > 0 && h.rank < bs->nranks && bs->rank_fds[h.rank] != -1
-                        ? " and that rank already joined"
-                        : "");
+                    h.nranks != bs->nranks ? ""
+                    : !admits(bs, h.rank)  ? ", and that rank joins another of its roots"
+                                           : " and that rank already joined");
             tt_hello_t no = {.magic = TT_HELLO_MAGIC, .rank = TT_HELLO_REFUSED_RANK};
             if (send(fd, &no, sizeof no, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
                 TT_DEBUG(TT_SUB_INIT, "the refusal of rank %d did not go out: %s", h.rank, strerror(errno));
@@ -129,24 +147,28 @@ tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_
          * has died while the job formed, which the ranks that joined learn
          * now rather than at the timeout. */
         int64_t until = tt_now_ms() + TT_ADMIT_HELLO_MS;
+        int many = other_root(bs, h.rank)
+                       ? tt_root_size(tt_root_of(h.rank, bs->nranks, bs->nroots), bs->nranks, bs->nroots)
+                       : 1; /* another root brings its block */
         if (tt_hello_send(fd, bs->key, 0, bs->nranks, 0, deadline) ||
-            read_join(bs, fd, h.rank, until < deadline ? until : deadline)) {
+            (other_root(bs, h.rank) ? tt_bootstrap_read_block(bs, fd, h.rank, deadline)
+                                    : read_join(bs, fd, h.rank, until < deadline ? until : deadline))) {
             close(fd);
             lost = lost < 0 ? h.rank : lost;
             bs->rank_fds[h.rank] = -2; /* neither joined nor missing: the others need not wait for it */
-            joined++;
+            joined += many;
             continue;
         }
         bs->bytes_out += sizeof h;
         bs->rank_fds[h.rank] = fd;
-        joined++;
+        bs->admitted++;
+        joined += many;
         TT_DEBUG(TT_SUB_INIT, "bootstrap: rank %d joined (%d/%d)", h.rank, joined, bs->nranks);
     }
     tt_admit_free(a);
     if (!st && lost >= 0) {
-        snprintf(err, errlen, "bootstrap root: rank %d died or lost its connection while the job formed",
-                 lost);
-        tell_joined(bs, TUTTI_ERR_PEER_FAILED, err);
+        snprintf(err, errlen, "%s: rank %d died or lost its connection while the job formed", me, lost);
+        tt_bootstrap_tell_joined(bs, TUTTI_ERR_PEER_FAILED, err);
         st = TUTTI_ERR_PEER_FAILED;
     }
     return st;
@@ -157,7 +179,7 @@ tutti_status_t tt_bootstrap_root_read(tt_bootstrap_t *bs, int64_t deadline, char
     for (int r = 1; r < bs->nranks; r++)
         if (read_join(bs, bs->rank_fds[r], r, deadline)) {
             snprintf(err, errlen, "rank 0: rank %d did not send where it listens", r);
-            tell_joined(bs, TUTTI_ERR_PEER_FAILED, err);
+            tt_bootstrap_tell_joined(bs, TUTTI_ERR_PEER_FAILED, err);
             return TUTTI_ERR_PEER_FAILED;
         }
     return TUTTI_SUCCESS;
@@ -165,15 +187,19 @@ tutti_status_t tt_bootstrap_root_read(tt_bootstrap_t *bs, int64_t deadline, char
 
 tutti_status_t tt_bootstrap_welcome(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen)
 {
-    for (int r = 1; r < bs->nranks; r++) {
-        int p = tt_star_parent(r);
-        welcome_t w = {.parent = p == 0 ? bs->addr : bs->addrs[p], .root = bs->addr};
+    for (int r = 0; r < bs->nranks; r++) {
+        if (bs->rank_fds[r] < 0)
+            continue; /* this rank, or one that joined through its block's root */
+        welcome_t w = {.parent = bs->addrs[tt_star_parent(r)], .root = bs->root};
         tutti_status_t st =
-            tt_star_send(bs->rank_fds[r], TT_STAR_WELCOME, 0, 0, 0, &w, sizeof w, deadline - tt_now_ms());
+            other_root(bs, r) ? tt_bootstrap_send_parents(bs, bs->rank_fds[r], r, deadline) : TUTTI_SUCCESS;
+        if (!st)
+            st =
+                tt_star_send(bs->rank_fds[r], TT_STAR_WELCOME, 0, 0, 0, &w, sizeof w, deadline - tt_now_ms());
         if (st) {
             snprintf(err, errlen, "rank 0 could not tell rank %d where its parent listens: %s", r,
                      tutti_strerror(st));
-            tell_joined(bs, st, err);
+            tt_bootstrap_tell_joined(bs, st, err);
             return st;
         }
         bs->bytes_out += sizeof(tt_star_hdr_t) + sizeof w;
@@ -246,8 +272,8 @@ static tutti_status_t await_root(tt_bootstrap_t *bs, const char *where, const ch
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_bootstrap_member_join(tt_bootstrap_t *bs, const tt_sockaddr_t *root, int64_t deadline,
-                                        char *err, size_t errlen)
+tutti_status_t tt_bootstrap_reach_root(tt_bootstrap_t *bs, const tt_sockaddr_t *root, int64_t deadline,
+                                       char *err, size_t errlen)
 {
     char where[80], note[260] = "";
     tt_sock_addr_str(root, where, sizeof where);
@@ -261,7 +287,13 @@ tutti_status_t tt_bootstrap_member_join(tt_bootstrap_t *bs, const tt_sockaddr_t 
         return st;
     }
     bs->bytes_out += sizeof(tt_hello_t);
-    TT_TRY(await_root(bs, where, note, deadline, err, errlen));
+    return await_root(bs, where, note, deadline, err, errlen);
+}
+
+tutti_status_t tt_bootstrap_member_join(tt_bootstrap_t *bs, const tt_sockaddr_t *root, int64_t deadline,
+                                        char *err, size_t errlen)
+{
+    TT_TRY(tt_bootstrap_reach_root(bs, root, deadline, err, errlen));
     return tt_bootstrap_send_join(bs, deadline, err, errlen);
 }
 

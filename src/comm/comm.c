@@ -130,10 +130,11 @@ static void revoked_elsewhere(void *arg, int rank)
     tt_comm_interrupt(comm);
 }
 
-/* How a rank joins the bootstrap: through the root's address, or over
- * connections made already (root NULL: up_fd, or rank 0's rank_fds). */
+/* How a rank joins the bootstrap: through the roots' ids, or over
+ * connections made already (ids NULL: up_fd, or rank 0's rank_fds). */
 typedef struct {
-    const tt_sockaddr_t *root;
+    const tt_id_t *ids;
+    int nids;
     int up_fd;
     int *rank_fds;
 } join_t;
@@ -141,7 +142,7 @@ typedef struct {
 /* Connections handed over that no bootstrap took: closed here. */
 static void join_close(const join_t *join, int nranks)
 {
-    if (join->root)
+    if (join->ids)
         return;
     if (join->up_fd >= 0)
         close(join->up_fd);
@@ -194,8 +195,8 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
         join_close(join, nranks);
         goto undo_alloc;
     }
-    st = join->root
-             ? tt_bootstrap_init(&comm->bs, nranks, rank, key, join->root, comm->timeout_ms, msg, sizeof msg)
+    st = join->ids
+             ? tt_bootstrap_init(&comm->bs, nranks, rank, join->ids, join->nids, comm->timeout_ms, msg, sizeof msg)
              : tt_bootstrap_adopt(&comm->bs, nranks, rank, key, join->up_fd, join->rank_fds, comm->timeout_ms,
                                   msg, sizeof msg);
     if (st) {
@@ -240,11 +241,11 @@ undo_alloc:
     return st;
 }
 
-tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
-                              const tt_sockaddr_t *root, const tutti_comm_params_t *params)
+tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const tt_id_t *ids, int nids,
+                              const tutti_comm_params_t *params)
 {
-    join_t join = {.root = root, .up_fd = -1};
-    return comm_join(out, nranks, rank, key, &join, params);
+    join_t join = {.ids = ids, .nids = nids, .up_fd = -1};
+    return comm_join(out, nranks, rank, ids[0].key, &join, params);
 }
 
 tutti_status_t tt_comm_create_over(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,

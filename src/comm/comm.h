@@ -253,9 +253,10 @@ tutti_status_t tt_comm_pair_read_decision(tutti_comm_t comm, int sender, uint64_
  * say what the first found): 1 when direct runs are possible from here. */
 int tt_comm_device_bind(tutti_comm_t comm, int device);
 
-/* Shared by tutti_comm_init and tutti_comm_init_env. */
-tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
-                              const tt_sockaddr_t *root, const tutti_comm_params_t *params);
+/* Shared by tutti_comm_init, tutti_comm_init_roots and tutti_comm_init_env:
+ * joins through nids roots (ids[0]'s key is the job's). */
+tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const tt_id_t *ids, int nids,
+                              const tutti_comm_params_t *params);
 /* The same over connections a shrink made (tt_bootstrap_adopt takes
  * them, closed on failure too): up_fd to rank 0, or rank 0's rank_fds. */
 tutti_status_t tt_comm_create_over(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,

@@ -4,6 +4,7 @@
  * bootstrap listener and the job's key) and reading it back. The
  * launcher's environment is init_env.c's.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm/bootstrap.h"
@@ -48,17 +49,38 @@ int tt_id_decode(const unsigned char bytes[TUTTI_UNIQUE_ID_BYTES], tt_id_t *id)
 TUTTI_API tutti_status_t tutti_comm_init(tutti_comm_t *comm, int nranks, int rank,
                                          const tutti_unique_id_t *id, const tutti_comm_params_t *params)
 {
+    if (comm && !id) {
+        *comm = NULL;
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "id: NULL unique id");
+    }
+    return tutti_comm_init_roots(comm, nranks, rank, 1, id, params);
+}
+
+TUTTI_API tutti_status_t tutti_comm_init_roots(tutti_comm_t *comm, int nranks, int rank, int nids,
+                                               const tutti_unique_id_t *ids,
+                                               const tutti_comm_params_t *params)
+{
     if (!comm)
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "comm: NULL output pointer");
     *comm = NULL;
-    if (!id)
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "id: NULL unique id");
+    if (!ids)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "ids: NULL unique ids");
     if (nranks < 1)
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "nranks: %d is not >= 1", nranks);
     if (rank < 0 || rank >= nranks)
         return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "rank: %d is outside 0..%d", rank, nranks - 1);
-    tt_id_t tid;
-    if (tt_id_decode(id->internal, &tid))
-        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "id: not made by tutti_get_unique_id");
-    return tt_comm_create(comm, nranks, rank, tid.key, &tid.root, params);
+    if (nids < 1 || nids > nranks)
+        return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG,
+                             "nids: %d is outside 1..%d (one root per rank at most)", nids, nranks);
+    tt_id_t *tids = malloc(sizeof *tids * (size_t)nids);
+    if (!tids)
+        return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "no memory for %d unique ids", nids);
+    for (int i = 0; i < nids; i++)
+        if (tt_id_decode(ids[i].internal, &tids[i])) {
+            free(tids);
+            return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "ids[%d]: not made by tutti_get_unique_id", i);
+        }
+    tutti_status_t st = tt_comm_create(comm, nranks, rank, tids, nids, params);
+    free(tids);
+    return st;
 }

@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "comm/bootstrap.h"
 #include "comm/comm.h"
@@ -138,8 +139,11 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
     if (!st && (j.nranks < 1 || j.rank >= j.nranks))
         st = tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG, "the launcher says rank %d of %d",
                               j.rank, j.nranks);
-    if (!st)
-        st = tt_comm_create(comm, j.nranks, j.rank, j.key, &j.root, params);
+    if (!st) {
+        tt_id_t id = {.root = j.root};
+        memcpy(id.key, j.key, sizeof id.key);
+        st = tt_comm_create(comm, j.nranks, j.rank, &id, 1, params);
+    }
     if (st && j.rank == 0)
         tt_bootstrap_drop_listener(j.key); /* a later attempt may bind the port again */
     return st;

@@ -262,9 +262,10 @@ static void log_ready(tutti_comm_t comm, int64_t t0)
     uint64_t out, in;
     tt_bootstrap_bytes(&comm->bs, &out, &in);
     TT_INFO(TT_SUB_INIT,
-            "rank %d of %d ready in %lld ms; set-up sent %llu bytes and received %llu (bootstrap)",
+            "rank %d of %d ready in %lld ms; set-up sent %llu bytes and received %llu (bootstrap), "
+            "admitted %d connections as a root",
             comm->rank, comm->nranks, (long long)(tt_now_ms() - t0), (unsigned long long)out,
-            (unsigned long long)in);
+            (unsigned long long)in, comm->bs.admitted);
 }
 
 tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id, int64_t t0)

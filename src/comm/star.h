@@ -44,10 +44,15 @@ typedef enum {
     TT_STAR_REVOKE,   /* up: rank revoked the communicator */
     TT_STAR_REVOKED,  /* down: rank revoked the communicator */
     TT_STAR_GONE,     /* up: rank's connection closed unannounced; `seq` 0: its parent saw it, 1: its child */
-    TT_STAR_JOIN,     /* joiner -> rank 0 at the bootstrap: its listener's address */
-    TT_STAR_WELCOME,  /* rank 0 -> joiner: where its parent and rank 0 listen; `status` non-zero: the job
-                       * will not form, and why */
-    TT_STAR_MSG,      /* point to point, on a connection of its own: tag `seq` */
+    /* From here on the join's frames and messages, which the tree never relays. */
+    TT_STAR_JOIN,    /* joiner -> rank 0 at the bootstrap: its listener's address */
+    TT_STAR_WELCOME, /* rank 0 -> joiner: where its parent and rank 0 listen; `status` non-zero: the job
+                      * will not form, and why */
+    TT_STAR_MSG,     /* point to point, on a connection of its own: tag `seq` */
+    TT_STAR_BLOCK,   /* another root -> rank 0 at the bootstrap: the listeners of its block of ranks,
+                      * from rank `seq` */
+    TT_STAR_PARENTS, /* rank 0 -> another root: rank 0's listener, then those of ranks `seq`.. that
+                      * its block's ranks have for parents */
     TT_STAR_TYPES
 } tt_star_type_t;
 

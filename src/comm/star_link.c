@@ -214,7 +214,7 @@ static void from_parent(tt_star_t *s, int from, const tt_star_hdr_t *h, const ch
 
 static void from_kid(tt_star_t *s, int from, const tt_star_hdr_t *h, const char *payload)
 {
-    if (is_down(h->type) || h->type == TT_STAR_JOIN || h->type == TT_STAR_WELCOME || h->type == TT_STAR_MSG) {
+    if (is_down(h->type) || h->type >= TT_STAR_JOIN) { /* the join's and messages' own */
         TT_DEBUG(TT_SUB_INIT, "star: child %d of rank %d sent a frame of type %u", from, s->rank, h->type);
         return;
     }

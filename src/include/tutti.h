@@ -159,6 +159,21 @@ TUTTI_API tutti_status_t tutti_comm_init(tutti_comm_t *comm, int nranks, int ran
                                          const tutti_unique_id_t *id, const tutti_comm_params_t *params);
 
 /**
+ * As tutti_comm_init, with the join spread over nids roots, so that no
+ * process admits every rank of a large job (NCCL's scalable init). The
+ * ranks fall in nids contiguous blocks, the first nranks % nids of them one
+ * rank larger: block i starts at rank i * (nranks / nids) + min(i, nranks %
+ * nids). ids[i] is made by tutti_get_unique_id on the process of a rank of
+ * block i (ids[0] on rank 0's), and every rank passes the same ids in the
+ * same order. Rank 0 then handles one small record per rank, and one
+ * connection per rank of its block and per other root.
+ * @param nids  1..nranks; 1 is tutti_comm_init.
+ * @return as tutti_comm_init.
+ */
+TUTTI_API tutti_status_t tutti_comm_init_roots(tutti_comm_t *comm, int nranks, int rank, int nids,
+                                               const tutti_unique_id_t *ids, const tutti_comm_params_t *params);
+
+/**
  * Joins a communicator described by the launcher's environment: tutti-run
  * (TUTTI_RANK, TUTTI_NRANKS, TUTTI_ROOT_ADDR, TUTTI_KEY), torchrun (RANK,
  * WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK), mpirun/srun through
