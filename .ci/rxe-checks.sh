@@ -167,7 +167,7 @@ rdma link add rxe1 type rxe netdev vx0 && rdma link add rxe2 type rxe netdev vx1
     out_a=$rund/multi-a out_b=$rund/multi-b
     moved=$(cat "$out_a" "$out_b" | grep -c 'verbs: rank [0-9]* reaches rank ')
     none=$(grep -o -m1 "rank 0 and rank 1 reach each other through none of their ports: rank 0's rxe1 port 1 (GID index [0-9]*, ::ffff:10.21.0.1) to rank 1's rxe1 port 1 (GID index [0-9]*, ::ffff:10.22.0.1): [^;]*; set TUTTI_IB_HCA" "$rund/multi-none")
-    detail="4 ranks, rxe0..rxe2 in each guest: $moved connections not on a rank's nearest port, e.g. $(grep -h -m1 -o 'rank [0-9]* reaches .*' "$out_a" "$out_b" | head -n 1 | cut -c1-150)...; rxe1 alone: set-up failed in $none_took s: ${none:-no message naming both ports}"
+    detail="4 ranks, rxe0..rxe2 in each guest: $moved connections not on a rank's nearest port, e.g. $(grep -h -m1 -o 'rank [0-9]* reaches .*' "$out_a" "$out_b" | head -n 1 | cut -c1-150)...; rxe1 alone: the first call failed in $none_took s: ${none:-no message naming both ports}"
     [ "$st" = 0 ] && [ "$moved" -gt 0 ] || {
         show_both
         return 1
