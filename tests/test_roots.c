@@ -155,6 +155,35 @@ START_TEST(a_root_that_never_serves_fails_every_rank_in_time)
 }
 END_TEST
 
+/* tutti-run --roots 3 with 9 ranks: ranks 0, 3 and 6 serve, each
+ * admitting its block (rank 0 also the two other roots). */
+START_TEST(tutti_run_spreads_the_join)
+{
+    static char out[65536];
+    char dir[] = "/tmp/tutti-roots-XXXXXX", args[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *builddir = getenv("TT_BUILDDIR") ? getenv("TT_BUILDDIR") : ".";
+    snprintf(args, sizeof args, "-n 9 --roots 3 '%s/tests/rank-helper' check '%s'", builddir, dir);
+    setenv("TUTTI_LOG", "info", 1);
+    setenv("TUTTI_LOG_SUBSYS", "init", 1);
+    int rc = tt_run_tool("tutti-run", args, out, sizeof out);
+    unsetenv("TUTTI_LOG");
+    unsetenv("TUTTI_LOG_SUBSYS");
+    ck_assert_msg(rc == 0, "%s", out);
+    static const char *const want[] = {"rank 0 of 9 ready", "rank 3 of 9 ready", "rank 6 of 9 ready"};
+    static const int admitted[] = {4, 2, 2};
+    for (int i = 0; i < 3; i++) {
+        const char *line = strstr(out, want[i]);
+        char says[64];
+        snprintf(says, sizeof says, "admitted %d connections", admitted[i]);
+        ck_assert_msg(line && strstr(line, says) && strstr(line, says) < strchr(line, '\n'), "%s: %s",
+                      want[i], out);
+    }
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(args), 0);
+}
+END_TEST
+
 START_TEST(bad_arguments_are_named)
 {
     tutti_unique_id_t ids[2];
@@ -184,6 +213,7 @@ int main(void)
     tcase_add_test(tc, three_roots_each_admit_their_block);
     tcase_add_test(tc, a_root_per_rank_and_one_root);
     tcase_add_test(tc, a_root_that_never_serves_fails_every_rank_in_time);
+    tcase_add_test(tc, tutti_run_spreads_the_join);
     tcase_add_test(tc, bad_arguments_are_named);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

@@ -121,9 +121,9 @@ def mpi_exports(env):
     return [a for k in ("SCALE_OUT", "LD_PRELOAD") if k in env for a in ("-x", f"{k}={env[k]}")]
 
 
-def start_local(job, system, exe, n, env, build, python, log):
+def start_local(job, system, exe, n, env, build, python, log, roots=1):
     if system == "tutti":
-        job.start([os.path.join(build, "tutti-run"), "-n", str(n), exe], env, log)
+        job.start([os.path.join(build, "tutti-run"), "-n", str(n), "--roots", str(min(roots, n)), exe], env, log)
     elif system == "mpi":
         job.start(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(n), "--mca", "btl", "self,vader"]
                   + mpi_exports(env) + [exe], without_preload(env), log)

@@ -14,9 +14,43 @@
 #include "comm/join.h"
 #include "core/env_config.h"
 #include "core/log.h"
+#include "core/try.h"
+
+/* TUTTI_ROOT_ADDRS: every root's address, into j->roots. */
+static tutti_status_t parse_roots(tt_join_t *j, const char *list)
+{
+    char *copy = strdup(list), *save = NULL;
+    int n = 1;
+    for (const char *c = list; *c; c++)
+        n += *c == ',';
+    j->roots = calloc((size_t)n, sizeof *j->roots);
+    tutti_status_t st = copy && j->roots ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
+    j->nroots = 0;
+    for (char *one = st ? NULL : strtok_r(copy, ",", &save); one; one = strtok_r(NULL, ",", &save))
+        if (tt_sock_parse_addr(one, &j->roots[j->nroots++])) { /* it said why */
+            st = tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "TUTTI_ROOT_ADDRS: %s cannot be resolved", one);
+            break;
+        }
+    free(copy);
+    if (!st && (j->nroots < 1 || j->nroots > j->nranks))
+        st = tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
+                              "TUTTI_ROOT_ADDRS names %d roots for %d ranks: 1 to one a rank", j->nroots,
+                              j->nranks);
+    if (!st)
+        j->root = j->roots[0];
+    return st;
+}
 
 static tutti_status_t join_tutti_run(tt_join_t *j, int have_key)
 {
+    const char *list = tt_config_str(TT_CFG_ROOT_ADDRS);
+    if (have_key && *list) {
+        TT_TRY(parse_roots(j, list));
+        int fd = (int)tt_config_int(TT_CFG_ROOT_FD);
+        if (fd >= 0) /* this rank serves its block's root */
+            tt_bootstrap_keep_listener(j->key, fd);
+        return TUTTI_SUCCESS;
+    }
     const char *addr = tt_config_str(TT_CFG_ROOT_ADDR);
     if (!have_key || !*addr)
         return tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
@@ -139,11 +173,18 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
     if (!st && (j.nranks < 1 || j.rank >= j.nranks))
         st = tt_comm_error_in(NULL, TT_SUB_CONFIG, TUTTI_ERR_CONFIG, "the launcher says rank %d of %d",
                               j.rank, j.nranks);
-    if (!st) {
-        tt_id_t id = {.root = j.root};
-        memcpy(id.key, j.key, sizeof id.key);
-        st = tt_comm_create(comm, j.nranks, j.rank, &id, 1, params);
+    int nids = j.nroots > 0 ? j.nroots : 1;
+    tt_id_t *ids = st ? NULL : calloc((size_t)nids, sizeof *ids);
+    if (!st && !ids)
+        st = tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "no memory for %d roots", nids);
+    for (int i = 0; !st && i < nids; i++) { /* one key: a root's listener is kept under the job's */
+        ids[i].root = j.roots ? j.roots[i] : j.root;
+        memcpy(ids[i].key, j.key, sizeof ids[i].key);
     }
+    if (!st)
+        st = tt_comm_create(comm, j.nranks, j.rank, ids, nids, params);
+    free(ids);
+    free(j.roots);
     if (st && j.rank == 0)
         tt_bootstrap_drop_listener(j.key); /* a later attempt may bind the port again */
     return st;

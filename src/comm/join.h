@@ -18,6 +18,8 @@ typedef struct {
     int rank, nranks;
     unsigned char key[TT_KEY_BYTES];
     tt_sockaddr_t root;
+    int nroots;           /* several roots (TUTTI_ROOT_ADDRS): how many ... */
+    tt_sockaddr_t *roots; /* ... and their addresses, root first (malloc'd); 0 and NULL: root alone */
 } tt_join_t;
 
 /* TUTTI_KEY's hex into key: 0, or -1 when it is not 2 * TT_KEY_BYTES hex

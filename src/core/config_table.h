@@ -42,6 +42,8 @@
     X(KEY, STR, "", "32 hex digits: the job key (set by tutti-run; optional under torchrun and srun)")       \
     X(ROOT_ADDR, STR, "", "host:port of the bootstrap root (set by tutti-run; optional under srun)")         \
     X(ROOT_FD, INT, "-1", "listening socket inherited by rank 0 from tutti-run")                             \
+    X(ROOT_ADDRS, STR, "",                                                                                   \
+      "host:port of each bootstrap root, comma-separated, for a join over several (tutti-run --roots)")     \
     X(RANK, INT, "-1", "this process's rank (set by tutti-run)")                                             \
     X(NRANKS, INT, "-1", "number of ranks (set by tutti-run)")                                               \
     X(LOCAL_RANK, INT, "-1", "rank among the ranks of this host (set by tutti-run)")                         \

@@ -32,6 +32,8 @@
 #include "core/sock.h"
 #include "tools/run_output.h"
 
+#define TT_RUN_MAX_ROOTS 4096 /* --roots: listeners tutti-run holds while the ranks start */
+
 typedef struct {
     pid_t pid;
     int exited;
@@ -57,19 +59,21 @@ static void on_child(int sig)
 
 static void usage(FILE *out)
 {
-    fprintf(
-        out,
-        "usage: tutti-run -n N [--nodes K] [-t|--tag-output] [--grace S] [--bind core|none] prog [args...]\n"
-        "  -n N            number of ranks (>= 1); -np N and --np N as in mpirun\n"
-        "  --nodes K       treat the ranks as K hosts (consecutive blocks of ranks);\n"
-        "                  ranks on different simulated hosts talk over tcp (default 1)\n"
-        "  -t, --tag-output  prefix every output line with [rank]\n"
-        "  --grace S       seconds the other ranks get to report after one fails\n"
-        "                  before they are stopped (default 3)\n"
-        "  --bind core|none  pin each rank to one CPU of those tutti-run may use\n"
-        "                  (default core when a host's ranks do not outnumber them)\n"
-        "Exit status: 0 when every rank exits 0, else the first failing rank's\n"
-        "status (128 + signal number for a rank killed by a signal).\n");
+    fprintf(out,
+            "usage: tutti-run -n N [--nodes K] [--roots R] [-t|--tag-output] [--grace S] [--bind core|none]\n"
+            "                 prog [args...]\n"
+            "  -n N            number of ranks (>= 1); -np N and --np N as in mpirun\n"
+            "  --nodes K       treat the ranks as K hosts (consecutive blocks of ranks);\n"
+            "                  ranks on different simulated hosts talk over tcp (default 1)\n"
+            "  --roots R       spread the ranks' join over R roots, each admitting a block\n"
+            "                  of ranks (tutti_comm_init_roots; default 1)\n"
+            "  -t, --tag-output  prefix every output line with [rank]\n"
+            "  --grace S       seconds the other ranks get to report after one fails\n"
+            "                  before they are stopped (default 3)\n"
+            "  --bind core|none  pin each rank to one CPU of those tutti-run may use\n"
+            "                  (default core when a host's ranks do not outnumber them)\n"
+            "Exit status: 0 when every rank exits 0, else the first failing rank's\n"
+            "status (128 + signal number for a rank killed by a signal).\n");
 }
 
 static void hex_key(const unsigned char *key, char *out)
@@ -142,8 +146,14 @@ static void bind_to_cpu(int k)
         }
 }
 
-static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, tt_run_output_t *o, int bind,
-                        rank_proc_t *p)
+/* The bootstrap's roots: one listener each, and the job's key. */
+typedef struct {
+    int n;
+    int fd[TT_RUN_MAX_ROOTS];
+} roots_t;
+
+static pid_t start_rank(char **argv, int rank, int n, int nodes, const roots_t *roots, tt_run_output_t *o,
+                        int bind, rank_proc_t *p)
 {
     int tag = o->rank != NULL, child[2] = {-1, -1};
     if (tag && tt_run_output_pipes(o, rank, child))
@@ -180,10 +190,12 @@ static pid_t start_rank(char **argv, int rank, int n, int nodes, int listen_fd, 
         if (bind)
             bind_to_cpu(rank % per_node);
         setenv_int("TUTTI_NODE_ID", nodes > 1 ? rank / per_node : -1);
-        if (rank == 0)
-            setenv_int("TUTTI_ROOT_FD", listen_fd);
-        else
-            close(listen_fd);
+        int root = tt_root_of(rank, n, roots->n);
+        if (rank == tt_root_first(root, n, roots->n)) { /* this rank serves its block's root */
+            int flags = fcntl(roots->fd[root], F_GETFD);
+            fcntl(roots->fd[root], F_SETFD, flags & ~FD_CLOEXEC);
+            setenv_int("TUTTI_ROOT_FD", roots->fd[root]);
+        }
         if (tag) { /* every pipe is close-on-exec but these two copies */
             dup2(child[0], STDOUT_FILENO);
             dup2(child[1], STDERR_FILENO);
@@ -301,7 +313,7 @@ static int blame_decided(blame_t *b, const rank_proc_t *procs, int n)
 
 /* What the command line asked for. */
 typedef struct {
-    int n, nodes, tag, bind; /* bind -1: decide from the CPU count */
+    int n, nodes, roots, tag, bind; /* bind -1: decide from the CPU count */
     double grace;
     char **program; /* the program and its arguments */
 } run_args_t;
@@ -309,14 +321,12 @@ typedef struct {
 /* Reads the options into a; returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, run_args_t *a)
 {
-    *a = (run_args_t){.nodes = 1, .bind = -1, .grace = 3.0};
-    static const struct option longopts[] = {{"nodes", required_argument, NULL, 'N'},
-                                             {"tag-output", no_argument, NULL, 't'},
-                                             {"grace", required_argument, NULL, 'g'},
-                                             {"bind", required_argument, NULL, 'b'},
-                                             {"np", required_argument, NULL, 'n'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    *a = (run_args_t){.nodes = 1, .roots = 1, .bind = -1, .grace = 3.0};
+    static const struct option longopts[] = {
+        {"nodes", required_argument, NULL, 'N'}, {"roots", required_argument, NULL, 'R'},
+        {"tag-output", no_argument, NULL, 't'},  {"grace", required_argument, NULL, 'g'},
+        {"bind", required_argument, NULL, 'b'},  {"np", required_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "+n:th", longopts, NULL)) != -1) {
         switch (opt) {
@@ -334,6 +344,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             break;
         }
         case 'N': a->nodes = atoi(optarg); break;
+        case 'R': a->roots = atoi(optarg); break;
         case 't': a->tag = 1; break;
         case 'g': a->grace = atof(optarg); break;
         case 'b':
@@ -347,9 +358,11 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         default: usage(stderr); return 2;
         }
     }
-    if (a->n < 1 || a->nodes < 1 || a->nodes > a->n || optind >= argc || a->grace < 0) {
+    if (a->n < 1 || a->nodes < 1 || a->nodes > a->n || optind >= argc || a->grace < 0 || a->roots < 1 ||
+        a->roots > a->n || a->roots > TT_RUN_MAX_ROOTS) {
         fprintf(stderr, "tutti-run: %s\n",
-                optind >= argc ? "no program given" : "-n must be >= 1 and 1 <= --nodes <= n");
+                optind >= argc ? "no program given"
+                               : "-n must be >= 1, 1 <= --nodes <= n and 1 <= --roots <= n (and <= 4096)");
         usage(stderr);
         return 2;
     }
@@ -368,26 +381,37 @@ static int bind_by_default(const run_args_t *a)
            per_node + others_running() <= CPU_COUNT(&allowed);
 }
 
-/* The job's key and the bootstrap root's listener, both exported to the
- * ranks (TUTTI_KEY, TUTTI_ROOT_ADDR, MASTER_ADDR/PORT); *listen_fd is
- * left open across exec, for rank 0. */
-static int open_bootstrap(unsigned char key[TT_KEY_BYTES], int *listen_fd)
+/* The job's key and the bootstrap roots' listeners, exported to the ranks
+ * (TUTTI_KEY, TUTTI_ROOT_ADDR, with several roots TUTTI_ROOT_ADDRS,
+ * MASTER_ADDR/PORT); each listener is left open across exec for the rank
+ * that serves it (start_rank). */
+static int open_bootstrap(unsigned char key[TT_KEY_BYTES], roots_t *roots)
 {
     char keyhex[2 * TT_KEY_BYTES + 1], addrtext[96];
-    tt_sockaddr_t root;
-    if (tt_random_key(key) || tt_sock_pick_addr(tt_config_str(TT_CFG_SOCKET_IFNAME), &root) ||
-        tt_sock_listen(&root, listen_fd)) {
-        fprintf(stderr, "tutti-run: cannot open the bootstrap listener\n");
+    size_t cap = (size_t)roots->n * sizeof addrtext;
+    char *all = calloc(1, cap);
+    tt_sockaddr_t root, first;
+    if (!all || tt_random_key(key))
         return -1;
+    for (int i = 0; i < roots->n; i++) {
+        if (tt_sock_pick_addr(tt_config_str(TT_CFG_SOCKET_IFNAME), &root) ||
+            tt_sock_listen(&root, &roots->fd[i])) {
+            fprintf(stderr, "tutti-run: cannot open the bootstrap listener\n");
+            free(all);
+            return -1;
+        }
+        first = i ? first : root;
+        tt_sock_addr_str(&root, addrtext, sizeof addrtext);
+        snprintf(all + strlen(all), cap - strlen(all), "%s%s", i ? "," : "", addrtext);
     }
-    /* The socket is inherited by rank 0 only (set per child). */
-    int flags = fcntl(*listen_fd, F_GETFD);
-    fcntl(*listen_fd, F_SETFD, flags & ~FD_CLOEXEC);
     hex_key(key, keyhex);
-    tt_sock_addr_str(&root, addrtext, sizeof addrtext);
+    tt_sock_addr_str(&first, addrtext, sizeof addrtext);
     setenv("TUTTI_KEY", keyhex, 1);
     setenv("TUTTI_ROOT_ADDR", addrtext, 1);
-    if (export_master(&root)) {
+    if (roots->n > 1)
+        setenv("TUTTI_ROOT_ADDRS", all, 1);
+    free(all);
+    if (export_master(&first)) {
         fprintf(stderr, "tutti-run: cannot find a free port for MASTER_PORT\n");
         return -1;
     }
@@ -499,8 +523,8 @@ int main(int argc, char **argv)
         a.bind = bind_by_default(&a);
 
     unsigned char key[TT_KEY_BYTES];
-    int listen_fd;
-    if (open_bootstrap(key, &listen_fd) || catch_signals())
+    roots_t roots = {.n = a.roots};
+    if (open_bootstrap(key, &roots) || catch_signals())
         return 1;
     rank_proc_t *procs = calloc((size_t)a.n, sizeof *procs);
     tt_run_output_t out;
@@ -508,12 +532,13 @@ int main(int argc, char **argv)
         return 1;
     int running = 0, failed = 0;
     for (int r = 0; r < a.n && !failed; r++) {
-        if (start_rank(a.program, r, a.n, a.nodes, listen_fd, &out, a.bind, &procs[r]) < 0)
+        if (start_rank(a.program, r, a.n, a.nodes, &roots, &out, a.bind, &procs[r]) < 0)
             failed = 1;
         else
             running++;
     }
-    close(listen_fd);
+    for (int i = 0; i < roots.n; i++)
+        close(roots.fd[i]);
     code = supervise(&a, procs, running, failed, &out);
     tt_run_output_finish(&out);
     sweep_segments(key, a.n);
