@@ -147,12 +147,12 @@ tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_
          * has died while the job formed, which the ranks that joined learn
          * now rather than at the timeout. */
         int64_t until = tt_now_ms() + TT_ADMIT_HELLO_MS;
-        int many = other_root(bs, h.rank)
-                       ? tt_root_size(tt_root_of(h.rank, bs->nranks, bs->nroots), bs->nranks, bs->nroots)
-                       : 1; /* another root brings its block */
+        until = until < deadline ? until : deadline;
+        int root = other_root(bs, h.rank); /* another block's root brings its block */
+        int many =
+            root ? tt_root_size(tt_root_of(h.rank, bs->nranks, bs->nroots), bs->nranks, bs->nroots) : 1;
         if (tt_hello_send(fd, bs->key, 0, bs->nranks, 0, deadline) ||
-            (other_root(bs, h.rank) ? tt_bootstrap_read_block(bs, fd, h.rank, deadline)
-                                    : read_join(bs, fd, h.rank, until < deadline ? until : deadline))) {
+            (root ? tt_bootstrap_read_block(bs, fd, h.rank, until) : read_join(bs, fd, h.rank, until))) {
             close(fd);
             lost = lost < 0 ? h.rank : lost;
             bs->rank_fds[h.rank] = -2; /* neither joined nor missing: the others need not wait for it */
