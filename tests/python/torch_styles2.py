@@ -4,6 +4,8 @@ strategy) and FSDP2, tensor and sequence parallel with DTensor, 2-D
 FSDP x TP, torch.distributed.pipelining (GPipe, 1F1B, interleaved 1F1B),
 functional collectives eager and compiled, and compiled DDP; each against
 the one-process reference, as there."""
+import contextlib
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -56,30 +58,84 @@ def _mesh(shape, names=None):
     return init_device_mesh("cpu", shape, mesh_dim_names=names)
 
 
-def _fully_sharded(run):
-    """run()'s result, or why this torch's fully_shard cannot train on CPU:
-    Debian's torch 2.6 waits on a device stream's event there, which its
-    CPU stream does not have, on every backend alike."""
+@contextlib.contextmanager
+def _fully_shard_on_cpu():
+    """Lets torch 2.6's fully_shard (FSDP2) train on the CPU, as it trains on
+    a GPU, for the case's duration; on every backend alike, since neither
+    of the two things it lacks there is a collective.
+
+    Streams. fully_shard orders its copies and collectives with a device's
+    streams and events: it records an event on the stream a collective ran
+    on and has the next stream wait for it. torch.cpu's Stream, the CPU's
+    stand-in for a device stream, has neither record_event nor wait_event,
+    so fully_shard fails before its first collective. The two are given
+    here where torch lacks them, doing nothing, which is exact on the CPU:
+    every tensor op runs on the calling thread in program order, and every
+    collective fully_shard issues either returns complete (async_op=False:
+    c10d waits on its Work before returning) or is waited on through its
+    Work by fully_shard itself (an explicit unshard's all-gather). What
+    orders a collective's result is still the backend's Work.wait().
+
+    Version counters. Resharded after forward, a layer's parameters are
+    all-gathered again for backward and copied out into the very buffer
+    that forward's autograd graph saved, with the same values. fully_shard
+    means that copy to be invisible to autograd: torch 2.6's CUDA copy-out
+    kernel leaves the buffer's version counter alone, and later torch
+    preserves the counter around the copy itself; on the CPU, torch 2.6's
+    kernel bumps it, and backward then fails ("modified by an inplace
+    operation"). The copy-out is wrapped here to preserve the counters of
+    what it writes, as later torch does (where it changes nothing). The
+    values come from the backend's all-gather all the same: were they
+    wrong, the gradients would be, and the case would fail."""
+    stream, added = torch.cpu.Stream, []
+
+    def record_event(self, event=None):
+        event = event if event is not None else torch.cpu.Event()
+        event.record(self)
+        return event
+
+    def wait_event(self, event):
+        pass
+
+    for name, fn in (("record_event", record_event), ("wait_event", wait_event)):
+        if not hasattr(stream, name):
+            setattr(stream, name, fn)
+            added.append(name)
+    copy_out = getattr(torch.ops.fsdp, "split_with_sizes_copy", None)  # defined by importing fully_shard
+
+    def preserving(*args, out, **kwargs):
+        versions = [(t, t._version) for t in out if not t.is_inference()]
+        copy_out(*args, out=out, **kwargs)
+        for t, v in versions:
+            torch._C._autograd._unsafe_set_version_counter(t, v)
+
+    if copy_out is not None:
+        torch.ops.fsdp.split_with_sizes_copy = preserving
     try:
-        return run()
-    except AttributeError as e:
-        if "record_event" not in str(e):
-            raise
-        return f"this torch's fully_shard cannot train on CPU on any backend ({e})"
+        yield
+    finally:
+        if copy_out is not None:
+            torch.ops.fsdp.split_with_sizes_copy = copy_out
+        for name in added:
+            delattr(stream, name)
 
 
 @case("fsdp2 (fully_shard)")
 def fsdp2():
+    """fully_shard averages the gradients with reduce_scatter_tensor and
+    ReduceOp.AVG. torch 2.6's gloo has no AVG, and its reduce_scatter_tensor
+    sums instead without a word, so on gloo this case and 2-D FSDP x TP
+    take steps as many times too long as there are data-parallel ranks,
+    and miss the reference by about 1."""
     from torch.distributed.fsdp import fully_shard
 
-    def run():
+    with _fully_shard_on_cpu():
         model, mesh = mlp(), _mesh((size(),))
         for layer in (model[0], model[2]):
             fully_shard(layer, mesh=mesh)
         fully_shard(model, mesh=mesh)
-        return full(train(model, lambda s: data(s, rank()))), reference(), flat(mlp())
-
-    return _fully_sharded(run)
+        got = full(train(model, lambda s: data(s, rank())))
+    return got, reference(), flat(mlp())
 
 
 def _tp_plan():
@@ -142,15 +198,13 @@ def fsdp_tp():
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor.parallel import parallelize_module
 
-    def run():
+    with _fully_shard_on_cpu():
         mesh = _mesh((size() // 2, 2), ("dp", "tp"))
         model = parallelize_module(mlp(), mesh["tp"], _tp_plan())
         fully_shard(model, mesh=mesh["dp"])
         dp = mesh["dp"].get_local_rank()
         got = full(train(model, lambda s: data(s, dp)))
-        return got, reference(batches=lambda s: [torch.cat([data(s, d) for d in range(size() // 2)])]), flat(mlp())
-
-    return _fully_sharded(run)
+    return got, reference(batches=lambda s: [torch.cat([data(s, d) for d in range(size() // 2)])]), flat(mlp())
 
 
 def _deep(seed=0):
