@@ -51,6 +51,32 @@ static tutti_status_t root_arrays(tt_bootstrap_t *bs)
 
 static tutti_status_t start_star(tt_bootstrap_t *bs, char *err, size_t errlen);
 
+/* A root: admits its block on listen_fd (and closes it); another root
+ * then reports to rank 0 at root0 (bootstrap_roots.c); welcomes its
+ * block; attaches. */
+static tutti_status_t serve(tt_bootstrap_t *bs, int listen_fd, const tt_sockaddr_t *root0, int64_t deadline,
+                            char *err, size_t errlen)
+{
+    bs->addrs[bs->rank] = bs->addr;
+    if (bs->block == 0)
+        bs->root = bs->addr;
+    tutti_status_t st =
+        bs->nranks > 1 ? tt_bootstrap_root_admit(bs, listen_fd, deadline, err, errlen) : TUTTI_SUCCESS;
+    if (listen_fd >= 0) /* the id's address is free again once the block is in */
+        close(listen_fd);
+    if (st || bs->block == 0)
+        return st ? st : tt_bootstrap_welcome(bs, deadline, err, errlen);
+    st = tt_bootstrap_reach_root(bs, root0, deadline, err, errlen);
+    if (!st)
+        st = tt_bootstrap_report(bs, deadline, err, errlen);
+    if (st) {
+        tt_bootstrap_tell_joined(bs, st, err); /* the block's ranks wait for this root's word */
+        return st;
+    }
+    st = tt_bootstrap_welcome(bs, deadline, err, errlen);
+    return st ? st : tt_bootstrap_attach(bs, deadline, err, errlen);
+}
+
 tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const tt_id_t *ids, int nids,
                                  int64_t timeout_ms, char *err, size_t errlen)
 {
@@ -71,7 +97,7 @@ tutti_status_t tt_bootstrap_init(tt_bootstrap_t *bs, int nranks, int rank, const
         for (int i = 0; !st && i < nranks; i++)
             bs->rank_fds[i] = -1;
         if (!st)
-            st = tt_bootstrap_serve(bs, listen_fd, &ids[0].root, deadline, err, errlen);
+            st = serve(bs, listen_fd, &ids[0].root, deadline, err, errlen);
         else if (listen_fd >= 0)
             close(listen_fd);
     }

@@ -128,10 +128,9 @@ int tt_root_of(int rank, int nranks, int nroots);
  * its listener, or -1 when it joins as a member. */
 tutti_status_t tt_bootstrap_serves(tt_bootstrap_t *bs, const tt_id_t *id, int *listen_fd, char *err,
                                    size_t errlen);
-/* A root: admits its block on listen_fd (and closes it); another root
- * then reports to rank 0 at root0; welcomes its block; attaches. */
-tutti_status_t tt_bootstrap_serve(tt_bootstrap_t *bs, int listen_fd, const tt_sockaddr_t *root0,
-                                  int64_t deadline, char *err, size_t errlen);
+/* Another root, on up_fd to rank 0's root: its block's listeners, then
+ * rank 0's answer, the parents' listeners, or why the job will not form. */
+tutti_status_t tt_bootstrap_report(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen);
 /* Rank 0: reads root r's block of listeners from fd (0, or -1), and
  * sends root r the parents' listeners its block needs. */
 int tt_bootstrap_read_block(tt_bootstrap_t *bs, int fd, int r, int64_t deadline);

@@ -108,10 +108,7 @@ tutti_status_t tt_bootstrap_send_parents(tt_bootstrap_t *bs, int fd, int r, int6
     return st;
 }
 
-/* Another root's side: its block's listeners to rank 0 (on up_fd, which
- * reached rank 0's root), then rank 0's answer, the parents' listeners,
- * or why the job will not form. */
-static tutti_status_t report(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen)
+tutti_status_t tt_bootstrap_report(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen)
 {
     int first = tt_root_first(bs->block, bs->nranks, bs->nroots), lo, n;
     size_t len = (size_t)tt_root_size(bs->block, bs->nranks, bs->nroots) * sizeof *bs->addrs;
@@ -147,27 +144,4 @@ static tutti_status_t report(tt_bootstrap_t *bs, int64_t deadline, char *err, si
     }
     free(p);
     return st;
-}
-
-tutti_status_t tt_bootstrap_serve(tt_bootstrap_t *bs, int listen_fd, const tt_sockaddr_t *root0,
-                                  int64_t deadline, char *err, size_t errlen)
-{
-    bs->addrs[bs->rank] = bs->addr;
-    if (bs->block == 0)
-        bs->root = bs->addr;
-    tutti_status_t st =
-        bs->nranks > 1 ? tt_bootstrap_root_admit(bs, listen_fd, deadline, err, errlen) : TUTTI_SUCCESS;
-    if (listen_fd >= 0) /* the id's address is free again once the block is in */
-        close(listen_fd);
-    if (st || bs->block == 0)
-        return st ? st : tt_bootstrap_welcome(bs, deadline, err, errlen);
-    st = tt_bootstrap_reach_root(bs, root0, deadline, err, errlen);
-    if (!st)
-        st = report(bs, deadline, err, errlen);
-    if (st) {
-        tt_bootstrap_tell_joined(bs, st, err); /* the block's ranks wait for this root's word */
-        return st;
-    }
-    st = tt_bootstrap_welcome(bs, deadline, err, errlen);
-    return st ? st : tt_bootstrap_attach(bs, deadline, err, errlen);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The table of TUTTI_* variables, their rules and parsers, and the check
- * that names each bad value; the only getenv() of TUTTI_*.
+ * The TUTTI_* variables' rules and parsers, and the check that names each
+ * bad value (the core's table and reading a variable's text are
+ * env_table.c's, which the logger uses too); with it, the only getenv()
+ * of TUTTI_*.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,8 +15,6 @@
 #include "core/env_config.h"
 #include "core/hash.h"
 #include "core/log.h"
-
-TT_CONFIG_TABLE_DEFINE(tt_config_core, "core", TT_CONFIG_TABLE, TT_CONFIG_RULES);
 
 int tt_parse_int(const char *text, int64_t *out)
 {
@@ -64,18 +64,6 @@ int tt_parse_size(const char *text, uint64_t *out)
         return -1;
     *out = (uint64_t)v << shift;
     return 0;
-}
-
-const char *tt_config_table_str(const tt_config_table_t *t, int id)
-{
-    const char *v = getenv(t->entries[id].name);
-    return v && *v ? v : t->entries[id].def;
-}
-
-int tt_config_table_is_set(const tt_config_table_t *t, int id)
-{
-    const char *v = getenv(t->entries[id].name);
-    return v && *v; /* empty counts as unset, as tt_config_table_str reads it */
 }
 
 static int config_parse(const tt_config_entry_t *e, const char *text, int64_t *out)

@@ -402,6 +402,9 @@ tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char
  * pairs are up and a write went each way. */
 void tt_verbs_offer_make(tt_verbs_ctx_t *ctx);
 tutti_status_t tt_verbs_pair_up(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline);
+/* pair_up, then closes fd; its errors are logged but for
+ * TUTTI_ERR_CONFIG, which pair_up said in full. */
+tutti_status_t tt_verbs_exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline);
 
 /* Posting (verbs_post.c). */
 int tt_verbs_sq_room(const tt_verbs_qp_t *q);
@@ -425,9 +428,6 @@ tutti_status_t tt_verbs_answer(void *ctx, int peer, const void *offer, size_t of
                                size_t *len);
 tutti_status_t tt_verbs_join(void *ctx, int peer, int offered, const void *theirs, size_t len, void **conn);
 void tt_verbs_withdraw(void *ctx, int peer);
-/* Brings c up over the keyed set-up socket fd (closed after); its errors
- * are logged but for TUTTI_ERR_CONFIG, which pair_up said in full. */
-tutti_status_t tt_verbs_exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline);
 /* The accepting thread (verbs_accept.c): started when this rank first
  * answers an offer (under ctx->lock), stopped by finalize, which then
  * frees the pairs still pending. */

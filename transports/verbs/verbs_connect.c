@@ -55,17 +55,6 @@ static tutti_status_t check_peer(const tt_verbs_ctx_t *ctx, int peer, const tt_v
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_verbs_exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline)
-{
-    tutti_status_t st = tt_verbs_pair_up(ctx, fd, c, deadline);
-    close(fd);
-    if (!st)
-        c->probe_at_ms = tt_now_ms();
-    else if (st != TUTTI_ERR_CONFIG) /* CONFIG: no pair of ports, said in full already */
-        TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", c->peer, tutti_strerror(st));
-    return st;
-}
-
 static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer)
 {
     const tt_tp_env_t *env = ctx->env;

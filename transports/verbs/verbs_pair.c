@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -233,4 +234,15 @@ tutti_status_t tt_verbs_pair_up(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c,
     }
     no_pair(ctx, c, tried);
     return TUTTI_ERR_CONFIG;
+}
+
+tutti_status_t tt_verbs_exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline)
+{
+    tutti_status_t st = tt_verbs_pair_up(ctx, fd, c, deadline);
+    close(fd);
+    if (!st)
+        c->probe_at_ms = tt_now_ms();
+    else if (st != TUTTI_ERR_CONFIG) /* CONFIG: no pair of ports, said in full already */
+        TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", c->peer, tutti_strerror(st));
+    return st;
 }
