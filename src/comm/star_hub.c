@@ -81,7 +81,7 @@ static void down(tt_star_t *s, int type, int rank, tutti_status_t status, uint64
     }
     f->hdr.reserved = (uint16_t)reserved;
     tt_star_to_kids(s, &f->hdr, f->payload);
-    tt_star_member_frame(s, 0, &f->hdr, f->payload);
+    s->roles.member_frame(s, 0, &f->hdr, f->payload);
     free(f);
 }
 

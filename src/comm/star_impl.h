@@ -92,7 +92,21 @@ typedef struct {
     unsigned char *answered;
 } tt_star_hub_t;
 
+/* What the links (star_link.c) hand up what they read and see to: this
+ * rank's roles, set by star.c when the thread starts, so that the links
+ * call no file above them (star_hub.c hands rank 0's own frames to its
+ * member role the same way). */
+typedef struct {
+    void (*member_frame)(tt_star_t *s, int from, const tt_star_hdr_t *h, const char *payload);
+    void (*member_lost)(tt_star_t *s);
+    void (*mail_in)(tt_star_t *s, int from, const tt_star_hdr_t *h, const char *payload);
+    void (*hub_frame)(tt_star_t *s, int from, const tt_star_hdr_t *h, const char *payload);
+    void (*hub_gone)(tt_star_t *s, int r, int hint);
+    void (*hub_adopt)(tt_star_t *s, tt_star_link_t *l);
+} tt_star_roles_t;
+
 struct tt_star {
+    tt_star_roles_t roles;
     _Atomic int news;    /* a rank gave up or left, or a report came */
     _Atomic int wake_fd; /* rung with news and mail: wakes a call asleep in the engine (-1: none) */
     _Atomic uint64_t bytes_out, bytes_in;

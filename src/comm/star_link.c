@@ -133,7 +133,7 @@ void tt_star_up(tt_star_t *s, int type, tutti_status_t status, uint64_t seq, con
         return;
     }
     if (s->hub)
-        tt_star_hub_frame(s, s->rank, &f->hdr, f->payload);
+        s->roles.hub_frame(s, s->rank, &f->hdr, f->payload);
     else
         tt_star_link_queue(s, &s->up, &f->hdr, f->payload);
     free(f);
@@ -209,7 +209,7 @@ static void from_parent(tt_star_t *s, int from, const tt_star_hdr_t *h, const ch
         return;
     }
     tt_star_to_kids(s, h, payload); /* before acting on it: DONE may end this rank's thread */
-    tt_star_member_frame(s, from, h, payload);
+    s->roles.member_frame(s, from, h, payload);
 }
 
 static void from_kid(tt_star_t *s, int from, const tt_star_hdr_t *h, const char *payload)
@@ -219,7 +219,7 @@ static void from_kid(tt_star_t *s, int from, const tt_star_hdr_t *h, const char 
         return;
     }
     if (s->hub)
-        tt_star_hub_frame(s, h->rank, h, payload);
+        s->roles.hub_frame(s, h->rank, h, payload);
     else
         tt_star_link_queue(s, &s->up, h, payload);
 }
@@ -241,7 +241,7 @@ static void report_gone(tt_star_t *s, int r)
     int done = s->done;
     pthread_mutex_unlock(&s->lock);
     if (s->hub) {
-        tt_star_hub_gone(s, r, 0);
+        s->roles.hub_gone(s, r, 0);
         return;
     }
     if (done)
@@ -334,7 +334,7 @@ static void parent_lost(tt_star_t *s)
         say_again(s, old);
         return;
     }
-    tt_star_member_lost(s);
+    s->roles.member_lost(s);
 }
 
 static void add_kid(tt_star_t *s, int fd, int rank, int orphan)
@@ -353,7 +353,7 @@ static void add_kid(tt_star_t *s, int fd, int rank, int orphan)
     if (tt_star_parent(rank) == s->rank)
         s->kid_seen[rank - s->rank * TT_STAR_FANOUT - 1] = 1;
     if (orphan)
-        tt_star_hub_adopt(s, l);
+        s->roles.hub_adopt(s, l);
 }
 
 /* A connection admitted on this rank's listener (its hello had the key). */
@@ -382,7 +382,7 @@ static void serve_inbound(tt_star_t *s)
     int64_t now = tt_now_ms();
     for (int i = 0; i < s->ninbound;) {
         tt_star_inbound_t *in = &s->inbound[i];
-        int rc = tt_star_read(in->fd, &in->rd, s->nranks, tt_star_mail_in, s, in->from);
+        int rc = tt_star_read(in->fd, &in->rd, s->nranks, s->roles.mail_in, s, in->from);
         if (rc == 0 && now < in->deadline) {
             i++;
             continue;
