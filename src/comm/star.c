@@ -237,6 +237,13 @@ static void *star_thread(void *arg)
 
 static void release(tt_star_t *s);
 
+const tt_star_roles_t tt_star_roles = {.member_frame = tt_star_member_frame,
+                                       .member_lost = tt_star_member_lost,
+                                       .mail_in = tt_star_mail_in,
+                                       .hub_frame = tt_star_hub_frame,
+                                       .hub_gone = tt_star_hub_gone,
+                                       .hub_adopt = tt_star_hub_adopt};
+
 tt_star_t *tt_star_start(const tt_star_join_t *j)
 {
     tt_star_t *s = calloc(1, sizeof *s);
@@ -244,12 +251,7 @@ tt_star_t *tt_star_start(const tt_star_join_t *j)
         TT_ERROR(TT_SUB_INIT, "rank %d: no memory for the bootstrap's service", j->rank);
         return NULL;
     }
-    s->roles = (tt_star_roles_t){.member_frame = tt_star_member_frame,
-                                 .member_lost = tt_star_member_lost,
-                                 .mail_in = tt_star_mail_in,
-                                 .hub_frame = tt_star_hub_frame,
-                                 .hub_gone = tt_star_hub_gone,
-                                 .hub_adopt = tt_star_hub_adopt};
+    s->roles = tt_star_roles;
     s->rank = j->rank;
     s->nranks = j->nranks;
     s->timeout_ms = j->timeout_ms;

@@ -104,6 +104,8 @@ typedef struct {
     void (*hub_gone)(tt_star_t *s, int r, int hint);
     void (*hub_adopt)(tt_star_t *s, tt_star_link_t *l);
 } tt_star_roles_t;
+/* Every rank's roles, as star.c fills them in (star.c). */
+extern const tt_star_roles_t tt_star_roles;
 
 struct tt_star {
     tt_star_roles_t roles;
