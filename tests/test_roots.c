@@ -33,8 +33,9 @@ typedef struct {
 
 typedef struct {
     int nranks, nids;
-    int server[MAXR]; /* the rank whose process makes ids[i] */
-    int absent;       /* a root that makes its id and then leaves (-1: none) */
+    int server[MAXR];  /* the rank whose process makes ids[i] */
+    int absent;        /* a root that makes its id and then leaves (-1: none) */
+    int odd, odd_nids; /* a rank that passes odd_nids ids instead (-1: none) */
 } plan_t;
 
 static int wait_ids(shared_t *sh, int nids)
@@ -65,8 +66,9 @@ static int rank_main(const plan_t *p, shared_t *sh, int r)
         return 3;
     tutti_comm_params_t params = {.field_mask = TUTTI_PARAM_TIMEOUT_MS, .timeout_ms = 3000};
     tutti_comm_t comm;
-    tutti_status_t st = tutti_comm_init_roots(&comm, p->nranks, r, p->nids, sh->ids, &params);
-    if (p->absent >= 0) {
+    tutti_status_t st =
+        tutti_comm_init_roots(&comm, p->nranks, r, r == p->odd ? p->odd_nids : p->nids, sh->ids, &params);
+    if (p->absent >= 0 || p->odd >= 0) {
         snprintf(sh->why[r], sizeof sh->why[r], "%s", st ? tutti_comm_last_error(NULL) : "joined");
         return st ? 0 : 4;
     }
@@ -120,7 +122,7 @@ static shared_t *run(const plan_t *p)
  * second rank, block 2's by its first. */
 START_TEST(three_roots_each_admit_their_block)
 {
-    plan_t p = {.nranks = 10, .nids = 3, .server = {0, 5, 7}, .absent = -1};
+    plan_t p = {.nranks = 10, .nids = 3, .server = {0, 5, 7}, .absent = -1, .odd = -1};
     ck_assert_int_eq(tt_root_first(1, 10, 3), 4);
     ck_assert_int_eq(tt_root_first(2, 10, 3), 7);
     munmap(run(&p), sizeof(shared_t));
@@ -130,9 +132,9 @@ END_TEST
 /* Every rank a root of itself; and one root, through the same call. */
 START_TEST(a_root_per_rank_and_one_root)
 {
-    plan_t every = {.nranks = 5, .nids = 5, .server = {0, 1, 2, 3, 4}, .absent = -1};
+    plan_t every = {.nranks = 5, .nids = 5, .server = {0, 1, 2, 3, 4}, .absent = -1, .odd = -1};
     munmap(run(&every), sizeof(shared_t));
-    plan_t one = {.nranks = 4, .nids = 1, .server = {0}, .absent = -1};
+    plan_t one = {.nranks = 4, .nids = 1, .server = {0}, .absent = -1, .odd = -1};
     munmap(run(&one), sizeof(shared_t));
 }
 END_TEST
@@ -141,7 +143,7 @@ END_TEST
  * within the timeout, rank 0 naming the ranks that never came. */
 START_TEST(a_root_that_never_serves_fails_every_rank_in_time)
 {
-    plan_t p = {.nranks = 6, .nids = 2, .server = {0, 4}, .absent = 1};
+    plan_t p = {.nranks = 6, .nids = 2, .server = {0, 4}, .absent = 1, .odd = -1};
     int64_t t0 = tt_now_ms();
     shared_t *sh = run(&p);
     ck_assert_msg(tt_now_ms() - t0 < 9000, "took %lld ms", (long long)(tt_now_ms() - t0));
@@ -184,6 +186,24 @@ START_TEST(tutti_run_spreads_the_join)
 }
 END_TEST
 
+/* Rank 4 passes one id where the others pass two: it joins rank 0 as a
+ * member of rank 0's block, where rank 0 waits for block 1's root. Rank 0
+ * fails the job at once, saying so, and rank 4 learns why at once. */
+START_TEST(ranks_that_pass_other_ids_are_told_at_once)
+{
+    plan_t p = {.nranks = 6, .nids = 2, .server = {0, 3}, .absent = -1, .odd = 4, .odd_nids = 1};
+    int64_t t0 = tt_now_ms();
+    shared_t *sh = run(&p);
+    ck_assert_msg(tt_now_ms() - t0 < 9000, "took %lld ms", (long long)(tt_now_ms() - t0));
+    const char *why = "rank 4 joined as a member of this root's block, but this root counts 2 roots";
+    ck_assert_msg(strstr(sh->why[0], why), "rank 0: %s", sh->why[0]);
+    ck_assert_msg(strstr(sh->why[4], why), "rank 4: %s", sh->why[4]);
+    for (int r = 1; r < 6; r++)
+        ck_assert_msg(strcmp(sh->why[r], "joined") != 0, "rank %d joined", r);
+    munmap(sh, sizeof *sh);
+}
+END_TEST
+
 START_TEST(bad_arguments_are_named)
 {
     tutti_unique_id_t ids[2];
@@ -214,6 +234,7 @@ int main(void)
     tcase_add_test(tc, a_root_per_rank_and_one_root);
     tcase_add_test(tc, a_root_that_never_serves_fails_every_rank_in_time);
     tcase_add_test(tc, tutti_run_spreads_the_join);
+    tcase_add_test(tc, ranks_that_pass_other_ids_are_told_at_once);
     tcase_add_test(tc, bad_arguments_are_named);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

@@ -131,8 +131,10 @@ tutti_status_t tt_bootstrap_serves(tt_bootstrap_t *bs, const tt_id_t *id, int *l
 /* Another root, on up_fd to rank 0's root: its block's listeners, then
  * rank 0's answer, the parents' listeners, or why the job will not form. */
 tutti_status_t tt_bootstrap_report(tt_bootstrap_t *bs, int64_t deadline, char *err, size_t errlen);
-/* Rank 0: reads root r's block of listeners from fd (0, or -1), and
- * sends root r the parents' listeners its block needs. */
+/* Rank 0: reads root r's block of listeners from fd (0; -1 when it sends
+ * nothing or something malformed; -2 when r joins as a member would, so
+ * its ids are not rank 0's), and sends root r the parents' listeners its
+ * block needs. */
 int tt_bootstrap_read_block(tt_bootstrap_t *bs, int fd, int r, int64_t deadline);
 tutti_status_t tt_bootstrap_send_parents(tt_bootstrap_t *bs, int fd, int r, int64_t deadline);
 

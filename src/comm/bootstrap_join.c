@@ -85,14 +85,18 @@ void tt_bootstrap_tell_joined(const tt_bootstrap_t *bs, tutti_status_t st, const
         }
 }
 
-/* Reads rank r's join (its listener's address) from fd: 0, or -1 (it
- * sent something else or nothing in time). */
+/* Reads rank r's join (its listener's address) from fd: 0; -1 when it
+ * sent something else or nothing in time; -2 when it brought a block as
+ * another root does, so its ids are not this root's. */
 static int read_join(tt_bootstrap_t *bs, int fd, int r, int64_t deadline)
 {
     tt_star_hdr_t h;
     tt_sockaddr_t addr;
-    if (tt_sock_recv_all(fd, &h, sizeof h, deadline) || !tt_star_hdr_ok(&h, bs->nranks) ||
-        h.type != TT_STAR_JOIN || h.len != sizeof addr || tt_sock_recv_all(fd, &addr, sizeof addr, deadline))
+    if (tt_sock_recv_all(fd, &h, sizeof h, deadline) || !tt_star_hdr_ok(&h, bs->nranks))
+        return -1;
+    if (h.type == TT_STAR_BLOCK)
+        return -2;
+    if (h.type != TT_STAR_JOIN || h.len != sizeof addr || tt_sock_recv_all(fd, &addr, sizeof addr, deadline))
         return -1;
     bs->bytes_in += sizeof h + sizeof addr;
     bs->addrs[r] = addr;
@@ -151,8 +155,23 @@ tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_
         int root = other_root(bs, h.rank); /* another block's root brings its block */
         int many =
             root ? tt_root_size(tt_root_of(h.rank, bs->nranks, bs->nroots), bs->nranks, bs->nroots) : 1;
-        if (tt_hello_send(fd, bs->key, 0, bs->nranks, 0, deadline) ||
-            (root ? tt_bootstrap_read_block(bs, fd, h.rank, until) : read_join(bs, fd, h.rank, until))) {
+        int rc =
+            tt_hello_send(fd, bs->key, 0, bs->nranks, 0, deadline)
+                ? -1
+                : (root ? tt_bootstrap_read_block(bs, fd, h.rank, until) : read_join(bs, fd, h.rank, until));
+        if (rc == -2) { /* told with the others, so that it fails at once too */
+            bs->rank_fds[h.rank] = fd;
+            snprintf(
+                err, errlen,
+                "%s: rank %d joined as %s, but this root counts %d root%s: every rank must pass the same "
+                "ids to tutti_comm_init_roots",
+                me, h.rank, root ? "a member of this root's block" : "another block's root", bs->nroots,
+                bs->nroots == 1 ? "" : "s");
+            st = TUTTI_ERR_CONFIG;
+            tt_bootstrap_tell_joined(bs, st, err);
+            break;
+        }
+        if (rc) {
             close(fd);
             lost = lost < 0 ? h.rank : lost;
             bs->rank_fds[h.rank] = -2; /* neither joined nor missing: the others need not wait for it */

@@ -72,8 +72,11 @@ int tt_bootstrap_read_block(tt_bootstrap_t *bs, int fd, int r, int64_t deadline)
     int root = tt_root_of(r, bs->nranks, bs->nroots), first = tt_root_first(root, bs->nranks, bs->nroots);
     size_t n = (size_t)tt_root_size(root, bs->nranks, bs->nroots);
     tt_star_hdr_t h;
-    if (tt_sock_recv_all(fd, &h, sizeof h, deadline) || !tt_star_hdr_ok(&h, bs->nranks) ||
-        h.type != TT_STAR_BLOCK || h.seq != (uint64_t)first || h.len != n * sizeof *bs->addrs ||
+    if (tt_sock_recv_all(fd, &h, sizeof h, deadline) || !tt_star_hdr_ok(&h, bs->nranks))
+        return -1;
+    if (h.type == TT_STAR_JOIN)
+        return -2; /* a member's join: its ids are not rank 0's */
+    if (h.type != TT_STAR_BLOCK || h.seq != (uint64_t)first || h.len != n * sizeof *bs->addrs ||
         tt_sock_recv_all(fd, &bs->addrs[first], h.len, deadline))
         return -1;
     bs->bytes_in += sizeof h + h.len;
