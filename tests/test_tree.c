@@ -185,7 +185,7 @@ static int interior_body(tutti_comm_t handle, int r, int p, void *arg)
         int who = k == 0 ? 1 : 21, b;
         while (!dead[who] && tt_now_ms() - t0 < 10000) {
             usleep(5000);
-            tt_star_dead(comm->bs.star, dead, &b);
+            tt_star_dead(comm->bs.star, dead, TT_STAR_RANK_DIED, TT_STAR_RANK_LEFT, &b);
             blind |= b;
         }
         seen[r].dead_ms[k] = dead[who] ? tt_now_ms() - t0 : -1;

@@ -211,3 +211,10 @@ int tt_rescue_ended(tutti_comm_t comm, int rank)
     int state = tt_stuck_proc_state(ep[rank].pid);
     return state == 'Z' || state == 'X';
 }
+
+int tt_rescue_alive(tutti_comm_t comm, int rank)
+{
+    const tt_endpoint_t *ep = comm->endpoints;
+    return strcmp(ep[rank].hostname, ep[comm->rank].hostname) == 0 && kill(ep[rank].pid, 0) == 0 &&
+           !tt_rescue_ended(comm, rank);
+}

@@ -155,5 +155,7 @@ int tt_rescue_gone(const tt_shrink_t *sh, int rank);
 int tt_rescue_stopped(tutti_comm_t comm, int rank);
 /* Whether rank ran on this host and its process has ended. */
 int tt_rescue_ended(tutti_comm_t comm, int rank);
+/* Whether rank runs on this host and its process lives. */
+int tt_rescue_alive(tutti_comm_t comm, int rank);
 
 #endif

@@ -64,15 +64,22 @@ static int candidate(const tt_shrink_t *sh, int r)
     return !sh->excluded[r] && !sh->dead[r];
 }
 
-/* What the star knows dead, and the ranks of this host whose process
- * ended; with TUTTI_SHRINK_DEAD, stopped ranks (a coordinator: among those
- * that did not join). Returns whether the star is blind (rank 0 is gone). */
+/* What the star knows gone (a rank that left comm is told, not
+ * forgotten: its process may live on), and the ranks of this host whose
+ * process ended; with TUTTI_SHRINK_DEAD, stopped ranks (a coordinator:
+ * among those that did not join). Returns whether the star is blind
+ * (rank 0 is gone). */
 static int learn(tt_shrink_t *sh, int coordinating)
 {
+    enum { HEARD_DIED = 0xff }; /* what the star says died, until this host has a look */
     int blind = 1;
     if (sh->comm->bs.star)
-        tt_star_dead(sh->comm->bs.star, sh->dead, &blind);
+        tt_star_dead(sh->comm->bs.star, sh->dead, HEARD_DIED, TT_GONE, &blind);
     for (int r = 0; r < sh->n; r++) {
+        /* Said to have died, and alive here: it left comm, and its word of
+         * it was lost on the way (its parent in the star had gone). */
+        if (sh->dead[r] == HEARD_DIED)
+            sh->dead[r] = tt_rescue_alive(sh->comm, r) ? TT_GONE : TT_DIED;
         if (r == sh->me || !candidate(sh, r) || (coordinating && sh->joined[r].fd >= 0))
             continue;
         if (tt_rescue_ended(sh->comm, r))

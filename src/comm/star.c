@@ -41,7 +41,7 @@ static void raise_news(tt_star_t *s)
 static void note_failed(tt_star_t *s, int rank, tutti_status_t st, uint64_t from, const char *text, int died)
 {
     if (died)
-        s->dead[rank] = 1;
+        s->dead[rank] = TT_STAR_RANK_DIED;
     if (died && s->n.died_rank < 0) {
         s->n.died_rank = rank;
         raise_news(s);
@@ -94,7 +94,7 @@ void tt_star_member_frame(tt_star_t *s, int from, const tt_star_hdr_t *h, const 
         if (h->rank == s->rank || ((h->reserved & TT_STAR_FAILED_FOR_LEAVERS) && !s->said_leaving))
             break;
         if (h->reserved & TT_STAR_FAILED_ENDED) {
-            s->dead[h->rank] = 1;
+            s->dead[h->rank] = TT_STAR_RANK_LEFT;
             break;
         }
         note_failed(s, h->rank, (tutti_status_t)h->status, h->seq, payload,
@@ -136,7 +136,9 @@ void tt_star_member_lost(tt_star_t *s)
 {
     pthread_mutex_lock(&s->lock);
     s->hub_gone = 1;
-    s->dead[0] = !s->done; /* rank 0 is gone, having said why or not */
+    /* Rank 0 is gone: it died, or it said why and left (maybe for a
+     * successor of the communicator, whose listeners it keeps). */
+    s->dead[0] = s->done ? 0 : s->hub_failed ? TT_STAR_RANK_LEFT : TT_STAR_RANK_DIED;
     if (!s->done && !s->hub_failed)
         note_failed(s, 0, TUTTI_ERR_PEER_FAILED, 0, "", 1);
     pthread_cond_broadcast(&s->cond);

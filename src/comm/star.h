@@ -155,10 +155,15 @@ void tt_star_who_is_stuck(tt_star_t *s, const tt_stuck_state_t *mine, char *out,
 /* Revokes the communicator here (the news says so from now on) and tells
  * every rank through the hub; a second call does nothing. */
 void tt_star_revoke(tt_star_t *s);
-/* Marks in dead (nranks bytes) every rank known to have died: the rank
- * that saw its connection close unannounced told the hub, which told all.
- * *blind says the hub is gone, so deaths after it are not seen here. */
-void tt_star_dead(tt_star_t *s, unsigned char *dead, int *blind);
+/* How a rank is known gone: it died (the rank that saw its connection
+ * close unannounced told the hub, which told all), or it left: it gave up
+ * and then closed its connection, freeing the communicator, and its
+ * process may live on (in a successor of it, say). */
+enum { TT_STAR_RANK_DIED = 1, TT_STAR_RANK_LEFT };
+/* Sets dead[r] (nranks bytes), where it is 0, to died or left for every
+ * rank known gone so. *blind says the hub is gone, so what happens after
+ * it is not seen here. */
+void tt_star_dead(tt_star_t *s, unsigned char *dead, unsigned char died, unsigned char left, int *blind);
 
 /* Non-zero once news arrived (one relaxed load: cheap enough for every call). */
 int tt_star_has_news(tt_star_t *s);

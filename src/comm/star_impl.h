@@ -124,7 +124,7 @@ struct tt_star {
     tt_star_frame_t *queued, **queued_tail; /* the main thread's frames, for the thread to send */
     int stopping;
     tt_star_news_t n;
-    unsigned char *dead; /* nranks: every rank known to have died */
+    unsigned char *dead; /* nranks: TT_STAR_RANK_DIED or TT_STAR_RANK_LEFT for every rank known gone */
     void (*on_revoke)(void *arg, int rank);
     void *on_revoke_arg;
     uint64_t xround;                       /* exchanges this rank took part in */

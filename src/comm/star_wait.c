@@ -251,11 +251,12 @@ void tt_star_revoke(tt_star_t *s)
         queue(s, TT_STAR_REVOKE, 0, 0, NULL, 0);
 }
 
-void tt_star_dead(tt_star_t *s, unsigned char *dead, int *blind)
+void tt_star_dead(tt_star_t *s, unsigned char *dead, unsigned char died, unsigned char left, int *blind)
 {
     pthread_mutex_lock(&s->lock);
     for (int r = 0; r < s->nranks; r++)
-        dead[r] |= s->dead[r];
+        if (!dead[r] && s->dead[r])
+            dead[r] = s->dead[r] == TT_STAR_RANK_DIED ? died : left;
     *blind = s->hub_gone;
     pthread_mutex_unlock(&s->lock);
 }
