@@ -72,6 +72,7 @@ struct tutti_comm {
     struct tt_rescue_held *rescue_held; /* hellos for the next shrink, held (shrink_inbox.c) */
     int shrunk_out_by;             /* the coordinator of a shrink of comm that left this rank out, -1 */
     unsigned shrunk_out_no;        /* which shrink that was */
+    char succeeded[160];           /* what this rank's grow or shrink of comm made, "" (rescue_keep.c) */
     int busy;                      /* calls inside the library (tt_comm_enter), under the registry lock */
     int oversubscribed;            /* more ranks on this host than CPUs they may use */
     int local_ranks;               /* ranks on this host, this one included */

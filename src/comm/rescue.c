@@ -9,7 +9,9 @@
  * directory of this user's own (mode 0700) for the ranks of this host,
  * which no other user can reach or take over, and a TCP socket on
  * TUTTI_SOCKET_IFNAME's address only while some rank is on another host.
- * A refused connection means no process holds the communicator there.
+ * A refused connection means no process holds the communicator there: a
+ * rank that went on in a successor of it hands its listeners, when it
+ * frees it, to rescue_keep.c, which answers there for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -109,9 +111,24 @@ void tt_rescue_narrow(tutti_comm_t comm)
              comm->rank);
 }
 
+void tt_rescue_key(tutti_comm_t comm, unsigned char key[TT_KEY_BYTES])
+{
+    static const unsigned char label[16] = "tutti shrink";
+    tt_mac(comm->env.key, label, sizeof label, key);
+}
+
 void tt_rescue_close(tutti_comm_t comm, int local_only)
 {
     struct sockaddr_un un;
+    if (!local_only && comm->succeeded[0] && (comm->rescue_fd >= 0 || comm->rescue_local_fd >= 0)) {
+        /* A rank left behind may shrink comm yet: this process answers it. */
+        unsigned char key[TT_KEY_BYTES];
+        int named = comm->rescue_local_fd >= 0 && local_path(comm, comm->rank, 0, &un);
+        tt_rescue_key(comm, key);
+        tt_rescue_keep(key, comm->nranks, comm->rank, comm->rescue_fd, comm->rescue_local_fd,
+                       named ? un.sun_path : NULL, comm->succeeded);
+        comm->rescue_fd = comm->rescue_local_fd = -1;
+    }
     if (comm->rescue_fd >= 0)
         close(comm->rescue_fd);
     if (comm->rescue_local_fd >= 0) {

@@ -228,6 +228,20 @@ void tt_rescue_answer(tt_shrink_t *sh, int m, int newrank)
         TT_DEBUG(TT_SUB_INIT, "shrink: the answer did not reach rank %d (it died: the set-up will say)", m);
 }
 
+int tt_rescue_read_reply(const tt_shrink_t *sh, int r, int fd, const unsigned char *mine, tutti_status_t *st)
+{
+    tt_rescue_hdr_t hdr;
+    tt_rescue_decision_t d;
+    unsigned char *p;
+    int ok = recv_checked(sh, fd, TT_RESCUE_VERDICT, r, mine, &hdr, &p) == TUTTI_SUCCESS;
+    if (ok) {
+        memcpy(&d, p, sizeof d);
+        ok = tt_rescue_verdict_ok(sh, &hdr, &d, p + sizeof d, st);
+    }
+    free(p);
+    return ok;
+}
+
 int tt_rescue_verdict_ok(const tt_shrink_t *sh, const tt_rescue_hdr_t *hdr, const tt_rescue_decision_t *d,
                          const unsigned char *member, tutti_status_t *st)
 {

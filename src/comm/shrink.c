@@ -48,15 +48,6 @@ TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t handle)
     return TUTTI_SUCCESS;
 }
 
-/* comm's recovery key: every survivor derives the same one from comm's
- * key, with a keyed code, so that neither it nor comm's key can be worked
- * back from what a shrink's messages show. */
-static void recovery_key(tutti_comm_t comm, unsigned char *key)
-{
-    static const unsigned char label[16] = "tutti shrink";
-    tt_mac(comm->env.key, label, sizeof label, key);
-}
-
 static tutti_status_t check_args(tutti_comm_t comm, const int *exclude, int n, unsigned flags,
                                  unsigned char *excluded)
 {
@@ -107,9 +98,15 @@ static tutti_status_t shrink(tt_shrink_t *sh, tutti_comm_t *newcomm)
         tutti_status_t st = build(sh, newcomm);
         if (!st) {
             char left[256] = "none";
+            int c = 0;
             tt_ranks_str(sh->member, sh->n, left, sizeof left);
             TT_INFO(TT_SUB_INIT, "shrink: rank %d of %d is rank %d of %d (from %s) after %lld ms", sh->me,
                     sh->n, sh->d.newrank, sh->d.nmembers, left, (long long)(tt_now_ms() - start));
+            while (!sh->member[c]) /* the coordinator: the lowest member */
+                c++;
+            snprintf(sh->comm->succeeded, sizeof sh->comm->succeeded,
+                     "by its shrink #%u, coordinated by rank %d, into a communicator of %.80s", sh->no + 1, c,
+                     left);
             return TUTTI_SUCCESS;
         }
         if (st != TUTTI_ERR_PEER_FAILED || !(sh->flags & TUTTI_SHRINK_DEAD) || round >= sh->n)
@@ -152,7 +149,7 @@ TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t handle, const int *exclu
             comm->rank, comm->shrunk_out_by, comm->shrunk_out_no + 1);
     if (!st) {
         sh.exclude_hash = tt_hash(sh.excluded, (size_t)sh.n, TT_HASH_SEED);
-        recovery_key(comm, sh.key);
+        tt_rescue_key(comm, sh.key);
         sh.no = comm->nshrinks++;
         if (flags & TUTTI_SHRINK_ABORT)
             revoke_here(comm);

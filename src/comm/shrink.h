@@ -64,7 +64,9 @@ typedef struct {
 /* Why a rank is left out besides the caller's list (tt_shrink_t.dead).
  * Only TT_DIED, a process seen to end, goes without a verdict: a rank
  * that closed or failed an exchange (TT_GONE) may be alive and shrinking
- * with others, and must hear that it was left out. */
+ * with others, and must hear that it was left out; so must one that left
+ * comm (TT_GONE too), which may have gone on in a successor of comm and
+ * answer that this rank was left behind (rescue_keep.c). */
 enum { TT_ALIVE = 0, TT_DIED, TT_STOPPED, TT_SILENT, TT_GONE, TT_LEFT_OUT };
 
 /* A member the coordinator admitted (by rank of comm). */
@@ -144,6 +146,21 @@ int tt_rescue_inbox_serve(tt_rescue_inbox_t *in, int coordinating, int extra_fd,
 void tt_rescue_held_free(tutti_comm_t comm);
 /* TUTTI_SUCCESS, or the status of the verdict that arrived (said on comm). */
 tutti_status_t tt_rescue_inbox_verdict(const tt_rescue_inbox_t *in);
+
+/* A reply on the connection a verdict went to rank r over (its nonce
+ * mine): 1 when one came that holds, *st its status (said). */
+int tt_rescue_read_reply(const tt_shrink_t *sh, int r, int fd, const unsigned char *mine, tutti_status_t *st);
+
+/* comm's recovery key (rescue.c): every survivor derives the same one from
+ * comm's key, and neither can be worked back from what the messages show. */
+void tt_rescue_key(tutti_comm_t comm, unsigned char key[TT_KEY_BYTES]);
+/* Keeps for the rest of this process's life the listeners of a
+ * communicator of n ranks it left for a successor (rescue_keep.c), where it
+ * was rank me (the Unix one's file at path; NULL: none): they answer a rank
+ * left behind, under comm's recovery key, that comm was succeeded as said.
+ * Takes the descriptors. */
+void tt_rescue_keep(const unsigned char *key, int n, int me, int tcp_fd, int unix_fd, const char *path,
+                    const char *said);
 
 /* Connects to rank's listener, once: TUTTI_ERR_PEER_FAILED when it is
  * refused (no process holds comm there), TUTTI_ERR_TIMEOUT at

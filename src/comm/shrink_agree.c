@@ -15,17 +15,19 @@
  *
  * Then it decides. Before any member hears of a communicator, every rank
  * left out that may still hold comm is told so (its listener keeps the
- * verdict for it, stopped or not), and only then does the coordinator look
- * at its own listener once more: a verdict there means another coordinator
- * decided first, and it gives way. Of two coordinators that leave each
- * other out, the second to look sees the first's verdict, so at most one
- * goes on. A rank that cannot be told (its host unreachable) may be alive
- * beyond a partition: then the members must be more than half of the ranks
- * not known gone. A member whose coordinator is gone (its connection
- * closed, refused, or answered without the key; the star says it died)
- * turns to the next lowest rank, after a look at its own listener. The
- * coordinator is always the lowest member, so it is rank 0 of the new
- * communicator, and the connections it admitted become the new star.
+ * verdict for it, stopped or not; one that went on in a successor of comm
+ * answers that this rank was left behind, and it gives way), and only then
+ * does the coordinator look at its own listener once more: a verdict there
+ * means another coordinator decided first, and it gives way. Of two
+ * coordinators that leave each other out, the second to look sees the
+ * first's verdict, so at most one goes on. A rank that cannot be told (its
+ * host unreachable) may be alive beyond a partition: then the members must
+ * be more than half of the ranks not known gone. A member whose
+ * coordinator is gone (its connection closed, refused, or answered without
+ * the key; the star says it died) turns to the next lowest rank, after a
+ * look at its own listener. The coordinator is always the lowest member,
+ * so it is rank 0 of the new communicator, and the connections it admitted
+ * become the new star.
  */
 #include <errno.h>
 #include <poll.h>
@@ -45,6 +47,7 @@
 #define PROBE_EVERY_MS 200
 #define TELL_MS 1000 /* to leave a verdict at one rank's listener */
 #define LOOK_MS 20   /* between the coordinator's looks at the news: a death ends its wait soon */
+#define REPLY_MS 500 /* for the listeners told a decision to take it or answer it */
 
 /* Whether comm was aborted from another thread meanwhile. */
 static int aborted(const tt_shrink_t *sh)
@@ -166,12 +169,12 @@ static tutti_status_t check_lost(tt_shrink_t *sh)
 }
 
 /* Leaves the decision in rank r's listener. 1: it is there (over TCP: the
- * peer's kernel has it), 0: r no longer holds comm, -1: r is unreachable. */
-static int tell_one(tt_shrink_t *sh, int r)
+ * peer's kernel has it), 0: r no longer holds comm, -1: r is unreachable.
+ * With kept, a connection that took it stays open there for a reply. */
+static int tell_one(tt_shrink_t *sh, int r, int *kept, unsigned char nonce[TT_RESCUE_NONCE])
 {
     int fd;
     int64_t until = tt_now_ms() + TELL_MS;
-    unsigned char nonce[TT_RESCUE_NONCE];
     tutti_status_t st = tt_rescue_connect(sh->comm, r, until, &fd);
     if (st == TUTTI_ERR_PEER_FAILED)
         return 0;
@@ -187,28 +190,92 @@ static int tell_one(tt_shrink_t *sh, int r)
     int unsent = 0, tcp = getsockname(fd, (struct sockaddr *)&a, &alen) == 0 && a.ss_family != AF_UNIX;
     while (!st && tcp && ioctl(fd, TIOCOUTQ, &unsent) == 0 && unsent > 0 && tt_now_ms() < until)
         usleep(1000);
+    if (!st && !unsent && kept) {
+        *kept = fd;
+        return 1;
+    }
     close(fd);
     return st ? -1 : unsent > 0 ? -1 : 1;
 }
 
 /*
+ * Waits, REPLY_MS at most (half TUTTI_TIMEOUT when that is less), for
+ * each listener told a decision (fd[r]) to take it (it closes the
+ * connection) or to answer it: one that a rank which went on from comm to
+ * a successor keeps answers that this rank was left behind
+ * (rescue_keep.c), and this rank must not go on then. A rank busy or
+ * stopped elsewhere does neither: its verdict waits for it.
+ */
+static tutti_status_t replies(tt_shrink_t *sh, int *fd, unsigned char (*nonce)[TT_RESCUE_NONCE])
+{
+    tutti_status_t st = TUTTI_SUCCESS;
+    struct pollfd *p = calloc((size_t)sh->n, sizeof *p);
+    int *rank = calloc((size_t)sh->n, sizeof *rank);
+    int64_t wait = sh->comm->timeout_ms / 2 < REPLY_MS ? sh->comm->timeout_ms / 2 : REPLY_MS;
+    for (int64_t until = tt_now_ms() + wait; p && rank;) {
+        int np = 0;
+        for (int r = 0; r < sh->n; r++)
+            if (fd[r] >= 0) {
+                rank[np] = r;
+                p[np++] = (struct pollfd){.fd = fd[r], .events = POLLIN};
+            }
+        int64_t left = until - tt_now_ms();
+        int ready = np && left > 0 ? poll(p, (nfds_t)np, (int)left) : -1;
+        if (ready < 0 && (!np || left <= 0 || errno != EINTR))
+            break;
+        for (int i = 0; i < np; i++) {
+            tutti_status_t said;
+            if (!p[i].revents)
+                continue;
+            if (!st && tt_rescue_read_reply(sh, rank[i], fd[rank[i]], nonce[rank[i]], &said))
+                st = said; /* the first is said; the rest would say the same */
+            close(fd[rank[i]]);
+            fd[rank[i]] = -1;
+        }
+    }
+    for (int r = 0; r < sh->n; r++)
+        if (fd[r] >= 0)
+            close(fd[r]);
+    free(p);
+    free(rank);
+    return st;
+}
+
+/*
  * Tells every rank left out that may still hold comm what was decided
- * (sh->d, sh->member). On success, then: with a rank unreachable, the
- * members must be a majority of the ranks not known gone; and a verdict
- * in this rank's listener means another coordinator decided first.
+ * (sh->d, sh->member). On success, then: a rank that answers for a
+ * successor of comm says this rank was left behind; with a rank
+ * unreachable, the members must be a majority of the ranks not known
+ * gone; and a verdict in this rank's listener means another coordinator
+ * decided first.
  */
 static tutti_status_t tell(tt_shrink_t *sh)
 {
     int gone = 0, unreachable = 0;
+    int *fd = malloc(sizeof(int) * (size_t)sh->n);
+    unsigned char(*nonce)[TT_RESCUE_NONCE] = malloc(TT_RESCUE_NONCE * (size_t)sh->n);
+    if (!fd || !nonce) {
+        free(fd);
+        free(nonce);
+        return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "tutti_comm_shrink: no memory");
+    }
     for (int r = 0; r < sh->n; r++) {
+        fd[r] = -1;
         if (r == sh->me || sh->member[r] || sh->joined[r].fd >= 0)
             continue;
-        int told = sh->dead[r] == TT_DIED ? 0 : tell_one(sh, r); /* its process ended: no one to tell */
+        /* Its process ended: no one to tell. Stopped: it cannot answer now. */
+        int *kept = sh->d.status || sh->dead[r] == TT_STOPPED ? NULL : &fd[r];
+        int told = sh->dead[r] == TT_DIED ? 0 : tell_one(sh, r, kept, nonce[r]);
         gone += told == 0;
         unreachable += told < 0;
     }
+    tutti_status_t st = replies(sh, fd, nonce);
+    free(fd);
+    free(nonce);
     if (sh->d.status)
         return sh->d.status;
+    if (st)
+        return st;
     if (unreachable && 2 * sh->d.nmembers <= sh->n - gone)
         return tt_comm_error(NULL, TUTTI_ERR_PEER_FAILED,
                              "tutti_comm_shrink: %d rank%s could not be reached, and the %d members are no "

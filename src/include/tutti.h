@@ -256,9 +256,11 @@ TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t comm);
  * fails with TUTTI_ERR_PEER_FAILED on every survivor. A rank the survivors
  * left out (stopped or late past TUTTI_TIMEOUT, say) never gets a
  * communicator from it: its own call returns TUTTI_ERR_REVOKED ("excluded
- * by the survivors"). The new communicator keeps comm's timeout and host
- * assignment; comm is left as it was (with TUTTI_SHRINK_ABORT: revoked),
- * to be destroyed or aborted.
+ * by the survivors"); so does a rank left behind by a grow or shrink whose
+ * part failed while the others went on in its result and freed comm ("left
+ * behind": they keep comm's listeners to say so). The new communicator
+ * keeps comm's timeout and host assignment; comm is left as it was (with
+ * TUTTI_SHRINK_ABORT: revoked), to be destroyed or aborted.
  * @param comm     the communicator to shrink (may be revoked or failed).
  * @param exclude  ranks of comm to leave out (may be NULL when n is 0).
  * @param n        how many, >= 0.
@@ -268,7 +270,7 @@ TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t comm);
  *         excluded, unknown flags), TUTTI_ERR_PEER_FAILED (a rank that was
  *         to remain died, without TUTTI_SHRINK_DEAD), TUTTI_ERR_TIMEOUT, TUTTI_ERR_MISMATCH
  *         (ranks passed different lists or flags), TUTTI_ERR_REVOKED (this
- *         rank was left out), TUTTI_ERR_INTERNAL (an answer that proved the
+ *         rank was left out or left behind), TUTTI_ERR_INTERNAL (an answer that proved the
  *         key but did not hold together), TUTTI_ERR_NO_MEMORY, TUTTI_ERR_SYSTEM.
  */
 TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t comm, const int *exclude, int n, unsigned flags,
@@ -282,7 +284,9 @@ TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t comm, const int *exclude
  * rank >= the size of comm; every rank of comm calls tutti_comm_grow, with
  * id on rank 0 (ignored elsewhere: rank 0's is all-gathered over comm with
  * every rank's nranks). comm stays valid and independent of the new
- * communicator, which keeps its timeout and host assignment.
+ * communicator, which keeps its timeout and host assignment. A rank whose
+ * part failed while the others' succeeded is left behind: its later
+ * tutti_comm_shrink of comm returns TUTTI_ERR_REVOKED ("left behind").
  * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG (nranks not above comm's
  *         size, id NULL on rank 0), TUTTI_ERR_MISMATCH (on every rank, when
  *         ranks passed different nranks), or the status of the all-gather
