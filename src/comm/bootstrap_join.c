@@ -103,6 +103,36 @@ static int read_join(tt_bootstrap_t *bs, int fd, int r, int64_t deadline)
     return 0;
 }
 
+/* A hello this root does not admit: another size, a rank of another
+ * block, one that joined already. Logged and told, then closed. */
+static void refuse_rank(const tt_bootstrap_t *bs, int fd, const tt_hello_t *h)
+{
+    TT_WARN(TT_SUB_INIT, "refused rank %d of %d: this communicator has %d ranks%s", h->rank, h->nranks,
+            bs->nranks,
+            h->nranks != bs->nranks ? ""
+            : !admits(bs, h->rank)  ? ", and that rank joins another of its roots"
+                                    : " and that rank already joined");
+    tt_hello_t no = {.magic = TT_HELLO_MAGIC, .rank = TT_HELLO_REFUSED_RANK};
+    if (send(fd, &no, sizeof no, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+        TT_DEBUG(TT_SUB_INIT, "the refusal of rank %d did not go out: %s", h->rank, strerror(errno));
+    close(fd);
+}
+
+/* Rank r came as a member where another block's root was due
+ * (as_member), or the other way round: its ids are not this root's. Every
+ * rank this root admitted, r too, is told at once. */
+static tutti_status_t ids_differ(const tt_bootstrap_t *bs, const char *me, int r, int as_member, char *err,
+                                 size_t errlen)
+{
+    snprintf(err, errlen,
+             "%s: rank %d joined as %s, but this root counts %d root%s: every rank must pass the same ids to "
+             "tutti_comm_init_roots",
+             me, r, as_member ? "a member of this root's block" : "another block's root", bs->nroots,
+             bs->nroots == 1 ? "" : "s");
+    tt_bootstrap_tell_joined(bs, TUTTI_ERR_CONFIG, err);
+    return TUTTI_ERR_CONFIG;
+}
+
 tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_t deadline, char *err,
                                        size_t errlen)
 {
@@ -135,15 +165,7 @@ tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_
         }
         bs->bytes_in += sizeof h;
         if (h.nranks != bs->nranks || !admits(bs, h.rank) || bs->rank_fds[h.rank] != -1) {
-            TT_WARN(TT_SUB_INIT, "refused rank %d of %d: this communicator has %d ranks%s", h.rank, h.nranks,
-                    bs->nranks,
-                    h.nranks != bs->nranks ? ""
-                    : !admits(bs, h.rank)  ? ", and that rank joins another of its roots"
-                                           : " and that rank already joined");
-            tt_hello_t no = {.magic = TT_HELLO_MAGIC, .rank = TT_HELLO_REFUSED_RANK};
-            if (send(fd, &no, sizeof no, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-                TT_DEBUG(TT_SUB_INIT, "the refusal of rank %d did not go out: %s", h.rank, strerror(errno));
-            close(fd);
+            refuse_rank(bs, fd, &h);
             continue;
         }
         /* The answer tells the joiner it reached tutti's root of this job;
@@ -161,14 +183,7 @@ tutti_status_t tt_bootstrap_root_admit(tt_bootstrap_t *bs, int listen_fd, int64_
                 : (root ? tt_bootstrap_read_block(bs, fd, h.rank, until) : read_join(bs, fd, h.rank, until));
         if (rc == -2) { /* told with the others, so that it fails at once too */
             bs->rank_fds[h.rank] = fd;
-            snprintf(
-                err, errlen,
-                "%s: rank %d joined as %s, but this root counts %d root%s: every rank must pass the same "
-                "ids to tutti_comm_init_roots",
-                me, h.rank, root ? "a member of this root's block" : "another block's root", bs->nroots,
-                bs->nroots == 1 ? "" : "s");
-            st = TUTTI_ERR_CONFIG;
-            tt_bootstrap_tell_joined(bs, st, err);
+            st = ids_differ(bs, me, h.rank, root, err, errlen);
             break;
         }
         if (rc) {
