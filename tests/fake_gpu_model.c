@@ -30,6 +30,19 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* With the lock held: until the model changes, or ns nanoseconds pass. */
+static void nap(long ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += ns;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&fake_gpu_state.changed, &fake_gpu_state.lock, &ts);
+}
+
 /* With fake_gpu_state.lock held: until pred(arg) holds, at most WAIT_LIMIT_S, else what
  * could never end is reported. */
 void fake_wait_until(int (*pred)(const void *), const void *arg, const char *what)
@@ -38,14 +51,7 @@ void fake_wait_until(int (*pred)(const void *), const void *arg, const char *wha
     while (!pred(arg)) {
         if (now_ns() > deadline)
             fake_violation("%s waited more than " TT_STR(WAIT_LIMIT_S) " s: it can never end", what);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&fake_gpu_state.changed, &fake_gpu_state.lock, &ts);
+        nap(50000000);
     }
 }
 
@@ -122,15 +128,7 @@ static void *gpu_main(void *arg)
             pthread_cond_broadcast(&fake_gpu_state.changed);
         }
         if (!progressed) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 200000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&fake_gpu_state.changed, &fake_gpu_state.lock,
-                                   &ts); /* gate words change without a signal */
+            nap(200000); /* gate words change without a signal */
         }
     }
     return NULL;

@@ -358,7 +358,7 @@ typedef struct tt_verbs_ctx {
     pthread_t acceptor;           /* serves listen_fd once this rank has answered an offer */
     int acceptor_on;              /* acceptor runs */
     int wake_fd;                  /* rung to stop the acceptor */
-    _Atomic int stopping;         /* ... and why */
+    _Atomic int stopping;         /* set before wake_fd rings: the acceptor ends */
     int busy_fd;                  /* the set-up socket the acceptor is serving; -1: none */
     pid_t owner;                  /* the process that made ctx (a forked copy has no acceptor) */
     const tt_ibv_t *ibv;
@@ -367,7 +367,7 @@ typedef struct tt_verbs_ctx {
     tt_verbs_dev_t dev[TT_VERBS_MAX_PORTS]; /* the ports offered, the preferred first */
     int ndev;
     tt_verbs_offer_t offer;
-    int listen_fd;
+    int listen_fd; /* the set-up socket peers dial, for the communicator's life */
     tt_verbs_addr_t addr;
     int nqps, nslots, timeout, retry_cnt;
     size_t slot_bytes, zcopy_bytes;
