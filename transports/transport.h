@@ -61,12 +61,15 @@ typedef struct {
 
 #define TT_MSG_MAGIC 0x74747431u /* "ttt1" */
 
-/* Wire header of every message: the call's signature and the payload size. */
+/* Wire header of every message: the call's signature and the payload size.
+ * comm is the low half of the communicator's key tag: a communicator made by
+ * a shared split or shrink sends over its parent's connections, so one
+ * connection may carry two communicators' messages. */
 typedef struct {
     uint32_t magic;
     uint8_t coll, dtype, op, channel;
     int32_t root;
-    uint32_t reserved;
+    uint32_t comm;
     uint64_t count;
     uint64_t seq;
     uint64_t bytes;
@@ -74,9 +77,9 @@ typedef struct {
 
 static inline int tt_msg_hdr_match(const tt_msg_hdr_t *want, const tt_msg_hdr_t *got)
 {
-    return got->magic == TT_MSG_MAGIC && got->coll == want->coll && got->dtype == want->dtype &&
-           got->op == want->op && got->root == want->root && got->count == want->count &&
-           got->seq == want->seq && got->bytes == want->bytes;
+    return got->magic == TT_MSG_MAGIC && got->comm == want->comm && got->coll == want->coll &&
+           got->dtype == want->dtype && got->op == want->op && got->root == want->root &&
+           got->count == want->count && got->seq == want->seq && got->bytes == want->bytes;
 }
 
 /* Called by a receiving transport for each arrived piece of a reducing

@@ -107,6 +107,7 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
         memset(req, 0, sizeof *req);
         char *buf = slice_ptr(x, st->kind == TT_STEP_SEND ? st->src : st->dst, lane->slice, &bytes);
         req->hdr = (tt_msg_hdr_t){.magic = TT_MSG_MAGIC,
+                                  .comm = (uint32_t)run->comm->env.key_tag,
                                   .coll = (uint8_t)x->wire_coll,
                                   .dtype = (uint8_t)x->dtype,
                                   .op = (uint8_t)x->op,
@@ -239,9 +240,11 @@ static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, 
              step_name(step->kind), step->peer, lane->round + 1, run->s->nrounds, lane->slice + 1,
              x->nslices);
     if (st == TUTTI_ERR_MISMATCH) {
-        char theirs[160];
+        char theirs[224];
         describe_call(req->got.seq, req->got.coll, req->got.dtype, req->got.op, req->got.root, req->got.count,
                       theirs, sizeof theirs);
+        if (req->got.comm != req->hdr.comm) /* the two ran at once over connections they share */
+            strncat(theirs, " of another communicator sharing its connections", 60);
         return tt_comm_error(comm, st, "%s: %s, which sent %s with %llu bytes where %llu were expected", call,
                              where, theirs, (unsigned long long)req->got.bytes,
                              (unsigned long long)req->hdr.bytes);
@@ -395,11 +398,9 @@ static tutti_status_t poll_runs(run_t *runs, int n, int *progressed, int *left)
 }
 
 /* Whether a peer that an active lane waits on died or gave up. Only those:
- * the scan runs every ALIVE_CHECK_NS, and checking every connected peer
- * (all of them after an all-to-all) cost each rank system calls in
- * proportion to the communicator, which at hundreds of ranks to a core
- * took the whole machine. A death elsewhere reaches this rank as news, or
- * here once a call waits on that peer. */
+ * the scan runs every ALIVE_CHECK_NS, and checking every connected peer (all
+ * after an all-to-all) took whole cores at hundreds of ranks. A death
+ * elsewhere reaches this rank as news, or here once a call waits on it. */
 static int waited_peer_lost(const run_t *runs, int n)
 {
     for (int r = 0; r < n; r++)

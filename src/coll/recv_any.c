@@ -58,8 +58,9 @@ static int find_sender(tutti_comm_t comm, int first, tutti_status_t *st)
         if (dist >= best_dist)
             continue;
         peer->ops->progress(peer->conn, &progressed); /* some transports learn of arrivals only here */
+        /* A connection shared with the parent may hold the parent's message first. */
         if (peer->ops->peek(peer->conn, 0, &hdr) && hdr.magic == TT_MSG_MAGIC && hdr.coll == TT_COLL_SEND &&
-            hdr.seq == comm->recv_seq[q]) {
+            hdr.comm == (uint32_t)comm->env.key_tag && hdr.seq == comm->recv_seq[q]) {
             best = q;
             best_dist = dist;
         }
