@@ -3,12 +3,14 @@
  * tutti_comm_split: MPI_Comm_split over the public calls. The parent
  * all-gathers every rank's (color, key); the first rank of each color makes a
  * unique id, a second all-gather hands it to the rest of the color, and each
- * color joins its own communicator with the parent's timeout and host.
+ * color joins its own communicator with the parent's timeout and host (and,
+ * with TUTTI_SPLIT_SHARE, the parent's connections to lend, comm/lend.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/lend.h"
 #include "core/log.h"
 #include "core/try.h"
 
@@ -45,7 +47,7 @@ static int color_members(const split_entry_t *all, int nranks, int color, int *m
 /* All-gathers this rank's leader record and joins the color's communicator
  * (comm is the parent itself, handle what its caller holds). */
 static tutti_status_t join_color(tutti_comm_t comm, tutti_comm_t handle, int color, const int *members, int n,
-                                 int newrank, split_id_t *ids, tutti_comm_t *newcomm)
+                                 int newrank, unsigned flags, split_id_t *ids, tutti_comm_t *newcomm)
 {
     split_id_t mine;
     memset(&mine, 0, sizeof mine);
@@ -67,7 +69,12 @@ static tutti_status_t join_color(tutti_comm_t comm, tutti_comm_t handle, int col
                              "tutti_comm_split: rank %d, first of color %d, could not make its id",
                              members[0], color);
     tutti_comm_params_t params = tt_comm_inherited(comm);
-    st = tutti_comm_init(newcomm, n, newrank, &ids[members[0]].id, &params);
+    tt_lend_t lend = {comm, members};
+    tt_id_t id;
+    if (tt_id_decode(ids[members[0]].id.internal, &id))
+        return tt_comm_error(comm, TUTTI_ERR_INTERNAL,
+                             "tutti_comm_split: rank %d's id of color %d is garbled", members[0], color);
+    st = tt_comm_create(newcomm, n, newrank, &id, 1, &params, flags & TUTTI_SPLIT_SHARE ? &lend : NULL);
     if (st)
         return tt_comm_error(comm, st,
                              "tutti_comm_split: rank %d joining color %d as rank %d of %d failed: %s",
@@ -77,10 +84,14 @@ static tutti_status_t join_color(tutti_comm_t comm, tutti_comm_t handle, int col
 }
 
 /* The split, inside enter/leave: comm is the parent itself. */
-static tutti_status_t split(tutti_comm_t comm, tutti_comm_t handle, int color, int key, tutti_comm_t *newcomm)
+static tutti_status_t split(tutti_comm_t comm, tutti_comm_t handle, int color, int key, unsigned flags,
+                            tutti_comm_t *newcomm)
 {
     if (!newcomm)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "newcomm: NULL output pointer");
+    if (flags & ~(unsigned)TUTTI_SPLIT_SHARE)
+        return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "tutti_comm_split_flags: unknown flags %#x",
+                             flags & ~(unsigned)TUTTI_SPLIT_SHARE);
     *newcomm = NULL;
     if (color < 0)
         color = TUTTI_SPLIT_NOCOLOR;
@@ -105,7 +116,7 @@ static tutti_status_t split(tutti_comm_t comm, tutti_comm_t handle, int color, i
                 newrank = i;
     }
     if (!st)
-        st = join_color(comm, handle, color, members, n, newrank, ids, newcomm);
+        st = join_color(comm, handle, color, members, n, newrank, flags, ids, newcomm);
     free(all);
     free(members);
     free(ids);
@@ -114,13 +125,19 @@ static tutti_status_t split(tutti_comm_t comm, tutti_comm_t handle, int color, i
 
 /* The parent's handle gives the communicator (live, made by this process),
  * and an abort of the parent from another thread waits for the split. */
-TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t handle, int color, int key, tutti_comm_t *newcomm)
+TUTTI_API tutti_status_t tutti_comm_split_flags(tutti_comm_t handle, int color, int key, unsigned flags,
+                                                tutti_comm_t *newcomm)
 {
     tutti_comm_t comm;
     if (newcomm)
         *newcomm = NULL;
     TT_TRY(tt_comm_enter(handle, "tutti_comm_split", &comm));
-    tutti_status_t st = split(comm, handle, color, key, newcomm);
+    tutti_status_t st = split(comm, handle, color, key, flags, newcomm);
     tt_comm_leave(comm);
     return st;
+}
+
+TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t handle, int color, int key, tutti_comm_t *newcomm)
+{
+    return tutti_comm_split_flags(handle, color, key, 0, newcomm);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/lend.h"
 #include "comm/star.h"
 #include "core/clock.h"
 #include "core/env_config.h"
@@ -76,24 +77,39 @@ static void layers_free(tutti_comm_t comm)
         }
 }
 
+/* The host connections and what is left once no one borrows them; then
+ * the lender's turn, when this was the last to borrow from it. */
+static void comm_finish(tutti_comm_t comm)
+{
+    while (comm) {
+        tt_comm_teardown_host(comm);
+        tutti_comm_t lender = tt_lend_give_back(comm);
+        free(comm->endpoints);
+        free(comm->send_seq);
+        free(comm->recv_seq);
+        free(comm);
+        comm = lender;
+    }
+}
+
 /* local_only: in a forked child, whose copy shares the parent's sockets,
  * segments and device: close and unmap this process's copies, and tell no
  * one. The layers are left as they are (the child has no proxy thread). */
 static void comm_free(tutti_comm_t comm, int local_only)
 {
+    int kept = tt_lend_kept(comm);
     if (!local_only)
         layers_free(comm);
-    tt_comm_teardown(comm, local_only);
+    tt_comm_teardown(comm, local_only, kept);
     tt_rescue_close(comm, local_only);
     if (local_only)
         tt_bootstrap_forget(&comm->bs);
     else
         tt_bootstrap_close(&comm->bs);
     tt_wake_close(comm->wake_fd); /* the star's thread, which rings it, has stopped */
-    free(comm->endpoints);
-    free(comm->send_seq);
-    free(comm->recv_seq);
-    free(comm);
+    comm->wake_fd = -1;
+    if (!kept) /* else the last communicator borrowing its connections finishes it */
+        comm_finish(comm);
 }
 
 /* For the who-is-stuck report: where this rank is (called by the star's thread). */
@@ -137,6 +153,7 @@ typedef struct {
     int nids;
     int up_fd;
     int *rank_fds;
+    const tt_lend_t *lend; /* the parent whose connections it may take, or NULL */
 } join_t;
 
 /* Connections handed over that no bootstrap took: closed here. */
@@ -191,6 +208,8 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
     int64_t t0 = tt_now_ms();
     tutti_comm_t comm = NULL;
     tutti_status_t st = comm_new(&comm, nranks, rank, params, &node_id);
+    if (!st)
+        st = tt_lend_take(comm, join->lend);
     if (st) {
         join_close(join, nranks);
         goto undo_alloc;
@@ -242,16 +261,17 @@ undo_alloc:
 }
 
 tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const tt_id_t *ids, int nids,
-                              const tutti_comm_params_t *params)
+                              const tutti_comm_params_t *params, const tt_lend_t *lend)
 {
-    join_t join = {.ids = ids, .nids = nids, .up_fd = -1};
+    join_t join = {.ids = ids, .nids = nids, .up_fd = -1, .lend = lend};
     return comm_join(out, nranks, rank, ids[0].key, &join, params);
 }
 
 tutti_status_t tt_comm_create_over(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
-                                   int up_fd, int *rank_fds, const tutti_comm_params_t *params)
+                                   int up_fd, int *rank_fds, const tutti_comm_params_t *params,
+                                   const tt_lend_t *lend)
 {
-    join_t join = {.up_fd = up_fd, .rank_fds = rank_fds};
+    join_t join = {.up_fd = up_fd, .rank_fds = rank_fds, .lend = lend};
     return comm_join(out, nranks, rank, key, &join, params);
 }
 

@@ -54,6 +54,12 @@ struct tutti_comm {
     int *connected;                /* the ranks with a host connection, in the order made */
     int nconnected;
     struct tt_pairs *pairs;        /* the host connections on the way (connect.c) */
+    _Atomic(unsigned char) *joined; /* by rank: its host connection is whole, a borrower may take it */
+    tutti_comm_t lender;           /* whose host connections this one may take (lend.c), or NULL */
+    int *lender_rank;              /* the lender's rank of each rank */
+    unsigned char *borrowed;       /* by rank: the host connection is the lender's (never closed here) */
+    int borrowers;                 /* communicators that may take this one's (under lend.c's lock) */
+    int lent_out;                  /* freed while they could: its host connections wait for them */
     unsigned tp_all;               /* bit t: every rank offers transport t */
     tt_peer_t *device_peers;       /* the device transport's, by rank; NULL without one */
     int device_tp;                 /* its index in tp_ops, -1 without one */
@@ -254,14 +260,19 @@ tutti_status_t tt_comm_pair_read_decision(tutti_comm_t comm, int sender, uint64_
  * say what the first found): 1 when direct runs are possible from here. */
 int tt_comm_device_bind(tutti_comm_t comm, int device);
 
-/* Shared by tutti_comm_init, tutti_comm_init_roots and tutti_comm_init_env:
- * joins through nids roots (ids[0]'s key is the job's). */
+/* A parent lending its connections to a new communicator (lend.h). */
+typedef struct tt_lend tt_lend_t;
+
+/* Shared by tutti_comm_init, tutti_comm_init_roots, tutti_comm_init_env and
+ * split: joins through nids roots (ids[0]'s key is the job's); lend (NULL:
+ * none) names the parent whose connections the pairs may take. */
 tutti_status_t tt_comm_create(tutti_comm_t *out, int nranks, int rank, const tt_id_t *ids, int nids,
-                              const tutti_comm_params_t *params);
+                              const tutti_comm_params_t *params, const tt_lend_t *lend);
 /* The same over connections a shrink made (tt_bootstrap_adopt takes
  * them, closed on failure too): up_fd to rank 0, or rank 0's rank_fds. */
 tutti_status_t tt_comm_create_over(tutti_comm_t *out, int nranks, int rank, const unsigned char *key,
-                                   int up_fd, int *rank_fds, const tutti_comm_params_t *params);
+                                   int up_fd, int *rank_fds, const tutti_comm_params_t *params,
+                                   const tt_lend_t *lend);
 /* What a communicator made from comm keeps: its timeout and this rank's host. */
 tutti_comm_params_t tt_comm_inherited(tutti_comm_t comm);
 
@@ -301,7 +312,10 @@ static inline void *tt_comm_device_ctx(tutti_comm_t comm)
 
 /* Closes what tt_comm_setup opened. In a forked child (local_only) it
  * only releases this process's copies: the host transports' descriptors
- * and mappings; the device transport is left alone. */
-void tt_comm_teardown(tutti_comm_t comm, int local_only);
+ * and mappings; the device transport is left alone. keep_host: the host
+ * connections and transports stay for the communicators that borrow them
+ * (lend.h), for tt_comm_teardown_host once the last of them is freed. */
+void tt_comm_teardown(tutti_comm_t comm, int local_only, int keep_host);
+void tt_comm_teardown_host(tutti_comm_t comm);
 
 #endif

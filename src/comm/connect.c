@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/lend.h"
 #include "comm/star.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -31,6 +32,8 @@
 #define CAUSE_WAIT_MS 200 /* how long a failed connection waits to see why the peer went */
 #define STEP_MS 50        /* between looks at the news while waiting for answers */
 #define JOIN_STEP_MS 1    /* ... and for the other side's part of a pair this rank answered */
+#define TP_BORROW (-1)    /* a pair's "transport" when it takes the parent's connection (lend.h) */
+#define NO_TP (-2)
 
 typedef struct {
     int32_t tp;     /* the transport: its index in comm->tp_ops */
@@ -42,11 +45,18 @@ typedef struct {
 
 enum { PAIR_NONE = 0, PAIR_ASKED, PAIR_ANSWERED, PAIR_READY };
 
+/* What an offer to borrow carries: the parent's pair, as the asker sees it. */
+typedef struct {
+    uint64_t lender_tag;
+    int32_t asker, answerer; /* their ranks in the parent */
+} borrow_msg_t;
+
 typedef struct {
     int state;
     int tp;
     uint32_t len;
     unsigned char theirs[TT_ADDR_MAX]; /* ANSWERED: the peer's offer */
+    tt_peer_t lent;                    /* tp TP_BORROW: the parent's connection */
 } pair_t;
 
 struct tt_pairs {
@@ -109,21 +119,49 @@ static tutti_status_t offer_watch(void *arg)
     return watch(arg, NULL, 0, UINT64_MAX, INT64_MAX);
 }
 
+/* This rank's side over transport t (or the parent's connection); 0, or
+ * TUTTI_ERR_UNSUPPORTED when it cannot serve the pair. */
+static tutti_status_t offer_side(tutti_comm_t comm, int q, pair_t *p, int t, pair_msg_t *m)
+{
+    size_t len = 0;
+    tutti_status_t st = TUTTI_ERR_UNSUPPORTED;
+    if (t == TP_BORROW && tt_lend_offers(comm, q, &p->lent)) {
+        borrow_msg_t b;
+        tt_lend_names(comm, q, &b.lender_tag, &b.asker, &b.answerer);
+        memcpy(m->blob, &b, sizeof b);
+        len = sizeof b;
+        st = TUTTI_SUCCESS;
+    } else if (t >= 0) {
+        tt_log_fault_mark();
+        st = comm->tp_ops[t]->offer(comm->tp_ctx[t], q, m->blob, &len);
+    }
+    m->tp = t;
+    m->len = (uint32_t)len;
+    return st;
+}
+
+/* The transport after t that reaches q (TP_BORROW comes before them all); NO_TP: none. */
+static int next_tp(tutti_comm_t comm, int q, int t)
+{
+    int next = tt_comm_host_tp(comm, q, t + 1);
+    return next < 0 ? NO_TP : next;
+}
+
 /* Offers q this rank's side over the first transport from `from` that can
- * take it; under the lock, which it drops while sending. */
+ * take it (TP_BORROW: the parent's connection first); under the lock,
+ * which it drops while sending. */
 static tutti_status_t ask(tutti_comm_t comm, int q, pair_t *p, int from)
 {
-    for (int t = tt_comm_host_tp(comm, q, from); t >= 0; t = tt_comm_host_tp(comm, q, t + 1)) {
-        pair_msg_t m = {.tp = t};
-        size_t len = 0;
-        tt_log_fault_mark();
-        tutti_status_t st = comm->tp_ops[t]->offer(comm->tp_ctx[t], q, m.blob, &len);
+    for (int t = from == TP_BORROW ? TP_BORROW : next_tp(comm, q, from - 1); t != NO_TP;
+         t = next_tp(comm, q, t)) {
+        pair_msg_t m;
+        memset(&m, 0, sizeof m);
+        tutti_status_t st = offer_side(comm, q, p, t, &m);
         if (st == TUTTI_ERR_UNSUPPORTED)
             continue;
         if (st)
             return tt_comm_context(comm, st, "rank %d: preparing %s for rank %d failed", comm->rank,
                                    comm->tp_ops[t]->name, q);
-        m.len = (uint32_t)len;
         p->state = PAIR_ASKED;
         p->tp = t;
         pthread_mutex_unlock(&comm->pairs->lock);
@@ -141,6 +179,27 @@ static tutti_status_t ask(tutti_comm_t comm, int q, pair_t *p, int from)
     return tt_comm_error_in(comm, TT_SUB_CONFIG, TUTTI_ERR_CONFIG,
                             "no transport in TUTTI_TRANSPORTS can connect rank %d with rank %d%s", comm->rank,
                             q, from > 0 ? " (the first ones had no room left for the pair)" : "");
+}
+
+/* This rank's answer to from's offer m: over the transport it names, or
+ * taking the parent's connection when both ranks mean the same pair and
+ * this rank holds it; TUTTI_ERR_UNSUPPORTED when it cannot. */
+static tutti_status_t answer_side(tutti_comm_t comm, int from, pair_t *p, const pair_msg_t *m, pair_msg_t *a,
+                                  size_t *alen)
+{
+    int t = m->tp;
+    if (t == TP_BORROW) {
+        borrow_msg_t theirs, mine;
+        memcpy(&theirs, m->blob, sizeof theirs);
+        tt_lend_names(comm, from, &mine.lender_tag, &mine.answerer, &mine.asker);
+        int same = m->len == sizeof theirs && theirs.lender_tag == mine.lender_tag &&
+                   theirs.asker == mine.asker && theirs.answerer == mine.answerer;
+        return same && tt_lend_offers(comm, from, &p->lent) ? TUTTI_SUCCESS : TUTTI_ERR_UNSUPPORTED;
+    }
+    if (t >= 0 && t < comm->ntransports && m->len <= TT_ADDR_MAX && comm->tp_ops[t]->answer &&
+        (comm->tp_all >> t & 1) && comm->tp_ctx[t])
+        return comm->tp_ops[t]->answer(comm->tp_ctx[t], from, m->blob, m->len, a->blob, alen);
+    return TUTTI_ERR_UNSUPPORTED;
 }
 
 /* On the bootstrap's thread: another rank's offer, answered at once. */
@@ -161,15 +220,12 @@ static int on_mail(void *arg, int from, uint64_t tag, const void *payload, size_
         pthread_mutex_unlock(&comm->pairs->lock);
         return 1;
     }
-    if (p->state == PAIR_ASKED)
+    if (p->state == PAIR_ASKED && p->tp != TP_BORROW)
         comm->tp_ops[p->tp]->withdraw(comm->tp_ctx[p->tp], from);
     p->state = PAIR_NONE;
     int t = m.tp;
     size_t alen = 0;
-    tutti_status_t st = TUTTI_ERR_UNSUPPORTED;
-    if (t >= 0 && t < comm->ntransports && m.len <= TT_ADDR_MAX && comm->tp_ops[t]->answer &&
-        (comm->tp_all >> t & 1) && comm->tp_ctx[t])
-        st = comm->tp_ops[t]->answer(comm->tp_ctx[t], from, m.blob, m.len, a.blob, &alen);
+    tutti_status_t st = answer_side(comm, from, p, &m, &a, &alen);
     if (!st) {
         p->state = PAIR_ANSWERED;
         p->tp = t;
@@ -188,24 +244,33 @@ static int on_mail(void *arg, int from, uint64_t tag, const void *payload, size_
     return 1;
 }
 
-/* Joins the two halves: 1 connected, 0 not yet (the answering side waits
- * for the offering side's part), or an error in *err. */
-static int join(tutti_comm_t comm, int q, int t, int offered, const void *theirs, size_t len,
+/* Joins the two halves of pair p (or takes the parent's connection): 1
+ * connected, 0 not yet (the answering side waits for the offering side's
+ * part), or an error in *err. */
+static int join(tutti_comm_t comm, int q, const pair_t *p, int offered, const void *theirs, size_t len,
                 tutti_status_t *err)
 {
-    void *conn = NULL;
-    tt_log_fault_mark();
-    tutti_status_t st = comm->tp_ops[t]->join(comm->tp_ctx[t], q, offered, theirs, len, &conn);
-    if (st) {
-        *err = tt_comm_context(comm, st, "rank %d: %s connection to rank %d failed", comm->rank,
-                               comm->tp_ops[t]->name, q);
-        return -1;
-    }
-    if (!conn)
-        return 0;
-    comm->peers[q] = (tt_peer_t){comm->tp_ops[t], conn};
+    int t = p->tp;
+    tt_peer_t peer = p->lent;
+    if (t != TP_BORROW) {
+        void *conn = NULL;
+        tt_log_fault_mark();
+        tutti_status_t st = comm->tp_ops[t]->join(comm->tp_ctx[t], q, offered, theirs, len, &conn);
+        if (st) {
+            *err = tt_comm_context(comm, st, "rank %d: %s connection to rank %d failed", comm->rank,
+                                   comm->tp_ops[t]->name, q);
+            return -1;
+        }
+        if (!conn)
+            return 0;
+        peer = (tt_peer_t){comm->tp_ops[t], conn};
+    } else
+        comm->borrowed[q] = 1;
+    comm->peers[q] = peer;
     comm->connected[comm->nconnected++] = q;
-    TT_DEBUG(TT_SUB_INIT, "rank %d: connected to rank %d over %s (%s)", comm->rank, q, comm->tp_ops[t]->name,
+    atomic_store_explicit(&comm->joined[q], 1, memory_order_release); /* a borrower may take it now */
+    TT_DEBUG(TT_SUB_INIT, "rank %d: connected to rank %d over %s (%s)", comm->rank, q,
+             t == TP_BORROW ? "the parent's connection" : comm->tp_ops[t]->name,
              offered ? "it answered" : "it asked");
     return 1;
 }
@@ -220,7 +285,7 @@ static int advance(tutti_comm_t comm, int q, int *answering, tutti_status_t *err
     pair_t *p = pair_of(comm, q), copy = p ? *p : (pair_t){0};
     tutti_status_t st = p ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
     if (!st && p->state == PAIR_NONE)
-        st = ask(comm, q, p, 0);
+        st = ask(comm, q, p, TP_BORROW);
     pthread_mutex_unlock(&ps->lock);
     pair_msg_t a;
     size_t len;
@@ -230,7 +295,7 @@ static int advance(tutti_comm_t comm, int q, int *answering, tutti_status_t *err
         return -1;
     }
     if (copy.state == PAIR_ANSWERED) {
-        if ((rc = join(comm, q, copy.tp, 0, copy.theirs, copy.len, err)) > 0)
+        if ((rc = join(comm, q, &copy, 0, copy.theirs, copy.len, err)) > 0)
             atomic_fetch_sub(&ps->nanswered, 1);
         *answering |= rc == 0;
     } else if (copy.state == PAIR_ASKED &&
@@ -239,14 +304,15 @@ static int advance(tutti_comm_t comm, int q, int *answering, tutti_status_t *err
             return 0;                    /* an answer to an offer this rank has moved past */
         if (a.status != TUTTI_SUCCESS) { /* declined: the next transport */
             pthread_mutex_lock(&ps->lock);
-            comm->tp_ops[copy.tp]->withdraw(comm->tp_ctx[copy.tp], q);
+            if (copy.tp != TP_BORROW)
+                comm->tp_ops[copy.tp]->withdraw(comm->tp_ctx[copy.tp], q);
             st = ask(comm, q, p, copy.tp + 1);
             pthread_mutex_unlock(&ps->lock);
             *err = st;
             return st ? -1 : 0;
         }
         /* The offering side joins at once and never waits. */
-        rc = join(comm, q, copy.tp, 1, a.blob, a.len, err);
+        rc = join(comm, q, &copy, 1, a.blob, a.len, err);
     }
     if (rc > 0) {
         pthread_mutex_lock(&ps->lock);
@@ -335,7 +401,8 @@ tutti_status_t tt_comm_pairs_init(tutti_comm_t comm)
 {
     comm->peers = calloc((size_t)comm->nranks, sizeof *comm->peers);
     comm->connected = calloc((size_t)comm->nranks, sizeof *comm->connected);
-    if (!comm->peers || !comm->connected)
+    comm->joined = calloc((size_t)comm->nranks, sizeof *comm->joined);
+    if (!comm->peers || !comm->connected || !comm->joined)
         return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "rank %d: no memory for %d peers", comm->rank,
                              comm->nranks);
     if (!comm->bs.star)

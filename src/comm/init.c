@@ -80,7 +80,7 @@ TUTTI_API tutti_status_t tutti_comm_init_roots(tutti_comm_t *comm, int nranks, i
             free(tids);
             return tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "ids[%d]: not made by tutti_get_unique_id", i);
         }
-    tutti_status_t st = tt_comm_create(comm, nranks, rank, tids, nids, params);
+    tutti_status_t st = tt_comm_create(comm, nranks, rank, tids, nids, params, NULL);
     free(tids);
     return st;
 }

@@ -182,7 +182,7 @@ TUTTI_API tutti_status_t tutti_comm_init_env(tutti_comm_t *comm, const tutti_com
         memcpy(ids[i].key, j.key, sizeof ids[i].key);
     }
     if (!st)
-        st = tt_comm_create(comm, j.nranks, j.rank, ids, nids, params);
+        st = tt_comm_create(comm, j.nranks, j.rank, ids, nids, params, NULL);
     free(ids);
     free(j.roots);
     if (st && j.rank == 0)

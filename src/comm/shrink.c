@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm/lend.h"
 #include "comm/shrink.h"
 #include "comm/star.h"
 #include "core/clock.h"
@@ -51,7 +52,7 @@ TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t handle)
 static tutti_status_t check_args(tutti_comm_t comm, const int *exclude, int n, unsigned flags,
                                  unsigned char *excluded)
 {
-    const unsigned known = TUTTI_SHRINK_ABORT | TUTTI_SHRINK_DEAD;
+    const unsigned known = TUTTI_SHRINK_ABORT | TUTTI_SHRINK_DEAD | TUTTI_SHRINK_SHARE;
     if (n < 0 || (n > 0 && !exclude))
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "tutti_comm_shrink: exclude %p with n %d",
                              (const void *)exclude, n);
@@ -73,14 +74,22 @@ static tutti_status_t check_args(tutti_comm_t comm, const int *exclude, int n, u
     return TUTTI_SUCCESS;
 }
 
-/* The new communicator over the connections the agreement made. */
+/* The new communicator over the connections the agreement made (with
+ * TUTTI_SHRINK_SHARE, lent comm's own where it is whole: lend.h). */
 static tutti_status_t build(tt_shrink_t *sh, tutti_comm_t *newcomm)
 {
     tutti_comm_params_t params = tt_comm_inherited(sh->comm);
+    int *rank_of = malloc(sizeof *rank_of * (size_t)sh->n), k = 0;
+    for (int r = 0; rank_of && r < sh->n; r++)
+        if (sh->member[r])
+            rank_of[k++] = r;
+    tt_lend_t lend = {sh->comm, rank_of};
+    int share = (sh->flags & TUTTI_SHRINK_SHARE) && rank_of && k == sh->d.nmembers;
     tutti_status_t st = tt_comm_create_over(newcomm, sh->d.nmembers, sh->d.newrank, sh->d.key, sh->up_fd,
-                                            sh->rank_fds, &params);
+                                            sh->rank_fds, &params, share ? &lend : NULL);
     sh->up_fd = -1; /* closed by now when it failed */
     sh->rank_fds = NULL;
+    free(rank_of);
     return st;
 }
 

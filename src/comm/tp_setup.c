@@ -168,20 +168,47 @@ tutti_status_t tt_comm_tp_connect(tutti_comm_t comm, unsigned char (*blobs)[TT_A
     return st;
 }
 
-void tt_comm_teardown(tutti_comm_t comm, int local_only)
+void tt_comm_teardown(tutti_comm_t comm, int local_only, int keep_host)
 {
     tt_comm_pairs_free(comm, local_only); /* no answer to another rank runs past here */
-    for (int i = 0; i < comm->nconnected; i++)
-        comm->peers[comm->connected[i]].ops->close(comm->peers[comm->connected[i]].conn);
+    int dev = comm->device_tp;
+    if (!keep_host)
+        tt_comm_teardown_host(comm);
     for (int r = 0; comm->device_peers && r < comm->nranks && !local_only; r++)
         if (comm->device_peers[r].ops)
             comm->device_peers[r].ops->close(comm->device_peers[r].conn);
+    if (dev >= 0 && comm->tp_ctx[dev] && !local_only)
+        comm->tp_ops[dev]->finalize(comm->tp_ctx[dev]);
+    if (dev >= 0)
+        comm->tp_ctx[dev] = NULL;
+    free(comm->device_peers);
+    comm->device_peers = NULL;
+    free(comm->listeners);
+    comm->listeners = NULL;
+    tt_hosts_free(&comm->hosts);
+}
+
+void tt_comm_teardown_host(tutti_comm_t comm)
+{
+    for (int i = 0; i < comm->nconnected; i++) {
+        int q = comm->connected[i];
+        if (!comm->borrowed || !comm->borrowed[q]) /* a borrowed one is its lender's to close */
+            comm->peers[q].ops->close(comm->peers[q].conn);
+    }
     for (int t = 0; t < comm->ntransports; t++)
-        if (comm->tp_ctx[t] && (!local_only || t != comm->device_tp))
+        if (comm->tp_ctx[t] && t != comm->device_tp) {
             comm->tp_ops[t]->finalize(comm->tp_ctx[t]);
+            comm->tp_ctx[t] = NULL; /* so that a second call does nothing */
+        }
     free(comm->peers);
     free(comm->connected);
-    free(comm->device_peers);
-    free(comm->listeners);
-    tt_hosts_free(&comm->hosts);
+    free((void *)comm->joined);
+    free(comm->borrowed);
+    free(comm->lender_rank);
+    comm->peers = NULL;
+    comm->connected = NULL;
+    comm->joined = NULL;
+    comm->borrowed = NULL;
+    comm->lender_rank = NULL;
+    comm->nconnected = 0;
 }

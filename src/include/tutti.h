@@ -224,6 +224,28 @@ TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t comm);
  */
 TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t comm, int color, int key, tutti_comm_t *newcomm);
 
+/* Flags of tutti_comm_split_flags, or'ed. */
+#define TUTTI_SPLIT_SHARE 0x1 /* the new communicators take comm's connections (see below) */
+
+/**
+ * tutti_comm_split with flags. With TUTTI_SPLIT_SHARE, a pair of ranks of a
+ * new communicator that both hold their connection in comm uses it instead
+ * of making its own (NCCL's splitShare): no new descriptors, shared memory
+ * or registered memory for it. In exchange, calls on comm and on the
+ * communicators sharing its connections must not overlap: each rank
+ * finishes its calls on one (waits for its non-blocking ones) before it
+ * starts any on another, in the same order on every rank. An overlap is
+ * reported as TUTTI_ERR_MISMATCH ("of another communicator sharing its
+ * connections"), never a wrong result; a failure or abort of either ends
+ * the other's calls on the pairs they share. The connections stay until
+ * the last communicator using them is destroyed, in any order. A revoked
+ * or failed comm shares nothing, nor does a rank that does not pass the
+ * flag (its peers connect to it as without it).
+ * @return as tutti_comm_split; TUTTI_ERR_INVALID_ARG also for unknown flags.
+ */
+TUTTI_API tutti_status_t tutti_comm_split_flags(tutti_comm_t comm, int color, int key, unsigned flags,
+                                                tutti_comm_t *newcomm);
+
 /**
  * Revokes comm: every call on it in progress or made later, on this rank
  * and on every rank that learns of it (through rank 0's service, at once),
@@ -241,6 +263,7 @@ TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t comm);
 #define TUTTI_SHRINK_DEFAULT 0x0 /* comm stays usable when it was */
 #define TUTTI_SHRINK_ABORT 0x1   /* revoke comm first: calls waiting on it end */
 #define TUTTI_SHRINK_DEAD 0x2    /* also exclude the ranks found dead, before or during the shrink */
+#define TUTTI_SHRINK_SHARE 0x4   /* take comm's connections, as TUTTI_SPLIT_SHARE (not when revoked) */
 
 /**
  * Makes a communicator of the ranks of comm that remain: without the n

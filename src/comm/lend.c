@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Lending a communicator's host connections to those made from it
+ * (lend.h). One lock guards every lender's count of borrowers and whether
+ * it was freed: a borrower's bootstrap thread asks about a pair while the
+ * lender's main thread may be destroying it. The pair's own state is read
+ * through its joined flag, published after the connection, never under
+ * the lender's pair lock (the lender may itself borrow, and take this lock
+ * under its own).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/lend.h"
+
+static pthread_mutex_t lend_lock = PTHREAD_MUTEX_INITIALIZER;
+
+tutti_status_t tt_lend_take(tutti_comm_t comm, const tt_lend_t *lend)
+{
+    if (!lend)
+        return TUTTI_SUCCESS;
+    comm->lender_rank = malloc(sizeof *comm->lender_rank * (size_t)comm->nranks);
+    comm->borrowed = calloc((size_t)comm->nranks, 1);
+    if (!comm->lender_rank || !comm->borrowed)
+        return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "rank %d: no memory for the parent's ranks",
+                             comm->rank);
+    memcpy(comm->lender_rank, lend->rank_of, sizeof *comm->lender_rank * (size_t)comm->nranks);
+    pthread_mutex_lock(&lend_lock);
+    lend->from->borrowers++;
+    comm->lender = lend->from;
+    pthread_mutex_unlock(&lend_lock);
+    return TUTTI_SUCCESS;
+}
+
+int tt_lend_offers(tutti_comm_t comm, int q, tt_peer_t *peer)
+{
+    tutti_comm_t from = comm->lender;
+    if (!from)
+        return 0;
+    int lq = comm->lender_rank[q], ok = 0;
+    pthread_mutex_lock(&lend_lock);
+    /* A failed or revoked parent's connections may hold a broken call's
+     * messages; a communicator of more channels would use ones the parent's
+     * connections lack. */
+    if (!from->lent_out && !from->failed && atomic_load(&from->revoked_by) < 0 &&
+        !atomic_load(&from->aborting) && from->joined && comm->nchannels <= from->nchannels &&
+        atomic_load_explicit(&from->joined[lq], memory_order_acquire)) {
+        *peer = from->peers[lq];
+        ok = 1;
+    }
+    pthread_mutex_unlock(&lend_lock);
+    return ok;
+}
+
+void tt_lend_names(tutti_comm_t comm, int q, uint64_t *tag, int *mine, int *theirs)
+{
+    *tag = comm->lender ? comm->lender->env.key_tag : 0;
+    *mine = comm->lender ? comm->lender_rank[comm->rank] : -1;
+    *theirs = comm->lender ? comm->lender_rank[q] : -1;
+}
+
+int tt_lend_kept(tutti_comm_t comm)
+{
+    pthread_mutex_lock(&lend_lock);
+    comm->lent_out = comm->borrowers > 0;
+    int kept = comm->lent_out;
+    pthread_mutex_unlock(&lend_lock);
+    return kept;
+}
+
+tutti_comm_t tt_lend_give_back(tutti_comm_t comm)
+{
+    tutti_comm_t from = comm->lender;
+    if (!from)
+        return NULL;
+    pthread_mutex_lock(&lend_lock);
+    int last = --from->borrowers == 0 && from->lent_out;
+    comm->lender = NULL;
+    pthread_mutex_unlock(&lend_lock);
+    return last ? from : NULL;
+}
