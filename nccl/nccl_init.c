@@ -77,6 +77,18 @@ ncclResult_t tt_nccl_config(const ncclConfig_t *config, int inherit, int *blocki
     return ncclSuccess;
 }
 
+int tt_nccl_config_share(const ncclConfig_t *config, size_t off, const char *env)
+{
+    int v = NCCL_CONFIG_UNDEF_INT;
+    if (config && config->size >= off + sizeof v)
+        memcpy(&v, (const char *)config + off, sizeof v);
+    if (v == NCCL_CONFIG_UNDEF_INT) { /* NCCL's default for an unset field */
+        const char *e = getenv(env);
+        v = e && *e ? atoi(e) : 0;
+    }
+    return v == 1;
+}
+
 /* The worker: joins (or splits), then publishes the outcome. */
 static void *init_main(void *arg)
 {
@@ -94,7 +106,8 @@ static void *init_main(void *arg)
         st = tutti_comm_grow(comm->init.parent, comm->init.nranks, comm->init.has_id ? &comm->init.id : NULL,
                              &tc);
     else if (comm->init.parent)
-        st = tutti_comm_split(comm->init.parent, comm->init.color, comm->init.key, &tc);
+        st = tutti_comm_split_flags(comm->init.parent, comm->init.color, comm->init.key, comm->init.flags,
+                                    &tc);
     else if (comm->init.ids)
         st = tutti_comm_init_roots(&tc, comm->init.nranks, comm->init.rank, comm->init.nids, comm->init.ids,
                                    NULL);
@@ -165,7 +178,7 @@ ncclResult_t tt_nccl_launch(ncclComm_t comm, ncclComm_t *out)
     return wait_init(comm, out);
 }
 
-ncclResult_t tt_nccl_split(ncclComm_t parent, int color, int key, int blocking, ncclComm_t *out)
+ncclResult_t tt_nccl_split(ncclComm_t parent, int color, int key, int blocking, int share, ncclComm_t *out)
 {
     *out = NULL;
     tutti_comm_t ptc = tt_nccl_tc(parent);
@@ -179,6 +192,7 @@ ncclResult_t tt_nccl_split(ncclComm_t parent, int color, int key, int blocking, 
         return tt_nccl_error(parent, ncclSystemError, "ncclCommSplit: no memory for a communicator");
     comm->init.color = color;
     comm->init.key = key;
+    comm->init.flags = share ? TUTTI_SPLIT_SHARE : 0;
     return tt_nccl_launch(comm, out);
 }
 

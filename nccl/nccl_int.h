@@ -60,7 +60,7 @@ struct ncclComm {
         int color, key; /* split */
         int *exclude;   /* shrink: the ranks left out (malloc'd) ... */
         int nexclude;   /* ... how many */
-        unsigned flags; /* ... and TUTTI_SHRINK_* */
+        unsigned flags; /* ... and TUTTI_SHRINK_*; split: TUTTI_SPLIT_* */
         int has_id;     /* grow: id holds rank 0's unique id */
     } init;
 };
@@ -135,8 +135,9 @@ void tt_nccl_join(ncclComm_t comm);
 ncclResult_t tt_nccl_start_init(ncclComm_t comm);
 /* Starts comm's finalize on a worker thread (life.c). */
 ncclResult_t tt_nccl_start_finalize(ncclComm_t comm);
-/* Splits parent (inside tt_nccl_enter) as ncclCommSplit does. */
-ncclResult_t tt_nccl_split(ncclComm_t parent, int color, int key, int blocking, ncclComm_t *out);
+/* Splits parent (inside tt_nccl_enter) as ncclCommSplit does; share: the
+ * child takes the parent's connections (TUTTI_SPLIT_SHARE). */
+ncclResult_t tt_nccl_split(ncclComm_t parent, int color, int key, int blocking, int share, ncclComm_t *out);
 /* A communicator to be made from parent (inside tt_nccl_enter), which it
  * holds until made; NULL without memory. */
 ncclComm_t tt_nccl_child(ncclComm_t parent, int blocking);
@@ -150,6 +151,10 @@ ncclResult_t tt_nccl_launch(ncclComm_t comm, ncclComm_t *out);
 int tt_nccl_snapshot(ncclComm_t handle, ncclResult_t *state, int *nranks, int *rank, int *device);
 /* What an init config says: blocking or not; an invalid config is an error. */
 ncclResult_t tt_nccl_config(const ncclConfig_t *config, int inherit, int *blocking, const char *call);
+/* Whether a split or shrink shares its parent's resources: the config's
+ * int at offset off (splitShare, shrinkShare) when the config has it and
+ * it is set, else NCCL's variable env (NCCL_COMM_SPLIT_SHARE_RESOURCES, ...). */
+int tt_nccl_config_share(const ncclConfig_t *config, size_t off, const char *env);
 
 /* The collectives of the NCCL API that tutti has none of: made of sends
  * and receives (exec.c), numbered after tt_coll_t's. */

@@ -246,7 +246,10 @@ TT_NCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, 
     res = newcomm ? tt_nccl_config(config, comm->blocking, &blocking, "ncclCommSplit")
                   : tt_nccl_error(comm, ncclInvalidArgument, "ncclCommSplit: newcomm: NULL pointer");
     if (!res)
-        res = tt_nccl_split(comm, color, key, blocking, newcomm);
+        res = tt_nccl_split(comm, color, key, blocking,
+                            tt_nccl_config_share(config, offsetof(ncclConfig_t, splitShare),
+                                                 "NCCL_COMM_SPLIT_SHARE_RESOURCES"),
+                            newcomm);
     tt_nccl_leave(comm);
     return res;
 }

@@ -92,6 +92,9 @@ TT_NCCL_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksLi
     if (!res) {
         child->init.how = TT_NCCL_SHRINK;
         child->init.flags = shrinkFlags & NCCL_SHRINK_ABORT ? TUTTI_SHRINK_ABORT : TUTTI_SHRINK_DEFAULT;
+        if (tt_nccl_config_share(config, offsetof(ncclConfig_t, shrinkShare),
+                                 "NCCL_COMM_SHRINK_SHARE_RESOURCES"))
+            child->init.flags |= TUTTI_SHRINK_SHARE; /* tutti shares nothing of a revoked one */
         res = tt_nccl_launch(child, newcomm);
     }
     tt_nccl_leave(comm);

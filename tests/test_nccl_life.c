@@ -4,7 +4,7 @@
  * nccl.h, linked with libnccl.so.2 alone): which library answers, errors
  * and their texts, the calls tutti does not offer, non-blocking init,
  * ncclCommAbort from another thread while a collective waits, a dead peer,
- * finalize, split, memory and registration, NCCL_DEBUG; destroyed handles
+ * finalize, memory and registration, NCCL_DEBUG; destroyed handles
  * that stay dead, and a forked child that cannot act for its parent.
  */
 #define _GNU_SOURCE
@@ -438,54 +438,6 @@ START_TEST(a_forked_child_cannot_act_for_its_parent)
 }
 END_TEST
 
-/* Colors rank % 2, keys reversing the order; the last of five ranks joins
- * no communicator. Blocking and non-blocking. */
-static int split(int rank, int nranks, const ncclUniqueId *id, void *arg)
-{
-    (void)arg;
-    ncclComm_t comm, child[2];
-    NCCL_OK(ncclCommInitRank(&comm, nranks, *id, rank));
-    int color = rank == nranks - 1 ? NCCL_SPLIT_NOCOLOR : rank % 2;
-    NCCL_OK(ncclCommSplit(comm, color, -rank, &child[0], NULL));
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    ncclResult_t res = ncclCommSplit(comm, color, -rank, &child[1], &config);
-    NCCL_FAIL_IF(res != ncclSuccess && res != ncclInProgress, "non-blocking split: %s",
-                 ncclGetLastError(NULL));
-    if (color == NCCL_SPLIT_NOCOLOR) {
-        NCCL_FAIL_IF(child[0] || child[1], "no color, but a communicator");
-        NCCL_OK(ncclCommDestroy(comm));
-        return 0;
-    }
-    for (ncclResult_t state = ncclInProgress; state == ncclInProgress;)
-        NCCL_OK(ncclCommGetAsyncError(child[1], &state));
-    int members[8], n = 0;
-    for (int q = nranks - 2; q >= 0; q--) /* keys -q: the highest rank first */
-        if (q % 2 == color)
-            members[n++] = q;
-    for (int k = 0; k < 2; k++) {
-        int count, me, sum = rank;
-        NCCL_OK(ncclCommCount(child[k], &count));
-        NCCL_OK(ncclCommUserRank(child[k], &me));
-        NCCL_FAIL_IF(count != n || members[me] != rank, "split %d: rank %d is %d of %d", k, rank, me, count);
-        NCCL_OK(ncclAllReduce(&sum, &sum, 1, ncclInt32, ncclSum, child[k], NULL));
-        int want = 0;
-        for (int i = 0; i < n; i++)
-            want += members[i];
-        NCCL_FAIL_IF(sum != want, "split %d: sum %d, want %d", k, sum, want);
-    }
-    NCCL_OK(ncclCommDestroy(child[0]));
-    NCCL_OK(ncclCommDestroy(child[1]));
-    NCCL_OK(ncclCommDestroy(comm));
-    return 0;
-}
-
-START_TEST(split_by_color_and_key)
-{
-    nccl_run(5, split, NULL, 120);
-}
-END_TEST
-
 /* ncclMemAlloc gives memory collectives take (host memory without a GPU);
  * registration hands out handles and changes nothing. */
 static int memory(int rank, int nranks, const ncclUniqueId *id, void *arg)
@@ -577,7 +529,6 @@ int main(void)
     tcase_add_test(tc, a_failed_non_blocking_init_is_reported);
     tcase_add_test(tc, abort_from_another_thread_ends_a_waiting_collective);
     tcase_add_test(tc, a_dead_peer_is_a_remote_error);
-    tcase_add_test(tc, split_by_color_and_key);
     tcase_add_test(tc, memory_and_registration);
     tcase_add_test(tc, nccl_debug_sets_tuttis_log);
     tcase_add_test(tc, destroyed_handles_stay_dead);
