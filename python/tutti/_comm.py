@@ -207,17 +207,20 @@ class Communicator:
         state = "" if self._h is not None else ", destroyed"
         return f"<tutti.Communicator rank {self.rank} of {self.size}{state}>"
 
-    def split(self, color, key=0):
+    def split(self, color, key=0, share=False):
         """Splits into one communicator per color (tutti_comm_split; MPI_Comm_split).
 
         Collective. Ranks with the same color >= 0 join one communicator,
         ranked by key then by rank here; color None or negative joins none
         and returns None. The children keep this communicator's timeout.
+        ``share``: the children take this communicator's connections
+        (TUTTI_SPLIT_SHARE); calls on it and on them must then never overlap.
         """
         color = _lib.SPLIT_NOCOLOR if color is None or color < 0 else int(color)
+        flags = _lib.SPLIT_SHARE if share else 0
         child = ctypes.c_void_p()
         with self._lock:
-            check(lib.tutti_comm_split(self._live(), color, int(key), ctypes.byref(child)), self._h,
+            check(lib.tutti_comm_split_flags(self._live(), color, int(key), flags, ctypes.byref(child)), self._h,
                   "tutti_comm_split")
         if not child.value:
             return None
@@ -236,17 +239,20 @@ class Communicator:
         waits (it does not take the lock those calls hold)."""
         check(lib.tutti_comm_revoke(self._live()), self._h, "tutti_comm_revoke")
 
-    def shrink(self, exclude=(), dead=True, abort=False):
+    def shrink(self, exclude=(), dead=True, abort=False, share=False):
         """A communicator of the ranks that remain (tutti_comm_shrink).
 
         Every remaining rank calls it with the same ``exclude`` (ranks to
         leave out; they call nothing) and flags. ``dead``: also leave out the
         ranks found dead, before or during the shrink (TUTTI_SHRINK_DEAD).
-        ``abort``: revoke this communicator first. Ranks keep their order;
-        this communicator is left as it was, to be aborted or destroyed."""
+        ``abort``: revoke this communicator first. ``share``: take this
+        communicator's connections, as ``split(share=True)`` (not once it
+        is revoked). Ranks keep their order; this communicator is left as
+        it was, to be aborted or destroyed."""
         ranks = [int(r) for r in exclude]
         arr = (ctypes.c_int * max(1, len(ranks)))(*ranks)
         flags = (_lib.SHRINK_DEAD if dead else 0) | (_lib.SHRINK_ABORT if abort else 0)
+        flags |= _lib.SHRINK_SHARE if share else 0
         child = ctypes.c_void_p()
         check(lib.tutti_comm_shrink(self._live(), arr, len(ranks), flags, ctypes.byref(child)), self._h,
               "tutti_comm_shrink")

@@ -16,6 +16,8 @@ PARAM_NODE_ID = 1 << 1
 SPLIT_NOCOLOR = -1
 SHRINK_ABORT = 0x1
 SHRINK_DEAD = 0x2
+SHRINK_SHARE = 0x4
+SPLIT_SHARE = 0x1
 
 
 class UniqueIdStruct(ctypes.Structure):
@@ -99,6 +101,7 @@ _SIGNATURES = {
                               _c.POINTER(CommParams)]),
     "tutti_comm_init_env": (_st, [_c.POINTER(_comm), _c.POINTER(CommParams)]),
     "tutti_comm_split": (_st, [_comm, _c.c_int, _c.c_int, _c.POINTER(_comm)]),
+    "tutti_comm_split_flags": (_st, [_comm, _c.c_int, _c.c_int, _c.c_uint, _c.POINTER(_comm)]),
     "tutti_comm_revoke": (_st, [_comm]),
     "tutti_comm_shrink": (_st, [_comm, _c.POINTER(_c.c_int), _c.c_int, _c.c_uint, _c.POINTER(_comm)]),
     "tutti_comm_grow": (_st, [_comm, _c.c_int, _c.POINTER(UniqueIdStruct), _c.POINTER(_comm)]),

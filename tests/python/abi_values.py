@@ -37,7 +37,7 @@ lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "tutti.h"', 'int
          'printf("TUTTI_NUM_DTYPES %d\\n", (int)TUTTI_NUM_DTYPES);',
          'printf("TUTTI_NUM_OPS %d\\n", (int)TUTTI_NUM_OPS);']
 names = ["TUTTI_UNIQUE_ID_BYTES", "TUTTI_PARAM_TIMEOUT_MS", "TUTTI_PARAM_NODE_ID", "TUTTI_SPLIT_NOCOLOR",
-         "TUTTI_SHRINK_ABORT", "TUTTI_SHRINK_DEAD"]
+         "TUTTI_SHRINK_ABORT", "TUTTI_SHRINK_DEAD", "TUTTI_SHRINK_SHARE", "TUTTI_SPLIT_SHARE"]
 names += [f"TUTTI_{c}" for c in DTYPE_C_NAMES.values()]
 for held in ENUMS.values():
     names += list(held)
@@ -82,6 +82,8 @@ same("TUTTI_PARAM_NODE_ID", _lib.PARAM_NODE_ID, c["TUTTI_PARAM_NODE_ID"])
 same("TUTTI_SPLIT_NOCOLOR", _lib.SPLIT_NOCOLOR, c["TUTTI_SPLIT_NOCOLOR"])
 same("TUTTI_SHRINK_ABORT", _lib.SHRINK_ABORT, c["TUTTI_SHRINK_ABORT"])
 same("TUTTI_SHRINK_DEAD", _lib.SHRINK_DEAD, c["TUTTI_SHRINK_DEAD"])
+same("TUTTI_SHRINK_SHARE", _lib.SHRINK_SHARE, c["TUTTI_SHRINK_SHARE"])
+same("TUTTI_SPLIT_SHARE", _lib.SPLIT_SHARE, c["TUTTI_SPLIT_SHARE"])
 for struct, (ctype, fields) in STRUCTS.items():
     same(f"sizeof {ctype}", ctypes.sizeof(struct), c[f"sizeof {ctype}"])
     for f in fields:

@@ -125,6 +125,13 @@ members = [q for q in range(p) if q % 2 == r % 2][::-1]
 expect(half.size == len(members) and half.rank == members.index(r), f"split gave rank {half.rank} of {half.size}")
 got = half.allgather(np.array([r], np.int32))
 expect(list(got.reshape(-1)) == members, f"split members {list(got.reshape(-1))} want {members}")
+# Shared: the same split over this communicator's connections; calls on the
+# two alternate.
+twin = comm.split(r % 2, key=-r, share=True)
+for c, m in ((twin, members), (comm, list(range(p))), (twin, members)):
+    s = c.allreduce(np.array([r], np.int64))
+    expect(int(s[0]) == sum(m), f"shared split: sum {int(s[0])} want {sum(m)}")
+twin.destroy()
 none = comm.split(None if r == 0 else 0)
 expect((none is None) == (r == 0), "split with no color returned a communicator")
 if none is not None:
