@@ -5,7 +5,8 @@
  * the others, over tcp and shm; calls on the two alternate with exact
  * results; destroying either first leaves the other working; calls that
  * overlap on a shared connection fail as a mismatch naming the other
- * communicator, never with a wrong result; a revoked parent shares nothing.
+ * communicator, never with a wrong result; a revoked parent shares nothing,
+ * nor does a parent whose borrower was revoked.
  */
 #include <check.h>
 #include <stdatomic.h>
@@ -248,6 +249,44 @@ START_TEST(shared_shrink_takes_the_pairs_left)
 }
 END_TEST
 
+/* Rank 0 revokes a shared child between calls: the parent lends no more
+ * (a revoked call may leave its messages on the connections they share),
+ * so a second shared split connects rank 0's pairs afresh; both still work. */
+static int revoked_body(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    TT_FAIL_IF(sum_check(comm, r, p, 1, "parent"), "parent");
+    tutti_comm_t child = NULL, again = NULL;
+    TT_FAIL_IF(tutti_comm_split_flags(comm, 0, 0, TUTTI_SPLIT_SHARE, &child), "rank %d: split", r);
+    TT_FAIL_IF(sum_check(child, r, p, 2, "child"), "child");
+    /* Rank 0 ends this all-reduce once every rank entered it, done with the child. */
+    TT_FAIL_IF(sum_check(comm, r, p, 6, "parent before the revocation"), "parent");
+    if (r == 0)
+        TT_FAIL_IF(tutti_comm_revoke(child), "rank 0: revoke");
+    TT_FAIL_IF(sum_check(comm, r, p, 3, "parent after the revocation"), "parent");
+    TT_FAIL_IF(tutti_comm_split_flags(comm, 0, 0, TUTTI_SPLIT_SHARE, &again), "rank %d: second split", r);
+    TT_FAIL_IF(sum_check(again, r, p, 4, "second child"), "second child");
+    tutti_comm_t inner = tt_comm_lookup(again, NULL);
+    for (int i = 0; i < inner->nconnected; i++) {
+        int q = inner->connected[i];
+        TT_FAIL_IF((r == 0 || q == 0) && inner->borrowed[q], "rank %d: its pair with rank %d is still lent",
+                   r, q);
+    }
+    TT_FAIL_IF(tutti_comm_destroy(again), "rank %d: destroy", r);
+    tutti_comm_destroy(child); /* revoked: waits for no one */
+    return sum_check(comm, r, p, 5, "parent at the end");
+}
+
+START_TEST(a_revoked_borrower_ends_the_lending)
+{
+    setenv("TUTTI_TRANSPORTS", "tcp", 1);
+    setenv("TUTTI_ALGO_ALLREDUCE", "ring", 1);
+    tt_run_ranks(3, revoked_body, NULL, 120);
+    unsetenv("TUTTI_ALGO_ALLREDUCE");
+    unsetenv("TUTTI_TRANSPORTS");
+}
+END_TEST
+
 static int bad_flags(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)p, (void)arg;
@@ -274,6 +313,7 @@ int main(void)
     tcase_add_loop_test(tc, shared_connections_outlive_either, 0, 4);
     tcase_add_loop_test(tc, overlapping_calls_are_a_mismatch, 0, 2);
     tcase_add_loop_test(tc, shared_shrink_takes_the_pairs_left, 0, 2);
+    tcase_add_test(tc, a_revoked_borrower_ends_the_lending);
     tcase_add_test(tc, unknown_split_flags);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

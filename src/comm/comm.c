@@ -33,6 +33,7 @@ void tt_comm_fail_in(tutti_comm_t comm, tutti_status_t st, uint64_t from)
     if (comm->failed)
         return;
     comm->failed = st;
+    tt_lend_taint(comm);
     /* The others learn why through rank 0 (they see the transports' abort
      * first, and wait a moment for this). */
     tt_bootstrap_fail(&comm->bs, st, from, comm->last_error);
@@ -143,6 +144,7 @@ static void revoked_elsewhere(void *arg, int rank)
     int none = -1;
     atomic_compare_exchange_strong_explicit(&comm->revoked_by, &none, rank, memory_order_relaxed,
                                             memory_order_relaxed);
+    tt_lend_taint(comm);
     tt_comm_interrupt(comm);
 }
 

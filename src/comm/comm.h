@@ -60,6 +60,7 @@ struct tutti_comm {
     unsigned char *borrowed;       /* by rank: the host connection is the lender's (never closed here) */
     int borrowers;                 /* communicators that may take this one's (under lend.c's lock) */
     int lent_out;                  /* freed while they could: its host connections wait for them */
+    _Atomic int tainted;           /* a borrower failed or was revoked: it lends no more (lend.c) */
     unsigned tp_all;               /* bit t: every rank offers transport t */
     tt_peer_t *device_peers;       /* the device transport's, by rank; NULL without one */
     int device_tp;                 /* its index in tp_ops, -1 without one */

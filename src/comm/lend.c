@@ -33,6 +33,18 @@ tutti_status_t tt_lend_take(tutti_comm_t comm, const tt_lend_t *lend)
     return TUTTI_SUCCESS;
 }
 
+/* Whether comm's connections hold no broken call's messages: neither it
+ * nor any communicator it borrows from failed or was revoked, nor one that
+ * borrowed from them. Under the lock. */
+static int sound(tutti_comm_t comm)
+{
+    for (tutti_comm_t c = comm; c; c = c->lender)
+        if (c->failed || atomic_load(&c->revoked_by) >= 0 || atomic_load(&c->aborting) ||
+            atomic_load(&c->tainted))
+            return 0;
+    return 1;
+}
+
 int tt_lend_offers(tutti_comm_t comm, int q, tt_peer_t *peer)
 {
     tutti_comm_t from = comm->lender;
@@ -40,17 +52,23 @@ int tt_lend_offers(tutti_comm_t comm, int q, tt_peer_t *peer)
         return 0;
     int lq = comm->lender_rank[q], ok = 0;
     pthread_mutex_lock(&lend_lock);
-    /* A failed or revoked parent's connections may hold a broken call's
-     * messages; a communicator of more channels would use ones the parent's
-     * connections lack. */
-    if (!from->lent_out && !from->failed && atomic_load(&from->revoked_by) < 0 &&
-        !atomic_load(&from->aborting) && from->joined && comm->nchannels <= from->nchannels &&
+    /* A communicator of more channels would use ones the parent's
+     * connections lack; one its peer gave up on is no use. */
+    if (!from->lent_out && sound(from) && from->joined && comm->nchannels <= from->nchannels &&
         atomic_load_explicit(&from->joined[lq], memory_order_acquire)) {
         *peer = from->peers[lq];
-        ok = 1;
+        ok = peer->ops->alive(peer->conn) == TUTTI_SUCCESS;
     }
     pthread_mutex_unlock(&lend_lock);
     return ok;
+}
+
+void tt_lend_taint(tutti_comm_t comm)
+{
+    pthread_mutex_lock(&lend_lock);
+    for (tutti_comm_t c = comm->lender; c; c = c->lender)
+        atomic_store(&c->tainted, 1);
+    pthread_mutex_unlock(&lend_lock);
 }
 
 void tt_lend_names(tutti_comm_t comm, int q, uint64_t *tag, int *mine, int *theirs)

@@ -28,6 +28,10 @@ tutti_status_t tt_lend_take(tutti_comm_t comm, const tt_lend_t *lend);
  * is live, has not failed or been revoked, and that pair is whole): 1 and
  * the connection in *peer, else 0. */
 int tt_lend_offers(tutti_comm_t comm, int q, tt_peer_t *peer);
+/* comm failed or was revoked: the connections it shares with the
+ * communicators it borrowed from may hold its broken call's messages, so
+ * they lend them no more (nor do their own lenders). */
+void tt_lend_taint(tutti_comm_t comm);
 /* The parent's tag and the parent's ranks of this rank and of q, which an
  * offer to borrow carries so that both ranks mean the same pair. */
 void tt_lend_names(tutti_comm_t comm, int q, uint64_t *tag, int *mine, int *theirs);

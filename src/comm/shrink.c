@@ -29,6 +29,7 @@ static void revoke_here(tutti_comm_t comm)
     if (atomic_compare_exchange_strong_explicit(&comm->revoked_by, &none, comm->rank, memory_order_relaxed,
                                                 memory_order_relaxed))
         TT_INFO(TT_SUB_INIT, "rank %d revokes its communicator of %d ranks", comm->rank, comm->nranks);
+    tt_lend_taint(comm);
     /* The same flag as abort's, so the calls waiting here stop at once;
      * the star tells every rank, whose calls then stop too. */
     tt_comm_interrupt(comm);

@@ -239,8 +239,9 @@ TUTTI_API tutti_status_t tutti_comm_split(tutti_comm_t comm, int color, int key,
  * connections"), never a wrong result; a failure or abort of either ends
  * the other's calls on the pairs they share. The connections stay until
  * the last communicator using them is destroyed, in any order. A revoked
- * or failed comm shares nothing, nor does a rank that does not pass the
- * flag (its peers connect to it as without it).
+ * or failed comm shares nothing (nor once a communicator sharing its
+ * connections failed or was revoked), nor does a rank that does not pass
+ * the flag (its peers connect to it as without it).
  * @return as tutti_comm_split; TUTTI_ERR_INVALID_ARG also for unknown flags.
  */
 TUTTI_API tutti_status_t tutti_comm_split_flags(tutti_comm_t comm, int color, int key, unsigned flags,
