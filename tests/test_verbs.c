@@ -6,15 +6,21 @@
  * fp64 ops), through the slots and the zero-copy path, every algorithm, and
  * rings so small that senders run out of credits all the time; pairs
  * connected at first use only. Each rank checks that the peers it
- * connected really are on verbs, not on the tcp fallback.
+ * connected really are on verbs, not on the tcp fallback; strangers at a
+ * rank's set-up socket change nothing.
  */
 #include <check.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "comm/comm.h"
+#include "core/clock.h"
 #include "harness.h"
+#include "transports/verbs/verbs.h"
 #include "algorithms/registry.h"
 
 static const size_t counts[] = {0, 1, 7, 1000, 65537};
@@ -182,6 +188,85 @@ START_TEST(pairs_connect_at_first_use)
 }
 END_TEST
 
+static const tt_verbs_ctx_t *verbs_ctx(tutti_comm_t comm)
+{
+    tutti_comm_t c = tt_comm_lookup(comm, NULL);
+    for (int t = 0; t < c->ntransports; t++)
+        if (c->tp_ops[t] == &tt_verbs_ops)
+            return c->tp_ctx[t];
+    return NULL;
+}
+
+/* Dials this rank's own verbs set-up socket as a stranger would: one
+ * connection sends bytes that are no hello, another says nothing. */
+static void strangers_dial(tutti_comm_t comm, int fds[2])
+{
+    const tt_verbs_ctx_t *ctx = verbs_ctx(comm);
+    struct sockaddr_storage at;
+    socklen_t len = sizeof at;
+    fds[0] = fds[1] = -1;
+    if (!ctx || getsockname(ctx->listen_fd, (struct sockaddr *)&at, &len))
+        return;
+    for (int i = 0; i < 2; i++) {
+        fds[i] = socket(at.ss_family, SOCK_STREAM, 0);
+        if (fds[i] >= 0 && connect(fds[i], (struct sockaddr *)&at, len)) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+    }
+    char junk[512];
+    memset(junk, 0x5a, sizeof junk);
+    if (fds[0] >= 0 && write(fds[0], junk, sizeof junk) < 0)
+        fds[0] = -1;
+}
+
+/* Strangers at every rank's set-up socket: the pair a send then brings up
+ * still comes up at once, and where an acceptor serves the socket, the
+ * stranger with the wrong bytes is dropped. */
+static int strangers_then_send(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    float x[1000], got[1000];
+    for (int i = 0; i < 1000; i++)
+        x[i] = (float)(r + i);
+    TT_FAIL_IF(tutti_allreduce(x, got, 1000, TUTTI_FP32, TUTTI_SUM, comm, NULL), "rank %d: allreduce: %s", r,
+               tutti_comm_last_error(comm));
+    int fds[2];
+    strangers_dial(comm, fds);
+    TT_FAIL_IF(fds[0] < 0 || fds[1] < 0, "rank %d: could not dial its own set-up socket", r);
+    int across = p / 2;
+    int64_t t0 = tt_now_ms();
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (r == 0)
+        st = tutti_send(x, 1000, TUTTI_FP32, across, comm, NULL);
+    else if (r == across)
+        st = tutti_recv(got, 1000, TUTTI_FP32, 0, comm, NULL);
+    int64_t took = tt_now_ms() - t0;
+    TT_FAIL_IF(st || (r == across && got[5] != 5.0f), "rank %d: send/recv: %s", r,
+               tutti_comm_last_error(comm));
+    TT_FAIL_IF(took > 3000, "rank %d: the pair took %lld ms beside the strangers", r, (long long)took);
+    /* A rank that never answered a pair runs no acceptor: its strangers
+     * wait in the kernel's queue, costing nothing, until it closes. */
+    struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+    char b;
+    int closed = poll(&pfd, 1, 5000) == 1 && read(fds[0], &b, 1) <= 0;
+    TT_FAIL_IF(verbs_ctx(comm)->acceptor_on && !closed,
+               "rank %d: the stranger's connection is still open after 5 s", r);
+    close(fds[0]);
+    close(fds[1]);
+    return 0;
+}
+
+START_TEST(strangers_at_the_set_up_socket_change_nothing)
+{
+    verbs_env();
+    setenv("TUTTI_ALGO", "ring", 1);
+    tt_run_ranks(4, strangers_then_send, NULL, 120);
+    unsetenv("TUTTI_ALGO");
+    tt_fabric_end();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("verbs");
@@ -193,6 +278,7 @@ int main(void)
     tcase_add_test(tc, several_queue_pairs_per_peer);
     tcase_add_test(tc, roce_port_with_automatic_gid);
     tcase_add_test(tc, pairs_connect_at_first_use);
+    tcase_add_test(tc, strangers_at_the_set_up_socket_change_nothing);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }
