@@ -14,7 +14,11 @@
  * or reduces straight from it) and bumps tail, which the sender reads only
  * when the ring looks full. Each direction of a pair has the slots its
  * receiver could give: full-size while the pool has room for every peer
- * at full size, smaller after.
+ * at full size, smaller after. The two copies cost less than their count
+ * says: a slot is read while the caches hold what was written, one copy
+ * on each rank's core. Reading the sender's buffer through the kernel
+ * instead (process_vm_readv) pins and copies page by page, and measured
+ * slower (perf/RESULTS.md).
  *
  * A rank with nothing to do sleeps (the engine's sleep, coll/wait.c) on its
  * doorbell, a datagram socket in the abstract namespace (no file, nothing
