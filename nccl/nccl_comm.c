@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "nccl/nccl_int.h"
 
 #define TT_NCCL_MAGIC 0x7474636f6d6d6e63ull /* "ttcommnc" */

@@ -13,6 +13,8 @@
 
 #include "api/collectives.h"
 #include "coll/coll.h"
+#include "comm/error.h"
+#include "comm/handle.h"
 #include "device/device_coll.h"
 #include "device/memkind.h"
 #include "device/queue.h"

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "nccl/nccl_abi.h"
 #include "sched/schedule.h"
 #include "tutti.h"

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api/collectives.h"
+#include "comm/error.h"
 #include "device/memkind.h"
 #include "device/queue.h"
 #include "nccl/nccl_int.h"

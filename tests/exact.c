@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "core/fp8.h"
 #include "core/half.h"
 #include "exact.h"

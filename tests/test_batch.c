@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "coll/coll.h"
+#include "comm/handle.h"
 #include "core/clock.h"
 #include "harness.h"
 

@@ -22,11 +22,12 @@
 #include <unistd.h>
 
 #include "codec/codec.h"
+#include "comm/handle.h"
 #include "cuda/kernels.h"
 #include "device/direct_run.h"
+#include "device/memkind.h"
 #include "gpu_probe.h"
 #include "harness.h"
-#include "device/memkind.h"
 #include "reduce/reduce.h"
 
 /* Bytes that cover every value class: random bits, with NaN, Inf, zero

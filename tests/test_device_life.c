@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm/handle.h"
 #include "cuda/kernels.h"
 #include "device/direct_run.h"
 #include "device/memkind.h"

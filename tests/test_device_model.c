@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "coll/coll.h"
+#include "comm/handle.h"
 #include "compress/allreduce.h"
 #include "device/device_coll.h"
 #include "device/direct_run.h"

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "comm/star_impl.h"
 #include "harness.h"
 

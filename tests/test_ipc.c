@@ -24,15 +24,16 @@
 #include "algorithms/registry.h"
 #include "call_place.h"
 #include "coll/coll.h"
+#include "comm/handle.h"
 #include "core/clock.h"
-#include "transports/cuda_ipc/cuda_ipc.h"
 #include "device/device_coll.h"
 #include "device/direct_run.h"
 #include "fake_gpu.h"
 #include "fake_ipc.h"
 #include "harness.h"
-#include "transports/local.h"
 #include "reduce/reduce.h"
+#include "transports/cuda_ipc/cuda_ipc.h"
+#include "transports/local.h"
 
 /* Which ranks offer to go direct: all, or all but one. */
 typedef struct {

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "coll/coll.h"
+#include "comm/handle.h"
+#include "comm/pair.h"
 #include "core/clock.h"
 #include "device/device_coll.h"
 #include "device/direct_run.h"

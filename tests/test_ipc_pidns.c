@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "coll/coll.h"
+#include "comm/handle.h"
 #include "device/device_coll.h"
 #include "device/direct_run.h"
 #include "fake_gpu.h"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/handle.h"
 #include "compress/allreduce_gpu.h"
 #include "core/half.h"
 #include "kernels_cpu.h"

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "harness.h"
 
 /* How many of child's connected peers use the very connection parent

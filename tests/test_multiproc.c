@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
-#include "harness.h"
 #include "algorithms/registry.h"
+#include "comm/comm.h"
+#include "comm/connect.h"
+#include "comm/handle.h"
+#include "harness.h"
 #include "reduce/reduce.h"
 #include "transports/shm/shm.h"
 

@@ -22,6 +22,7 @@
 
 #include "call_place.h"
 #include "coll/coll.h"
+#include "comm/handle.h"
 #include "device/device_coll.h"
 #include "fake_gpu.h"
 #include "harness.h"

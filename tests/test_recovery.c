@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "comm/handle.h"
+#include "comm/rescue.h"
 #include "comm/shrink.h"
 #include "core/clock.h"
 #include "harness.h"

@@ -20,6 +20,7 @@
 
 #include "comm/bootstrap.h"
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "core/clock.h"
 #include "harness.h"
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "core/clock.h"
 #include "harness.h"
 

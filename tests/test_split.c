@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "harness.h"
 
 /* How one test case colours and keys rank r of p. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "comm/star_impl.h"
 #include "core/clock.h"
 #include "harness.h"

@@ -17,11 +17,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "algorithms/registry.h"
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "core/clock.h"
 #include "harness.h"
 #include "transports/verbs/verbs.h"
-#include "algorithms/registry.h"
 
 static const size_t counts[] = {0, 1, 7, 1000, 65537};
 static const struct {

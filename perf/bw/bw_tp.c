@@ -10,6 +10,8 @@
 
 #include "bw.h"
 #include "comm/comm.h"
+#include "comm/connect.h"
+#include "comm/handle.h"
 
 #define TP_SETUP_TIMEOUT_MS 30000 /* a rank that cannot start this transport fails the others this soon */
 

@@ -14,6 +14,8 @@
 
 #include "bw_verbs.h"
 #include "comm/comm.h"
+#include "comm/connect.h"
+#include "comm/handle.h"
 #include "core/env_config.h"
 
 typedef struct {

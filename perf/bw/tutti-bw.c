@@ -17,6 +17,7 @@
 
 #include "bw.h"
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "perf/common/opt_parse.h"
 
 static void usage(FILE *f)

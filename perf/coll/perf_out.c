@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "perf.h"
 
 static const char *redop_of(const perf_row_t *r)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "devmem.h"
 #include "perf.h"
 #include "tune/cost.h"

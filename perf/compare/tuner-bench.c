@@ -19,10 +19,11 @@
 
 #include "algorithms/registry.h"
 #include "api/collectives.h"
-#include "tune/policy.h"
-#include "core/clock.h"
 #include "comm/comm.h"
+#include "comm/handle.h"
+#include "core/clock.h"
 #include "core/env_config.h"
+#include "tune/policy.h"
 
 static int by_value(const void *a, const void *b)
 {

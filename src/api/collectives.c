@@ -6,6 +6,8 @@
  */
 #include "api/collectives.h"
 #include "coll/coll.h"
+#include "comm/error.h"
+#include "comm/handle.h"
 #include "device/device_coll.h"
 
 /* A plain collective's two ways (tt_device_route): to the device queue in

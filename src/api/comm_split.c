@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/error.h"
+#include "comm/handle.h"
 #include "comm/lend.h"
 #include "core/log.h"
 #include "core/try.h"

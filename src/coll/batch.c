@@ -13,6 +13,8 @@
 #include "coll/coll.h"
 #include "coll/exec.h"
 #include "coll/state.h"
+#include "comm/error.h"
+#include "comm/news.h"
 #include "core/dtype.h"
 
 typedef struct {

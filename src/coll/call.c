@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "comm/error.h"
+#include "comm/news.h"
 #include "core/dtype.h"
 
 static int ranges_overlap(const void *a, size_t alen, const void *b, size_t blen)

@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * Schedule execution. Each lane owns one transport channel to every peer and
- * walks its slices one round at a time: post the round's sends and receives,
- * do its local copies and reductions, and move on when all its requests are
- * complete. Lanes interleave, so several slices are in flight and per-channel
- * FIFO order matches on both sides because both walk the same schedule.
- */
+/* Schedule execution. Each lane owns one transport channel to every peer and walks
+ * its slices one round at a time: post the round's sends and receives, do its local
+ * copies and reductions, move on when its requests are complete. Lanes interleave, so
+ * several slices are in flight; per-channel FIFO order matches on both sides because
+ * both walk the same schedule. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "core/clock.h"
 #include "coll/engine.h"
 #include "coll/state.h"
 #include "coll/wait.h"
+#include "comm/connect.h"
+#include "comm/error.h"
+#include "comm/news.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "sched/stage.h"
 

@@ -15,6 +15,9 @@
 
 #include "coll/coll.h"
 #include "coll/state.h"
+#include "comm/connect.h"
+#include "comm/error.h"
+#include "comm/news.h"
 #include "core/clock.h"
 #include "core/dtype.h"
 

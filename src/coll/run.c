@@ -10,14 +10,18 @@
 
 #include "algorithms/registry.h"
 #include "coll/coll.h"
-#include "core/hash.h"
 #include "coll/engine.h"
-#include "sched/stage.h"
 #include "coll/exec.h"
 #include "coll/state.h"
+#include "comm/agree.h"
+#include "comm/error.h"
+#include "comm/news.h"
+#include "comm/pair.h"
 #include "core/dtype.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "reduce/reduce.h"
+#include "sched/stage.h"
 
 /* A call of count 0 still takes its place in the call sequence and meets
  * its peers: it runs the dissemination barrier's schedule with its own

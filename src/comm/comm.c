@@ -15,7 +15,11 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/error.h"
+#include "comm/handle.h"
 #include "comm/lend.h"
+#include "comm/rescue.h"
+#include "comm/setup.h"
 #include "comm/star.h"
 #include "core/clock.h"
 #include "core/env_config.h"

@@ -22,7 +22,10 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/connect.h"
+#include "comm/error.h"
 #include "comm/lend.h"
+#include "comm/news.h"
 #include "comm/star.h"
 #include "core/clock.h"
 #include "core/log.h"

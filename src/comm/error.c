@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "comm/comm.h"
+#include "comm/error.h"
 #include "core/log.h"
 
 static _Thread_local char thread_error[TT_COMM_ERROR_BYTES];

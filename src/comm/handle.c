@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/error.h"
+#include "comm/handle.h"
 #include "core/wake.h"
 
 #define TT_MAX_COMMS 1024

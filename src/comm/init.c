@@ -9,8 +9,9 @@
 
 #include "comm/bootstrap.h"
 #include "comm/comm.h"
-#include "core/key.h"
+#include "comm/error.h"
 #include "core/env_config.h"
+#include "core/key.h"
 
 #define TT_ID_MAGIC 0x74746964u /* "ttid" */
 

@@ -11,6 +11,7 @@
 
 #include "comm/bootstrap.h"
 #include "comm/comm.h"
+#include "comm/error.h"
 #include "comm/join.h"
 #include "core/env_config.h"
 #include "core/log.h"

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/error.h"
 #include "comm/lend.h"
 
 static pthread_mutex_t lend_lock = PTHREAD_MUTEX_INITIALIZER;

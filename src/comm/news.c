@@ -13,6 +13,8 @@
 #include <stdio.h>
 
 #include "comm/comm.h"
+#include "comm/error.h"
+#include "comm/news.h"
 #include "comm/star.h"
 #include "core/log.h"
 #include "core/try.h"

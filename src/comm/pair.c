@@ -24,7 +24,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "comm/agree.h"
 #include "comm/comm.h"
+#include "comm/error.h"
+#include "comm/pair.h"
 #include "core/clock.h"
 #include "core/log.h"
 

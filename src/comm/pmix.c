@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/error.h"
 #include "comm/join.h"
 #include "core/dl.h"
 #include "core/log.h"

@@ -25,6 +25,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "comm/error.h"
+#include "comm/rescue.h"
 #include "comm/shrink.h"
 #include "comm/stuck.h"
 #include "core/clock.h"

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm/error.h"
 #include "comm/shrink.h"
 #include "core/clock.h"
 #include "core/log.h"

@@ -16,6 +16,10 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/connect.h"
+#include "comm/error.h"
+#include "comm/rescue.h"
+#include "comm/setup.h"
 #include "core/clock.h"
 #include "core/env_config.h"
 #include "core/hash.h"

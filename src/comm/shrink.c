@@ -12,13 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm/error.h"
+#include "comm/handle.h"
 #include "comm/lend.h"
 #include "comm/shrink.h"
 #include "comm/star.h"
 #include "core/clock.h"
 #include "core/hash.h"
-#include "core/mac.h"
 #include "core/log.h"
+#include "core/mac.h"
 #include "core/ranks.h"
 #include "core/try.h"
 

@@ -38,6 +38,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "comm/error.h"
+#include "comm/handle.h"
 #include "comm/shrink.h"
 #include "comm/star.h"
 #include "core/clock.h"

@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/connect.h"
+#include "comm/error.h"
+#include "comm/setup.h"
 #include "core/hash.h"
 #include "core/log.h"
 

@@ -5,9 +5,11 @@
  * caller's thread, device buffers queued on the stream (allreduce_queue.c).
  */
 #include "comm/comm.h"
+#include "comm/error.h"
+#include "comm/handle.h"
 #include "compress/allreduce.h"
-#include "device/device_coll.h"
 #include "core/dtype.h"
+#include "device/device_coll.h"
 
 /* The checks of the compression's own arguments; the buffers are checked
  * as the all-reduce's. */

@@ -13,9 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec.h"
 #include "coll/coll.h"
 #include "comm/comm.h"
-#include "codec/codec.h"
+#include "comm/error.h"
 #include "compress/allreduce.h"
 #include "core/dtype.h"
 #include "core/half.h"

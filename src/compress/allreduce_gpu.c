@@ -10,6 +10,7 @@
  */
 #include <cuda_runtime_api.h>
 
+#include "comm/error.h"
 #include "compress/allreduce_gpu.h"
 #include "core/cuda_why.h"
 #include "cuda/kernels.h"

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/error.h"
 #include "compress/allreduce_gpu.h"
 #include "device/rt.h"
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/error.h"
 #include "compress/allreduce.h"
 #include "device/queue.h"
 #include "device/rt.h"

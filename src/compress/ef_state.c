@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/error.h"
 #include "compress/allreduce.h"
 #include "device/queue.h"
 

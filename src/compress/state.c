@@ -11,9 +11,11 @@
 
 #include "coll/coll.h"
 #include "comm/comm.h"
+#include "comm/error.h"
+#include "comm/handle.h"
 #include "compress/allreduce.h"
-#include "device/queue.h"
 #include "core/log.h"
+#include "device/queue.h"
 
 #define TT_DEFAULT_DENSITY 0.01
 

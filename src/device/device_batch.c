@@ -26,6 +26,8 @@
  */
 #include <stdlib.h>
 
+#include "comm/error.h"
+#include "comm/pair.h"
 #include "core/hash.h"
 #include "device/device_coll.h"
 #include "device/direct_run.h"

@@ -2,6 +2,7 @@
 /* Plain collectives on device buffers, queued as closures (see device_coll.h). */
 #include <stdlib.h>
 
+#include "comm/error.h"
 #include "device/device_coll.h"
 #include "device/direct_run.h"
 #include "device/memkind.h"

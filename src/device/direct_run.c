@@ -16,6 +16,7 @@
  */
 #include <stdatomic.h>
 
+#include "comm/agree.h"
 #include "device/direct_run.h"
 #include "device/layer.h"
 

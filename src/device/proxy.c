@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "comm/error.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "device/pipe.h"

@@ -67,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/error.h"
 #include "core/env_config.h"
 #include "core/log.h"
 #include "device/layer.h"

@@ -5,11 +5,12 @@
 #include <string.h>
 
 #include "api/collectives.h"
-#include "tune/policy.h"
-#include "core/clock.h"
 #include "coll/coll.h"
 #include "comm/comm.h"
+#include "comm/handle.h"
+#include "core/clock.h"
 #include "tools/explain_measure.h"
+#include "tune/policy.h"
 
 #define MEASURE_ITERS 20
 #define MEASURE_WARMUP 3

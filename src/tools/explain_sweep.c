@@ -13,6 +13,7 @@
 
 #include "api/collectives.h"
 #include "comm/comm.h"
+#include "comm/handle.h"
 #include "core/clock.h"
 #include "tools/explain_sweep.h"
 #include "tune/tuner.h"
