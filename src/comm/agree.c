@@ -16,6 +16,7 @@
 #include "comm/news.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "transports/device.h"
 
 #define ALIVE_EVERY_NS 20000000 /* between liveness checks while waiting for announcements */
 

@@ -22,6 +22,7 @@
 
 #include "device/direct_run.h"
 #include "device/layer.h"
+#include "transports/device.h"
 
 typedef struct {
     const tt_device_rt_t *rt;

@@ -19,6 +19,7 @@
 #include "comm/agree.h"
 #include "device/direct_run.h"
 #include "device/layer.h"
+#include "transports/device.h"
 
 #define ONE_SHOT_BYTES (256 << 10) /* an all-reduce this small reads every rank's part in one round */
 #define ALIGN 256

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "device/pipe.h"
+#include "transports/device.h"
 
 #define WATCH_NS 20000000 /* between looks at the peers while direct rounds are pending */
 

@@ -73,6 +73,7 @@
 #include "device/layer.h"
 #include "device/memkind.h"
 #include "device/pipe.h"
+#include "transports/device.h"
 
 tutti_status_t tt_device_error(tutti_comm_t comm, const char *name, const char *what, tutti_status_t st)
 {

@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "transports/device.h"
 #include "transports/local.h"
 #include "transports/transport.h"
 
