@@ -6,9 +6,10 @@
  * results; destroying either first leaves the other working; calls that
  * overlap on a shared connection fail as a mismatch naming the other
  * communicator, never with a wrong result; a revoked parent shares nothing,
- * nor does a parent whose borrower was revoked.
+ * nor does a parent whose borrower was revoked or failed (a rank killed).
  */
 #include <check.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "core/clock.h"
 #include "comm/handle.h"
 #include "harness.h"
 
@@ -288,6 +290,51 @@ START_TEST(a_revoked_borrower_ends_the_lending)
 }
 END_TEST
 
+/* Rank 2 dies (SIGKILL) while a shared child is in use: the others' child
+ * call names it; their parent, whose connections the failed child shared,
+ * lends nothing to the shrink that follows, which works. */
+static int killed_body(tutti_comm_t comm, int r, int p, void *arg)
+{
+    (void)arg;
+    TT_FAIL_IF(sum_check(comm, r, p, 1, "parent"), "parent");
+    tutti_comm_t child = NULL, next = NULL;
+    TT_FAIL_IF(tutti_comm_split_flags(comm, 0, 0, TUTTI_SPLIT_SHARE, &child), "rank %d: split", r);
+    TT_FAIL_IF(sum_check(child, r, p, 2, "child"), "child");
+    if (r == 2)
+        kill(getpid(), SIGKILL);
+    int32_t x[64] = {0}, y[64];
+    int64_t t0 = tt_now_ms();
+    tutti_status_t st = tutti_allreduce(x, y, 64, TUTTI_INT32, TUTTI_SUM, child, NULL);
+    TT_FAIL_IF(st != TUTTI_ERR_PEER_FAILED || !tt_named_as_dead(tutti_comm_last_error(child), 2) ||
+                   tt_now_ms() - t0 > 5000,
+               "rank %d: the child's call after the kill gave %s after %lld ms: %s", r, tutti_status_name(st),
+               (long long)(tt_now_ms() - t0), tutti_comm_last_error(child));
+    int two[1] = {2};
+    TT_FAIL_IF(tutti_comm_shrink(comm, two, 1, TUTTI_SHRINK_SHARE, &next), "rank %d: shrink: %s", r,
+               tutti_comm_last_error(comm));
+    TT_FAIL_IF(sum_check(next, r, p - 1, 3, "shrunk"), "shrunk");
+    int connected, borrowed = borrowed_pairs(next, comm, same, &connected);
+    TT_FAIL_IF(borrowed, "rank %d: %d pairs of the failed child's parent lent", r, borrowed);
+    TT_FAIL_IF(tutti_comm_destroy(next), "rank %d: destroy", r);
+    tutti_comm_abort(child);
+    tutti_comm_abort(comm);
+    return -1;
+}
+
+START_TEST(a_killed_rank_ends_the_lending)
+{
+    setenv("TUTTI_TRANSPORTS", _i ? "shm" : "tcp", 1);
+    setenv("TUTTI_ALGO_ALLREDUCE", "ring", 1);
+    pid_t pids[3];
+    int codes[3];
+    tt_spawn_ranks(3, killed_body, NULL, pids);
+    ck_assert_msg(tt_wait_ranks(3, pids, codes, 120) == 0, "the ranks did not end");
+    unsetenv("TUTTI_ALGO_ALLREDUCE");
+    unsetenv("TUTTI_TRANSPORTS");
+    ck_assert_msg(codes[0] == 0 && codes[1] == 0, "the survivors ended with %d and %d", codes[0], codes[1]);
+}
+END_TEST
+
 static int bad_flags(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)p, (void)arg;
@@ -315,6 +362,7 @@ int main(void)
     tcase_add_loop_test(tc, overlapping_calls_are_a_mismatch, 0, 2);
     tcase_add_loop_test(tc, shared_shrink_takes_the_pairs_left, 0, 2);
     tcase_add_test(tc, a_revoked_borrower_ends_the_lending);
+    tcase_add_loop_test(tc, a_killed_rank_ends_the_lending, 0, 2);
     tcase_add_test(tc, unknown_split_flags);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
