@@ -6,8 +6,9 @@
  * drops the successor at once, as a rank whose set-up of it failed late
  * would hold none). Its shrink of the old communicator must give it no
  * communicator of its own, but TUTTI_ERR_REVOKED saying it was left
- * behind, who made the successor and who told it, at once, every time it
- * asks.
+ * behind, who made the successor, its name (which every rank of the
+ * successor read alike, tutti_comm_id) and who told it, at once, every time
+ * it asks.
  */
 #include <check.h>
 #include <signal.h>
@@ -29,6 +30,7 @@ typedef struct {
     int id_set, left, done;
     int joined; /* the newcomer's outcome: 1 fine, 2 failed */
     tutti_unique_id_t id;
+    uint64_t name[8]; /* the successor's name, as each rank read it */
 } behind_t;
 
 static int size_of(tutti_comm_t c)
@@ -54,8 +56,13 @@ static tutti_status_t successor(tutti_comm_t comm, int r, int p, behind_t *b, tu
 }
 
 /* The rank left behind: both its shrinks of comm are refused at once. */
-static int left_behind(tutti_comm_t comm, int r, behind_t *b)
+static int left_behind(tutti_comm_t comm, int r, int p, behind_t *b)
 {
+    char name[32];
+    snprintf(name, sizeof name, "communicator %016llx", (unsigned long long)b->name[r]);
+    for (int q = 0; q < p; q++)
+        TT_FAIL_IF(b->name[q] != b->name[r], "rank %d named the successor %016llx, rank %d %016llx", q,
+                   (unsigned long long)b->name[q], r, (unsigned long long)b->name[r]);
     for (int try = 0; try < 2; try++) {
         tutti_comm_t next = NULL;
         int64_t t0 = tt_now_ms();
@@ -65,9 +72,9 @@ static int left_behind(tutti_comm_t comm, int r, behind_t *b)
         TT_FAIL_IF(st != TUTTI_ERR_REVOKED || next || took > PROMPT_MS,
                    "rank %d, left behind: shrink %d gave %s (a communicator of %d) after %lld ms: %s", r, try,
                    tutti_status_name(st), next ? size_of(next) : 0, (long long)took, why);
-        TT_FAIL_IF(!strstr(why, "left behind") || !strstr(why, "told by rank") ||
+        TT_FAIL_IF(!strstr(why, "left behind") || !strstr(why, "told by rank") || !strstr(why, name) ||
                        !strstr(why, b->grow ? "rank 0's grow" : "coordinated by rank 0"),
-                   "rank %d: %s", r, why);
+                   "rank %d: %s (not the successor's %s)", r, why, name);
     }
     tutti_comm_abort(comm);
     return 0;
@@ -79,12 +86,14 @@ static int behind_rank(tutti_comm_t comm, int r, int p, void *arg)
     tutti_comm_t next = NULL;
     tutti_status_t st = successor(comm, r, p, b, &next);
     TT_FAIL_IF(st, "rank %d: the successor: %s: %s", r, tutti_status_name(st), tutti_comm_last_error(comm));
+    TT_FAIL_IF(tutti_comm_id(next, &b->name[r]), "rank %d: tutti_comm_id: %s", r,
+               tutti_comm_last_error(next));
     int rc = 0;
     if (r == b->late) {
         tutti_comm_abort(next); /* its part failed: it holds no successor */
         while (__atomic_load_n(&b->left, __ATOMIC_SEQ_CST) < p - 1)
             usleep(1000);
-        rc = left_behind(comm, r, b);
+        rc = left_behind(comm, r, p, b);
         __atomic_store_n(&b->done, 1, __ATOMIC_SEQ_CST);
         return rc ? rc : -1;
     }

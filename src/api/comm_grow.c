@@ -72,9 +72,11 @@ static tutti_status_t grow(tutti_comm_t comm, tutti_comm_t handle, int nranks, c
                              nranks, tutti_comm_last_error(NULL));
     TT_INFO(TT_SUB_INIT, "grow: rank %d of %d is rank %d of %d", comm->rank, comm->nranks, comm->rank,
             nranks);
-    /* A rank whose part failed may shrink comm later: it must hear of this one. */
-    snprintf(comm->succeeded, sizeof comm->succeeded, "by rank 0's grow into a communicator of %d ranks",
-             nranks);
+    /* A rank whose part failed may shrink comm later: it must hear of this one, by its name. */
+    uint64_t name = 0;
+    tutti_comm_id(*newcomm, &name);
+    snprintf(comm->succeeded, sizeof comm->succeeded,
+             "by rank 0's grow into communicator %016llx of %d ranks", (unsigned long long)name, nranks);
     return TUTTI_SUCCESS;
 }
 

@@ -25,6 +25,7 @@
 #include "core/env_config.h"
 #include "core/fdlimit.h"
 #include "core/log.h"
+#include "core/mac.h"
 #include "core/wake.h"
 
 void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
@@ -369,6 +370,28 @@ TUTTI_API tutti_status_t tutti_comm_size(tutti_comm_t handle, int *size)
         size ? TUTTI_SUCCESS : tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "size: NULL output pointer");
     if (size)
         *size = comm->nranks;
+    tt_comm_leave(comm);
+    return st;
+}
+
+uint64_t tt_comm_name(const unsigned char *key)
+{
+    static const unsigned char label[16] = "tutti comm name";
+    unsigned char code[TT_MAC_BYTES];
+    uint64_t name;
+    tt_mac(key, label, sizeof label, code);
+    memcpy(&name, code, sizeof name);
+    return name ? name : 1; /* 0 stays free for "none" in the callers' records */
+}
+
+TUTTI_API tutti_status_t tutti_comm_id(tutti_comm_t handle, uint64_t *id)
+{
+    tutti_comm_t comm;
+    TT_TRY(tt_comm_enter(handle, "tutti_comm_id", &comm));
+    tutti_status_t st =
+        id ? TUTTI_SUCCESS : tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "id: NULL output pointer");
+    if (id)
+        *id = tt_comm_name(comm->env.key);
     tt_comm_leave(comm);
     return st;
 }

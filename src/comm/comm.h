@@ -81,7 +81,7 @@ struct tutti_comm {
     struct tt_rescue_held *rescue_held; /* hellos for the next shrink, held (shrink_inbox.c) */
     int shrunk_out_by;             /* the coordinator of a shrink of comm that left this rank out, -1 */
     unsigned shrunk_out_no;        /* which shrink that was */
-    char succeeded[160];           /* what this rank's grow or shrink of comm made, "" (rescue_keep.c) */
+    char succeeded[192];           /* what this rank's grow or shrink of comm made, "" (rescue_keep.c) */
     int busy;                      /* calls inside the library (tt_comm_enter), under the registry lock */
     int oversubscribed;            /* more ranks on this host than CPUs they may use */
     int local_ranks;               /* ranks on this host, this one included */
@@ -134,6 +134,10 @@ tutti_status_t tt_comm_create_over(tutti_comm_t *out, int nranks, int rank, cons
 
 /* What a communicator made from comm keeps: its timeout and this rank's host. */
 tutti_comm_params_t tt_comm_inherited(tutti_comm_t comm);
+/* The name of the communicator whose key this is (tutti_comm_id): every
+ * rank derives it alike, from the moment the key is agreed, and it proves
+ * nothing of the key. */
+uint64_t tt_comm_name(const unsigned char *key);
 
 /* The device transport's ops and its context on comm (device_tp >= 0). */
 static inline const tt_device_ops_t *tt_comm_device_ops(tutti_comm_t comm)

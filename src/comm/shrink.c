@@ -117,8 +117,8 @@ static tutti_status_t shrink(tt_shrink_t *sh, tutti_comm_t *newcomm)
             while (!sh->member[c]) /* the coordinator: the lowest member */
                 c++;
             snprintf(sh->comm->succeeded, sizeof sh->comm->succeeded,
-                     "by its shrink #%u, coordinated by rank %d, into a communicator of %.80s", sh->no + 1, c,
-                     left);
+                     "by its shrink #%u, coordinated by rank %d, into communicator %016llx of %.80s",
+                     sh->no + 1, c, (unsigned long long)tt_comm_name(sh->d.key), left);
             return TUTTI_SUCCESS;
         }
         if (st != TUTTI_ERR_PEER_FAILED || !(sh->flags & TUTTI_SHRINK_DEAD) || round >= sh->n)

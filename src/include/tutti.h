@@ -282,7 +282,8 @@ TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t comm);
  * communicator from it: its own call returns TUTTI_ERR_REVOKED ("excluded
  * by the survivors"); so does a rank left behind by a grow or shrink whose
  * part failed while the others went on in its result and freed comm ("left
- * behind": they keep comm's listeners to say so). The new communicator
+ * behind": they keep comm's listeners to say so, and name the communicator
+ * they went on in by its tutti_comm_id). The new communicator
  * keeps comm's timeout and host assignment; comm is left as it was (with
  * TUTTI_SHRINK_ABORT: revoked), to be destroyed or aborted.
  * @param comm     the communicator to shrink (may be revoked or failed).
@@ -322,6 +323,16 @@ TUTTI_API tutti_status_t tutti_comm_grow(tutti_comm_t comm, int nranks, const tu
 /** Outputs this rank's index / the number of ranks. */
 TUTTI_API tutti_status_t tutti_comm_rank(tutti_comm_t comm, int *rank);
 TUTTI_API tutti_status_t tutti_comm_size(tutti_comm_t comm, int *size);
+
+/**
+ * Outputs comm's name: 64 bits that every rank of comm reads alike from the
+ * moment comm is made, before any collective on it (each derives it from
+ * the key the ranks share), and that no other communicator has but by a
+ * chance of 2^-64. A rank left behind by a grow or shrink hears the name
+ * of the communicator the others went on in (tutti_comm_shrink).
+ * @return TUTTI_SUCCESS, TUTTI_ERR_INVALID_ARG (comm invalid, id NULL).
+ */
+TUTTI_API tutti_status_t tutti_comm_id(tutti_comm_t comm, uint64_t *id);
 
 /**
  * What the last failing call on comm (or, with comm NULL or invalid, on this
