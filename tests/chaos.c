@@ -6,12 +6,14 @@
  * run steps of collectives whose results depend on who the members are,
  * a revocation or a grow by a newcomer the driver starts; the driver kills
  * ranks (SIGKILL), stops them a moment or past TUTTI_TIMEOUT (SIGSTOP, then
- * SIGCONT), or makes one busy past it. After every new communicator its
- * members record who they are; at the end the driver checks that all who
- * recorded one agree on its members and their order, that no communicator
- * had two children (a job split in two), that every result was right, and
- * that the ranks still running end on one line of communicators (the same,
- * or one a rank left behind when its last calls completed).
+ * SIGCONT), or makes one busy past it. Every member of a new communicator
+ * records it under its name (tutti_comm_id) and the one it came from as
+ * soon as it holds it, then, once its first all-gather on it succeeds, who
+ * the members are; at the end the driver checks that all who recorded one
+ * agree on its members and their order, that no communicator had two
+ * children (a job split in two), that every result was right, and that the
+ * ranks still running end on one line of communicators (the same, or one a
+ * rank left behind when its last calls completed).
  * usage: chaos [-n SCHEDULES] [-s SEED] [-v]    every check, exit 0 when all held
  *        chaos -R [-p RANKS] [-n RUNS]          kill to the first right 16 MiB
  *                                               all-reduce after the shrink, in ms
@@ -42,9 +44,10 @@ static const char *const fault_name[] = {"kill -9", "SIGSTOP 0.2 s", "SIGSTOP pa
                                          "busy 1.5 s"};
 
 typedef struct {
-    uint64_t id, parent; /* the communicator's, and the one it came from (0: init) */
+    uint64_t id, parent; /* the communicator's name, and the one it came from (0: init) */
     int world, rank, size, step;
-    int16_t order[MAXW]; /* the process at each rank */
+    int synced;          /* its members all-gathered who they are: order holds them all */
+    int16_t order[MAXW]; /* the process at each rank (-1: not known) */
 } rec_t;
 
 typedef struct {
@@ -83,7 +86,8 @@ static int64_t now_ms(void)
 typedef struct {
     int w; /* which process */
     tutti_comm_t comm;
-    uint64_t id; /* the communicator's name, drawn by its rank 0; 0 until its members synced */
+    uint64_t id; /* the communicator's name (tutti_comm_id) */
+    int at;      /* its record, -1: none */
     int step, n;
     int16_t order[MAXW]; /* the process at each rank */
 } proc_t;
@@ -95,53 +99,64 @@ static void finish(const proc_t *m, int state, const char *why)
     _exit(state);
 }
 
-/* After a new communicator, made from the one named parent (0: unknown
- * here, or none): its members gather who they are, how far they got and
- * where they came from, and record it under rank 0's name for it; the next
- * step is after the furthest. A member that came from elsewhere than the
- * others is a split of the job: said, and the process fails. */
-static tutti_status_t sync_up(proc_t *m, uint64_t parent)
+/* A communicator this process now holds, made from the one named parent
+ * (0: none): recorded at once under the name every member reads alike, so
+ * that it counts even when no exchange on it ever succeeds (its members
+ * recover from it at once, and their next records name it as parent). */
+static void made(proc_t *m, uint64_t parent)
 {
     int r, p;
     tutti_comm_rank(m->comm, &r);
     tutti_comm_size(m->comm, &p);
-    /* A name no other draw gives: the process, and how many it drew, apart
-     * from the time (one process can make two communicators in one ms). */
-    static uint64_t draws;
-    uint64_t name = mix((uint64_t)now_ms() ^ ((uint64_t)m->w << 40) ^ (++draws << 48) ^ C->seed);
-    int64_t mine[4] = {m->w, m->step, (int64_t)name, (int64_t)parent}, all[4 * MAXW];
-    tutti_status_t st = tutti_allgather(mine, all, 4, TUTTI_INT64, m->comm, NULL);
+    tutti_comm_id(m->comm, &m->id);
+    m->at = __atomic_fetch_add(&C->nrec, 1, __ATOMIC_SEQ_CST);
+    if (m->at >= MAXREC) {
+        m->at = -1;
+        return;
+    }
+    rec_t *a = &C->rec[m->at];
+    *a = (rec_t){.id = m->id, .parent = parent, .world = m->w, .rank = r, .size = p, .step = m->step};
+    memset(a->order, 0xff, sizeof a->order);
+    a->order[r] = (int16_t)m->w;
+}
+
+/* After a new communicator, made from the one named parent: its members
+ * gather who they are, how far they got and where they came from, and
+ * complete their records; the next step is after the furthest. A member
+ * that came from elsewhere than the others is a split of the job: said,
+ * and the process fails. */
+static tutti_status_t sync_up(proc_t *m, uint64_t parent)
+{
+    int p;
+    tutti_comm_size(m->comm, &p);
+    int64_t mine[3] = {m->w, m->step, (int64_t)parent}, all[3 * MAXW];
+    tutti_status_t st = tutti_allgather(mine, all, 3, TUTTI_INT64, m->comm, NULL);
     if (st)
         return st;
     int next = m->step;
-    uint64_t from = 0;
     for (int q = 0; q < p; q++) {
-        m->order[q] = (int16_t)all[4 * q];
-        next = all[4 * q + 1] > next ? (int)all[4 * q + 1] : next;
-        if (all[4 * q + 3] && from && (uint64_t)all[4 * q + 3] != from)
+        m->order[q] = (int16_t)all[3 * q];
+        next = all[3 * q + 1] > next ? (int)all[3 * q + 1] : next;
+        if (all[3 * q + 2] && parent && (uint64_t)all[3 * q + 2] != parent)
             finish(m, WRONG, "members of one communicator came from different ones");
-        from = all[4 * q + 3] ? (uint64_t)all[4 * q + 3] : from;
     }
     m->n = p;
     m->step = next + 1;
-    m->id = (uint64_t)all[2];
-    int at = __atomic_fetch_add(&C->nrec, 1, __ATOMIC_SEQ_CST);
-    if (at < MAXREC) {
-        C->rec[at] =
-            (rec_t){.id = m->id, .parent = from, .world = m->w, .rank = r, .size = p, .step = m->step};
-        memcpy(C->rec[at].order, m->order, sizeof m->order);
+    if (m->at >= 0) {
+        memcpy(C->rec[m->at].order, m->order, sizeof m->order);
+        C->rec[m->at].step = m->step;
+        C->rec[m->at].synced = 1;
     }
     return TUTTI_SUCCESS;
 }
 
-/* comm is replaced by next: a new communicator, whose name is not known
- * until its members have synced. */
+/* comm is replaced by next, a new communicator made from it. */
 static tutti_status_t move_to(proc_t *m, tutti_comm_t next)
 {
     uint64_t parent = m->id;
     tutti_comm_abort(m->comm);
     m->comm = next;
-    m->id = 0;
+    made(m, parent);
     return sync_up(m, parent);
 }
 
@@ -221,6 +236,7 @@ static tutti_status_t grow(proc_t *m)
 /* Steps until the schedule ends, recovering from every failure. */
 static void run(proc_t *m)
 {
+    made(m, 0);
     if (sync_up(m, 0))
         recover(m);
     while (m->step < STEPS) {
@@ -380,6 +396,15 @@ static int descends(uint64_t id, uint64_t from)
     return 0;
 }
 
+/* Whether two processes' records of one communicator disagree: its size,
+ * where it came from, their ranks, and its members where both know them. */
+static int disagree(const rec_t *a, const rec_t *b)
+{
+    if (a->size != b->size || (a->parent && b->parent && a->parent != b->parent) || a->rank == b->rank)
+        return 1;
+    return a->synced && b->synced && memcmp(a->order, b->order, sizeof *a->order * (size_t)a->size) != 0;
+}
+
 /* The checks; the number of problems found (each said). */
 static int verify(int sched)
 {
@@ -393,9 +418,7 @@ static int verify(int sched)
         }
         for (int j = 0; j < i; j++) {
             const rec_t *b = &C->rec[j];
-            if (a->id == b->id &&
-                (a->size != b->size || (a->parent && b->parent && a->parent != b->parent) ||
-                 a->rank == b->rank || memcmp(a->order, b->order, sizeof *a->order * (size_t)a->size))) {
+            if (a->id == b->id && disagree(a, b)) {
                 printf("schedule %d: processes %d and %d disagree on communicator %016llx\n", sched, a->world,
                        b->world, (unsigned long long)a->id);
                 bad++;
@@ -484,7 +507,7 @@ static int schedule(int idx, uint64_t seed, int *outcomes)
                (unsigned long long)a->id, (unsigned long long)a->parent, a->step);
         for (int q = 0; q < a->size; q++)
             printf(" %d", a->order[q]);
-        printf("\n");
+        printf("%s\n", a->synced ? "" : " (its first all-gather failed)");
     }
     if (bad)
         printf("schedule %d failed: replay it with tests/chaos -n 1 -s %llu -v\n", idx,
