@@ -180,6 +180,25 @@ static int pending_output(const tt_star_t *s)
     return any;
 }
 
+/* A turn round the connections begins: what came before it, it reads. */
+static uint64_t turn_begin(tt_star_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t turn = ++s->turns_begun;
+    pthread_mutex_unlock(&s->lock);
+    return turn;
+}
+
+/* ... and ended: whoever waits for a turn hears of it. */
+static void turn_end(tt_star_t *s, uint64_t turn)
+{
+    pthread_mutex_lock(&s->lock);
+    s->turns_done = turn;
+    if (s->turn_wanted)
+        pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
 /* A stopping rank still relays what its children said last and sends what
  * it queued (rank 0 tells the others it gave up), for a moment. */
 static void drain(tt_star_t *s, struct pollfd *pfds, int cap)
@@ -227,11 +246,13 @@ static void *star_thread(void *arg)
             drain(s, pfds, cap);
             break;
         }
+        uint64_t turn = turn_begin(s);
         tt_star_serve(s, pfds + 1, n - 1);
         tt_star_check_kids(s);
         if (s->hub)
             tt_star_hub_tick(s);
         tt_star_flush(s);
+        turn_end(s, turn);
     }
     free(pfds);
     return NULL;

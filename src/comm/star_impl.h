@@ -123,6 +123,10 @@ struct tt_star {
     pthread_cond_t cond;
     tt_star_frame_t *queued, **queued_tail; /* the main thread's frames, for the thread to send */
     int stopping;
+    /* The thread's turns round its connections, begun and ended, for a
+     * wait that must know it read what came before (star_wait.c). */
+    uint64_t turns_begun, turns_done;
+    int turn_wanted; /* the main thread waits for a turn: told of each */
     tt_star_news_t n;
     unsigned char *dead; /* nranks: TT_STAR_RANK_DIED or TT_STAR_RANK_LEFT for every rank known gone */
     void (*on_revoke)(void *arg, int rank);

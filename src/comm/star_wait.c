@@ -16,6 +16,8 @@
 #include "core/log.h"
 #include "core/wake.h"
 
+#define LAST_LOOK_MS 1000 /* the longest a wait at its deadline waits for the thread's turn */
+
 /* Hands a frame of this rank's to the thread. */
 static tutti_status_t queue(tt_star_t *s, int type, tutti_status_t status, uint64_t seq, const void *p,
                             size_t len)
@@ -35,14 +37,45 @@ static tutti_status_t queue(tt_star_t *s, int type, tutti_status_t status, uint6
     return TUTTI_SUCCESS;
 }
 
-/* Waits under the lock until done(s) or the deadline: 0 when done. */
+/*
+ * Under the lock: until a turn of the thread round its connections that
+ * began after now has ended (LAST_LOOK_MS at most): it read all that had
+ * come. The kick starts one at once (a turn under way leaves it unread).
+ */
+static void last_look(tt_star_t *s)
+{
+    uint64_t one = 1, begun = s->turns_begun;
+    int64_t until = tt_now_ms() + LAST_LOOK_MS;
+    s->turn_wanted++;
+    if (write(s->kick_fd, &one, sizeof one) != sizeof one)
+        TT_DEBUG(TT_SUB_INIT, "star: could not wake the thread");
+    for (int64_t left; s->turns_done <= begun && (left = until - tt_now_ms()) > 0;) {
+        struct timespec ts = tt_realtime_in_ns(left * 1000000);
+        pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+    }
+    s->turn_wanted--;
+}
+
+/*
+ * Waits under the lock until done(s) or the deadline: 0 when done. At the
+ * deadline the thread first takes in what has come: a process stopped
+ * (SIGSTOP, a debugger) or kept off its CPUs past the deadline wakes with
+ * the answer in its sockets, and this thread may run before that one. The
+ * answer may be a communicator's last set-up barrier, which the others
+ * passed and went on from: giving up on it would leave this rank behind.
+ */
 static int wait_until(tt_star_t *s, int (*done)(const tt_star_t *s, const void *arg), const void *arg,
                       int64_t deadline_ms)
 {
-    while (!done(s, arg)) {
+    for (int looked = 0; !done(s, arg);) {
         int64_t left = deadline_ms - tt_now_ms();
-        if (left <= 0)
+        if (left <= 0 && looked)
             return -1;
+        if (left <= 0) {
+            last_look(s);
+            looked = 1;
+            continue;
+        }
         struct timespec ts = tt_realtime_in_ns(left * 1000000);
         pthread_cond_timedwait(&s->cond, &s->lock, &ts);
     }
