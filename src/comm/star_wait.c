@@ -127,8 +127,17 @@ static int gathered(const tt_star_t *s, const void *arg)
     return s->gathered == *(const uint64_t *)arg || stopped(s);
 }
 
-/* The end of an exchange's wait, under the lock: a little past the
- * timeout, so that when a rank never joined, rank 0 says which first. */
+/*
+ * The end of an exchange's wait, under the lock: a little past the
+ * timeout, so that when a rank never joined, rank 0 says which first.
+ * Rank 0 decides for all: its broadcast lets the others go on. So an
+ * exchange gathered whole still fails when a rank gave up or died first:
+ * a rank 0 stopped or starved through the wait finds the parts and the
+ * ranks' giving up, sent meanwhile, in its sockets together, and going on
+ * would leave it alone in a communicator the others gave up (and maybe
+ * replaced: the job split in two). What came with the last part is taken
+ * in before it decides.
+ */
 static tutti_status_t exchange_end(tt_star_t *s, int (*done)(const tt_star_t *s, const void *arg),
                                    uint64_t round)
 {
@@ -137,7 +146,9 @@ static tutti_status_t exchange_end(tt_star_t *s, int (*done)(const tt_star_t *s,
                  (long long)s->timeout_ms);
         return TUTTI_ERR_TIMEOUT;
     }
-    if (done == gathered ? s->gathered != round : !find_bcast(s, round))
+    if (done == gathered && s->gathered == round)
+        last_look(s);
+    if (done == gathered ? s->gathered != round || stopped(s) : !find_bcast(s, round))
         return stopped_by_news(s, "set-up exchange");
     return TUTTI_SUCCESS;
 }
