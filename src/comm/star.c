@@ -160,6 +160,7 @@ static int take_queued(tt_star_t *s)
     pthread_mutex_unlock(&s->lock);
     while (f) {
         tt_star_frame_t *next = f->next;
+        s->word_taken |= f->hdr.type == TT_STAR_ALL; /* rank 0's word: star_wait.c's word_out */
         if (f->hdr.type == TT_STAR_ALL)
             tt_star_to_kids(s, &f->hdr, f->payload);
         else if (s->hub)
@@ -189,12 +190,18 @@ static uint64_t turn_begin(tt_star_t *s)
     return turn;
 }
 
-/* ... and ended: whoever waits for a turn hears of it. */
+/* ... and ended: whoever waits for a turn or for rank 0's word to be out hears of it. */
 static void turn_end(tt_star_t *s, uint64_t turn)
 {
+    int written = s->word_taken && !pending_output(s);
     pthread_mutex_lock(&s->lock);
     s->turns_done = turn;
-    if (s->turn_wanted)
+    if (written) {
+        s->word_taken = 0;
+        s->words_out++;
+        s->word_news = s->n.died_rank >= 0 || s->n.failed_rank >= 0;
+    }
+    if (s->turn_wanted || written)
         pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
 }

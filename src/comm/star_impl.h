@@ -126,7 +126,10 @@ struct tt_star {
     /* The thread's turns round its connections, begun and ended, for a
      * wait that must know it read what came before (star_wait.c). */
     uint64_t turns_begun, turns_done;
-    int turn_wanted; /* the main thread waits for a turn: told of each */
+    int turn_wanted;    /* the main thread waits for a turn: told of each */
+    uint64_t words_out; /* rank 0's broadcasts written whole to its children */
+    int word_news;      /* a rank had given up or died when the last one was */
+    int word_taken;     /* the thread's own: one is taken and not yet all written */
     tt_star_news_t n;
     unsigned char *dead; /* nranks: TT_STAR_RANK_DIED or TT_STAR_RANK_LEFT for every rank known gone */
     void (*on_revoke)(void *arg, int rank);

@@ -170,13 +170,47 @@ tutti_status_t tt_star_gather(tt_star_t *s, const void *mine, void *all, size_t 
     return st;
 }
 
+static int sent(const tt_star_t *s, const void *arg)
+{
+    return s->words_out > *(const uint64_t *)arg;
+}
+
+/*
+ * Rank 0's broadcast is its word that the others may go on, so it counts
+ * once it has left this process, and only when no rank had given up or
+ * died by then (the thread notes which when it has written the word out
+ * whole; what came later may answer the word itself): a rank 0 stopped or
+ * starved between its deciding and its thread's writing would otherwise
+ * go on in a communicator whose other ranks gave up waiting for the word
+ * (and maybe made another successor of the one before it). The ranks that
+ * had the word go on without rank 0, as after any failure of it.
+ */
+static tutti_status_t word_out(tt_star_t *s, uint64_t before)
+{
+    pthread_mutex_lock(&s->lock);
+    int late = wait_until(s, sent, &before, tt_now_ms() + s->timeout_ms);
+    tutti_status_t st = TUTTI_SUCCESS;
+    if (late) {
+        TT_ERROR(TT_SUB_INIT,
+                 "set-up exchange: rank 0 could not send its broadcast within %lld ms (TUTTI_TIMEOUT)",
+                 (long long)s->timeout_ms);
+        st = TUTTI_ERR_TIMEOUT;
+    } else if (s->word_news) {
+        st = stopped_by_news(s, "set-up exchange");
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
 tutti_status_t tt_star_bcast(tt_star_t *s, void *buf, size_t size)
 {
     pthread_mutex_lock(&s->lock);
-    uint64_t round = ++s->xround;
+    uint64_t round = ++s->xround, before = s->words_out;
     pthread_mutex_unlock(&s->lock);
-    if (s->hub)
-        return queue(s, TT_STAR_ALL, 0, round, buf, size);
+    if (s->hub) {
+        tutti_status_t st = queue(s, TT_STAR_ALL, 0, round, buf, size);
+        return st ? st : word_out(s, before);
+    }
     pthread_mutex_lock(&s->lock);
     tutti_status_t st = exchange_end(s, bcast_in, round);
     if (!st) {
