@@ -144,6 +144,14 @@ class Communicator:
         return self._live()
 
     @property
+    def id(self):
+        """This communicator's name (tutti_comm_id): 64 bits, the same on every
+        rank from the moment it holds the communicator, no exchange needed."""
+        out = ctypes.c_uint64()
+        check(lib.tutti_comm_id(self._live(), ctypes.byref(out)), self._h, "tutti_comm_id")
+        return out.value
+
+    @property
     def last_error(self):
         """What the last failing call on this communicator went wrong with ('' if none)."""
         return _lib.last_error(self._h)

@@ -109,6 +109,7 @@ _SIGNATURES = {
     "tutti_comm_abort": (_st, [_comm]),
     "tutti_comm_rank": (_st, [_comm, _c.POINTER(_c.c_int)]),
     "tutti_comm_size": (_st, [_comm, _c.POINTER(_c.c_int)]),
+    "tutti_comm_id": (_st, [_comm, _c.POINTER(_c.c_uint64)]),
     "tutti_comm_last_error": (_c.c_char_p, [_comm]),
     "tutti_allreduce": (_st, [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int, _comm, _c.c_void_p]),
     "tutti_reduce_scatter": (_st, [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int, _comm,

@@ -131,6 +131,10 @@ twin = comm.split(r % 2, key=-r, share=True)
 for c, m in ((twin, members), (comm, list(range(p))), (twin, members)):
     s = c.allreduce(np.array([r], np.int64))
     expect(int(s[0]) == sum(m), f"shared split: sum {int(s[0])} want {sum(m)}")
+# tutti_comm_id: one name per communicator, alike on its ranks (the twin is r % 2's).
+names = comm.allgather(np.array([comm.id, twin.id], np.uint64)).reshape(-1, 2)
+alike = all(names[q, 0] == names[0, 0] and (names[q, 1] == names[r, 1]) == (q % 2 == r % 2) for q in range(p))
+expect(alike and names[r, 0] != names[r, 1], f"tutti_comm_id: {names.tolist()}")
 twin.destroy()
 none = comm.split(None if r == 0 else 0)
 expect((none is None) == (r == 0), "split with no color returned a communicator")
