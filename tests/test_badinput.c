@@ -67,6 +67,8 @@ static int bad_calls(tutti_comm_t comm, int r, int p, void *arg)
     bad |= expect(comm, tutti_allreduce(buf, other, 4, TUTTI_FP32, TUTTI_SUM, comm, (tutti_stream_t)buf),
                   TUTTI_ERR_UNSUPPORTED, "stream", "a stream without the device path");
     bad |= expect(comm, tutti_comm_rank(comm, NULL), E, "rank", "NULL rank output");
+    bad |= expect(comm, tutti_comm_size(comm, NULL), E, "size", "NULL size output");
+    bad |= expect(comm, tutti_comm_id(comm, NULL), E, "id: NULL", "NULL id output");
     bad |= expect(NULL, tutti_allreduce(buf, other, 4, TUTTI_FP32, TUTTI_SUM, NULL, NULL), E, "comm",
                   "NULL comm");
     /* count 0 needs no buffers */

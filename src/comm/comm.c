@@ -350,28 +350,35 @@ TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t handle)
     return TUTTI_SUCCESS;
 }
 
+/* Enters comm for a call that only reads it into out: a NULL out is
+ * comm's error (said as what), and the call is left at once. */
+static tutti_status_t enter_to_read(tutti_comm_t handle, const char *call, const void *out, const char *what,
+                                    tutti_comm_t *comm)
+{
+    TT_TRY(tt_comm_enter(handle, call, comm));
+    if (out)
+        return TUTTI_SUCCESS;
+    tutti_status_t st = tt_comm_error(*comm, TUTTI_ERR_INVALID_ARG, "%s: NULL output pointer", what);
+    tt_comm_leave(*comm);
+    return st;
+}
+
 TUTTI_API tutti_status_t tutti_comm_rank(tutti_comm_t handle, int *rank)
 {
     tutti_comm_t comm;
-    TT_TRY(tt_comm_enter(handle, "tutti_comm_rank", &comm));
-    tutti_status_t st =
-        rank ? TUTTI_SUCCESS : tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "rank: NULL output pointer");
-    if (rank)
-        *rank = comm->rank;
+    TT_TRY(enter_to_read(handle, "tutti_comm_rank", rank, "rank", &comm));
+    *rank = comm->rank;
     tt_comm_leave(comm);
-    return st;
+    return TUTTI_SUCCESS;
 }
 
 TUTTI_API tutti_status_t tutti_comm_size(tutti_comm_t handle, int *size)
 {
     tutti_comm_t comm;
-    TT_TRY(tt_comm_enter(handle, "tutti_comm_size", &comm));
-    tutti_status_t st =
-        size ? TUTTI_SUCCESS : tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "size: NULL output pointer");
-    if (size)
-        *size = comm->nranks;
+    TT_TRY(enter_to_read(handle, "tutti_comm_size", size, "size", &comm));
+    *size = comm->nranks;
     tt_comm_leave(comm);
-    return st;
+    return TUTTI_SUCCESS;
 }
 
 uint64_t tt_comm_name(const unsigned char *key)
@@ -387,11 +394,8 @@ uint64_t tt_comm_name(const unsigned char *key)
 TUTTI_API tutti_status_t tutti_comm_id(tutti_comm_t handle, uint64_t *id)
 {
     tutti_comm_t comm;
-    TT_TRY(tt_comm_enter(handle, "tutti_comm_id", &comm));
-    tutti_status_t st =
-        id ? TUTTI_SUCCESS : tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "id: NULL output pointer");
-    if (id)
-        *id = tt_comm_name(comm->env.key);
+    TT_TRY(enter_to_read(handle, "tutti_comm_id", id, "id", &comm));
+    *id = tt_comm_name(comm->env.key);
     tt_comm_leave(comm);
-    return st;
+    return TUTTI_SUCCESS;
 }
