@@ -56,6 +56,16 @@ static int sum_check(tutti_comm_t comm, int r, int p, int salt, const char *what
     return 0;
 }
 
+/* The start several cases share: an all-reduce on comm (which connects its
+ * ring), a shared split keeping comm's order, an all-reduce on the child. */
+static int shared_child(tutti_comm_t comm, int r, int p, tutti_comm_t *child)
+{
+    TT_FAIL_IF(sum_check(comm, r, p, 1, "parent"), "parent");
+    TT_FAIL_IF(tutti_comm_split_flags(comm, 0, 0, TUTTI_SPLIT_SHARE, child), "rank %d: split: %s", r,
+               tutti_comm_last_error(comm));
+    return sum_check(*child, r, p, 2, "child");
+}
+
 typedef struct {
     const char *transports;
     unsigned flags; /* of the split */
@@ -129,11 +139,8 @@ END_TEST
 static int destroy_body(tutti_comm_t comm, int r, int p, void *arg)
 {
     int parent_first = arg == NULL;
-    TT_FAIL_IF(sum_check(comm, r, p, 1, "parent"), "parent");
     tutti_comm_t child = NULL, grand = NULL;
-    TT_FAIL_IF(tutti_comm_split_flags(comm, 0, 0, TUTTI_SPLIT_SHARE, &child), "rank %d: split: %s", r,
-               tutti_comm_last_error(comm));
-    TT_FAIL_IF(sum_check(child, r, p, 2, "child"), "child");
+    TT_FAIL_IF(shared_child(comm, r, p, &child), "rank %d: the shared child", r);
     TT_FAIL_IF(tutti_comm_split_flags(child, 0, 0, TUTTI_SPLIT_SHARE, &grand), "rank %d: nested split", r);
     int connected;
     TT_FAIL_IF(sum_check(grand, r, p, 3, "grandchild") ||
@@ -258,10 +265,8 @@ END_TEST
 static int revoked_body(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)arg;
-    TT_FAIL_IF(sum_check(comm, r, p, 1, "parent"), "parent");
     tutti_comm_t child = NULL, again = NULL;
-    TT_FAIL_IF(tutti_comm_split_flags(comm, 0, 0, TUTTI_SPLIT_SHARE, &child), "rank %d: split", r);
-    TT_FAIL_IF(sum_check(child, r, p, 2, "child"), "child");
+    TT_FAIL_IF(shared_child(comm, r, p, &child), "rank %d: the shared child", r);
     /* Rank 0 ends this all-reduce once every rank entered it, done with the child. */
     TT_FAIL_IF(sum_check(comm, r, p, 6, "parent before the revocation"), "parent");
     if (r == 0)
@@ -296,10 +301,8 @@ END_TEST
 static int killed_body(tutti_comm_t comm, int r, int p, void *arg)
 {
     (void)arg;
-    TT_FAIL_IF(sum_check(comm, r, p, 1, "parent"), "parent");
     tutti_comm_t child = NULL, next = NULL;
-    TT_FAIL_IF(tutti_comm_split_flags(comm, 0, 0, TUTTI_SPLIT_SHARE, &child), "rank %d: split", r);
-    TT_FAIL_IF(sum_check(child, r, p, 2, "child"), "child");
+    TT_FAIL_IF(shared_child(comm, r, p, &child), "rank %d: the shared child", r);
     if (r == 2)
         kill(getpid(), SIGKILL);
     int32_t x[64] = {0}, y[64];

@@ -108,7 +108,7 @@ static tutti_status_t lane_start_round(run_t *run, lane_t *lane, int channel)
         memset(req, 0, sizeof *req);
         char *buf = slice_ptr(x, st->kind == TT_STEP_SEND ? st->src : st->dst, lane->slice, &bytes);
         req->hdr = (tt_msg_hdr_t){.magic = TT_MSG_MAGIC,
-                                  .comm = (uint32_t)run->comm->env.key_tag,
+                                  .comm = tt_comm_wire_tag(run->comm),
                                   .coll = (uint8_t)x->wire_coll,
                                   .dtype = (uint8_t)x->dtype,
                                   .op = (uint8_t)x->op,

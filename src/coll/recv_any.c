@@ -63,7 +63,7 @@ static int find_sender(tutti_comm_t comm, int first, tutti_status_t *st)
         peer->ops->progress(peer->conn, &progressed); /* some transports learn of arrivals only here */
         /* A connection shared with the parent may hold the parent's message first. */
         if (peer->ops->peek(peer->conn, 0, &hdr) && hdr.magic == TT_MSG_MAGIC && hdr.coll == TT_COLL_SEND &&
-            hdr.comm == (uint32_t)comm->env.key_tag && hdr.seq == comm->recv_seq[q]) {
+            hdr.comm == tt_comm_wire_tag(comm) && hdr.seq == comm->recv_seq[q]) {
             best = q;
             best_dist = dist;
         }

@@ -145,6 +145,13 @@ static inline const tt_device_ops_t *tt_comm_device_ops(tutti_comm_t comm)
     return comm->tp_ops[comm->device_tp]->device;
 }
 
+/* The word every message header of comm carries (tt_msg_hdr_t.comm): a
+ * connection shared with a parent or child carries theirs too. */
+static inline uint32_t tt_comm_wire_tag(tutti_comm_t comm)
+{
+    return (uint32_t)comm->env.key_tag;
+}
+
 static inline void *tt_comm_device_ctx(tutti_comm_t comm)
 {
     return comm->tp_ctx[comm->device_tp];
