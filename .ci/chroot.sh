@@ -216,7 +216,7 @@ chroot_bootstrap() {
     [ -n "$security" ] || say "note: this machine's apt has no security suite, so the new system has none"
     # An installed system (and any container) has /etc/hosts, which names
     # localhost; debootstrap writes none, and the Slurm tests run on
-    # localhost. IPv4 only, as CI's machines have it: test-launch-slurm holds
+    # localhost. IPv4 only, as CI's machines have it: test-slurm holds
     # a port on 127.0.0.1 and expects localhost to mean that address.
     [ -e "$root/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n' >"$root/etc/hosts"
     t1=$(now)

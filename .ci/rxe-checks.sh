@@ -107,9 +107,9 @@ sweep() {
     p=$((2 * $1))
     ja="" jb=""
     for l in $(seq 0 $(($1 - 1))); do
-        ja="${ja}rank $l $p $l \$B/tests/host-rank $2 $3
+        ja="${ja}rank $l $p $l \$B/tests/lib/host-rank $2 $3
 "
-        jb="${jb}rank $(($1 + l)) $p $l \$B/tests/host-rank $2 $3
+        jb="${jb}rank $(($1 + l)) $p $l \$B/tests/lib/host-rank $2 $3
 "
     done
     both 400 "${ja}ranks_wait" "${jb}ranks_wait"
@@ -158,7 +158,7 @@ rdma link add rxe1 type rxe netdev vx0 && rdma link add rxe2 type rxe netdev vx1
     cp "$out_a" "$rund/multi-a" && cp "$out_b" "$rund/multi-b"
     t_none=$(now)
     extra="TUTTI_IB_HCA=rxe1"
-    both 90 "rank 0 2 0 \$B/tests/host-rank tuner 1000; ranks_wait" "rank 1 2 0 \$B/tests/host-rank tuner 1000; ranks_wait"
+    both 90 "rank 0 2 0 \$B/tests/lib/host-rank tuner 1000; ranks_wait" "rank 1 2 0 \$B/tests/lib/host-rank tuner 1000; ranks_wait"
     none_st=$? none_took=$(($(now) - t_none))
     extra=""
     cat "$out_a" "$out_b" >"$rund/multi-none"
@@ -181,8 +181,8 @@ rdma link add rxe1 type rxe netdev vx0 && rdma link add rxe2 type rxe netdev vx1
 
 # 4 ranks loop on all-reduces; rank 3 (guest b) is killed once it loops.
 check_rank_killed() {
-    both 120 "rank 0 4 0 \$B/tests/host-rank loop; rank 1 4 1 \$B/tests/host-rank loop; ranks_wait" \
-        "rank 2 4 0 \$B/tests/host-rank loop; rank 3 4 1 \$B/tests/host-rank loop
+    both 120 "rank 0 4 0 \$B/tests/lib/host-rank loop; rank 1 4 1 \$B/tests/lib/host-rank loop; ranks_wait" \
+        "rank 2 4 0 \$B/tests/lib/host-rank loop; rank 3 4 1 \$B/tests/lib/host-rank loop
 while ! grep -q looping /io/\$J.3 2>/dev/null; do sleep 0.2; done
 sleep 1
 kill -KILL \$(sed -n 's/.*pid \([0-9]*\).*looping/\1/p' /io/\$J.3)
@@ -213,11 +213,11 @@ check_link_down() {
     key=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
     port=$((port + 1))
     rm -f "$rund/a/looping"
-    job a "rank 0 2 0 \$B/tests/host-rank loop
+    job a "rank 0 2 0 \$B/tests/lib/host-rank loop
 while ! grep -q looping /io/\$J.0 2>/dev/null; do sleep 0.2; done
 touch /io/looping
 ranks_wait"
-    job b "rank 1 2 0 \$B/tests/host-rank loop; ranks_wait"
+    job b "rank 1 2 0 \$B/tests/lib/host-rank loop; ranks_wait"
     t_down=$(now)
     while [ ! -e "$rund/a/looping" ] && [ $(($(now) - t_down)) -lt 120 ]; do sleep 0.2; done
     sleep 1

@@ -11,7 +11,7 @@ set -u
 B=${TT_BUILDDIR:-.}
 RATE_MBIT=${RATE_MBIT:-1000}
 SIZE=64M
-. "${TT_SRCDIR:-.}/tests/netns.sh"
+. "${TT_SRCDIR:-.}/tests/lib/netns.sh"
 
 # time (us, out of place) and compression ratio of one scheme, from rank 0's CSV
 run() {

@@ -2,7 +2,7 @@
 /*
  * The GPU runtime calls the device layer makes, behind a table: CUDA's in
  * builds with CUDA (rt_cuda.c); the tests put a model of streams in host
- * memory in its place (tests/fake_gpu.c), so the order in which the real
+ * memory in its place (tests/fakes/fake_gpu.c), so the order in which the real
  * code puts work on streams, and which runtime calls it makes while a
  * stream may be held, are checked without a GPU.
  *
