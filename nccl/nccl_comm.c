@@ -290,7 +290,7 @@ int tt_nccl_snapshot(ncclComm_t handle, ncclResult_t *state, int *nranks, int *r
         /* While registered, tc is not freed: abort retires first, finalize
          * clears tc under the lock before destroying it. */
         tutti_comm_t tc = comm->tc;
-        tutti_comm_t inner = tt_nccl_inner(tc);
+        tt_comm_t *inner = tt_nccl_inner(tc);
         tutti_status_t failed =
             inner ? atomic_load_explicit(&inner->failed, memory_order_relaxed) : TUTTI_SUCCESS;
         /* A revoked communicator is quiescent, ready for shrink or destroy, as NCCL reports it. */
@@ -316,7 +316,7 @@ int tt_nccl_live_in_job(uint64_t key_tag)
         if (!c)
             continue;
         pthread_mutex_lock(&c->lock);
-        tutti_comm_t inner = tt_nccl_inner(c->tc);
+        tt_comm_t *inner = tt_nccl_inner(c->tc);
         n += inner && inner->env.key_tag == key_tag;
         pthread_mutex_unlock(&c->lock);
     }

@@ -37,8 +37,8 @@ static tt_call_t p2p(tt_coll_t coll, const void *send, void *recv, size_t count,
 
 /* On the stream when some buffer is device memory, else here (the caller
  * waited for the stream's earlier work). */
-static tutti_status_t local_copies(tutti_comm_t tc, const local_t *copies, int n, void *stream, int on_device,
-                                   const char *name)
+static tutti_status_t local_copies(tt_comm_t *inner, const local_t *copies, int n, void *stream,
+                                   int on_device, const char *name)
 {
     for (int i = 0; i < n; i++) {
         if (!copies[i].bytes || copies[i].dst == copies[i].src)
@@ -47,7 +47,7 @@ static tutti_status_t local_copies(tutti_comm_t tc, const local_t *copies, int n
             memcpy(copies[i].dst, copies[i].src, copies[i].bytes);
             continue;
         }
-        TT_TRY(tt_device_copy(tc, name, copies[i].dst, copies[i].src, copies[i].bytes, stream));
+        TT_TRY(tt_device_copy(inner, name, copies[i].dst, copies[i].src, copies[i].bytes, stream));
     }
     return TUTTI_SUCCESS;
 }
@@ -66,24 +66,24 @@ static int device_copies(const local_t *copies, int n)
 static tutti_status_t run_batch(tutti_comm_t tc, tt_call_t *calls, int n, const local_t *copies, int ncopies,
                                 void *stream, const char *name)
 {
-    tutti_comm_t handle = tc;
-    TT_TRY(tt_comm_enter(handle, name, &tc));
+    tt_comm_t *inner;
+    TT_TRY(tt_comm_enter(tc, name, &inner));
     tutti_status_t st = TUTTI_SUCCESS;
     int on_device = device_copies(copies, ncopies);
     for (int i = 0; !st && i < n; i++) {
-        st = tt_coll_validate(tc, &calls[i], name);
+        st = tt_coll_validate(inner, &calls[i], name);
         if (!st)
-            st = tt_device_classify(tc, &calls[i], name);
+            st = tt_device_classify(inner, &calls[i], name);
         on_device |= calls[i].send_on_device || calls[i].recv_on_device;
     }
     if (!st && !on_device)
-        st = tt_device_wait_turn(tc, name, stream);
+        st = tt_device_wait_turn(inner, name, stream);
     if (!st)
-        st = local_copies(tc, copies, ncopies, stream, on_device, name);
+        st = local_copies(inner, copies, ncopies, stream, on_device, name);
     if (!st && n > 0)
-        st =
-            on_device ? tt_device_batch_enqueue(tc, calls, n, stream, name) : tt_coll_run_batch(tc, calls, n);
-    tt_comm_leave(tc);
+        st = on_device ? tt_device_batch_enqueue(inner, calls, n, stream, name)
+                       : tt_coll_run_batch(inner, calls, n);
+    tt_comm_leave(inner);
     return st;
 }
 

@@ -113,15 +113,15 @@ void tt_nccl_free(ncclComm_t comm);
 /* Copies the text of the background failure of the communicator behind
  * handle; 0 when there is none or the handle is not live. */
 int tt_nccl_copy_error(ncclComm_t handle, char *out, size_t len);
-/* comm's tutti communicator (NULL once aborted): read once per use, since
- * an abort on another thread clears it. */
 /* tutti's communicator behind the handle tc, for the calls that reach
  * inside it (handles are never addresses); NULL once tc is destroyed. */
-static inline tutti_comm_t tt_nccl_inner(tutti_comm_t tc)
+static inline tt_comm_t *tt_nccl_inner(tutti_comm_t tc)
 {
     return tc ? tt_comm_lookup(tc, NULL) : NULL;
 }
 
+/* comm's tutti handle (NULL once aborted): read once per use, since an
+ * abort on another thread clears it. */
 static inline tutti_comm_t tt_nccl_tc(ncclComm_t comm)
 {
     return atomic_load_explicit(&comm->tc, memory_order_acquire);

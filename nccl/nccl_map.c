@@ -128,7 +128,7 @@ ncclResult_t tt_nccl_failed(ncclComm_t comm, tutti_status_t st)
 {
     record(comm, tutti_comm_last_error(NULL));
     /* A call after a failure says ABORTED; NCCL returns the failure itself. */
-    tutti_comm_t inner = comm ? tt_nccl_inner(comm->tc) : NULL;
+    tt_comm_t *inner = comm ? tt_nccl_inner(comm->tc) : NULL;
     if (st == TUTTI_ERR_ABORTED && inner && inner->failed && inner->failed != TUTTI_ERR_ABORTED)
         st = inner->failed;
     return tt_nccl_result(st);

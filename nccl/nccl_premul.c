@@ -129,7 +129,7 @@ static tutti_status_t premul_device(tutti_comm_t tc, const tt_nccl_op_t *op, siz
 {
     unsigned char k[8] = {0};
     const tt_nccl_redop_t *r = &op->premul;
-    tutti_comm_t inner = tt_nccl_inner(tc);
+    tt_comm_t *inner = tt_nccl_inner(tc);
     const void *k_dev = r->on_pointer && tt_mem_kind(r->scalar_ptr) == TT_MEM_DEVICE ? r->scalar_ptr : NULL;
     if (!k_dev)
         TT_TRY(scalar_now(tc, r, k, name));

@@ -11,6 +11,7 @@
 
 #include "bw_machine.h"
 #include "bw_pair.h"
+#include "comm/comm.h"
 #include "perf/common/json_out.h"
 #include "tutti.h"
 
@@ -31,7 +32,7 @@ typedef struct {
 typedef struct tt_bw_job {
     const tt_bw_opts_t *o;
     tutti_comm_t ctl; /* the job's communicator (default transports): coordination */
-    tutti_comm_t in;  /* the communicator behind the handle ctl: the fields read here */
+    tt_comm_t *in;    /* the communicator behind the handle ctl: the fields read here */
     int rank, nranks;
     int text;       /* this rank prints the tables (rank 0 without --json/--csv) */
     tt_json_t json; /* rank 0 with --json: the document */
@@ -45,7 +46,7 @@ typedef struct tt_bw_job {
 typedef struct {
     const char *name;
     tutti_comm_t comm;
-    tutti_comm_t in; /* the communicator behind the handle comm: its connections */
+    tt_comm_t *in; /* the communicator behind the handle comm: its connections */
     int n;
     int *uses;      /* [a * n + b]: a and b are connected by this transport */
     char (*cls)[8]; /* [a * n + b]: X, NODE, SYS (other NUMA node) or NET (other host) */
@@ -61,7 +62,7 @@ typedef struct {
 tutti_status_t tt_bw_tp_open(tt_bw_job_t *job, const char *name, tt_bw_tp_t *tp, char *why, size_t len);
 void tt_bw_tp_close(tt_bw_tp_t *tp);
 /* Connects every pair of in's ranks (all of them call it). */
-tutti_status_t tt_bw_connect_all(tutti_comm_t in);
+tutti_status_t tt_bw_connect_all(tt_comm_t *in);
 /* A communicator over the job's ranks made while the environment variable
  * var is value (var NULL: the job's environment as it is); made on every
  * rank or on none (then TUTTI_ERR_UNSUPPORTED with why filled). */

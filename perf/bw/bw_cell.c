@@ -24,7 +24,7 @@ tutti_status_t tt_bw_cell(tt_bw_job_t *job, tt_bw_tp_t *tp, int a, int b, tt_bw_
     tutti_status_t st = TUTTI_SUCCESS;
     if ((me == a || me == b) && tp->uses[a * n + b]) {
         int peer = me == a ? b : a;
-        tutti_comm_t c = tp->in;
+        tt_comm_t *c = tp->in;
         tt_bw_link_t link = {.ops = c->peers[peer].ops,
                              .conn = c->peers[peer].conn,
                              .nchannels = c->nchannels,

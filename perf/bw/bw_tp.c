@@ -153,7 +153,7 @@ void tt_bw_tp_close(tt_bw_tp_t *tp)
     memset(tp, 0, sizeof *tp);
 }
 
-tutti_status_t tt_bw_connect_all(tutti_comm_t in)
+tutti_status_t tt_bw_connect_all(tt_comm_t *in)
 {
     /* tutti-bw measures every pair: each rank connects to every other at
      * once, which a communicator otherwise does at first use. */

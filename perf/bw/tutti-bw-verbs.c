@@ -116,7 +116,7 @@ static int check_transport(const char *name)
     return -1;
 }
 
-static void banner(const opts_t *o, const tutti_comm_t comm, int peer)
+static void banner(const opts_t *o, const tt_comm_t *comm, int peer)
 {
     static const char *const what[] = {"write bandwidth", "bidirectional write bandwidth", "write latency"};
     printf("------------------------------------------------------------------------------------------\n");
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "tutti-bw-verbs: joining failed: %s\n", tutti_comm_last_error(NULL));
         return 1;
     }
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* the connection is measured below tutti's calls */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* the connection is measured below tutti's calls */
     if (comm->nranks != 2) {
         fprintf(stderr, "tutti-bw-verbs: needs exactly 2 ranks, not %d\n", comm->nranks);
         tutti_comm_abort(handle);

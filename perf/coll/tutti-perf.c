@@ -37,7 +37,7 @@ static void choice(perf_ctx_t *c, tt_coll_t coll, size_t count, perf_row_t *row)
         row->algorithm = "compressed";
         return;
     }
-    tutti_comm_t in = tt_comm_lookup(c->comm, NULL); /* the communicator behind the handle: its tuner */
+    tt_comm_t *in = tt_comm_lookup(c->comm, NULL); /* the communicator behind the handle: its tuner */
     tt_coll_args_t args = {.coll = coll,
                            .nranks = c->nranks,
                            .root = coll == TT_COLL_SEND ? (c->rank + 1) % c->nranks : c->d.root,

@@ -86,7 +86,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "tuner-bench: %s (run it under tutti-run)\n", tutti_comm_last_error(NULL));
         return 1;
     }
-    tutti_comm_t tc =
+    tt_comm_t *tc =
         tt_comm_lookup(tuned, NULL); /* the handle is no address: the internals, for the tuner's pick */
     int rank = tc->rank, p = tc->nranks;
     if ((rank == 0 && tutti_get_unique_id(&id)) ||

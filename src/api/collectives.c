@@ -12,13 +12,13 @@
 
 /* A plain collective's two ways (tt_device_route): to the device queue in
  * stream order, or the host runner after the queued device calls. */
-static tutti_status_t enqueue_plain(tutti_comm_t comm, const tt_call_t *c, void *arg, void *stream)
+static tutti_status_t enqueue_plain(tt_comm_t *comm, const tt_call_t *c, void *arg, void *stream)
 {
     (void)arg;
     return tt_device_coll_enqueue(comm, c, stream);
 }
 
-static tutti_status_t run_plain(tutti_comm_t comm, const tt_call_t *c, void *arg)
+static tutti_status_t run_plain(tt_comm_t *comm, const tt_call_t *c, void *arg)
 {
     (void)arg;
     return tt_coll_run(comm, c);
@@ -29,7 +29,7 @@ static tutti_status_t run_plain(tutti_comm_t comm, const tt_call_t *c, void *arg
  * call and frees the communicator only after it returned. */
 static tutti_status_t run_call(tutti_comm_t handle, tt_call_t *c, tutti_stream_t stream)
 {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     static const tt_device_route_t plain = {.enqueue = enqueue_plain, .run = run_plain};
     TT_TRY(tt_comm_enter(handle, tt_coll_name(c->coll), &comm));
     tutti_status_t st = tt_device_route(comm, c, tt_coll_name(c->coll), &plain, stream);
@@ -125,7 +125,7 @@ TUTTI_API tutti_status_t tutti_recv(void *recvbuf, size_t count, tutti_dtype_t d
     return run_call(comm, &c, stream);
 }
 
-static tutti_status_t route_recv_any(tutti_comm_t comm, tt_call_t *c, int *source, tutti_stream_t stream)
+static tutti_status_t route_recv_any(tt_comm_t *comm, tt_call_t *c, int *source, tutti_stream_t stream)
 {
     const char *name = "tutti_recv_any";
     if (!source)
@@ -144,7 +144,7 @@ TUTTI_API tutti_status_t tutti_recv_any(void *recvbuf, size_t count, tutti_dtype
                                         tutti_comm_t handle, tutti_stream_t stream)
 {
     tt_call_t c = {.coll = TT_COLL_RECV, .recv = recvbuf, .count = count, .dtype = dtype, .any_source = 1};
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     if (source)
         *source = -1;
     TT_TRY(tt_comm_enter(handle, "tutti_recv_any", &comm));

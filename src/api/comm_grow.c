@@ -27,7 +27,7 @@ typedef struct {
  * same verdict at once: a rank that passed another size fails them all
  * with TUTTI_ERR_MISMATCH instead of leaving the others waiting for it in
  * the larger communicator's set-up. */
-static tutti_status_t agree(tutti_comm_t comm, const grow_t *all)
+static tutti_status_t agree(tt_comm_t *comm, const grow_t *all)
 {
     if (!all[0].ok)
         return tt_comm_error(
@@ -42,7 +42,7 @@ static tutti_status_t agree(tutti_comm_t comm, const grow_t *all)
     return TUTTI_SUCCESS;
 }
 
-static tutti_status_t grow(tutti_comm_t comm, tutti_comm_t handle, int nranks, const tutti_unique_id_t *id,
+static tutti_status_t grow(tt_comm_t *comm, tutti_comm_t handle, int nranks, const tutti_unique_id_t *id,
                            tutti_comm_t *newcomm)
 {
     grow_t mine, *all = calloc((size_t)comm->nranks, sizeof *all);
@@ -85,7 +85,7 @@ TUTTI_API tutti_status_t tutti_comm_grow(tutti_comm_t handle, int nranks, const 
 {
     if (newcomm)
         *newcomm = NULL;
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     TT_TRY(tt_comm_enter(handle, "tutti_comm_grow", &comm));
     tutti_status_t st =
         newcomm ? grow(comm, handle, nranks, id, newcomm)

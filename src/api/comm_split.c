@@ -48,7 +48,7 @@ static int color_members(const split_entry_t *all, int nranks, int color, int *m
 
 /* All-gathers this rank's leader record and joins the color's communicator
  * (comm is the parent itself, handle what its caller holds). */
-static tutti_status_t join_color(tutti_comm_t comm, tutti_comm_t handle, int color, const int *members, int n,
+static tutti_status_t join_color(tt_comm_t *comm, tutti_comm_t handle, int color, const int *members, int n,
                                  int newrank, unsigned flags, split_id_t *ids, tutti_comm_t *newcomm)
 {
     split_id_t mine;
@@ -86,7 +86,7 @@ static tutti_status_t join_color(tutti_comm_t comm, tutti_comm_t handle, int col
 }
 
 /* The split, inside enter/leave: comm is the parent itself. */
-static tutti_status_t split(tutti_comm_t comm, tutti_comm_t handle, int color, int key, unsigned flags,
+static tutti_status_t split(tt_comm_t *comm, tutti_comm_t handle, int color, int key, unsigned flags,
                             tutti_comm_t *newcomm)
 {
     if (!newcomm)
@@ -130,7 +130,7 @@ static tutti_status_t split(tutti_comm_t comm, tutti_comm_t handle, int color, i
 TUTTI_API tutti_status_t tutti_comm_split_flags(tutti_comm_t handle, int color, int key, unsigned flags,
                                                 tutti_comm_t *newcomm)
 {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     if (newcomm)
         *newcomm = NULL;
     TT_TRY(tt_comm_enter(handle, "tutti_comm_split", &comm));

@@ -33,7 +33,7 @@ static int predecessor(const tt_call_t *calls, const int *of_call, int i)
     return -1;
 }
 
-tutti_status_t tt_coll_batch_begin(tutti_comm_t comm, const tt_call_t *calls, int n, uint64_t *seqs)
+tutti_status_t tt_coll_batch_begin(tt_comm_t *comm, const tt_call_t *calls, int n, uint64_t *seqs)
 {
     for (int i = 0; i < n; i++) {
         const tt_call_t *c = &calls[i];
@@ -48,7 +48,7 @@ tutti_status_t tt_coll_batch_begin(tutti_comm_t comm, const tt_call_t *calls, in
 
 /* Builds each call's schedule: entries[k] and items[k] for the calls that
  * move bytes; of_call[i] is call i's entry. */
-static tutti_status_t prepare(tutti_comm_t comm, const tt_call_t *calls, int n, const uint64_t *seqs,
+static tutti_status_t prepare(tt_comm_t *comm, const tt_call_t *calls, int n, const uint64_t *seqs,
                               batch_entry_t *entries, tt_engine_item_t *items, int *of_call, int *m)
 {
     *m = 0;
@@ -71,7 +71,7 @@ static tutti_status_t prepare(tutti_comm_t comm, const tt_call_t *calls, int n, 
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_coll_run_batch_at(tutti_comm_t comm, const tt_call_t *calls, int n, const uint64_t *seqs)
+tutti_status_t tt_coll_run_batch_at(tt_comm_t *comm, const tt_call_t *calls, int n, const uint64_t *seqs)
 {
     TT_TRY(tt_comm_usable(comm, "a batch of sends and receives"));
     if (n <= 0)
@@ -106,7 +106,7 @@ tutti_status_t tt_coll_run_batch_at(tutti_comm_t comm, const tt_call_t *calls, i
     return st;
 }
 
-tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int n)
+tutti_status_t tt_coll_run_batch(tt_comm_t *comm, const tt_call_t *calls, int n)
 {
     uint64_t *seqs = calloc(n > 0 ? (size_t)n : 1, sizeof *seqs);
     if (!seqs)

@@ -14,7 +14,7 @@ static int ranges_overlap(const void *a, size_t alen, const void *b, size_t blen
     return alen && blen && x < y + blen && y < x + alen;
 }
 
-tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *name)
+tutti_status_t tt_coll_validate(tt_comm_t *comm, tt_call_t *c, const char *name)
 {
     TT_TRY(tt_comm_usable(comm, name));
     if (!tt_dtype_valid(c->dtype))

@@ -37,23 +37,23 @@ typedef struct {
 /* Validates c (its collective, count, dtype, op and buffers set) and fills
  * in its sizes and in-place form; name is the API call, for errors. comm
  * is the communicator itself (tt_comm_enter), not the caller's handle. */
-tutti_status_t tt_coll_validate(tutti_comm_t comm, tt_call_t *c, const char *name);
+tutti_status_t tt_coll_validate(tt_comm_t *comm, tt_call_t *c, const char *name);
 /*
  * The two halves of a run. begin takes c's sequence number and announces
  * it to the device transport's board: capable says this rank could run c
  * on its device buffers; *direct then says every rank could. run_at runs c
  * with that number over route (NULL: the host connections and memory).
  */
-tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct);
+tutti_status_t tt_coll_begin(tt_comm_t *comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct);
 /* A send's or receive's number only (its number in its direction with
  * its peer), for callers that agree on it themselves (tt_comm_pair_*);
  * tt_coll_begin numbers a send or receive and agrees on host buffers. */
-tutti_status_t tt_coll_p2p_number(tutti_comm_t comm, const tt_call_t *c, uint64_t *seq);
-tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route);
+tutti_status_t tt_coll_p2p_number(tt_comm_t *comm, const tt_call_t *c, uint64_t *seq);
+tutti_status_t tt_coll_run_at(tt_comm_t *comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route);
 /* Both halves for a validated call on host buffers, blocking: for the API
  * front, and for collectives made of collectives (the compressed
  * all-reduce), which also run on the device proxy thread. */
-tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c);
+tutti_status_t tt_coll_run(tt_comm_t *comm, const tt_call_t *c);
 
 /*
  * Runs validated sends and receives (TT_COLL_SEND / TT_COLL_RECV on host
@@ -65,11 +65,11 @@ tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c);
  * given (the peer must post them in that order too). A failure fails the
  * communicator, as a collective's does.
  */
-tutti_status_t tt_coll_run_batch(tutti_comm_t comm, const tt_call_t *calls, int n);
+tutti_status_t tt_coll_run_batch(tt_comm_t *comm, const tt_call_t *calls, int n);
 /* The same in two steps, for a batch queued on a stream: the calls'
  * sequence numbers now (seqs[i] for calls[i]), the batch later at them. */
-tutti_status_t tt_coll_batch_begin(tutti_comm_t comm, const tt_call_t *calls, int n, uint64_t *seqs);
-tutti_status_t tt_coll_run_batch_at(tutti_comm_t comm, const tt_call_t *calls, int n, const uint64_t *seqs);
+tutti_status_t tt_coll_batch_begin(tt_comm_t *comm, const tt_call_t *calls, int n, uint64_t *seqs);
+tutti_status_t tt_coll_run_batch_at(tt_comm_t *comm, const tt_call_t *calls, int n, const uint64_t *seqs);
 
 /*
  * Receives c (TT_COLL_RECV with any_source set, validated, host buffer)
@@ -79,15 +79,15 @@ tutti_status_t tt_coll_run_batch_at(tutti_comm_t comm, const tt_call_t *calls, i
  * communicator usable (nothing was received); TUTTI_ERR_UNSUPPORTED when
  * some peer's transport cannot tell a message has arrived.
  */
-tutti_status_t tt_coll_recv_any(tutti_comm_t comm, tt_call_t *c, int *source);
+tutti_status_t tt_coll_recv_any(tt_comm_t *comm, tt_call_t *c, int *source);
 
 /* Bytes this rank's collectives put on the wire so far. */
-uint64_t tt_coll_bytes_sent(tutti_comm_t comm);
+uint64_t tt_coll_bytes_sent(tt_comm_t *comm);
 
 /* tutti-explain --measure: when slice 0 of each round of the calls that
  * follow ended (round_end_ns, cap entries; NULL stops tracing). */
-void tt_coll_trace(tutti_comm_t comm, int64_t *round_end_ns, int cap);
+void tt_coll_trace(tt_comm_t *comm, int64_t *round_end_ns, int cap);
 /* What the last traced call ran: its algorithm, rounds and slices. */
-const tt_algorithm_t *tt_coll_traced(tutti_comm_t comm, int *nrounds, int *nslices);
+const tt_algorithm_t *tt_coll_traced(tt_comm_t *comm, int *nrounds, int *nslices);
 
 #endif

@@ -43,7 +43,7 @@ typedef enum { RUN_WAITING = 0, RUN_ACTIVE, RUN_DONE } run_state_t;
 
 /* One schedule of a batch (a batch of one for a plain call). */
 typedef struct {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     const tt_sched_t *s;
     const tt_exec_t *x;
     const tt_peer_t *peers;
@@ -230,7 +230,7 @@ static tutti_status_t check_news(run_t *run)
 
 static tutti_status_t report(run_t *run, tutti_status_t st, const lane_t *lane, int idx)
 {
-    tutti_comm_t comm = run->comm;
+    tt_comm_t *comm = run->comm;
     const tt_exec_t *x = run->x;
     char call[160], gone[256];
     describe_call(x->seq, x->coll, x->dtype, x->op, x->root, x->count, call, sizeof call);
@@ -423,7 +423,7 @@ static int waited_peer_lost(const run_t *runs, int n)
 static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t last_progress,
                                     int64_t *next_alive)
 {
-    tutti_comm_t comm = runs[0].comm;
+    tt_comm_t *comm = runs[0].comm;
     if (now >= *next_alive) {
         *next_alive = now + ALIVE_CHECK_NS;
         for (int r = 0; r < n; r++) /* the first active run speaks for the batch */
@@ -451,7 +451,7 @@ static tutti_status_t check_stalled(run_t *runs, int n, int64_t now, int64_t las
  * spell spins, then sleeps until something can move (coll/wait.c). */
 static tutti_status_t run_loop(run_t *runs, int n)
 {
-    tutti_comm_t comm = runs[0].comm;
+    tt_comm_t *comm = runs[0].comm;
     const tt_peer_t *peers = runs[0].peers;
     int64_t last_progress = tt_now_ns(), next_alive = last_progress + ALIVE_CHECK_NS, spin_ns = 0;
     int idle = 0;
@@ -495,7 +495,7 @@ static tutti_status_t run_loop(run_t *runs, int n)
 
 /* Lays the runs' lanes and requests out in the workspace the communicator
  * keeps, so that a small call allocates nothing. */
-static tutti_status_t lay_out(tutti_comm_t comm, run_t *runs, int n)
+static tutti_status_t lay_out(tt_comm_t *comm, run_t *runs, int n)
 {
     size_t nreq = 0, nlanes = 0;
     for (int i = 0; i < n; i++) {
@@ -535,7 +535,7 @@ static tutti_status_t lay_out(tutti_comm_t comm, run_t *runs, int n)
 /* Connects the peers the runs name that are not connected yet (at first
  * use: every peer named is in the same call on its side), for the earliest
  * collective among them: a later call's give-up leaves the connecting alone. */
-static tutti_status_t connect_peers(tutti_comm_t comm, const run_t *runs, int n)
+static tutti_status_t connect_peers(tt_comm_t *comm, const run_t *runs, int n)
 {
     int *need = NULL, nneed = 0;
     uint64_t earliest = UINT64_MAX; /* sends and receives: any give-up ends them anyway */
@@ -561,7 +561,7 @@ static tutti_status_t connect_peers(tutti_comm_t comm, const run_t *runs, int n)
     return st;
 }
 
-tutti_status_t tt_engine_run_batch(tutti_comm_t comm, const tt_engine_item_t *items, int n)
+tutti_status_t tt_engine_run_batch(tt_comm_t *comm, const tt_engine_item_t *items, int n)
 {
     run_t one, *runs = n == 1 ? &one : calloc((size_t)n, sizeof *runs);
     if (!runs)
@@ -593,7 +593,7 @@ tutti_status_t tt_engine_run_batch(tutti_comm_t comm, const tt_engine_item_t *it
     return st;
 }
 
-tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x)
+tutti_status_t tt_engine_run(tt_comm_t *comm, const tt_sched_t *s, const tt_exec_t *x)
 {
     tt_engine_item_t item = {.s = s, .x = x, .after = -1};
     return tt_engine_run_batch(comm, &item, 1);

@@ -36,7 +36,7 @@ typedef struct {
  * error names the peer, the step, round and slice; TUTTI_ERR_NO_MEMORY
  * says what it lacked.
  */
-tutti_status_t tt_engine_run(tutti_comm_t comm, const tt_sched_t *s, const tt_exec_t *x);
+tutti_status_t tt_engine_run(tt_comm_t *comm, const tt_sched_t *s, const tt_exec_t *x);
 
 /* One schedule of a batch: it starts once item `after` (an index into the
  * batch; -1: none) has finished. */
@@ -54,6 +54,6 @@ typedef struct {
  * chained with `after`, in the order both sides post them, because each
  * channel matches messages in order. Fails on the first failing item.
  */
-tutti_status_t tt_engine_run_batch(tutti_comm_t comm, const tt_engine_item_t *items, int n);
+tutti_status_t tt_engine_run_batch(tt_comm_t *comm, const tt_engine_item_t *items, int n);
 
 #endif

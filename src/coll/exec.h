@@ -7,9 +7,9 @@
 #include "coll/engine.h"
 
 /* What the algorithm builders are asked for c. */
-tt_coll_args_t tt_coll_args(tutti_comm_t comm, const tt_call_t *c);
+tt_coll_args_t tt_coll_args(tt_comm_t *comm, const tt_call_t *c);
 /* The algorithm and slice size for c over route (NULL: the host connections). */
-tt_tuned_t tt_coll_choose(tutti_comm_t comm, const tt_call_t *c, const tt_route_t *route,
+tt_tuned_t tt_coll_choose(tt_comm_t *comm, const tt_call_t *c, const tt_route_t *route,
                           const tt_coll_args_t *args);
 /* The engine's execution of c's schedule s, numbered seq, sliced as
  * choice says (whole where s must be); the scratch buffer is left for the

@@ -27,7 +27,7 @@
 #define NO_ONE_PEER (-1) /* the who-is-stuck report's peer while the sender is unknown */
 
 /* Every peer's transport must be able to tell a message has arrived. */
-static tutti_status_t check_transports(tutti_comm_t comm, const char *call)
+static tutti_status_t check_transports(tt_comm_t *comm, const char *call)
 {
     if (comm->nranks < 2)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "%s: rank %d has no other rank to receive from",
@@ -48,7 +48,7 @@ static tutti_status_t check_transports(tutti_comm_t comm, const char *call)
  * next message to this rank is a send; -1 if none yet. Only connected
  * peers can have sent: a sender asks for the pair first, and the
  * connections asked for are completed here. */
-static int find_sender(tutti_comm_t comm, int first, tutti_status_t *st)
+static int find_sender(tt_comm_t *comm, int first, tutti_status_t *st)
 {
     int best = -1, best_dist = comm->nranks;
     if ((*st = tt_comm_connect_asked(comm)) != TUTTI_SUCCESS)
@@ -72,7 +72,7 @@ static int find_sender(tutti_comm_t comm, int first, tutti_status_t *st)
 }
 
 /* News from the other ranks, or a peer that died or gave up: the wait ends. */
-static tutti_status_t check_peers(tutti_comm_t comm, const char *call)
+static tutti_status_t check_peers(tt_comm_t *comm, const char *call)
 {
     tutti_status_t st = tt_comm_news(comm, call, UINT64_MAX);
     for (int i = 0; !st && i < comm->nconnected; i++) {
@@ -99,7 +99,7 @@ static void nap(long polls)
 }
 
 /* Waits for a peer whose next message to this rank is a send; *source gets it. */
-static tutti_status_t wait_for_sender(tutti_comm_t comm, const char *call, int first, int *source)
+static tutti_status_t wait_for_sender(tt_comm_t *comm, const char *call, int first, int *source)
 {
     int64_t start = tt_now_ns(), next_check = start + ALIVE_CHECK_NS;
     tutti_status_t st;
@@ -126,7 +126,7 @@ static tutti_status_t wait_for_sender(tutti_comm_t comm, const char *call, int f
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_coll_recv_any(tutti_comm_t comm, tt_call_t *c, int *source)
+tutti_status_t tt_coll_recv_any(tt_comm_t *comm, tt_call_t *c, int *source)
 {
     char call[96];
     snprintf(call, sizeof call, "recv from any source (count %zu, %s)", c->count, tutti_dtype_name(c->dtype));

@@ -42,7 +42,7 @@ static int is_p2p(const tt_call_t *c)
  * still in an earlier collective finishes it. A send or receive cannot
  * tell which collectives are still under way (a device queue runs them
  * later, on its own thread), so its error ends every call. */
-static void fail(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, tutti_status_t st)
+static void fail(tt_comm_t *comm, const tt_call_t *c, uint64_t seq, tutti_status_t st)
 {
     if (is_p2p(c))
         tt_comm_fail(comm, st);
@@ -52,7 +52,7 @@ static void fail(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, tutti_stat
 
 /* A call that news from the other ranks has already ended (a rank gave
  * up, died, or left before this call): it fails before it starts. */
-static tutti_status_t check_news(tutti_comm_t comm, const tt_call_t *c, uint64_t seq)
+static tutti_status_t check_news(tt_comm_t *comm, const tt_call_t *c, uint64_t seq)
 {
     if (!tt_comm_has_news(comm))
         return TUTTI_SUCCESS;
@@ -64,13 +64,13 @@ static tutti_status_t check_news(tutti_comm_t comm, const tt_call_t *c, uint64_t
     return st;
 }
 
-tutti_status_t tt_coll_p2p_number(tutti_comm_t comm, const tt_call_t *c, uint64_t *seq)
+tutti_status_t tt_coll_p2p_number(tt_comm_t *comm, const tt_call_t *c, uint64_t *seq)
 {
     *seq = (c->coll == TT_COLL_SEND ? comm->send_seq : comm->recv_seq)[c->root]++;
     return check_news(comm, c, *seq);
 }
 
-tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct)
+tutti_status_t tt_coll_begin(tt_comm_t *comm, const tt_call_t *c, int capable, uint64_t *seq, int *direct)
 {
     *seq = 0;
     *direct = 0;
@@ -88,7 +88,7 @@ tutti_status_t tt_coll_begin(tutti_comm_t comm, const tt_call_t *c, int capable,
     return tt_comm_agree(comm, *seq, capable, tt_hash(sig, sizeof sig, TT_HASH_SEED), direct);
 }
 
-tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c)
+tutti_status_t tt_coll_run(tt_comm_t *comm, const tt_call_t *c)
 {
     uint64_t seq;
     int direct;
@@ -97,7 +97,7 @@ tutti_status_t tt_coll_run(tutti_comm_t comm, const tt_call_t *c)
 }
 
 /* The schedule's scratch, kept between calls. */
-static tutti_status_t scratch_for(tutti_comm_t comm, tt_coll_state_t *cs, const tt_call_t *c, size_t need,
+static tutti_status_t scratch_for(tt_comm_t *comm, tt_coll_state_t *cs, const tt_call_t *c, size_t need,
                                   void **out)
 {
     if (need > cs->scratch_bytes) {
@@ -120,7 +120,7 @@ static int wants_avg(const tt_call_t *c)
 
 /* Whether the engine can divide the average slice by slice as the output
  * becomes final (host buffers, each output byte written by one slice). */
-static int avg_by_slice(tutti_comm_t comm, const tt_call_t *c, const tt_sched_t *s, const tt_exec_t *x)
+static int avg_by_slice(tt_comm_t *comm, const tt_call_t *c, const tt_sched_t *s, const tt_exec_t *x)
 {
     if (!wants_avg(c) || comm->nranks < 2)
         return 0;
@@ -132,7 +132,7 @@ static int avg_by_slice(tutti_comm_t comm, const tt_call_t *c, const tt_sched_t 
 }
 
 /* avg: the sum divided by the ranks, where the call has an output. */
-static void finish_avg(tutti_comm_t comm, const tt_call_t *c)
+static void finish_avg(tt_comm_t *comm, const tt_call_t *c)
 {
     if (wants_avg(c))
         tt_reduce_avg_finish(c->recv, c->count, c->dtype, comm->nranks);
@@ -148,7 +148,7 @@ static void trace_call(tt_coll_state_t *cs, const tt_algorithm_t *algo, const tt
     cs->trace.algo = algo;
 }
 
-tt_coll_args_t tt_coll_args(tutti_comm_t comm, const tt_call_t *c)
+tt_coll_args_t tt_coll_args(tt_comm_t *comm, const tt_call_t *c)
 {
     return (tt_coll_args_t){.coll = moves_nothing(c) ? TT_COLL_BARRIER : c->coll,
                             .nranks = comm->nranks,
@@ -159,7 +159,7 @@ tt_coll_args_t tt_coll_args(tutti_comm_t comm, const tt_call_t *c)
                             .hosts = &comm->hosts};
 }
 
-tt_tuned_t tt_coll_choose(tutti_comm_t comm, const tt_call_t *c, const tt_route_t *route,
+tt_tuned_t tt_coll_choose(tt_comm_t *comm, const tt_call_t *c, const tt_route_t *route,
                           const tt_coll_args_t *args)
 {
     if (moves_nothing(c))
@@ -187,7 +187,7 @@ void tt_coll_exec(const tt_call_t *c, const tt_sched_t *s, uint64_t seq, const t
     x->nslices = tt_sched_slices(s, tt_tuner_slices(tt_tuner_chunk_bytes(args, x->elem), choice.slice_bytes));
 }
 
-tutti_status_t tt_coll_run_at(tutti_comm_t comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route)
+tutti_status_t tt_coll_run_at(tt_comm_t *comm, const tt_call_t *c, uint64_t seq, const tt_route_t *route)
 {
     TT_TRY(tt_comm_usable(comm, tt_coll_name(c->coll))); /* a queued device call, or a host call behind one */
     tt_coll_state_t *cs = tt_coll_state(comm);

@@ -10,7 +10,7 @@
 #include "coll/coll.h"
 #include "coll/state.h"
 
-static void state_destroy(tutti_comm_t comm, void *state)
+static void state_destroy(tt_comm_t *comm, void *state)
 {
     tt_coll_state_t *s = state;
     (void)comm;
@@ -23,19 +23,19 @@ static void state_destroy(tutti_comm_t comm, void *state)
 
 static const tt_layer_ops_t coll_layer_ops = {.destroy = state_destroy};
 
-tt_coll_state_t *tt_coll_state(tutti_comm_t comm)
+tt_coll_state_t *tt_coll_state(tt_comm_t *comm)
 {
     return tt_comm_layer_make(comm, TT_LAYER_COLL, sizeof(tt_coll_state_t), &coll_layer_ops,
                               "the collectives' state");
 }
 
-uint64_t tt_coll_bytes_sent(tutti_comm_t comm)
+uint64_t tt_coll_bytes_sent(tt_comm_t *comm)
 {
     tt_coll_state_t *s = tt_comm_layer(comm, TT_LAYER_COLL);
     return s ? s->bytes_sent : 0;
 }
 
-void tt_coll_trace(tutti_comm_t comm, int64_t *round_end_ns, int cap)
+void tt_coll_trace(tt_comm_t *comm, int64_t *round_end_ns, int cap)
 {
     tt_coll_state_t *s = tt_coll_state(comm);
     if (s) {
@@ -44,7 +44,7 @@ void tt_coll_trace(tutti_comm_t comm, int64_t *round_end_ns, int cap)
     }
 }
 
-const tt_algorithm_t *tt_coll_traced(tutti_comm_t comm, int *nrounds, int *nslices)
+const tt_algorithm_t *tt_coll_traced(tt_comm_t *comm, int *nrounds, int *nslices)
 {
     tt_coll_state_t *s = tt_comm_layer(comm, TT_LAYER_COLL);
     if (!s || !s->trace.algo)

@@ -28,6 +28,6 @@ typedef struct {
 } tt_coll_state_t;
 
 /* The state, made on first use; NULL (said why) without memory. */
-tt_coll_state_t *tt_coll_state(tutti_comm_t comm);
+tt_coll_state_t *tt_coll_state(tt_comm_t *comm);
 
 #endif

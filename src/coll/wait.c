@@ -23,7 +23,7 @@
 #define NAP_NS 20000          /* where a connection cannot arm: short naps, as before sleeping existed */
 #define CROWDED_SPIN_NS 20000 /* the most a spin takes from other work on the core */
 
-void tt_waiter_init(tt_waiter_t *w, tutti_comm_t comm, const tt_peer_t *peers)
+void tt_waiter_init(tt_waiter_t *w, tt_comm_t *comm, const tt_peer_t *peers)
 {
     *w = (tt_waiter_t){.comm = comm, .peers = peers, .yield = comm->oversubscribed};
     w->list = tt_coll_peer_list(comm, peers, &w->n);
@@ -43,7 +43,7 @@ void tt_waiter_init(tt_waiter_t *w, tutti_comm_t comm, const tt_peer_t *peers)
 /* Whether other work leaves fewer free cores than this host has ranks.
  * The runnable count includes those of this job's ranks that run; the
  * rest is other work. */
-static int crowded(const tutti_comm_t comm)
+static int crowded(const tt_comm_t *comm)
 {
     int runnable = tt_load_runnable();
     return runnable >= 0 && comm->local_ranks > comm->cpus_online - (runnable - comm->local_ranks);
@@ -64,7 +64,7 @@ static void nap(int64_t until_ns)
 
 void tt_waiter_sleep(tt_waiter_t *w, int64_t until_ns)
 {
-    tutti_comm_t comm = w->comm;
+    tt_comm_t *comm = w->comm;
     tt_wait_set_t *ws = &w->ws;
     int armed = 0, ready = 0, can_sleep = comm->wake_fd >= 0;
     ws->n = 0;

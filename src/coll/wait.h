@@ -26,7 +26,7 @@
 #include "transports/transport.h"
 
 typedef struct {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     const tt_peer_t *peers;
     const int *list; /* the ranks of peers to look at (NULL: every rank) */
     int n;
@@ -36,13 +36,13 @@ typedef struct {
 
 /* For a run over peers (the communicator's host connections or a device
  * transport's). */
-void tt_waiter_init(tt_waiter_t *w, tutti_comm_t comm, const tt_peer_t *peers);
+void tt_waiter_init(tt_waiter_t *w, tt_comm_t *comm, const tt_peer_t *peers);
 
 /* The ranks a run over peers looks at: only those connected, for the
  * communicator's host connections (made at first use), else every rank.
  * The engine's polls, its liveness scan and the wait set cover only them,
  * so their cost grows with the peers a rank talks to, not with N. */
-static inline const int *tt_coll_peer_list(tutti_comm_t comm, const tt_peer_t *peers, int *n)
+static inline const int *tt_coll_peer_list(tt_comm_t *comm, const tt_peer_t *peers, int *n)
 {
     *n = peers == comm->peers ? comm->nconnected : comm->nranks;
     return peers == comm->peers ? comm->connected : NULL;

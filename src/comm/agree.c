@@ -21,13 +21,13 @@
 #define ALIVE_EVERY_NS 20000000 /* between liveness checks while waiting for announcements */
 
 /* A rank that cannot agree gives up, so the others learn of it. */
-static tutti_status_t agree_failed(tutti_comm_t comm, tutti_status_t st)
+static tutti_status_t agree_failed(tt_comm_t *comm, tutti_status_t st)
 {
     tt_comm_fail(comm, st);
     return st;
 }
 
-int tt_comm_wait_ended(tutti_comm_t comm, const char *call, uint64_t seq)
+int tt_comm_wait_ended(tt_comm_t *comm, const char *call, uint64_t seq)
 {
     int aborting = atomic_load_explicit(&comm->aborting, memory_order_relaxed);
     if (!aborting && !tt_comm_has_news(comm))
@@ -41,7 +41,7 @@ int tt_comm_wait_ended(tutti_comm_t comm, const char *call, uint64_t seq)
     return st != TUTTI_SUCCESS;
 }
 
-static int stopped(tutti_comm_t comm, uint64_t seq)
+static int stopped(tt_comm_t *comm, uint64_t seq)
 {
     char call[48];
     snprintf(call, sizeof call, "collective #%llu", (unsigned long long)seq);
@@ -50,8 +50,8 @@ static int stopped(tutti_comm_t comm, uint64_t seq)
 
 /* Waits for rank r's announcement of seq (and its signature); after a
  * failure (said, the communicator failed), TT_BOARD_NOT_YET. */
-static tt_board_t announcement_of(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int r,
-                                  uint64_t seq, uint64_t *sig)
+static tt_board_t announcement_of(tt_comm_t *comm, const tt_device_ops_t *dev, void *ctx, int r, uint64_t seq,
+                                  uint64_t *sig)
 {
     int64_t now = tt_now_ns(), deadline = now + comm->timeout_ms * 1000000, next_alive = now + ALIVE_EVERY_NS;
     tt_board_t v;
@@ -83,7 +83,7 @@ static tt_board_t announcement_of(tutti_comm_t comm, const tt_device_ops_t *dev,
     return v;
 }
 
-tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, uint64_t sig, int *all)
+tutti_status_t tt_comm_agree(tt_comm_t *comm, uint64_t seq, int capable, uint64_t sig, int *all)
 {
     *all = 0;
     if (comm->device_tp < 0)
@@ -115,7 +115,7 @@ tutti_status_t tt_comm_agree(tutti_comm_t comm, uint64_t seq, int capable, uint6
     return dev->reach_all(ctx, all);
 }
 
-int tt_comm_device_bind(tutti_comm_t comm, int device)
+int tt_comm_device_bind(tt_comm_t *comm, int device)
 {
     if (comm->device_tp < 0)
         return 0;

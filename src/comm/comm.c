@@ -28,12 +28,12 @@
 #include "core/mac.h"
 #include "core/wake.h"
 
-void tt_comm_fail(tutti_comm_t comm, tutti_status_t st)
+void tt_comm_fail(tt_comm_t *comm, tutti_status_t st)
 {
     tt_comm_fail_in(comm, st, 0);
 }
 
-void tt_comm_fail_in(tutti_comm_t comm, tutti_status_t st, uint64_t from)
+void tt_comm_fail_in(tt_comm_t *comm, tutti_status_t st, uint64_t from)
 {
     if (comm->failed)
         return;
@@ -52,18 +52,18 @@ void tt_comm_fail_in(tutti_comm_t comm, tutti_status_t st, uint64_t from)
         }
 }
 
-void *tt_comm_layer(tutti_comm_t comm, tt_layer_t layer)
+void *tt_comm_layer(tt_comm_t *comm, tt_layer_t layer)
 {
     return comm->layers[layer].state;
 }
 
-void tt_comm_layer_set(tutti_comm_t comm, tt_layer_t layer, void *state, const tt_layer_ops_t *ops)
+void tt_comm_layer_set(tt_comm_t *comm, tt_layer_t layer, void *state, const tt_layer_ops_t *ops)
 {
     comm->layers[layer].state = state;
     comm->layers[layer].ops = ops;
 }
 
-void *tt_comm_layer_make(tutti_comm_t comm, tt_layer_t layer, size_t bytes, const tt_layer_ops_t *ops,
+void *tt_comm_layer_make(tt_comm_t *comm, tt_layer_t layer, size_t bytes, const tt_layer_ops_t *ops,
                          const char *what)
 {
     void *s = tt_comm_layer(comm, layer);
@@ -74,7 +74,7 @@ void *tt_comm_layer_make(tutti_comm_t comm, tt_layer_t layer, size_t bytes, cons
     return s;
 }
 
-static void layers_free(tutti_comm_t comm)
+static void layers_free(tt_comm_t *comm)
 {
     for (int l = TT_LAYER_COUNT - 1; l >= 0; l--) /* the device proxy uses the connections */
         if (comm->layers[l].state) {
@@ -85,11 +85,11 @@ static void layers_free(tutti_comm_t comm)
 
 /* The host connections and what is left once no one borrows them; then
  * the lender's turn, when this was the last to borrow from it. */
-static void comm_finish(tutti_comm_t comm)
+static void comm_finish(tt_comm_t *comm)
 {
     while (comm) {
         tt_comm_teardown_host(comm);
-        tutti_comm_t lender = tt_lend_give_back(comm);
+        tt_comm_t *lender = tt_lend_give_back(comm);
         free(comm->endpoints);
         free(comm->send_seq);
         free(comm->recv_seq);
@@ -101,7 +101,7 @@ static void comm_finish(tutti_comm_t comm)
 /* local_only: in a forked child, whose copy shares the parent's sockets,
  * segments and device: close and unmap this process's copies, and tell no
  * one. The layers are left as they are (the child has no proxy thread). */
-static void comm_free(tutti_comm_t comm, int local_only)
+static void comm_free(tt_comm_t *comm, int local_only)
 {
     int kept = tt_lend_kept(comm);
     if (!local_only)
@@ -121,12 +121,12 @@ static void comm_free(tutti_comm_t comm, int local_only)
 /* For the who-is-stuck report: where this rank is (called by the star's thread). */
 static void describe(void *arg, tt_stuck_state_t *out)
 {
-    tt_progress_read(&((tutti_comm_t)arg)->progress, out);
+    tt_progress_read(&((tt_comm_t *)arg)->progress, out);
 }
 
 /* TUTTI_TIMEOUT, TUTTI_PIPELINE and the params (the variables' ranges are
  * their rules in config_table.h). */
-static tutti_status_t comm_settings(tutti_comm_t comm, const tutti_comm_params_t *params, int *node_id)
+static tutti_status_t comm_settings(tt_comm_t *comm, const tutti_comm_params_t *params, int *node_id)
 {
     comm->timeout_ms = tt_config_int(TT_CFG_TIMEOUT) * 1000;
     comm->spin_ns = tt_config_int(TT_CFG_SPIN_US) * 1000;
@@ -145,7 +145,7 @@ static tutti_status_t comm_settings(tutti_comm_t comm, const tutti_comm_params_t
 /* Another rank revoked comm (on the star's thread): whatever waits stops. */
 static void revoked_elsewhere(void *arg, int rank)
 {
-    tutti_comm_t comm = arg;
+    tt_comm_t *comm = arg;
     int none = -1;
     atomic_compare_exchange_strong_explicit(&comm->revoked_by, &none, rank, memory_order_relaxed,
                                             memory_order_relaxed);
@@ -177,7 +177,7 @@ static void join_close(const join_t *join, int nranks)
 }
 
 /* A communicator with its settings read and its arrays made, before the bootstrap. */
-static tutti_status_t comm_new(tutti_comm_t *out, int nranks, int rank, const tutti_comm_params_t *params,
+static tutti_status_t comm_new(tt_comm_t **out, int nranks, int rank, const tutti_comm_params_t *params,
                                int *node_id)
 {
     char msg[512];
@@ -185,7 +185,7 @@ static tutti_status_t comm_new(tutti_comm_t *out, int nranks, int rank, const tu
     tt_fd_limit_raise();
     if (tt_config_check(tt_transport_configs(), msg, sizeof msg)) /* each bad variable is logged there */
         return tt_comm_error_logged(NULL, TUTTI_ERR_CONFIG, "%s", msg);
-    tutti_comm_t comm = calloc(1, sizeof *comm);
+    tt_comm_t *comm = calloc(1, sizeof *comm);
     if (!comm)
         return tt_comm_error(NULL, TUTTI_ERR_NO_MEMORY, "no memory for a communicator");
     comm->bs.up_fd = -1;
@@ -213,7 +213,7 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
     char msg[512];
     int node_id = 0;
     int64_t t0 = tt_now_ms();
-    tutti_comm_t comm = NULL;
+    tt_comm_t *comm = NULL;
     tutti_status_t st = comm_new(&comm, nranks, rank, params, &node_id);
     if (!st)
         st = tt_lend_take(comm, join->lend);
@@ -282,7 +282,7 @@ tutti_status_t tt_comm_create_over(tutti_comm_t *out, int nranks, int rank, cons
     return comm_join(out, nranks, rank, key, &join, params);
 }
 
-tutti_comm_params_t tt_comm_inherited(tutti_comm_t comm)
+tutti_comm_params_t tt_comm_inherited(tt_comm_t *comm)
 {
     return (tutti_comm_params_t){.field_mask = TUTTI_PARAM_TIMEOUT_MS | TUTTI_PARAM_NODE_ID,
                                  .timeout_ms = comm->timeout_ms,
@@ -293,9 +293,9 @@ tutti_comm_params_t tt_comm_inherited(tutti_comm_t comm)
  * registry (abort raises its flag there); NULL when handle is not live
  * (said why), or when this process is a fork of the one that made it:
  * then only this process's copy was released. */
-static tutti_comm_t comm_take(tutti_comm_t handle, const char *name, int abort, int *forked)
+static tt_comm_t *comm_take(tutti_comm_t handle, const char *name, int abort, int *forked)
 {
-    tutti_comm_t comm = tt_comm_handle_take(handle, abort, forked);
+    tt_comm_t *comm = tt_comm_handle_take(handle, abort, forked);
     if (!comm) {
         tt_comm_error(NULL, TUTTI_ERR_INVALID_ARG, "%s: comm is NULL or already destroyed", name);
         return NULL;
@@ -312,7 +312,7 @@ static tutti_comm_t comm_take(tutti_comm_t handle, const char *name, int abort, 
 TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t handle)
 {
     int forked;
-    tutti_comm_t comm = comm_take(handle, "tutti_comm_destroy", 0, &forked);
+    tt_comm_t *comm = comm_take(handle, "tutti_comm_destroy", 0, &forked);
     if (!comm)
         return forked ? TUTTI_SUCCESS : TUTTI_ERR_INVALID_ARG;
     for (int l = TT_LAYER_COUNT - 1; l >= 0; l--)
@@ -335,7 +335,7 @@ TUTTI_API tutti_status_t tutti_comm_destroy(tutti_comm_t handle)
 TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t handle)
 {
     int forked;
-    tutti_comm_t comm = comm_take(handle, "tutti_comm_abort", 1, &forked);
+    tt_comm_t *comm = comm_take(handle, "tutti_comm_abort", 1, &forked);
     if (!comm)
         return forked ? TUTTI_SUCCESS : TUTTI_ERR_INVALID_ARG;
     /* Another thread may be inside a collective on comm: the flag makes it
@@ -353,7 +353,7 @@ TUTTI_API tutti_status_t tutti_comm_abort(tutti_comm_t handle)
 /* Enters comm for a call that only reads it into out: a NULL out is
  * comm's error (said as what), and the call is left at once. */
 static tutti_status_t enter_to_read(tutti_comm_t handle, const char *call, const void *out, const char *what,
-                                    tutti_comm_t *comm)
+                                    tt_comm_t **comm)
 {
     TT_TRY(tt_comm_enter(handle, call, comm));
     if (out)
@@ -365,7 +365,7 @@ static tutti_status_t enter_to_read(tutti_comm_t handle, const char *call, const
 
 TUTTI_API tutti_status_t tutti_comm_rank(tutti_comm_t handle, int *rank)
 {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     TT_TRY(enter_to_read(handle, "tutti_comm_rank", rank, "rank", &comm));
     *rank = comm->rank;
     tt_comm_leave(comm);
@@ -374,7 +374,7 @@ TUTTI_API tutti_status_t tutti_comm_rank(tutti_comm_t handle, int *rank)
 
 TUTTI_API tutti_status_t tutti_comm_size(tutti_comm_t handle, int *size)
 {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     TT_TRY(enter_to_read(handle, "tutti_comm_size", size, "size", &comm));
     *size = comm->nranks;
     tt_comm_leave(comm);
@@ -393,7 +393,7 @@ uint64_t tt_comm_name(const unsigned char *key)
 
 TUTTI_API tutti_status_t tutti_comm_id(tutti_comm_t handle, uint64_t *id)
 {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     TT_TRY(enter_to_read(handle, "tutti_comm_id", id, "id", &comm));
     *id = tt_comm_name(comm->env.key);
     tt_comm_leave(comm);

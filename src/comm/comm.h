@@ -22,6 +22,10 @@
 #include "tune/policy.h"
 #include "tutti.h"
 
+/* The communicator as the library holds it. A caller holds a tutti_comm_t,
+ * a handle that is never its address (handle.c). */
+typedef struct tt_comm tt_comm_t;
+
 #define TT_MAX_TRANSPORTS 6
 #define TT_COMM_ERROR_BYTES 2048 /* room for a who-is-stuck report */
 
@@ -36,12 +40,12 @@ typedef enum { TT_LAYER_COLL = 0, TT_LAYER_DEVICE, TT_LAYER_COMPRESS, TT_LAYER_C
 typedef struct {
     /* Finishes the work the layer still has queued (before destroy's last
      * barrier); NULL when there is none to finish. */
-    void (*quiesce)(tutti_comm_t comm, void *state);
+    void (*quiesce)(tt_comm_t *comm, void *state);
     /* Frees the state; the connections are still open. */
-    void (*destroy)(tutti_comm_t comm, void *state);
+    void (*destroy)(tt_comm_t *comm, void *state);
 } tt_layer_ops_t;
 
-struct tutti_comm {
+struct tt_comm {
     int rank, nranks;
     int64_t timeout_ms;
     int64_t spin_ns; /* TUTTI_SPIN_US: the longest a waiting rank polls before it sleeps */
@@ -57,7 +61,7 @@ struct tutti_comm {
     int nconnected;
     struct tt_pairs *pairs;        /* the host connections on the way (connect.c) */
     _Atomic(unsigned char) *joined; /* by rank: its host connection is whole, a borrower may take it */
-    tutti_comm_t lender;           /* whose host connections this one may take (lend.c), or NULL */
+    tt_comm_t *lender;             /* whose host connections this one may take (lend.c), or NULL */
     int *lender_rank;              /* the lender's rank of each rank */
     unsigned char *borrowed;       /* by rank: the host connection is the lender's (never closed here) */
     int borrowers;                 /* communicators that may take this one's (under lend.c's lock) */
@@ -105,16 +109,16 @@ struct tutti_comm {
  * not finish), so that a peer still in an earlier one finishes it; plain
  * when the rank cannot tell (a send or receive, an abort), which ends
  * every call of every peer. */
-void tt_comm_fail(tutti_comm_t comm, tutti_status_t st);
-void tt_comm_fail_in(tutti_comm_t comm, tutti_status_t st, uint64_t from);
+void tt_comm_fail(tt_comm_t *comm, tutti_status_t st);
+void tt_comm_fail_in(tt_comm_t *comm, tutti_status_t st, uint64_t from);
 
 /* The state layer keeps on comm (NULL until it set one). */
-void *tt_comm_layer(tutti_comm_t comm, tt_layer_t layer);
-void tt_comm_layer_set(tutti_comm_t comm, tt_layer_t layer, void *state, const tt_layer_ops_t *ops);
+void *tt_comm_layer(tt_comm_t *comm, tt_layer_t layer);
+void tt_comm_layer_set(tt_comm_t *comm, tt_layer_t layer, void *state, const tt_layer_ops_t *ops);
 
 /* The layer's state, made zeroed (bytes) with ops on first use; NULL
  * without memory, recorded as comm's error naming what. */
-void *tt_comm_layer_make(tutti_comm_t comm, tt_layer_t layer, size_t bytes, const tt_layer_ops_t *ops,
+void *tt_comm_layer_make(tt_comm_t *comm, tt_layer_t layer, size_t bytes, const tt_layer_ops_t *ops,
                          const char *what);
 
 /* A parent lending its connections to a new communicator (lend.h). */
@@ -133,26 +137,26 @@ tutti_status_t tt_comm_create_over(tutti_comm_t *out, int nranks, int rank, cons
                                    const tt_lend_t *lend);
 
 /* What a communicator made from comm keeps: its timeout and this rank's host. */
-tutti_comm_params_t tt_comm_inherited(tutti_comm_t comm);
+tutti_comm_params_t tt_comm_inherited(tt_comm_t *comm);
 /* The name of the communicator whose key this is (tutti_comm_id): every
  * rank derives it alike, from the moment the key is agreed, and it proves
  * nothing of the key. */
 uint64_t tt_comm_name(const unsigned char *key);
 
 /* The device transport's ops and its context on comm (device_tp >= 0). */
-static inline const tt_device_ops_t *tt_comm_device_ops(tutti_comm_t comm)
+static inline const tt_device_ops_t *tt_comm_device_ops(tt_comm_t *comm)
 {
     return comm->tp_ops[comm->device_tp]->device;
 }
 
 /* The word every message header of comm carries (tt_msg_hdr_t.comm): a
  * connection shared with a parent or child carries theirs too. */
-static inline uint32_t tt_comm_wire_tag(tutti_comm_t comm)
+static inline uint32_t tt_comm_wire_tag(tt_comm_t *comm)
 {
     return (uint32_t)comm->env.key_tag;
 }
 
-static inline void *tt_comm_device_ctx(tutti_comm_t comm)
+static inline void *tt_comm_device_ctx(tt_comm_t *comm)
 {
     return comm->tp_ctx[comm->device_tp];
 }

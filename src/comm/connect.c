@@ -68,14 +68,14 @@ struct tt_pairs {
     _Atomic int nanswered; /* pairs answered but not joined yet */
 };
 
-int tt_comm_reaches(tutti_comm_t comm, int t, int a, int b)
+int tt_comm_reaches(tt_comm_t *comm, int t, int a, int b)
 {
     tt_tp_env_t as_a = comm->env;
     as_a.rank = a;
     return comm->tp_ops[t]->reachable(&as_a, b);
 }
 
-tt_link_t tt_comm_link(tutti_comm_t comm, int a, int b)
+tt_link_t tt_comm_link(tt_comm_t *comm, int a, int b)
 {
     for (int t = 0; t < comm->ntransports; t++)
         if ((comm->tp_ops[t]->caps & TT_CAP_HOST_MEM) && (comm->tp_all >> t & 1) &&
@@ -84,7 +84,7 @@ tt_link_t tt_comm_link(tutti_comm_t comm, int a, int b)
     return TT_LINK_SHM;
 }
 
-int tt_comm_host_tp(tutti_comm_t comm, int q, int from)
+int tt_comm_host_tp(tt_comm_t *comm, int q, int from)
 {
     for (int t = from; t < comm->ntransports; t++) {
         const tt_transport_ops_t *ops = comm->tp_ops[t];
@@ -96,7 +96,7 @@ int tt_comm_host_tp(tutti_comm_t comm, int q, int from)
 }
 
 /* Rank q's entry, made when first asked for; under the lock. */
-static pair_t *pair_of(tutti_comm_t comm, int q)
+static pair_t *pair_of(tt_comm_t *comm, int q)
 {
     pair_t **p = &comm->pairs->of[q];
     if (!*p)
@@ -113,7 +113,7 @@ static tutti_status_t asker_gone(void *arg)
     return TUTTI_ERR_PEER_FAILED;
 }
 
-static tutti_status_t watch(tutti_comm_t comm, const int *peers, int n, uint64_t seq, int64_t deadline);
+static tutti_status_t watch(tt_comm_t *comm, const int *peers, int n, uint64_t seq, int64_t deadline);
 
 /* While q's listener refuses the offer: a revocation, an abort or a peer
  * gone ends the wait at once (q may have closed the communicator). */
@@ -124,7 +124,7 @@ static tutti_status_t offer_watch(void *arg)
 
 /* This rank's side over transport t (or the parent's connection); 0, or
  * TUTTI_ERR_UNSUPPORTED when it cannot serve the pair. */
-static tutti_status_t offer_side(tutti_comm_t comm, int q, pair_t *p, int t, pair_msg_t *m)
+static tutti_status_t offer_side(tt_comm_t *comm, int q, pair_t *p, int t, pair_msg_t *m)
 {
     size_t len = 0;
     tutti_status_t st = TUTTI_ERR_UNSUPPORTED;
@@ -144,7 +144,7 @@ static tutti_status_t offer_side(tutti_comm_t comm, int q, pair_t *p, int t, pai
 }
 
 /* The transport after t that reaches q (TP_BORROW comes before them all); NO_TP: none. */
-static int next_tp(tutti_comm_t comm, int q, int t)
+static int next_tp(tt_comm_t *comm, int q, int t)
 {
     int next = tt_comm_host_tp(comm, q, t + 1);
     return next < 0 ? NO_TP : next;
@@ -153,7 +153,7 @@ static int next_tp(tutti_comm_t comm, int q, int t)
 /* Offers q this rank's side over the first transport from `from` that can
  * take it (TP_BORROW: the parent's connection first); under the lock,
  * which it drops while sending. */
-static tutti_status_t ask(tutti_comm_t comm, int q, pair_t *p, int from)
+static tutti_status_t ask(tt_comm_t *comm, int q, pair_t *p, int from)
 {
     for (int t = from == TP_BORROW ? TP_BORROW : next_tp(comm, q, from - 1); t != NO_TP;
          t = next_tp(comm, q, t)) {
@@ -187,7 +187,7 @@ static tutti_status_t ask(tutti_comm_t comm, int q, pair_t *p, int from)
 /* This rank's answer to from's offer m: over the transport it names, or
  * taking the parent's connection when both ranks mean the same pair and
  * this rank holds it; TUTTI_ERR_UNSUPPORTED when it cannot. */
-static tutti_status_t answer_side(tutti_comm_t comm, int from, pair_t *p, const pair_msg_t *m, pair_msg_t *a,
+static tutti_status_t answer_side(tt_comm_t *comm, int from, pair_t *p, const pair_msg_t *m, pair_msg_t *a,
                                   size_t *alen)
 {
     int t = m->tp;
@@ -208,7 +208,7 @@ static tutti_status_t answer_side(tutti_comm_t comm, int from, pair_t *p, const 
 /* On the bootstrap's thread: another rank's offer, answered at once. */
 static int on_mail(void *arg, int from, uint64_t tag, const void *payload, size_t len)
 {
-    tutti_comm_t comm = arg;
+    tt_comm_t *comm = arg;
     if (tag != TAG_OFFER)
         return 0; /* answers are the main thread's */
     pair_msg_t m, a = {0};
@@ -250,7 +250,7 @@ static int on_mail(void *arg, int from, uint64_t tag, const void *payload, size_
 /* Joins the two halves of pair p (or takes the parent's connection): 1
  * connected, 0 not yet (the answering side waits for the offering side's
  * part), or an error in *err. */
-static int join(tutti_comm_t comm, int q, const pair_t *p, int offered, const void *theirs, size_t len,
+static int join(tt_comm_t *comm, int q, const pair_t *p, int offered, const void *theirs, size_t len,
                 tutti_status_t *err)
 {
     int t = p->tp;
@@ -281,7 +281,7 @@ static int join(tutti_comm_t comm, int q, const pair_t *p, int offered, const vo
 /* Moves the pair with q on: 1 once connected, 0 not yet (*answering: this
  * rank waits for the other side's part of a pair it answered), -1 on an
  * error (in *err). */
-static int advance(tutti_comm_t comm, int q, int *answering, tutti_status_t *err)
+static int advance(tt_comm_t *comm, int q, int *answering, tutti_status_t *err)
 {
     struct tt_pairs *ps = comm->pairs;
     pthread_mutex_lock(&ps->lock);
@@ -327,7 +327,7 @@ static int advance(tutti_comm_t comm, int q, int *answering, tutti_status_t *err
 
 /* A peer that died or gave up in call seq or before it, an abort, or the
  * deadline ends the wait. */
-static tutti_status_t watch(tutti_comm_t comm, const int *peers, int n, uint64_t seq, int64_t deadline)
+static tutti_status_t watch(tt_comm_t *comm, const int *peers, int n, uint64_t seq, int64_t deadline)
 {
     tutti_status_t st = tt_comm_news(comm, "connecting to the peers", seq);
     if (st)
@@ -350,7 +350,7 @@ static tutti_status_t watch(tutti_comm_t comm, const int *peers, int n, uint64_t
 /* A peer that failed the connection has usually revoked the communicator
  * or given up and closed it, and said so on the star a moment before:
  * look again briefly, so that the call reports that, not the closed socket. */
-static tutti_status_t cause(tutti_comm_t comm, tutti_status_t st)
+static tutti_status_t cause(tt_comm_t *comm, tutti_status_t st)
 {
     if (st == TUTTI_ERR_TIMEOUT || st == TUTTI_ERR_NO_MEMORY || st == TUTTI_ERR_CONFIG)
         return st;
@@ -361,7 +361,7 @@ static tutti_status_t cause(tutti_comm_t comm, tutti_status_t st)
     return why ? why : st;
 }
 
-tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n, uint64_t seq)
+tutti_status_t tt_comm_connect(tt_comm_t *comm, const int *peers, int n, uint64_t seq)
 {
     if (!comm->pairs)
         return TUTTI_SUCCESS;
@@ -386,7 +386,7 @@ tutti_status_t tt_comm_connect(tutti_comm_t comm, const int *peers, int n, uint6
     }
 }
 
-tutti_status_t tt_comm_connect_asked(tutti_comm_t comm)
+tutti_status_t tt_comm_connect_asked(tt_comm_t *comm)
 {
     if (!comm->pairs || !atomic_load_explicit(&comm->pairs->nanswered, memory_order_relaxed))
         return TUTTI_SUCCESS;
@@ -400,7 +400,7 @@ tutti_status_t tt_comm_connect_asked(tutti_comm_t comm)
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_comm_pairs_init(tutti_comm_t comm)
+tutti_status_t tt_comm_pairs_init(tt_comm_t *comm)
 {
     comm->peers = calloc((size_t)comm->nranks, sizeof *comm->peers);
     comm->connected = calloc((size_t)comm->nranks, sizeof *comm->connected);
@@ -422,7 +422,7 @@ tutti_status_t tt_comm_pairs_init(tutti_comm_t comm)
     return TUTTI_SUCCESS;
 }
 
-void tt_comm_pairs_free(tutti_comm_t comm, int local_only)
+void tt_comm_pairs_free(tt_comm_t *comm, int local_only)
 {
     struct tt_pairs *ps = comm->pairs;
     if (!ps)

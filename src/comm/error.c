@@ -19,14 +19,14 @@ const char *tt_comm_thread_error(void)
     return thread_error;
 }
 
-static void record(tutti_comm_t comm, const char *text)
+static void record(tt_comm_t *comm, const char *text)
 {
     if (comm)
         snprintf(comm->last_error, sizeof comm->last_error, "%s", text);
     snprintf(thread_error, sizeof thread_error, "%s", text);
 }
 
-static tutti_status_t report(tutti_comm_t comm, int sub, tutti_status_t st, const char *fmt, va_list ap)
+static tutti_status_t report(tt_comm_t *comm, int sub, tutti_status_t st, const char *fmt, va_list ap)
 {
     char text[TT_COMM_ERROR_BYTES];
     vsnprintf(text, sizeof text, fmt, ap);
@@ -35,7 +35,7 @@ static tutti_status_t report(tutti_comm_t comm, int sub, tutti_status_t st, cons
     return st;
 }
 
-tutti_status_t tt_comm_error(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
+tutti_status_t tt_comm_error(tt_comm_t *comm, tutti_status_t st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -44,7 +44,7 @@ tutti_status_t tt_comm_error(tutti_comm_t comm, tutti_status_t st, const char *f
     return st;
 }
 
-tutti_status_t tt_comm_error_in(tutti_comm_t comm, int sub, tutti_status_t st, const char *fmt, ...)
+tutti_status_t tt_comm_error_in(tt_comm_t *comm, int sub, tutti_status_t st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -53,7 +53,7 @@ tutti_status_t tt_comm_error_in(tutti_comm_t comm, int sub, tutti_status_t st, c
     return st;
 }
 
-tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
+tutti_status_t tt_comm_error_logged(tt_comm_t *comm, tutti_status_t st, const char *fmt, ...)
 {
     char text[TT_COMM_ERROR_BYTES];
     va_list ap;
@@ -64,7 +64,7 @@ tutti_status_t tt_comm_error_logged(tutti_comm_t comm, tutti_status_t st, const 
     return st;
 }
 
-tutti_status_t tt_comm_context(tutti_comm_t comm, tutti_status_t st, const char *fmt, ...)
+tutti_status_t tt_comm_context(tt_comm_t *comm, tutti_status_t st, const char *fmt, ...)
 {
     char text[TT_COMM_ERROR_BYTES];
     va_list ap;

@@ -25,7 +25,7 @@
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static struct {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     uintptr_t gen;
 } slots[TT_MAX_COMMS];
 static uintptr_t next_gen = 1;
@@ -74,7 +74,7 @@ void tt_comm_fork_handlers(void)
     pthread_once(&atfork_once, register_atfork);
 }
 
-tutti_comm_t tt_comm_handle_new(tutti_comm_t comm)
+tutti_comm_t tt_comm_handle_new(tt_comm_t *comm)
 {
     tt_comm_fork_handlers();
     tutti_comm_t handle = NULL;
@@ -94,11 +94,11 @@ tutti_comm_t tt_comm_handle_new(tutti_comm_t comm)
     return handle;
 }
 
-tutti_comm_t tt_comm_handle_take(tutti_comm_t handle, int abort, int *forked)
+tt_comm_t *tt_comm_handle_take(tutti_comm_t handle, int abort, int *forked)
 {
     uintptr_t gen;
     int slot = decode(handle, &gen);
-    tutti_comm_t comm = NULL;
+    tt_comm_t *comm = NULL;
     pthread_mutex_lock(&registry_lock);
     if (slot >= 0 && slots[slot].comm && slots[slot].gen == gen) {
         comm = slots[slot].comm;
@@ -111,11 +111,11 @@ tutti_comm_t tt_comm_handle_take(tutti_comm_t handle, int abort, int *forked)
     return comm;
 }
 
-tutti_comm_t tt_comm_lookup(tutti_comm_t handle, int *forked)
+tt_comm_t *tt_comm_lookup(tutti_comm_t handle, int *forked)
 {
     uintptr_t gen;
     int slot = decode(handle, &gen);
-    tutti_comm_t comm = NULL;
+    tt_comm_t *comm = NULL;
     pthread_mutex_lock(&registry_lock);
     if (slot >= 0 && slots[slot].gen == gen)
         comm = slots[slot].comm;
@@ -126,11 +126,11 @@ tutti_comm_t tt_comm_lookup(tutti_comm_t handle, int *forked)
     return comm;
 }
 
-tutti_status_t tt_comm_enter(tutti_comm_t handle, const char *name, tutti_comm_t *out)
+tutti_status_t tt_comm_enter(tutti_comm_t handle, const char *name, tt_comm_t **out)
 {
     uintptr_t gen;
     int slot = decode(handle, &gen);
-    tutti_comm_t comm = NULL;
+    tt_comm_t *comm = NULL;
     pthread_mutex_lock(&registry_lock);
     if (slot >= 0 && slots[slot].gen == gen)
         comm = slots[slot].comm;
@@ -150,21 +150,21 @@ tutti_status_t tt_comm_enter(tutti_comm_t handle, const char *name, tutti_comm_t
     return TUTTI_SUCCESS;
 }
 
-void tt_comm_leave(tutti_comm_t comm)
+void tt_comm_leave(tt_comm_t *comm)
 {
     pthread_mutex_lock(&registry_lock);
     comm->busy--;
     pthread_mutex_unlock(&registry_lock);
 }
 
-void tt_comm_interrupt(tutti_comm_t comm)
+void tt_comm_interrupt(tt_comm_t *comm)
 {
     atomic_store_explicit(&comm->aborting, 1, memory_order_relaxed);
     tt_comm_wake(comm); /* a call asleep in the engine sees the flag now */
 }
 
 /* The engine sees the flag of tt_comm_interrupt within one poll, so this is short. */
-void tt_comm_wait_idle(tutti_comm_t comm, _Atomic int *keep)
+void tt_comm_wait_idle(tt_comm_t *comm, _Atomic int *keep)
 {
     for (;;) {
         pthread_mutex_lock(&registry_lock);
@@ -180,11 +180,11 @@ void tt_comm_wait_idle(tutti_comm_t comm, _Atomic int *keep)
 TUTTI_API const char *tutti_comm_last_error(tutti_comm_t handle)
 {
     int forked;
-    tutti_comm_t comm = tt_comm_lookup(handle, &forked);
+    tt_comm_t *comm = tt_comm_lookup(handle, &forked);
     return comm && !forked ? comm->last_error : tt_comm_thread_error();
 }
 
-void tt_comm_wake(tutti_comm_t comm)
+void tt_comm_wake(tt_comm_t *comm)
 {
     tt_wake_ring(comm->wake_fd);
 }

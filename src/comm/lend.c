@@ -17,7 +17,7 @@
 
 static pthread_mutex_t lend_lock = PTHREAD_MUTEX_INITIALIZER;
 
-tutti_status_t tt_lend_take(tutti_comm_t comm, const tt_lend_t *lend)
+tutti_status_t tt_lend_take(tt_comm_t *comm, const tt_lend_t *lend)
 {
     if (!lend)
         return TUTTI_SUCCESS;
@@ -37,18 +37,18 @@ tutti_status_t tt_lend_take(tutti_comm_t comm, const tt_lend_t *lend)
 /* Whether comm's connections hold no broken call's messages: neither it
  * nor any communicator it borrows from failed or was revoked, nor one that
  * borrowed from them. Under the lock. */
-static int sound(tutti_comm_t comm)
+static int sound(tt_comm_t *comm)
 {
-    for (tutti_comm_t c = comm; c; c = c->lender)
+    for (tt_comm_t *c = comm; c; c = c->lender)
         if (c->failed || atomic_load(&c->revoked_by) >= 0 || atomic_load(&c->aborting) ||
             atomic_load(&c->tainted))
             return 0;
     return 1;
 }
 
-int tt_lend_offers(tutti_comm_t comm, int q, tt_peer_t *peer)
+int tt_lend_offers(tt_comm_t *comm, int q, tt_peer_t *peer)
 {
-    tutti_comm_t from = comm->lender;
+    tt_comm_t *from = comm->lender;
     if (!from)
         return 0;
     int lq = comm->lender_rank[q], ok = 0;
@@ -64,22 +64,22 @@ int tt_lend_offers(tutti_comm_t comm, int q, tt_peer_t *peer)
     return ok;
 }
 
-void tt_lend_taint(tutti_comm_t comm)
+void tt_lend_taint(tt_comm_t *comm)
 {
     pthread_mutex_lock(&lend_lock);
-    for (tutti_comm_t c = comm->lender; c; c = c->lender)
+    for (tt_comm_t *c = comm->lender; c; c = c->lender)
         atomic_store(&c->tainted, 1);
     pthread_mutex_unlock(&lend_lock);
 }
 
-void tt_lend_names(tutti_comm_t comm, int q, uint64_t *tag, int *mine, int *theirs)
+void tt_lend_names(tt_comm_t *comm, int q, uint64_t *tag, int *mine, int *theirs)
 {
     *tag = comm->lender ? comm->lender->env.key_tag : 0;
     *mine = comm->lender ? comm->lender_rank[comm->rank] : -1;
     *theirs = comm->lender ? comm->lender_rank[q] : -1;
 }
 
-int tt_lend_kept(tutti_comm_t comm)
+int tt_lend_kept(tt_comm_t *comm)
 {
     pthread_mutex_lock(&lend_lock);
     comm->lent_out = comm->borrowers > 0;
@@ -88,9 +88,9 @@ int tt_lend_kept(tutti_comm_t comm)
     return kept;
 }
 
-tutti_comm_t tt_lend_give_back(tutti_comm_t comm)
+tt_comm_t *tt_lend_give_back(tt_comm_t *comm)
 {
-    tutti_comm_t from = comm->lender;
+    tt_comm_t *from = comm->lender;
     if (!from)
         return NULL;
     pthread_mutex_lock(&lend_lock);

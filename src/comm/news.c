@@ -24,13 +24,13 @@ static const char *plural(uint64_t n)
     return n == 1 ? "" : "s";
 }
 
-int tt_comm_has_news(tutti_comm_t comm)
+int tt_comm_has_news(tt_comm_t *comm)
 {
     return tt_star_has_news(comm->bs.star) ||
            atomic_load_explicit(&comm->revoked_by, memory_order_relaxed) >= 0;
 }
 
-tutti_status_t tt_comm_revoked(tutti_comm_t comm, const char *call)
+tutti_status_t tt_comm_revoked(tt_comm_t *comm, const char *call)
 {
     int by = atomic_load_explicit(&comm->revoked_by, memory_order_relaxed);
     if (by < 0)
@@ -40,7 +40,7 @@ tutti_status_t tt_comm_revoked(tutti_comm_t comm, const char *call)
                : tt_comm_error(comm, TUTTI_ERR_REVOKED, "%s: rank %d revoked the communicator", call, by);
 }
 
-tutti_status_t tt_comm_usable(tutti_comm_t comm, const char *call)
+tutti_status_t tt_comm_usable(tt_comm_t *comm, const char *call)
 {
     TT_TRY(tt_comm_revoked(comm, call));
     if (comm->failed)
@@ -51,7 +51,7 @@ tutti_status_t tt_comm_usable(tutti_comm_t comm, const char *call)
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq)
+tutti_status_t tt_comm_news(tt_comm_t *comm, const char *call, uint64_t seq)
 {
     /* A revoked communicator ends every call alike, whatever else happened. */
     TT_TRY(tt_comm_revoked(comm, call));
@@ -83,7 +83,7 @@ tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq)
     return TUTTI_SUCCESS;
 }
 
-void tt_comm_who_is_stuck(tutti_comm_t comm, char *out, size_t len)
+void tt_comm_who_is_stuck(tt_comm_t *comm, char *out, size_t len)
 {
     out[0] = '\0';
     if (!comm->bs.star)

@@ -10,7 +10,7 @@
 
 /* Whether call may start on comm: TUTTI_ERR_REVOKED once it was revoked,
  * TUTTI_ERR_ABORTED once a call failed on it (recorded and logged). */
-tutti_status_t tt_comm_usable(tutti_comm_t comm, const char *call);
+tutti_status_t tt_comm_usable(tt_comm_t *comm, const char *call);
 
 /*
  * News from the other ranks (news.c), for a call described as `call`:
@@ -19,16 +19,16 @@ tutti_status_t tt_comm_usable(tutti_comm_t comm, const char *call);
  * died, one entered destroy before making this collective, or a rank timed
  * out and the who-is-stuck report came. One load when there is no news.
  */
-tutti_status_t tt_comm_news(tutti_comm_t comm, const char *call, uint64_t seq);
+tutti_status_t tt_comm_news(tt_comm_t *comm, const char *call, uint64_t seq);
 
 /* Whether there is news at all (two relaxed loads). */
-int tt_comm_has_news(tutti_comm_t comm);
+int tt_comm_has_news(tt_comm_t *comm);
 
 /* TUTTI_ERR_REVOKED (recorded and logged) once comm was revoked, by this
  * rank or another, for call; else TUTTI_SUCCESS. */
-tutti_status_t tt_comm_revoked(tutti_comm_t comm, const char *call);
+tutti_status_t tt_comm_revoked(tt_comm_t *comm, const char *call);
 
 /* The who-is-stuck report for this rank's timed-out call, into out. */
-void tt_comm_who_is_stuck(tutti_comm_t comm, char *out, size_t len);
+void tt_comm_who_is_stuck(tt_comm_t *comm, char *out, size_t len);
 
 #endif

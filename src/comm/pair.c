@@ -47,13 +47,13 @@ void tt_comm_pair_set_receive_wait(int64_t ns)
     atomic_store_explicit(&receive_wait_ns, ns, memory_order_relaxed);
 }
 
-typedef int (*pair_poll_t)(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
+typedef int (*pair_poll_t)(tt_comm_t *comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
                            void *arg);
 
 /* Polls until poll says 1. limit_ns > 0: gives up quietly after it (*late);
  * else a timeout fails the communicator. A peer that died or gave up, news
  * or an abort fail it too (said, naming the peer). */
-static tutti_status_t wait_pair(tutti_comm_t comm, int peer, uint64_t k, const char *what, pair_poll_t poll,
+static tutti_status_t wait_pair(tt_comm_t *comm, int peer, uint64_t k, const char *what, pair_poll_t poll,
                                 void *arg, int64_t limit_ns, int *late)
 {
     const tt_device_ops_t *dev = tt_comm_device_ops(comm);
@@ -91,15 +91,14 @@ static tutti_status_t wait_pair(tutti_comm_t comm, int peer, uint64_t k, const c
     return TUTTI_SUCCESS;
 }
 
-static int offer_room(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
-                      void *arg)
+static int offer_room(tt_comm_t *comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k, void *arg)
 {
     (void)comm;
     const uint64_t *v = arg; /* capable, sig */
     return dev->offer(ctx, peer, k, (int)v[0], v[1]) == 0;
 }
 
-tutti_status_t tt_comm_pair_offer(tutti_comm_t comm, int sender, uint64_t k, int capable, uint64_t sig)
+tutti_status_t tt_comm_pair_offer(tt_comm_t *comm, int sender, uint64_t k, int capable, uint64_t sig)
 {
     if (comm->device_tp < 0)
         return TUTTI_SUCCESS;
@@ -109,7 +108,7 @@ tutti_status_t tt_comm_pair_offer(tutti_comm_t comm, int sender, uint64_t k, int
 }
 
 /* The sender's taking of the offer: v[0] = what claim said. */
-static int offer_taken(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
+static int offer_taken(tt_comm_t *comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
                        void *arg)
 {
     (void)comm;
@@ -118,14 +117,14 @@ static int offer_taken(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx,
     return v[0] >= 0;
 }
 
-static int decision_room(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
+static int decision_room(tt_comm_t *comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k,
                          void *arg)
 {
     (void)comm;
     return dev->decide(ctx, peer, k, *(const int *)arg) == 0;
 }
 
-tutti_status_t tt_comm_pair_decide(tutti_comm_t comm, int receiver, uint64_t k, int capable, uint64_t sig,
+tutti_status_t tt_comm_pair_decide(tt_comm_t *comm, int receiver, uint64_t k, int capable, uint64_t sig,
                                    int64_t wait_ns, int *direct)
 {
     *direct = 0;
@@ -147,7 +146,7 @@ tutti_status_t tt_comm_pair_decide(tutti_comm_t comm, int receiver, uint64_t k, 
     return wait_pair(comm, receiver, k, "sending", decision_room, direct, 0, &late);
 }
 
-static int decided(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k, void *arg)
+static int decided(tt_comm_t *comm, const tt_device_ops_t *dev, void *ctx, int peer, uint64_t k, void *arg)
 {
     (void)comm;
     int said = dev->decision(ctx, peer, k);
@@ -155,7 +154,7 @@ static int decided(tutti_comm_t comm, const tt_device_ops_t *dev, void *ctx, int
     return said >= 0;
 }
 
-tutti_status_t tt_comm_pair_read_decision(tutti_comm_t comm, int sender, uint64_t k, int offered, int *direct)
+tutti_status_t tt_comm_pair_read_decision(tt_comm_t *comm, int sender, uint64_t k, int offered, int *direct)
 {
     *direct = 0;
     if (comm->device_tp < 0)

@@ -28,10 +28,9 @@
 
 /* Tests that need every message direct on a loaded machine wait longer. */
 void tt_comm_pair_set_receive_wait(int64_t ns);
-tutti_status_t tt_comm_pair_offer(tutti_comm_t comm, int sender, uint64_t k, int capable, uint64_t sig);
-tutti_status_t tt_comm_pair_decide(tutti_comm_t comm, int receiver, uint64_t k, int capable, uint64_t sig,
+tutti_status_t tt_comm_pair_offer(tt_comm_t *comm, int sender, uint64_t k, int capable, uint64_t sig);
+tutti_status_t tt_comm_pair_decide(tt_comm_t *comm, int receiver, uint64_t k, int capable, uint64_t sig,
                                    int64_t wait_ns, int *direct);
-tutti_status_t tt_comm_pair_read_decision(tutti_comm_t comm, int sender, uint64_t k, int offered,
-                                          int *direct);
+tutti_status_t tt_comm_pair_read_decision(tt_comm_t *comm, int sender, uint64_t k, int offered, int *direct);
 
 #endif

@@ -35,7 +35,7 @@
 
 /* Rank r's Unix socket: $TMPDIR/tutti-UID/KEYTAG.r; 0 when the directory
  * is not this user's alone or the path does not fit. */
-static int local_path(const tutti_comm_t comm, int r, int make_dir, struct sockaddr_un *out)
+static int local_path(const tt_comm_t *comm, int r, int make_dir, struct sockaddr_un *out)
 {
     const char *tmp = getenv("TMPDIR");
     char dir[sizeof out->sun_path];
@@ -56,7 +56,7 @@ static int local_path(const tutti_comm_t comm, int r, int make_dir, struct socka
     return n > 0 && (size_t)n < sizeof out->sun_path;
 }
 
-static void open_local(tutti_comm_t comm)
+static void open_local(tt_comm_t *comm)
 {
     struct sockaddr_un un;
     if (!local_path(comm, comm->rank, 1, &un)) {
@@ -75,7 +75,7 @@ static void open_local(tutti_comm_t comm)
     unlink(un.sun_path);
 }
 
-tutti_status_t tt_rescue_open(tutti_comm_t comm, tt_sockaddr_t *addr)
+tutti_status_t tt_rescue_open(tt_comm_t *comm, tt_sockaddr_t *addr)
 {
     comm->rescue = calloc((size_t)comm->nranks, sizeof *comm->rescue);
     if (!comm->rescue)
@@ -92,14 +92,14 @@ tutti_status_t tt_rescue_open(tutti_comm_t comm, tt_sockaddr_t *addr)
 }
 
 /* Whether rank r is reached over its Unix socket: on this host, and the socket is there. */
-static int reached_locally(tutti_comm_t comm, int r, struct sockaddr_un *un)
+static int reached_locally(tt_comm_t *comm, int r, struct sockaddr_un *un)
 {
     struct stat st;
     return comm->endpoints[r].host_id == comm->endpoints[comm->rank].host_id && local_path(comm, r, 0, un) &&
            stat(un->sun_path, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-void tt_rescue_narrow(tutti_comm_t comm)
+void tt_rescue_narrow(tt_comm_t *comm)
 {
     struct sockaddr_un un;
     if (comm->rescue_local_fd < 0 || comm->rescue_fd < 0)
@@ -113,13 +113,13 @@ void tt_rescue_narrow(tutti_comm_t comm)
              comm->rank);
 }
 
-void tt_rescue_key(tutti_comm_t comm, unsigned char key[TT_KEY_BYTES])
+void tt_rescue_key(tt_comm_t *comm, unsigned char key[TT_KEY_BYTES])
 {
     static const unsigned char label[16] = "tutti shrink";
     tt_mac(comm->env.key, label, sizeof label, key);
 }
 
-void tt_rescue_close(tutti_comm_t comm, int local_only)
+void tt_rescue_close(tt_comm_t *comm, int local_only)
 {
     struct sockaddr_un un;
     if (!local_only && comm->succeeded[0] && (comm->rescue_fd >= 0 || comm->rescue_local_fd >= 0)) {
@@ -178,7 +178,7 @@ static int connect_by(int family, const struct sockaddr *addr, socklen_t len, in
     return err;
 }
 
-tutti_status_t tt_rescue_connect(tutti_comm_t comm, int rank, int64_t deadline_ms, int *fd)
+tutti_status_t tt_rescue_connect(tt_comm_t *comm, int rank, int64_t deadline_ms, int *fd)
 {
     struct sockaddr_un un;
     int err = ENOENT;
@@ -210,7 +210,7 @@ int tt_rescue_gone(const tt_shrink_t *sh, int rank)
 
 /* Only where the ranks share a host name (so also a process id space, as
  * tutti-run's simulated hosts do); the state letter comes from /proc. */
-int tt_rescue_stopped(tutti_comm_t comm, int rank)
+int tt_rescue_stopped(tt_comm_t *comm, int rank)
 {
     const tt_endpoint_t *ep = comm->endpoints;
     if (strcmp(ep[rank].hostname, ep[comm->rank].hostname) != 0)
@@ -220,7 +220,7 @@ int tt_rescue_stopped(tutti_comm_t comm, int rank)
 }
 
 /* The same hosts; no such process, or a zombie (it ended, not yet reaped). */
-int tt_rescue_ended(tutti_comm_t comm, int rank)
+int tt_rescue_ended(tt_comm_t *comm, int rank)
 {
     const tt_endpoint_t *ep = comm->endpoints;
     if (strcmp(ep[rank].hostname, ep[comm->rank].hostname) != 0)
@@ -231,7 +231,7 @@ int tt_rescue_ended(tutti_comm_t comm, int rank)
     return state == 'Z' || state == 'X';
 }
 
-int tt_rescue_alive(tutti_comm_t comm, int rank)
+int tt_rescue_alive(tt_comm_t *comm, int rank)
 {
     const tt_endpoint_t *ep = comm->endpoints;
     return strcmp(ep[rank].hostname, ep[comm->rank].hostname) == 0 && kill(ep[rank].pid, 0) == 0 &&

@@ -13,8 +13,8 @@
  * until comm is freed; narrow closes the TCP one once set-up shows every
  * rank on this host reaches this one over its Unix socket. In a forked
  * child (local_only) close leaves the parent's socket file alone. */
-tutti_status_t tt_rescue_open(tutti_comm_t comm, tt_sockaddr_t *addr);
-void tt_rescue_narrow(tutti_comm_t comm);
-void tt_rescue_close(tutti_comm_t comm, int local_only);
+tutti_status_t tt_rescue_open(tt_comm_t *comm, tt_sockaddr_t *addr);
+void tt_rescue_narrow(tt_comm_t *comm);
+void tt_rescue_close(tt_comm_t *comm, int local_only);
 
 #endif

@@ -39,7 +39,7 @@ typedef struct {
     int n, me;                                            /* comm's size, this rank in it */
     int fd[2];                                            /* its TCP and Unix listeners, -1 where none */
     char path[sizeof((struct sockaddr_un *)0)->sun_path]; /* the Unix one's file, removed when dropped */
-    char said[sizeof((struct tutti_comm *)0)->succeeded]; /* what comm went on to */
+    char said[sizeof((tt_comm_t *)0)->succeeded];         /* what comm went on to */
 } kept_t;
 
 typedef struct {

@@ -170,7 +170,7 @@ static tutti_status_t check_claims(const rank_claim_t *c, int p, char *why, size
 
 /* Every claim to rank 0, which checks them; its verdict and every record
  * to all. Rank 0 handles one claim per rank; each rank gets N records. */
-static tutti_status_t exchange(tutti_comm_t comm, const rank_claim_t *mine, rank_record_t *records)
+static tutti_status_t exchange(tt_comm_t *comm, const rank_claim_t *mine, rank_record_t *records)
 {
     int p = comm->nranks;
     size_t down = sizeof(verdict_t) + (size_t)p * sizeof *records;
@@ -202,7 +202,7 @@ static tutti_status_t exchange(tutti_comm_t comm, const rank_claim_t *mine, rank
 
 /* What every rank derives alike from the records: the host layout, how
  * crowded each host is (more ranks than CPUs), this rank's host. */
-static tutti_status_t derive(tutti_comm_t comm, const rank_record_t *records)
+static tutti_status_t derive(tt_comm_t *comm, const rank_record_t *records)
 {
     int p = comm->nranks;
     uint64_t *ids = malloc(2 * (size_t)p * sizeof *ids);
@@ -244,7 +244,7 @@ static tutti_status_t derive(tutti_comm_t comm, const rank_record_t *records)
 }
 
 /* The steering this rank publishes: the policy, the agreed variables. */
-static tutti_status_t claim(tutti_comm_t comm, int node_id, rank_claim_t *mine)
+static tutti_status_t claim(tt_comm_t *comm, int node_id, rank_claim_t *mine)
 {
     fill_endpoint(node_id, &mine->rec.endpoint);
     /* Every rank must choose the same algorithms, so every rank must steer
@@ -261,7 +261,7 @@ static tutti_status_t claim(tutti_comm_t comm, int node_id, rank_claim_t *mine)
     return TUTTI_SUCCESS;
 }
 
-static void log_ready(tutti_comm_t comm, int64_t t0)
+static void log_ready(tt_comm_t *comm, int64_t t0)
 {
     uint64_t out, in;
     tt_bootstrap_bytes(&comm->bs, &out, &in);
@@ -272,7 +272,7 @@ static void log_ready(tutti_comm_t comm, int64_t t0)
             (unsigned long long)in, comm->bs.admitted);
 }
 
-tutti_status_t tt_comm_setup(tutti_comm_t comm, int node_id, int64_t t0)
+tutti_status_t tt_comm_setup(tt_comm_t *comm, int node_id, int64_t t0)
 {
     int p = comm->nranks;
     rank_claim_t mine = {0};

@@ -25,7 +25,7 @@
 #include "core/try.h"
 
 /* Revokes comm (entered by the caller). */
-static void revoke_here(tutti_comm_t comm)
+static void revoke_here(tt_comm_t *comm)
 {
     int none = -1;
     if (atomic_compare_exchange_strong_explicit(&comm->revoked_by, &none, comm->rank, memory_order_relaxed,
@@ -45,14 +45,14 @@ static void revoke_here(tutti_comm_t comm)
 
 TUTTI_API tutti_status_t tutti_comm_revoke(tutti_comm_t handle)
 {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     TT_TRY(tt_comm_enter(handle, "tutti_comm_revoke", &comm));
     revoke_here(comm);
     tt_comm_leave(comm);
     return TUTTI_SUCCESS;
 }
 
-static tutti_status_t check_args(tutti_comm_t comm, const int *exclude, int n, unsigned flags,
+static tutti_status_t check_args(tt_comm_t *comm, const int *exclude, int n, unsigned flags,
                                  unsigned char *excluded)
 {
     const unsigned known = TUTTI_SHRINK_ABORT | TUTTI_SHRINK_DEAD | TUTTI_SHRINK_SHARE;
@@ -137,7 +137,7 @@ TUTTI_API tutti_status_t tutti_comm_shrink(tutti_comm_t handle, const int *exclu
 {
     if (newcomm)
         *newcomm = NULL;
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     TT_TRY(tt_comm_enter(handle, "tutti_comm_shrink", &comm));
     tt_shrink_t sh = {.comm = comm, .n = comm->nranks, .me = comm->rank, .flags = flags};
     sh.excluded = calloc((size_t)sh.n, 1);

@@ -80,7 +80,7 @@ typedef struct tt_rescue_inbox tt_rescue_inbox_t;
 
 /* One shrink on this rank. */
 typedef struct {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     int n, me;
     unsigned flags;
     unsigned no;                     /* comm's shrinks begun before this one */
@@ -143,7 +143,7 @@ tt_rescue_inbox_t *tt_rescue_inbox_new(tt_shrink_t *sh);
 void tt_rescue_inbox_free(tt_rescue_inbox_t *in);
 int tt_rescue_inbox_serve(tt_rescue_inbox_t *in, int coordinating, int extra_fd, int64_t deadline_ms);
 /* Closes what comm's listener holds for a shrink that did not come. */
-void tt_rescue_held_free(tutti_comm_t comm);
+void tt_rescue_held_free(tt_comm_t *comm);
 /* TUTTI_SUCCESS, or the status of the verdict that arrived (said on comm). */
 tutti_status_t tt_rescue_inbox_verdict(const tt_rescue_inbox_t *in);
 
@@ -153,7 +153,7 @@ int tt_rescue_read_reply(const tt_shrink_t *sh, int r, int fd, const unsigned ch
 
 /* comm's recovery key (rescue.c): every survivor derives the same one from
  * comm's key, and neither can be worked back from what the messages show. */
-void tt_rescue_key(tutti_comm_t comm, unsigned char key[TT_KEY_BYTES]);
+void tt_rescue_key(tt_comm_t *comm, unsigned char key[TT_KEY_BYTES]);
 /* Keeps for the rest of this process's life the listeners of a
  * communicator of n ranks it left for a successor (rescue_keep.c), where it
  * was rank me (the Unix one's file at path; NULL: none): they answer a rank
@@ -165,14 +165,14 @@ void tt_rescue_keep(const unsigned char *key, int n, int me, int tcp_fd, int uni
 /* Connects to rank's listener, once: TUTTI_ERR_PEER_FAILED when it is
  * refused (no process holds comm there), TUTTI_ERR_TIMEOUT at
  * deadline_ms; logs nothing. */
-tutti_status_t tt_rescue_connect(tutti_comm_t comm, int rank, int64_t deadline_ms, int *fd);
+tutti_status_t tt_rescue_connect(tt_comm_t *comm, int rank, int64_t deadline_ms, int *fd);
 /* Whether rank's listener refuses a connection (its process is gone). */
 int tt_rescue_gone(const tt_shrink_t *sh, int rank);
 /* Whether rank runs on this host and is stopped (SIGSTOP, a debugger). */
-int tt_rescue_stopped(tutti_comm_t comm, int rank);
+int tt_rescue_stopped(tt_comm_t *comm, int rank);
 /* Whether rank ran on this host and its process has ended. */
-int tt_rescue_ended(tutti_comm_t comm, int rank);
+int tt_rescue_ended(tt_comm_t *comm, int rank);
 /* Whether rank runs on this host and its process lives. */
-int tt_rescue_alive(tutti_comm_t comm, int rank);
+int tt_rescue_alive(tt_comm_t *comm, int rank);
 
 #endif

@@ -82,7 +82,7 @@ static void take_held(tt_rescue_inbox_t *in)
     }
 }
 
-void tt_rescue_held_free(tutti_comm_t comm)
+void tt_rescue_held_free(tt_comm_t *comm)
 {
     struct tt_rescue_held *h = comm->rescue_held;
     for (int k = 0; h && k < h->n; k++)
@@ -138,7 +138,7 @@ static void drop(tt_rescue_inbox_t *in, int i, const char *why)
  * ones (when all 64 places are taken, the one in the first is closed). */
 static void hold(tt_rescue_inbox_t *in, int i)
 {
-    tutti_comm_t comm = in->sh->comm;
+    tt_comm_t *comm = in->sh->comm;
     struct tt_rescue_held *h = comm->rescue_held ? comm->rescue_held : calloc(1, sizeof *h);
     if (!h) {
         drop(in, i, "no memory to hold it for the next shrink");

@@ -18,7 +18,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 
-static tutti_status_t pick_transports(tutti_comm_t comm)
+static tutti_status_t pick_transports(tt_comm_t *comm)
 {
     char list[128] = "";
     if (tt_config_is_set(TT_CFG_TRANSPORTS))
@@ -46,7 +46,7 @@ static tutti_status_t pick_transports(tutti_comm_t comm)
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_comm_tp_listen(tutti_comm_t comm, uint32_t *offered, uint64_t *hash,
+tutti_status_t tt_comm_tp_listen(tt_comm_t *comm, uint32_t *offered, uint64_t *hash,
                                  unsigned char (*blobs)[TT_ADDR_MAX])
 {
     TT_TRY(pick_transports(comm));
@@ -69,7 +69,7 @@ tutti_status_t tt_comm_tp_listen(tutti_comm_t comm, uint32_t *offered, uint64_t 
 
 /* Every rank's blob of the device transport, which connects every pair at
  * set-up (the only exchange of N blobs left). */
-static unsigned char *all_blobs(tutti_comm_t comm, const unsigned char *mine)
+static unsigned char *all_blobs(tt_comm_t *comm, const unsigned char *mine)
 {
     unsigned char *addrs = malloc((size_t)comm->nranks * TT_ADDR_MAX);
     tutti_status_t st = addrs ? TUTTI_SUCCESS : TUTTI_ERR_NO_MEMORY;
@@ -86,8 +86,8 @@ static unsigned char *all_blobs(tutti_comm_t comm, const unsigned char *mine)
 }
 
 /* Connects transport t to peers[0..n) now and records them in table. */
-static tutti_status_t connect_now(tutti_comm_t comm, int t, const unsigned char *mine, const int *peers,
-                                  int n, tt_peer_t *table)
+static tutti_status_t connect_now(tt_comm_t *comm, int t, const unsigned char *mine, const int *peers, int n,
+                                  tt_peer_t *table)
 {
     unsigned char *addrs = all_blobs(comm, mine);
     void **conns = calloc((size_t)n + 1, sizeof(void *));
@@ -110,7 +110,7 @@ static tutti_status_t connect_now(tutti_comm_t comm, int t, const unsigned char 
  * pair: device calls may then run on the device buffers themselves.
  * Reaching is a matter of hosts (ranks that share one), so rank 0 reaching
  * every rank both ways says every pair does. */
-static tutti_status_t connect_device(tutti_comm_t comm, unsigned char (*blobs)[TT_ADDR_MAX], int *peers)
+static tutti_status_t connect_device(tt_comm_t *comm, unsigned char (*blobs)[TT_ADDR_MAX], int *peers)
 {
     int n = 0;
     for (int r = 0; r < comm->nranks; r++)
@@ -135,10 +135,10 @@ static tutti_status_t connect_device(tutti_comm_t comm, unsigned char (*blobs)[T
 
 static tt_link_t link_of(const void *arg, int a, int b)
 {
-    return tt_comm_link((tutti_comm_t)arg, a, b);
+    return tt_comm_link((tt_comm_t *)arg, a, b);
 }
 
-tutti_status_t tt_comm_tp_connect(tutti_comm_t comm, unsigned char (*blobs)[TT_ADDR_MAX])
+tutti_status_t tt_comm_tp_connect(tt_comm_t *comm, unsigned char (*blobs)[TT_ADDR_MAX])
 {
     for (int t = 0; t < comm->ntransports; t++)
         if (comm->tp_ctx[t] && !(comm->tp_all >> t & 1)) {
@@ -171,7 +171,7 @@ tutti_status_t tt_comm_tp_connect(tutti_comm_t comm, unsigned char (*blobs)[TT_A
     return st;
 }
 
-void tt_comm_teardown(tutti_comm_t comm, int local_only, int keep_host)
+void tt_comm_teardown(tt_comm_t *comm, int local_only, int keep_host)
 {
     tt_comm_pairs_free(comm, local_only); /* no answer to another rank runs past here */
     int dev = comm->device_tp;
@@ -191,7 +191,7 @@ void tt_comm_teardown(tutti_comm_t comm, int local_only, int keep_host)
     tt_hosts_free(&comm->hosts);
 }
 
-void tt_comm_teardown_host(tutti_comm_t comm)
+void tt_comm_teardown_host(tt_comm_t *comm)
 {
     for (int i = 0; i < comm->nconnected; i++) {
         int q = comm->connected[i];

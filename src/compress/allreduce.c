@@ -13,7 +13,7 @@
 
 /* The checks of the compression's own arguments; the buffers are checked
  * as the all-reduce's. */
-static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv, size_t count,
+static tutti_status_t check_args(tt_comm_t *comm, const void *send, void *recv, size_t count,
                                  tutti_dtype_t dtype, tutti_op_t op, const tutti_compress_t *how,
                                  tutti_ef_state_t ef, const char *name)
 {
@@ -51,7 +51,7 @@ static tutti_status_t check_args(tutti_comm_t comm, const void *send, void *recv
 
 static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
                                  tutti_op_t op, const tutti_compress_t *how, tutti_ef_state_t state,
-                                 tutti_comm_t comm, tutti_stream_t stream);
+                                 tt_comm_t *comm, tutti_stream_t stream);
 
 /* How a call compresses and its error feedback, for its route. */
 typedef struct {
@@ -59,13 +59,13 @@ typedef struct {
     tutti_ef_state_t ef;
 } compressed_t;
 
-static tutti_status_t enqueue_compressed(tutti_comm_t comm, const tt_call_t *c, void *arg, void *stream)
+static tutti_status_t enqueue_compressed(tt_comm_t *comm, const tt_call_t *c, void *arg, void *stream)
 {
     const compressed_t *x = arg;
     return tt_compress_enqueue(comm, c, x->how, x->ef, stream);
 }
 
-static tutti_status_t run_compressed(tutti_comm_t comm, const tt_call_t *c, void *arg)
+static tutti_status_t run_compressed(tt_comm_t *comm, const tt_call_t *c, void *arg)
 {
     const compressed_t *x = arg;
     return tt_compress_run(comm, c, x->how, x->ef);
@@ -79,7 +79,7 @@ TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *r
                                                     const tutti_compress_t *how, tutti_ef_state_t state,
                                                     tutti_comm_t handle, tutti_stream_t stream)
 {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     TT_TRY(tt_comm_enter(handle, TT_COMPRESS_CALL, &comm));
     tutti_status_t st = compressed(sendbuf, recvbuf, count, dtype, op, how, state, comm, stream);
     tt_comm_leave(comm);
@@ -89,7 +89,7 @@ TUTTI_API tutti_status_t tutti_allreduce_compressed(const void *sendbuf, void *r
 /* The public call's body, inside enter/leave. */
 static tutti_status_t compressed(const void *sendbuf, void *recvbuf, size_t count, tutti_dtype_t dtype,
                                  tutti_op_t op, const tutti_compress_t *how, tutti_ef_state_t state,
-                                 tutti_comm_t comm, tutti_stream_t stream)
+                                 tt_comm_t *comm, tutti_stream_t stream)
 {
     const char *name = TT_COMPRESS_CALL;
     TT_TRY(check_args(comm, sendbuf, recvbuf, count, dtype, op, how, state, name));

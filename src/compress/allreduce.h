@@ -54,11 +54,11 @@ typedef struct {
 /* On the caller's thread, as a compressed all-reduce of count elements is
  * queued: the sequence numbers of the collectives it is made of, taken now
  * in call order, and its random stream's key. */
-tutti_status_t tt_compress_reserve(tutti_comm_t comm, const tutti_compress_t *how, size_t count,
+tutti_status_t tt_compress_reserve(tt_comm_t *comm, const tutti_compress_t *how, size_t count,
                                    uint64_t seqs[TT_COMPRESS_INNER_MAX], int *nseqs, uint64_t *rng);
 /* On the proxy, around the queued call: its collectives run at those. */
-void tt_compress_use(tutti_comm_t comm, const uint64_t *seqs, int nseqs, uint64_t rng);
-tutti_status_t tt_compress_done(tutti_comm_t comm, const char *name);
+void tt_compress_use(tt_comm_t *comm, const uint64_t *seqs, int nseqs, uint64_t rng);
+tutti_status_t tt_compress_done(tt_comm_t *comm, const char *name);
 /* ef's count of device calls queued with it: one more is queued, one has
  * finished on the proxy; waiting until none is left (reading, resetting
  * and destroying ef wait, since those calls still write it). */
@@ -67,16 +67,16 @@ void tt_ef_call_finished(tutti_ef_state_t ef);
 void tt_ef_wait_idle(tutti_ef_state_t ef);
 
 /* The state, made on first use (NULL: no memory, said why). */
-tt_compress_state_t *tt_compress_state(tutti_comm_t comm);
+tt_compress_state_t *tt_compress_state(tt_comm_t *comm);
 /* The last call's stats, to fill in. */
-tutti_compress_stats_t *tt_compress_stats(tutti_comm_t comm);
+tutti_compress_stats_t *tt_compress_stats(tt_comm_t *comm);
 /* The CPU path: c (an all-reduce call, validated) on buffers the CPU can
  * reach, blocking; ef NULL: no error feedback. */
-tutti_status_t tt_compress_run(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+tutti_status_t tt_compress_run(tt_comm_t *comm, const tt_call_t *c, const tutti_compress_t *how,
                                tutti_ef_state_t ef);
 /* c with a device buffer, queued on stream: the GPU path when both buffers
  * are on the GPU, else the CPU path on staged copies. */
-tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+tutti_status_t tt_compress_enqueue(tt_comm_t *comm, const tt_call_t *c, const tutti_compress_t *how,
                                    tutti_ef_state_t ef, void *stream);
 
 /* Elements a top-k call keeps: how->k, or its density of n; 1 to n. */
@@ -85,14 +85,14 @@ size_t tt_compress_topk_k(const tutti_compress_t *how, size_t n);
 int tt_compress_topk_costly(size_t k, size_t n, int p);
 /* The same for this call, which then runs dense: noted in the call's stats
  * and the debug log. */
-int tt_compress_topk_dense(tutti_comm_t comm, size_t k, size_t n);
+int tt_compress_topk_dense(tt_comm_t *comm, size_t k, size_t n);
 /* The key of this rank's current call in the counter-based random
  * numbers of stochastic rounding and sampling: it differs per call and
  * rank and agrees with a rerun. */
-uint64_t tt_compress_rng_key(tutti_comm_t comm);
+uint64_t tt_compress_rng_key(tt_comm_t *comm);
 /* One of the collectives a scheme is made of, on host buffers, run now
  * (on the device proxy thread too, which must not wait for its own queue). */
-tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv,
+tutti_status_t tt_compress_host_coll(tt_comm_t *comm, tt_coll_t coll, const void *send, void *recv,
                                      size_t count, tutti_dtype_t dtype, tutti_op_t op);
 /*
  * The two-phase server step on this rank's chunk (mine elements from
@@ -105,11 +105,11 @@ void tt_compress_server(const tt_quant_t *q, const unsigned char *got, size_t sl
                         unsigned char *enc);
 /* The last call's bytes: what this rank sent since before, and what the
  * dense ring all-reduce of count elements of dtype would have sent. */
-void tt_compress_account(tutti_comm_t comm, uint64_t before, size_t count, tutti_dtype_t dtype);
+void tt_compress_account(tt_comm_t *comm, uint64_t before, size_t count, tutti_dtype_t dtype);
 
 /* ef_device.c. Queues the worker error's move to the GPU on stream, before
  * the state's first device call (device: the call's GPU). */
-tutti_status_t tt_ef_to_gpu(tutti_comm_t comm, tutti_ef_state_t ef, int device, void *stream);
+tutti_status_t tt_ef_to_gpu(tt_comm_t *comm, tutti_ef_state_t ef, int device, void *stream);
 /* Makes the host copy of the worker error the current one, once the GPU's
  * work on it is done (blocking); a no-op when it already is. */
 tutti_status_t tt_ef_worker_to_host(tutti_ef_state_t ef);

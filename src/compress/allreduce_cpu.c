@@ -42,7 +42,7 @@ static void from_f32(const float *in, tutti_dtype_t t, size_t n, void *out)
 
 /* Carves the call's buffers (each 64-byte aligned) out of the communicator's
  * compression workspace, growing it when needed. sizes ends with 0. */
-static tutti_status_t workspace(tutti_comm_t comm, const size_t *sizes, void **out)
+static tutti_status_t workspace(tt_comm_t *comm, const size_t *sizes, void **out)
 {
     tt_compress_state_t *s = tt_compress_state(comm);
     if (!s)
@@ -69,7 +69,7 @@ static tutti_status_t workspace(tutti_comm_t comm, const size_t *sizes, void **o
 
 /* What a call needs besides the user's buffers. */
 typedef struct {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     const tutti_compress_t *how;
     tutti_ef_state_t ef; /* NULL: no error feedback */
     size_t n;
@@ -173,7 +173,7 @@ static tutti_status_t two_phase(call_t *c)
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_compress_run(tutti_comm_t comm, const tt_call_t *call, const tutti_compress_t *how,
+tutti_status_t tt_compress_run(tt_comm_t *comm, const tt_call_t *call, const tutti_compress_t *how,
                                tutti_ef_state_t ef)
 {
     const void *sendbuf = call->send;

@@ -77,7 +77,7 @@ tt_cpath_t tt_compress_gpu_plan(const tt_call_t *c, const tutti_compress_t *how,
 }
 
 /* A failed launch or copy on the caller's stream: said, with what it was. */
-static tutti_status_t said_cuda(tutti_comm_t comm, const char *what, cudaError_t e)
+static tutti_status_t said_cuda(tt_comm_t *comm, const char *what, cudaError_t e)
 {
     char words[96];
     tutti_status_t st = tt_cuda_failed((int)e, words, sizeof words);

@@ -56,7 +56,7 @@ tt_cpath_t tt_compress_gpu_plan(const tt_call_t *c, const tutti_compress_t *how,
 void tt_compress_layout(tt_cqueued_t *q, size_t *gpu_bytes, size_t *host_bytes);
 /* A GPU path's exchange, on the proxy: on the host stand-in h, the
  * messages of the CPU path. */
-tutti_status_t tt_compress_exchange(tutti_comm_t comm, const tt_cqueued_t *q, char *h);
+tutti_status_t tt_compress_exchange(tt_comm_t *comm, const tt_cqueued_t *q, char *h);
 /* A GPU path on the caller's stream: compressing before the proxy's part,
  * decompressing after it. Each says its own failure. */
 tutti_status_t tt_compress_gpu_before(const tt_device_ctx_t *ctx, void *stream, const tt_cqueued_t *q);

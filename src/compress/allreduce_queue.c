@@ -114,7 +114,7 @@ void tt_compress_layout(tt_cqueued_t *q, size_t *gpu_bytes, size_t *host_bytes)
 
 /* ---- on the proxy: host memory only ---- */
 
-tutti_status_t tt_compress_exchange(tutti_comm_t comm, const tt_cqueued_t *q, char *h)
+tutti_status_t tt_compress_exchange(tt_comm_t *comm, const tt_cqueued_t *q, char *h)
 {
     size_t n = q->call.count;
     if (q->path == GPU_DENSE) {
@@ -138,7 +138,7 @@ tutti_status_t tt_compress_exchange(tutti_comm_t comm, const tt_cqueued_t *q, ch
 }
 
 /* The CPU path on the staged copies, the worker error among them. */
-static tutti_status_t run_staged(tutti_comm_t comm, const tt_cqueued_t *q, char *h)
+static tutti_status_t run_staged(tt_comm_t *comm, const tt_cqueued_t *q, char *h)
 {
     tt_call_t host = tt_stage_stand_in(&q->call, &q->layout, h);
     if (!q->ef)
@@ -151,7 +151,7 @@ static tutti_status_t run_staged(tutti_comm_t comm, const tt_cqueued_t *q, char 
     return st;
 }
 
-static tutti_status_t run(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
+static tutti_status_t run(tt_comm_t *comm, const tt_device_ctx_t *ctx, void *arg)
 {
     const tt_cqueued_t *q = arg;
     tt_compress_use(comm, q->seqs, q->nseqs, q->rng);
@@ -171,7 +171,7 @@ static tutti_status_t run(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *a
 
 /* ---- on the caller's stream ---- */
 
-static tutti_status_t begin(tutti_comm_t comm, void *arg, int *direct)
+static tutti_status_t begin(tt_comm_t *comm, void *arg, int *direct)
 {
     tt_cqueued_t *q = arg;
     *direct = 0;
@@ -207,7 +207,7 @@ static void release(void *arg)
 
 /* ---- queuing ---- */
 
-tutti_status_t tt_compress_enqueue(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how,
+tutti_status_t tt_compress_enqueue(tt_comm_t *comm, const tt_call_t *c, const tutti_compress_t *how,
                                    tutti_ef_state_t ef, void *stream)
 {
     int device;

@@ -41,7 +41,7 @@ static tutti_status_t move_before(const tt_device_ctx_t *ctx, void *stream, void
 }
 
 /* On the proxy, after every earlier call: the host error as it is now. */
-static tutti_status_t move_run(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
+static tutti_status_t move_run(tt_comm_t *comm, const tt_device_ctx_t *ctx, void *arg)
 {
     (void)comm;
     move_t *m = arg;
@@ -49,7 +49,7 @@ static tutti_status_t move_run(tutti_comm_t comm, const tt_device_ctx_t *ctx, vo
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_ef_to_gpu(tutti_comm_t comm, tutti_ef_state_t ef, int device, void *stream)
+tutti_status_t tt_ef_to_gpu(tt_comm_t *comm, tutti_ef_state_t ef, int device, void *stream)
 {
     move_t *m = calloc(1, sizeof *m);
     if (!m)

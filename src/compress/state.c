@@ -19,7 +19,7 @@
 
 #define TT_DEFAULT_DENSITY 0.01
 
-static void state_destroy(tutti_comm_t comm, void *state)
+static void state_destroy(tt_comm_t *comm, void *state)
 {
     tt_compress_state_t *s = state;
     (void)comm;
@@ -29,13 +29,13 @@ static void state_destroy(tutti_comm_t comm, void *state)
 
 static const tt_layer_ops_t compress_layer_ops = {.destroy = state_destroy};
 
-tt_compress_state_t *tt_compress_state(tutti_comm_t comm)
+tt_compress_state_t *tt_compress_state(tt_comm_t *comm)
 {
     return tt_comm_layer_make(comm, TT_LAYER_COMPRESS, sizeof(tt_compress_state_t), &compress_layer_ops,
                               "the compression's state");
 }
 
-static tutti_status_t last_stats(tutti_comm_t comm, tutti_compress_stats_t *stats)
+static tutti_status_t last_stats(tt_comm_t *comm, tutti_compress_stats_t *stats)
 {
     if (!stats)
         return tt_comm_error(comm, TUTTI_ERR_INVALID_ARG, "tutti_compress_last_stats: stats is NULL");
@@ -49,7 +49,7 @@ static tutti_status_t last_stats(tutti_comm_t comm, tutti_compress_stats_t *stat
 
 TUTTI_API tutti_status_t tutti_compress_last_stats(tutti_comm_t handle, tutti_compress_stats_t *stats)
 {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     TT_TRY(tt_comm_enter(handle, "tutti_compress_last_stats", &comm));
     tutti_status_t st = last_stats(comm, stats);
     tt_comm_leave(comm);
@@ -65,7 +65,7 @@ static uint64_t dense_ring_bytes(size_t n, size_t elem, int p, int r)
            elem;
 }
 
-tutti_status_t tt_compress_host_coll(tutti_comm_t comm, tt_coll_t coll, const void *send, void *recv,
+tutti_status_t tt_compress_host_coll(tt_comm_t *comm, tt_coll_t coll, const void *send, void *recv,
                                      size_t count, tutti_dtype_t dtype, tutti_op_t op)
 {
     tt_call_t c = {.coll = coll, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op};
@@ -100,7 +100,7 @@ static int inner_colls(const tutti_compress_t *how, size_t count, int p, tt_coll
     return 2;
 }
 
-tutti_status_t tt_compress_reserve(tutti_comm_t comm, const tutti_compress_t *how, size_t count,
+tutti_status_t tt_compress_reserve(tt_comm_t *comm, const tutti_compress_t *how, size_t count,
                                    uint64_t seqs[TT_COMPRESS_INNER_MAX], int *nseqs, uint64_t *rng)
 {
     tt_coll_t colls[TT_COMPRESS_INNER_MAX];
@@ -114,7 +114,7 @@ tutti_status_t tt_compress_reserve(tutti_comm_t comm, const tutti_compress_t *ho
     return TUTTI_SUCCESS;
 }
 
-void tt_compress_use(tutti_comm_t comm, const uint64_t *seqs, int nseqs, uint64_t rng)
+void tt_compress_use(tt_comm_t *comm, const uint64_t *seqs, int nseqs, uint64_t rng)
 {
     tt_compress_state_t *s = tt_compress_state(comm);
     if (!s)
@@ -125,7 +125,7 @@ void tt_compress_use(tutti_comm_t comm, const uint64_t *seqs, int nseqs, uint64_
         s->seqs[i] = seqs[i];
 }
 
-tutti_status_t tt_compress_done(tutti_comm_t comm, const char *name)
+tutti_status_t tt_compress_done(tt_comm_t *comm, const char *name)
 {
     tt_compress_state_t *s = tt_compress_state(comm);
     if (!s)
@@ -151,7 +151,7 @@ int tt_compress_topk_costly(size_t k, size_t n, int p)
     return (double)k / (double)n >= 1.0 / p;
 }
 
-int tt_compress_topk_dense(tutti_comm_t comm, size_t k, size_t n)
+int tt_compress_topk_dense(tt_comm_t *comm, size_t k, size_t n)
 {
     if (!tt_compress_topk_costly(k, n, comm->nranks))
         return 0;
@@ -163,7 +163,7 @@ int tt_compress_topk_dense(tutti_comm_t comm, size_t k, size_t n)
     return 1;
 }
 
-uint64_t tt_compress_rng_key(tutti_comm_t comm)
+uint64_t tt_compress_rng_key(tt_comm_t *comm)
 {
     tt_compress_state_t *s = tt_compress_state(comm);
     if (s && s->reserved)
@@ -171,14 +171,14 @@ uint64_t tt_compress_rng_key(tutti_comm_t comm)
     return comm->coll_seq * (uint64_t)comm->nranks + (uint64_t)comm->rank;
 }
 
-tutti_compress_stats_t *tt_compress_stats(tutti_comm_t comm)
+tutti_compress_stats_t *tt_compress_stats(tt_comm_t *comm)
 {
     static _Thread_local tutti_compress_stats_t lost; /* only when the state could not be made */
     tt_compress_state_t *s = tt_compress_state(comm);
     return s ? &s->stats : &lost;
 }
 
-void tt_compress_account(tutti_comm_t comm, uint64_t before, size_t count, tutti_dtype_t dtype)
+void tt_compress_account(tt_comm_t *comm, uint64_t before, size_t count, tutti_dtype_t dtype)
 {
     tutti_compress_stats_t *stats = tt_compress_stats(comm);
     stats->bytes_sent = tt_coll_bytes_sent(comm) - before;

@@ -107,7 +107,7 @@ static uint64_t signature(const batch_t *b, int i)
 }
 
 /* The three steps of the agreement (see the top), in call order each. */
-static tutti_status_t agree(tutti_comm_t comm, batch_t *b)
+static tutti_status_t agree(tt_comm_t *comm, batch_t *b)
 {
     for (int i = 0; i < b->n; i++)
         if (b->calls[i].coll == TT_COLL_RECV)
@@ -141,7 +141,7 @@ static void place(batch_t *b)
         }
 }
 
-static tutti_status_t begin_batch(tutti_comm_t comm, void *arg, int *direct)
+static tutti_status_t begin_batch(tt_comm_t *comm, void *arg, int *direct)
 {
     batch_t *b = arg;
     *direct = TT_DIRECT_NONE;
@@ -171,7 +171,7 @@ static void replan_batch(void *arg, tt_device_work_t *w)
     w->host_bytes = b->bytes;
 }
 
-static tutti_status_t put_batch(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *stream, void *arg)
+static tutti_status_t put_batch(tt_comm_t *comm, const tt_device_ctx_t *ctx, void *stream, void *arg)
 {
     const batch_t *b = arg;
     return tt_direct_p2p_put(comm, ctx, b->calls, b->direct, b->n, stream);
@@ -179,7 +179,7 @@ static tutti_status_t put_batch(tutti_comm_t comm, const tt_device_ctx_t *ctx, v
 
 /* On the proxy thread, once the sends are in the stand-in: the calls that
  * did not go direct. */
-static tutti_status_t run_batch(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
+static tutti_status_t run_batch(tt_comm_t *comm, const tt_device_ctx_t *ctx, void *arg)
 {
     batch_t *b = arg;
     tt_call_t *host = b->calls + b->n;
@@ -212,7 +212,7 @@ static tutti_status_t run_batch(tutti_comm_t comm, const tt_device_ctx_t *ctx, v
  * stream model shows the cycle without either rule). The staged messages'
  * inputs go before the direct part too (queue.c).
  */
-static int capable(tutti_comm_t comm, const batch_t *b, int i, int device)
+static int capable(tt_comm_t *comm, const batch_t *b, int i, int device)
 {
     const tt_call_t *c = &b->calls[i];
     const void *buf = c->coll == TT_COLL_SEND ? c->send : c->recv;
@@ -249,7 +249,7 @@ static batch_t *batch_new(const tt_call_t *calls, int n)
     return b;
 }
 
-tutti_status_t tt_device_batch_enqueue(tutti_comm_t comm, const tt_call_t *calls, int n, void *stream,
+tutti_status_t tt_device_batch_enqueue(tt_comm_t *comm, const tt_call_t *calls, int n, void *stream,
                                        const char *name)
 {
     TT_TRY(tt_device_refuse_capture(comm, name, stream));

@@ -9,7 +9,7 @@
 #include "device/queue.h"
 #include "device/staging.h"
 
-tutti_status_t tt_device_classify(tutti_comm_t comm, tt_call_t *c, const char *name)
+tutti_status_t tt_device_classify(tt_comm_t *comm, tt_call_t *c, const char *name)
 {
     c->send_on_device = c->in_bytes && tt_mem_kind(c->send) == TT_MEM_DEVICE;
     c->recv_on_device = c->out_bytes && tt_mem_kind(c->recv) == TT_MEM_DEVICE;
@@ -20,14 +20,14 @@ tutti_status_t tt_device_classify(tutti_comm_t comm, tt_call_t *c, const char *n
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_device_wait_turn(tutti_comm_t comm, const char *name, void *stream)
+tutti_status_t tt_device_wait_turn(tt_comm_t *comm, const char *name, void *stream)
 {
     if (stream)
         TT_TRY(tt_device_stream_wait(comm, name, stream));
     return tt_device_drain(comm);
 }
 
-tutti_status_t tt_device_route(tutti_comm_t comm, tt_call_t *c, const char *name,
+tutti_status_t tt_device_route(tt_comm_t *comm, tt_call_t *c, const char *name,
                                const tt_device_route_t *route, void *stream)
 {
     TT_TRY(tt_coll_validate(comm, c, name));
@@ -50,20 +50,20 @@ typedef struct {
 
 /* On the caller's thread: the call's number, and whether every rank runs
  * it directly. */
-static tutti_status_t begin_plain(tutti_comm_t comm, void *arg, int *direct)
+static tutti_status_t begin_plain(tt_comm_t *comm, void *arg, int *direct)
 {
     plain_t *op = arg;
     return tt_coll_begin(comm, &op->call, op->direct_ok, &op->seq, direct);
 }
 
-static tutti_status_t put_plain(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *stream, void *arg)
+static tutti_status_t put_plain(tt_comm_t *comm, const tt_device_ctx_t *ctx, void *stream, void *arg)
 {
     const plain_t *op = arg;
     return tt_direct_put(comm, ctx, &op->call, stream);
 }
 
 /* On the proxy thread: the host collective on the stand-in. */
-static tutti_status_t run_plain(tutti_comm_t comm, const tt_device_ctx_t *ctx, void *arg)
+static tutti_status_t run_plain(tt_comm_t *comm, const tt_device_ctx_t *ctx, void *arg)
 {
     const plain_t *op = arg;
     tt_call_t host = tt_stage_stand_in(&op->call, &op->layout, ctx->host);
@@ -75,7 +75,7 @@ static int is_p2p(const tt_call_t *c)
     return c->coll == TT_COLL_SEND || c->coll == TT_COLL_RECV;
 }
 
-tutti_status_t tt_device_coll_enqueue(tutti_comm_t comm, const tt_call_t *c, void *stream)
+tutti_status_t tt_device_coll_enqueue(tt_comm_t *comm, const tt_call_t *c, void *stream)
 {
     const char *name = tt_coll_name(c->coll);
     if (is_p2p(c)) /* a batch of one: direct where both sides can */

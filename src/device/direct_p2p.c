@@ -84,7 +84,7 @@ static size_t plan(const p2p_run_t *r, const tt_call_t *calls, const int *direct
     return rounds;
 }
 
-tutti_status_t tt_direct_p2p_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *calls,
+tutti_status_t tt_direct_p2p_put(tt_comm_t *comm, const tt_device_ctx_t *ctx, const tt_call_t *calls,
                                  const int *direct, int n, void *stream)
 {
     tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
@@ -128,7 +128,7 @@ tutti_status_t tt_direct_p2p_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, 
     return r.st;
 }
 
-size_t tt_direct_p2p_slot(tutti_comm_t comm, int peer)
+size_t tt_direct_p2p_slot(tt_comm_t *comm, int peer)
 {
     size_t slot = 0;
     if (comm->device_tp < 0 || comm->device_bound != 1 ||
@@ -137,7 +137,7 @@ size_t tt_direct_p2p_slot(tutti_comm_t comm, int peer)
     return slot;
 }
 
-uint64_t tt_direct_messages(tutti_comm_t comm)
+uint64_t tt_direct_messages(tt_comm_t *comm)
 {
     tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
     return d ? d->direct_messages : 0;

@@ -24,7 +24,7 @@
 #define ONE_SHOT_BYTES (256 << 10) /* an all-reduce this small reads every rank's part in one round */
 #define ALIGN 256
 
-tutti_status_t tt_direct_prepare(tutti_comm_t comm, int device, int *ready)
+tutti_status_t tt_direct_prepare(tt_comm_t *comm, int device, int *ready)
 {
     *ready = 0;
     const tt_device_rt_t *rt = tt_device_runtime();
@@ -41,7 +41,7 @@ tutti_status_t tt_direct_prepare(tutti_comm_t comm, int device, int *ready)
     return st;
 }
 
-size_t tt_direct_scratch_bytes(tutti_comm_t comm)
+size_t tt_direct_scratch_bytes(tt_comm_t *comm)
 {
     size_t window = 0;
     if (comm->device_tp >= 0)
@@ -49,7 +49,7 @@ size_t tt_direct_scratch_bytes(tutti_comm_t comm)
     return window / 2;
 }
 
-uint64_t tt_direct_runs(tutti_comm_t comm)
+uint64_t tt_direct_runs(tt_comm_t *comm)
 {
     tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
     return d ? d->direct_runs : 0;
@@ -255,7 +255,7 @@ static void blocks(drun_t *r, int reducing)
         finish_avg(r, c->recv, n);
 }
 
-tutti_status_t tt_direct_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *c, void *stream)
+tutti_status_t tt_direct_put(tt_comm_t *comm, const tt_device_ctx_t *ctx, const tt_call_t *c, void *stream)
 {
     tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
     size_t window;

@@ -22,13 +22,13 @@
  * that GPU current. *ready = 1 when this rank can go direct now: bound,
  * and every peer's window open (peers that have made no device call yet
  * keep it 0). */
-tutti_status_t tt_direct_prepare(tutti_comm_t comm, int device, int *ready);
+tutti_status_t tt_direct_prepare(tt_comm_t *comm, int device, int *ready);
 /* The GPU working memory a direct run needs (its scratch). */
-size_t tt_direct_scratch_bytes(tutti_comm_t comm);
+size_t tt_direct_scratch_bytes(tt_comm_t *comm);
 /* Puts c's direct run on stream: every rank agreed to go direct. */
-tutti_status_t tt_direct_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *c, void *stream);
+tutti_status_t tt_direct_put(tt_comm_t *comm, const tt_device_ctx_t *ctx, const tt_call_t *c, void *stream);
 /* How many collectives this communicator ran directly (for the tests). */
-uint64_t tt_direct_runs(tutti_comm_t comm);
+uint64_t tt_direct_runs(tt_comm_t *comm);
 
 /*
  * Direct sends and receives (direct_p2p.c), between two ranks whose sides
@@ -37,12 +37,12 @@ uint64_t tt_direct_runs(tutti_comm_t comm);
  * one peer form one sequence of chunks, in message order, and so do its
  * messages from one peer.
  */
-tutti_status_t tt_direct_p2p_put(tutti_comm_t comm, const tt_device_ctx_t *ctx, const tt_call_t *calls,
+tutti_status_t tt_direct_p2p_put(tt_comm_t *comm, const tt_device_ctx_t *ctx, const tt_call_t *calls,
                                  const int *direct, int n, void *stream);
 /* The slot size of direct sends and receives with rank peer; 0 unless its
  * side is open (its window, its segment) and their GPUs reach each other. */
-size_t tt_direct_p2p_slot(tutti_comm_t comm, int peer);
+size_t tt_direct_p2p_slot(tt_comm_t *comm, int peer);
 /* How many sends and receives this communicator ran directly (for the tests). */
-uint64_t tt_direct_messages(tutti_comm_t comm);
+uint64_t tt_direct_messages(tt_comm_t *comm);
 
 #endif

@@ -29,7 +29,7 @@ enum {
 #define TT_STAGING_SLOTS 4 /* slots of the staging that large calls pass through */
 
 typedef struct {
-    tutti_comm_t comm;
+    tt_comm_t *comm;
     const tt_device_rt_t *rt; /* fixed by the first device call */
     int started;              /* the proxy runs (from the first queued work on) */
     int device;

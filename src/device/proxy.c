@@ -32,7 +32,7 @@ int tt_device_rounds_pending(const tt_device_layer_t *d)
 
 void tt_device_release_streams(tt_device_layer_t *d)
 {
-    tutti_comm_t comm = d->comm;
+    tt_comm_t *comm = d->comm;
     if (comm->device_tp < 0)
         return;
     int p = comm->nranks;
@@ -49,7 +49,7 @@ void tt_device_release_streams(tt_device_layer_t *d)
 
 static void watch_peers(tt_device_layer_t *d)
 {
-    tutti_comm_t comm = d->comm;
+    tt_comm_t *comm = d->comm;
     if (comm->failed) { /* said when it failed: nothing more will come from the peers */
         tt_device_release_streams(d);
         return;

@@ -75,18 +75,18 @@
 #include "device/pipe.h"
 #include "transports/device.h"
 
-tutti_status_t tt_device_error(tutti_comm_t comm, const char *name, const char *what, tutti_status_t st)
+tutti_status_t tt_device_error(tt_comm_t *comm, const char *name, const char *what, tutti_status_t st)
 {
     const tt_device_rt_t *rt = tt_device_runtime();
     return tt_comm_error(comm, st, "%s: %s: %s", name, what, rt ? rt->said() : tutti_strerror(st));
 }
 
-static tutti_status_t no_cuda(tutti_comm_t comm, const char *name)
+static tutti_status_t no_cuda(tt_comm_t *comm, const char *name)
 {
     return tt_comm_error(comm, TUTTI_ERR_UNSUPPORTED, "%s: this tutti was built without CUDA", name);
 }
 
-tutti_status_t tt_device_of(tutti_comm_t comm, const void *ptr, const char *name, int *device)
+tutti_status_t tt_device_of(tt_comm_t *comm, const void *ptr, const char *name, int *device)
 {
     *device = -1;
     const tt_device_rt_t *rt = tt_device_runtime();
@@ -100,7 +100,7 @@ tutti_status_t tt_device_of(tutti_comm_t comm, const void *ptr, const char *name
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_device_refuse_capture(tutti_comm_t comm, const char *name, void *stream)
+tutti_status_t tt_device_refuse_capture(tt_comm_t *comm, const char *name, void *stream)
 {
     const tt_device_rt_t *rt = tt_device_runtime();
     if (!rt)
@@ -222,13 +222,13 @@ void tt_device_queue_stop(tt_device_layer_t *d)
 
 /* ---- the layer on a communicator: made on first use, torn down with it ---- */
 
-static void layer_quiesce(tutti_comm_t comm, void *state)
+static void layer_quiesce(tt_comm_t *comm, void *state)
 {
     (void)state;
     tt_device_drain(comm);
 }
 
-static void layer_destroy(tutti_comm_t comm, void *state)
+static void layer_destroy(tt_comm_t *comm, void *state)
 {
     tt_device_layer_t *d = state;
     (void)comm;
@@ -241,7 +241,7 @@ static const tt_layer_ops_t device_layer_ops = {.quiesce = layer_quiesce, .destr
 
 /* The layer's state on comm, made on first use (NULL: no memory, said), and
  * torn down with it: what is queued drains first. */
-static tt_device_layer_t *layer_of(tutti_comm_t comm, const char *name)
+static tt_device_layer_t *layer_of(tt_comm_t *comm, const char *name)
 {
     tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
     if (d)
@@ -416,7 +416,7 @@ release:
     return st;
 }
 
-tutti_status_t tt_device_enqueue(tutti_comm_t comm, int device, const tt_device_work_t *work, void *stream)
+tutti_status_t tt_device_enqueue(tt_comm_t *comm, int device, const tt_device_work_t *work, void *stream)
 {
     tt_device_layer_t *d = NULL;
     const tt_device_rt_t *rt = tt_device_runtime();
@@ -448,7 +448,7 @@ tutti_status_t tt_device_enqueue(tutti_comm_t comm, int device, const tt_device_
     return st;
 }
 
-tutti_status_t tt_device_drain(tutti_comm_t comm)
+tutti_status_t tt_device_drain(tt_comm_t *comm)
 {
     tt_device_layer_t *d = tt_comm_layer(comm, TT_LAYER_DEVICE);
     if (!d || !d->started)
@@ -460,7 +460,7 @@ tutti_status_t tt_device_drain(tutti_comm_t comm)
     return TUTTI_SUCCESS;
 }
 
-tutti_status_t tt_device_stream_wait(tutti_comm_t comm, const char *name, void *stream)
+tutti_status_t tt_device_stream_wait(tt_comm_t *comm, const char *name, void *stream)
 {
     char why[160];
     const tt_device_rt_t *rt = tt_device_runtime();
@@ -499,20 +499,20 @@ tutti_status_t tt_device_stream_wait(tutti_comm_t comm, const char *name, void *
         return st_ ? tt_device_error(comm, name, what, st_) : TUTTI_SUCCESS;                                 \
     } while (0)
 
-tutti_status_t tt_device_copy(tutti_comm_t comm, const char *name, void *dst, const void *src, size_t bytes,
+tutti_status_t tt_device_copy(tt_comm_t *comm, const char *name, void *dst, const void *src, size_t bytes,
                               void *stream)
 {
     ON_GPU(comm, name, "copying within this rank", rt_->copy(dst, src, bytes, stream));
 }
 
-tutti_status_t tt_device_scale(tutti_comm_t comm, const char *name, void *dst, const void *src, size_t n,
+tutti_status_t tt_device_scale(tt_comm_t *comm, const char *name, void *dst, const void *src, size_t n,
                                tutti_dtype_t dtype, const void *k_dev, const void *k_host, void *stream)
 {
     ON_GPU(comm, name, "scaling the input of a pre-multiplied sum",
            rt_->scale(dst, src, n, dtype, k_dev, k_host, stream));
 }
 
-tutti_status_t tt_device_alloc(tutti_comm_t comm, const char *name, size_t bytes, void *stream, void **ptr)
+tutti_status_t tt_device_alloc(tt_comm_t *comm, const char *name, size_t bytes, void *stream, void **ptr)
 {
     ON_GPU(comm, name, "allocating on the GPU", rt_->dev_alloc(bytes, stream, ptr));
 }

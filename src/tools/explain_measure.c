@@ -42,7 +42,7 @@ int tt_explain_measure(tt_coll_t coll, const tt_algorithm_t *algo, size_t bytes,
                 tutti_comm_last_error(NULL));
         return 1;
     }
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* what the tracing reads */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* what the tracing reads */
     int p = comm->nranks, me = comm->rank;
     size_t elem = tutti_dtype_size(dtype), count = bytes / elem;
     if (tt_coll_count_per_rank(coll))

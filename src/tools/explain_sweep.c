@@ -52,7 +52,7 @@ static double time_calls(tutti_comm_t comm, tt_coll_t coll, const void *in, void
 }
 
 /* The model's time for what the library runs at this size, us; the algorithm's name into name. */
-static double predicted(tutti_comm_t comm, const tt_coll_args_t *args, size_t bytes, size_t elem,
+static double predicted(tt_comm_t *comm, const tt_coll_args_t *args, size_t bytes, size_t elem,
                         const char **name)
 {
     tt_tuned_t t = tt_algo_choose(&comm->policy, args, bytes, elem);
@@ -138,7 +138,7 @@ int tt_explain_sweep(const tt_sweep_opts_t *o)
                 tutti_comm_last_error(NULL));
         return 1;
     }
-    tutti_comm_t inner = tt_comm_lookup(comm, NULL); /* behind the handle: the tuner and hosts */
+    tt_comm_t *inner = tt_comm_lookup(comm, NULL); /* behind the handle: the tuner and hosts */
     int p = inner->nranks, n = 0, rc = 0;
     size_t elem = tutti_dtype_size(o->dtype), bytes[SWEEP_MAX];
     double meas[SWEEP_MAX], pred[SWEEP_MAX];

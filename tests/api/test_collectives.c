@@ -180,7 +180,7 @@ END_TEST
 static int link_classes(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)r;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* the communicator's own tables */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* the communicator's own tables */
     const tt_link_t *across = arg;
     for (int a = 0; a < p; a++)
         for (int b = 0; b < p; b++) {
@@ -203,7 +203,7 @@ static int link_classes(tutti_comm_t handle, int r, int p, void *arg)
 static int full_slots(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     int in[64], out[64];
     for (int q = 0; q < p; q++)
         in[q] = r * 100 + q;

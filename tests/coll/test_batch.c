@@ -22,7 +22,7 @@
 #define BIG 300001 /* elements: several slices and shm slots */
 #define NMSG 3     /* messages from each rank to each other rank */
 
-static tt_call_t p2p_call(tutti_comm_t comm, tt_coll_t coll, void *buf, size_t n, int peer)
+static tt_call_t p2p_call(tt_comm_t *comm, tt_coll_t coll, void *buf, size_t n, int peer)
 {
     tt_call_t c = {.coll = coll, .count = n, .dtype = TUTTI_UINT32, .root = peer};
     if (coll == TT_COLL_SEND)
@@ -43,7 +43,7 @@ static uint32_t value(int from, int to, int msg, size_t i)
  * rank would wait in its first receive. */
 static int alltoall_batch(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: batches are internal */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: batches are internal */
     (void)arg;
     size_t sizes[NMSG] = {5, BIG, BIG / 3};
     uint32_t **in = calloc((size_t)(NMSG * p), sizeof *in), **out = calloc((size_t)(NMSG * p), sizeof *out);
@@ -90,7 +90,7 @@ END_TEST
  * message that rank 0 receives with a count-0 receive in its own. */
 static int gather_scatter(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: batches are internal */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: batches are internal */
     (void)arg;
     int root = p - 1;
     size_t n = 1000;
@@ -143,7 +143,7 @@ END_TEST
 /* A batch on rank 0 meets plain blocking calls on rank 1, in both orders. */
 static int batch_meets_plain(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: batches are internal */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: batches are internal */
     (void)p;
     (void)arg;
     uint32_t *a = malloc(BIG * sizeof(uint32_t)), *b = calloc(BIG, sizeof(uint32_t));

@@ -175,7 +175,7 @@ END_TEST
 static int interior_body(tutti_comm_t handle, int r, int p, void *arg)
 {
     seen_t *seen = arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     (void)p;
     TT_FAIL_IF(tutti_barrier(handle, NULL), "barrier: %s", tutti_comm_last_error(handle));
     if (r == 1)
@@ -232,7 +232,7 @@ END_TEST
 static int knock_body(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     if (r == 0) {
         unsigned char wrong[TT_KEY_BYTES];
         memcpy(wrong, comm->env.key, sizeof wrong);
@@ -272,7 +272,7 @@ END_TEST
 static int bytes_body(tutti_comm_t handle, int r, int p, void *arg)
 {
     seen_t *seen = arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     (void)p;
     tt_bootstrap_bytes(&comm->bs, &seen[r].bytes_out, &seen[r].bytes_in);
     return 0;

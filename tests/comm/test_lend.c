@@ -28,7 +28,7 @@
 static int borrowed_pairs(tutti_comm_t child_handle, tutti_comm_t parent_handle, const int *rank_of,
                           int *connected)
 {
-    tutti_comm_t c = tt_comm_lookup(child_handle, NULL), parent = tt_comm_lookup(parent_handle, NULL);
+    tt_comm_t *c = tt_comm_lookup(child_handle, NULL), *parent = tt_comm_lookup(parent_handle, NULL);
     int n = 0;
     for (int i = 0; c && parent && i < c->nconnected; i++) {
         int q = c->connected[i];
@@ -274,7 +274,7 @@ static int revoked_body(tutti_comm_t comm, int r, int p, void *arg)
     TT_FAIL_IF(sum_check(comm, r, p, 3, "parent after the revocation"), "parent");
     TT_FAIL_IF(tutti_comm_split_flags(comm, 0, 0, TUTTI_SPLIT_SHARE, &again), "rank %d: second split", r);
     TT_FAIL_IF(sum_check(again, r, p, 4, "second child"), "second child");
-    tutti_comm_t inner = tt_comm_lookup(again, NULL);
+    tt_comm_t *inner = tt_comm_lookup(again, NULL);
     for (int i = 0; i < inner->nconnected; i++) {
         int q = inner->connected[i];
         TT_FAIL_IF((r == 0 || q == 0) && inner->borrowed[q], "rank %d: its pair with rank %d is still lent",

@@ -309,7 +309,7 @@ static int impostor_rank(tutti_comm_t comm, int r, int p, void *arg)
 {
     impostor_t *s = arg;
     TT_FAIL_IF(round_ok(comm), "rank %d: collectives before", r);
-    tutti_comm_t inner = tt_comm_lookup(comm, NULL);
+    tt_comm_t *inner = tt_comm_lookup(comm, NULL);
     if (r == 2) {
         s->addr = inner->rescue[1];
         __atomic_store_n(&s->addr_set, 1, __ATOMIC_SEQ_CST);
@@ -594,7 +594,7 @@ END_TEST
  * the member its coordinator is gone), and the next one challenges it. */
 START_TEST(a_hello_for_the_next_shrink_waits_for_it)
 {
-    struct tutti_comm comm;
+    tt_comm_t comm;
     memset(&comm, 0, sizeof comm);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "tutti-test-held-%d", (int)getpid());

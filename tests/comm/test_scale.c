@@ -79,7 +79,7 @@ static int every_collective(tutti_comm_t comm, int r, int p)
  * with arg, every collective too. */
 static int scale_body(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     uint64_t out, in;
     tt_bootstrap_bytes(&comm->bs, &out, &in);
     TT_FAIL_IF(out > SET_UP_BYTES || in > SET_UP_BYTES, "rank %d sent %llu and received %llu bytes at set-up",

@@ -54,7 +54,7 @@ static int expected_members(const split_case_t *c, int p, int r, int *out)
 static int check_child(tutti_comm_t parent_handle, tutti_comm_t child, const int *members, int n, int r)
 {
     /* white box: the communicators behind the handles */
-    tutti_comm_t parent = tt_comm_lookup(parent_handle, NULL), inner = tt_comm_lookup(child, NULL);
+    tt_comm_t *parent = tt_comm_lookup(parent_handle, NULL), *inner = tt_comm_lookup(child, NULL);
     TT_FAIL_IF(!parent || !inner, "rank %d: the parent or the child is not a live handle", r);
     int crank = -1, csize = -1, want_rank = -1;
     for (int i = 0; i < n; i++)

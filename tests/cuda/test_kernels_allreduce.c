@@ -59,7 +59,7 @@ static void gradient(char *g, size_t n, tutti_dtype_t dt, int r, int step, int s
 
 /* The GPU path of one call, on device buffers send and recv, as the device
  * queue runs it; 0 or a message in why. */
-static int gpu_call(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_t *how, tt_cpath_t path,
+static int gpu_call(tt_comm_t *comm, const tt_call_t *c, const tutti_compress_t *how, tt_cpath_t path,
                     tutti_ef_state_t ef, uint64_t key, int order, char *why, size_t len)
 {
     tt_device_span_t spans[2 * 8 + 2];
@@ -92,7 +92,7 @@ static int gpu_call(tutti_comm_t comm, const tt_call_t *c, const tutti_compress_
 static int gpu_path_is_the_cpu_path(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm; /* the communicator behind the handle, for the library's insides */
+    tt_comm_t *comm; /* the communicator behind the handle, for the library's insides */
     if (tt_comm_enter(handle, "test", &comm) != TUTTI_SUCCESS)
         return 1;
     kc_begin();

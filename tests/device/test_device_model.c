@@ -30,7 +30,7 @@ enum { N = 3001 };
 
 /* An fp32 sum all-reduce of n elements, in place, on device buffer x
  * through the device queue (white box: comm is the communicator itself). */
-static tutti_status_t queue_allreduce(tutti_comm_t comm, float *x, size_t n, void *stream)
+static tutti_status_t queue_allreduce(tt_comm_t *comm, float *x, size_t n, void *stream)
 {
     tt_call_t c = {.coll = TT_COLL_ALLREDUCE, .send = x, .recv = x, .count = n, .dtype = TUTTI_FP32};
     tutti_status_t st = tt_coll_validate(comm, &c, "test");
@@ -58,7 +58,7 @@ static int summed(const float *x, size_t n, int p, int k)
 /* Two checked calls on stream, a barrier between them: afterwards every
  * rank has bound and opened every peer's window, so the calls after go
  * direct (unless TUTTI_CUDA_IPC=0), and the staging exists. */
-static int warm_up(tutti_comm_t comm, tutti_comm_t handle, int r, int p, void *stream)
+static int warm_up(tt_comm_t *comm, tutti_comm_t handle, int r, int p, void *stream)
 {
     float *x = tt_fake_gpu_malloc(N * sizeof(float), 0);
     for (int k = 0; k < 2; k++) {
@@ -93,7 +93,7 @@ static int staged_variant(int i)
 static int lazy_load(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     if (warm_up(comm, handle, r, p, stream))
         return 1;
@@ -127,7 +127,7 @@ static int many_streams(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
     enum { STREAMS = 40, M = 1000 };
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *s[STREAMS];
     for (int k = 0; k < STREAMS; k++)
         s[k] = tt_fake_gpu_stream();
@@ -198,7 +198,7 @@ static int app_sync(void *stream)
 static int global_capture(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     if (warm_up(comm, handle, r, p, stream))
         return 1;
@@ -244,7 +244,7 @@ END_TEST
 static int growth(tutti_comm_t handle, int r, int p, void *arg)
 {
     int app_hold = *(const int *)arg == 0;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     if (warm_up(comm, handle, r, p, stream))
         return 1;
@@ -292,7 +292,7 @@ static void *abort_later(void *arg)
 static int abort_behind_a_hold(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     if (warm_up(comm, handle, r, p, stream))
         return 1;
@@ -332,7 +332,7 @@ static int crossed(const float *x, size_t n, int r, int k, int k2)
 static int partial_failure(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     float *x[3];
     tutti_status_t st[4];
@@ -378,7 +378,7 @@ END_TEST
 static int other_gpu_current(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream(); /* GPU 0's */
     float *x = tt_fake_gpu_malloc(N * sizeof(float), 0);
     for (int k = 0; k < 3; k++) {
@@ -416,7 +416,7 @@ static void *release_later(void *arg)
     return NULL;
 }
 
-static tutti_status_t queue_compressed(tutti_comm_t comm, float *dev, float *out, const tutti_compress_t *how,
+static tutti_status_t queue_compressed(tt_comm_t *comm, float *dev, float *out, const tutti_compress_t *how,
                                        tutti_ef_state_t ef, void *stream)
 {
     tt_call_t c = {.coll = TT_COLL_ALLREDUCE, .send = dev, .recv = out, .count = N, .dtype = TUTTI_FP32};
@@ -428,7 +428,7 @@ static tutti_status_t queue_compressed(tutti_comm_t comm, float *dev, float *out
 static int ef_after_queued_call(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     const tutti_compress_t how = {.kind = TUTTI_COMPRESS_INT8, .block = 64};
     float *g = malloc(N * sizeof *g), *out = malloc(N * sizeof *out), *dev = tt_fake_gpu_malloc(N * 4, 0);
     for (int i = 0; i < N; i++)

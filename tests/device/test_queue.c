@@ -45,7 +45,7 @@ static void expect_call(char *want, size_t len, const tt_call_t *d, int first)
 }
 
 /* One call on device buffers through the queue, against the host path. */
-static int one_call(tutti_comm_t comm, tt_call_t c, int ip, char *dev, char *ref, size_t span, int r, int p,
+static int one_call(tt_comm_t *comm, tt_call_t c, int ip, char *dev, char *ref, size_t span, int r, int p,
                     void *stream, char *want_log, size_t log_len)
 {
     size_t e = tutti_dtype_size(c.dtype);
@@ -71,7 +71,7 @@ static int one_call(tutti_comm_t comm, tt_call_t c, int ip, char *dev, char *ref
 
 static int staged_through_the_stream(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     const tt_fake_mode_t *mode = arg;
     tt_fake_gpu_mode(mode);
     size_t span = 2 * 3001 * (size_t)p * 4 + 64;
@@ -115,7 +115,7 @@ END_TEST
 static int two_streams(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     tt_fake_mode_t mode = {.op_delay_us = 300};
     tt_fake_gpu_mode(&mode);
     enum { CALLS = 6, N = 1000 };
@@ -157,7 +157,7 @@ static int captured(tutti_comm_t handle, int r, int p, void *arg)
     (void)r;
     (void)p;
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     float *x = tt_fake_gpu_malloc(64, 0);
     void *stream = tt_fake_gpu_stream();
     tt_fake_gpu_capture(stream, 1);
@@ -185,7 +185,7 @@ END_TEST
 static int other_device_current(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     float *x = tt_fake_gpu_malloc(1000 * sizeof(float), 0);
     void *stream = tt_fake_gpu_stream(); /* GPU 0's */
     for (int i = 0; i < 1000; i++)
@@ -228,7 +228,7 @@ static int slow_gpu_and_growth(tutti_comm_t handle, int r, int p, void *arg)
 {
     setenv("TUTTI_DEVICE_STAGING_BYTES", "64K", 1);
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     tt_fake_mode_t mode = {.op_delay_us = 20000};
     tt_fake_gpu_mode(&mode);
     void *stream = tt_fake_gpu_stream();
@@ -268,7 +268,7 @@ END_TEST
 static int refused_copy(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     float *x = tt_fake_gpu_malloc(1000 * sizeof(float), 0);
     void *stream = tt_fake_gpu_stream();
     for (int k = 0; k < 3; k++) {
@@ -308,7 +308,7 @@ END_TEST
  */
 static int through_the_slots(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     tt_fake_gpu_mode(arg);
     size_t span = 2 * 30001 * (size_t)p * 4 + 64;
     char *dev = tt_fake_gpu_malloc(span, 0), *ref = malloc(span);
@@ -346,7 +346,7 @@ END_TEST
  * direct: copy in, signal, gate, copy out; no GPU work of the proxy's. */
 static int device_batch(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     const tt_fake_mode_t *mode = arg;
     tt_fake_gpu_mode(mode);
     enum { N = 5000 };

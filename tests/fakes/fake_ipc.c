@@ -196,7 +196,7 @@ void tt_fake_ipc_sweep(void)
         closedir(dir);
 }
 
-int tt_fake_ipc_prepared(tutti_comm_t comm, int gpu)
+int tt_fake_ipc_prepared(tt_comm_t *comm, int gpu)
 {
     for (int tries = 0; tries < 20000; tries++) {
         int ready = 0;

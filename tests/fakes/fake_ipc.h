@@ -37,6 +37,6 @@ void tt_fake_ipc_sweep(void);
 /* Binds comm to gpu and opens the windows its peers publish, trying until
  * every one is open (the peers bind at their own pace): what a rank does
  * before its first direct call. 1, or 0 after 10 s. */
-int tt_fake_ipc_prepared(tutti_comm_t comm, int gpu);
+int tt_fake_ipc_prepared(tt_comm_t *comm, int gpu);
 
 #endif

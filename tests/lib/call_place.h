@@ -25,7 +25,7 @@ static inline void tt_test_place(tt_call_t *c, tt_coll_t coll, char *span, size_
 
 /* Validates and runs c on host buffers now, as the compressed all-reduce
  * runs its inner collectives. */
-static inline tutti_status_t tt_test_run_host(tutti_comm_t comm, tt_call_t *c)
+static inline tutti_status_t tt_test_run_host(tt_comm_t *comm, tt_call_t *c)
 {
     tutti_status_t st = tt_coll_validate(comm, c, tt_coll_name(c->coll));
     return st ? st : tt_coll_run(comm, c);

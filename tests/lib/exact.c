@@ -122,7 +122,7 @@ int tt_check_round(tutti_comm_t comm, int r, int p, size_t n, tutti_dtype_t t, t
 
 int tt_test_on_transport(tutti_comm_t handle, const tt_transport_ops_t *ops)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     int on = 0;
     for (int i = 0; i < comm->nconnected; i++) {
         int q = comm->connected[i];

@@ -56,8 +56,8 @@ static const size_t counts[] = {1, 3001, 40000, 70001};
 /* One call: the host path's result on ref, then the same call on dev
  * through the device queue (or the host path, for the plan's host rank);
  * the two must be equal. */
-static int one_call(tutti_comm_t comm, const plan_t *plan, tt_call_t c, char *ref, char *dev,
-                    size_t span_bytes, int ip, int r, int p, void *stream)
+static int one_call(tt_comm_t *comm, const plan_t *plan, tt_call_t c, char *ref, char *dev, size_t span_bytes,
+                    int ip, int r, int p, void *stream)
 {
     size_t n = c.count, e = tutti_dtype_size(c.dtype);
     for (size_t i = 0; i < span_bytes / e; i++)
@@ -66,18 +66,19 @@ static int one_call(tutti_comm_t comm, const plan_t *plan, tt_call_t c, char *re
     tt_call_t want = c, d = c;
     tt_test_place(&want, c.coll, ref, n, e, r, p, ip);
     tt_test_place(&d, c.coll, dev, n, e, r, p, ip);
-    TT_FAIL_IF(tt_test_run_host(comm, &want), "%s: %s", tt_coll_name(c.coll), tutti_comm_last_error(comm));
-    TT_FAIL_IF(tt_coll_validate(comm, &d, "test"), "prepare: %s", tutti_comm_last_error(comm));
+    TT_FAIL_IF(tt_test_run_host(comm, &want), "%s: %s", tt_coll_name(c.coll),
+               tutti_comm_last_error(comm->handle));
+    TT_FAIL_IF(tt_coll_validate(comm, &d, "test"), "prepare: %s", tutti_comm_last_error(comm->handle));
     uint64_t runs = tt_direct_runs(comm);
     int host = plan->host_rank == r;
     if (host) {
         TT_FAIL_IF(tt_coll_run(comm, &d), "%s on host buffers: %s", tt_coll_name(c.coll),
-                   tutti_comm_last_error(comm));
+                   tutti_comm_last_error(comm->handle));
     } else {
         d.send_on_device = d.in_bytes != 0;
         d.recv_on_device = d.out_bytes != 0;
         TT_FAIL_IF(tt_device_coll_enqueue(comm, &d, stream) || tt_fake_gpu.stream_sync(stream), "%s: %s",
-                   tt_coll_name(c.coll), tutti_comm_last_error(comm));
+                   tt_coll_name(c.coll), tutti_comm_last_error(comm->handle));
     }
     int direct = plan->expect_direct && !host;
     TT_FAIL_IF(tt_direct_runs(comm) != runs + (uint64_t)direct, "%s: %s directly", tt_coll_name(c.coll),
@@ -89,7 +90,7 @@ static int one_call(tutti_comm_t comm, const plan_t *plan, tt_call_t c, char *re
 
 static int direct_collectives(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     const plan_t *plan = arg;
     int gpu = plan->gpu_of_rank[r];
     tt_fake_gpu_set_current(gpu);
@@ -168,7 +169,7 @@ static int mismatched(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "prepare failed");
     float *x = tt_fake_gpu_malloc(1001 * sizeof(float), 0);
     tt_call_t c = {
@@ -200,7 +201,7 @@ END_TEST
 
 static int run_ahead(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     (void)p;
     (void)arg;
     float x = 1, y = 0;
@@ -237,7 +238,7 @@ END_TEST
 /* A rank that dies before a call: the one waiting to agree on it is told. */
 static int dies_before_the_call(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     (void)p;
     (void)arg;
     if (r == 1)
@@ -266,7 +267,7 @@ END_TEST
 /* TUTTI_CUDA_IPC=0: no layer, so every call stages. */
 static int no_layer(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     (void)r;
     (void)p;
     (void)arg;
@@ -299,7 +300,7 @@ START_TEST(ranks_of_one_process_pair)
 END_TEST
 
 /* One direct all-reduce, checked: what a rank does before tearing down. */
-static int one_direct_allreduce(tutti_comm_t comm, int r, int p)
+static int one_direct_allreduce(tt_comm_t *comm, int r, int p)
 {
     float *x = tt_fake_gpu_malloc(1000 * sizeof *x, tt_fake_gpu_current()),
           *y = tt_fake_gpu_malloc(1000 * sizeof *y, tt_fake_gpu_current());
@@ -323,7 +324,7 @@ static int one_direct_allreduce(tutti_comm_t comm, int r, int p)
 static int slow_peer_teardown(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "prepare failed");
     if (one_direct_allreduce(comm, r, p))
         return 1;
@@ -341,7 +342,7 @@ END_TEST
 static int abort_with_window_open(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "prepare failed");
     if (one_direct_allreduce(comm, r, p))
         return 1;
@@ -377,7 +378,7 @@ static void *thread_rank(void *arg)
         t->failed = 1;
         return NULL;
     }
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     tt_fake_gpu_app_thread();
     tt_fake_gpu_set_current(t->rank);
     t->failed = !tt_fake_ipc_prepared(comm, t->rank) || one_direct_allreduce(comm, t->rank, 2);
@@ -426,7 +427,7 @@ END_TEST
  */
 static int queued_calls(tutti_comm_t handle, int r, int p, void *arg)
 {
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     tt_fake_mode_t mode = {.connections = arg != NULL};
     tt_fake_gpu_mode(&mode);
     enum { N = 3001, CALLS = 8 };

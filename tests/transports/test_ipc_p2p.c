@@ -32,7 +32,7 @@ enum { NSIZES = sizeof sizes / sizeof *sizes, MAXBYTES = 29001 };
 
 /* White box: until rank receiver has offered to receive this rank's next
  * message to it, so that the message can go direct. */
-static int offered(tutti_comm_t comm, int receiver)
+static int offered(tt_comm_t *comm, int receiver)
 {
     tt_cuda_ipc_ctx_t *ctx = comm->tp_ctx[comm->device_tp];
     uint64_t k = comm->send_seq[receiver];
@@ -68,7 +68,7 @@ static int holds(const unsigned char *x, size_t n, int seed)
 static int ring(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL); /* white box: the communicator itself */
     void *stream = tt_fake_gpu_stream();
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     unsigned char *in = tt_fake_gpu_malloc(MAXBYTES + 64, 0), *out = tt_fake_gpu_malloc(MAXBYTES + 64, 0);
@@ -112,7 +112,7 @@ static int host_sides(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     enum { B = 20001 };
@@ -172,7 +172,7 @@ static int exchange(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     enum { B = 28673 }; /* 3.5 slots of 8 KiB, and one byte */
@@ -223,7 +223,7 @@ static int regrouped(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     enum { BIG = 5 * 8192 - 3, SMALL = 8000 };
@@ -278,7 +278,7 @@ static int three_plain(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     int mode = *(const int *)arg, late = mode < 2;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     TT_FAIL_IF(mode && !tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     size_t n = late ? 1000 : 6000; /* 6000: two of 3 ranks' 5376-byte slots */
@@ -341,7 +341,7 @@ static int three_way(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     enum { BIG = 3 * 5376 + 1 }; /* three slots of 3 ranks' windows, and a byte */
@@ -383,7 +383,7 @@ static int from_any(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     enum { B = 9001 };
@@ -431,7 +431,7 @@ static int peer_lost(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     int dies = *(const int *)arg == 0;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     unsigned char *buf = tt_fake_gpu_malloc(20000, 0);
@@ -537,7 +537,7 @@ static int apart(tutti_comm_t handle, int r, int p, void *arg)
 {
     (void)p;
     (void)arg;
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     TT_FAIL_IF(!tt_fake_ipc_prepared(comm, 0), "the peers' windows did not open");
     uint32_t *buf = tt_fake_gpu_malloc(APART * APART_N * sizeof *buf, 0);

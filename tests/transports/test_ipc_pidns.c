@@ -31,7 +31,7 @@ static int rank_body(int r, const tutti_unique_id_t *id)
         fprintf(stderr, "rank %d: init: %s\n", r, tutti_comm_last_error(NULL));
         return 2;
     }
-    tutti_comm_t comm = tt_comm_lookup(handle, NULL);
+    tt_comm_t *comm = tt_comm_lookup(handle, NULL);
     void *stream = tt_fake_gpu_stream();
     float *x = tt_fake_gpu_malloc(N * sizeof *x, 0);
     for (int k = 0; k < CALLS; k++) {

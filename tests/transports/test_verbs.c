@@ -191,7 +191,7 @@ END_TEST
 
 static const tt_verbs_ctx_t *verbs_ctx(tutti_comm_t comm)
 {
-    tutti_comm_t c = tt_comm_lookup(comm, NULL);
+    tt_comm_t *c = tt_comm_lookup(comm, NULL);
     for (int t = 0; t < c->ntransports; t++)
         if (c->tp_ops[t] == &tt_verbs_ops)
             return c->tp_ctx[t];
