@@ -33,13 +33,6 @@ typedef struct {
     uint64_t name[8]; /* the successor's name, as each rank read it */
 } behind_t;
 
-static int size_of(tutti_comm_t c)
-{
-    int p = -1;
-    tutti_comm_size(c, &p);
-    return p;
-}
-
 /* The successor of comm every rank takes part in: a grow by one newcomer, or a shrink to all of comm. */
 static tutti_status_t successor(tutti_comm_t comm, int r, int p, behind_t *b, tutti_comm_t *next)
 {
@@ -71,7 +64,7 @@ static int left_behind(tutti_comm_t comm, int r, int p, behind_t *b)
         const char *why = tutti_comm_last_error(comm);
         TT_FAIL_IF(st != TUTTI_ERR_REVOKED || next || took > PROMPT_MS,
                    "rank %d, left behind: shrink %d gave %s (a communicator of %d) after %lld ms: %s", r, try,
-                   tutti_status_name(st), next ? size_of(next) : 0, (long long)took, why);
+                   tutti_status_name(st), next ? tt_size_of(next) : 0, (long long)took, why);
         TT_FAIL_IF(!strstr(why, "left behind") || !strstr(why, "told by rank") || !strstr(why, name) ||
                        !strstr(why, b->grow ? "rank 0's grow" : "coordinated by rank 0"),
                    "rank %d: %s (not the successor's %s)", r, why, name);

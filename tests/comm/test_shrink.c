@@ -45,26 +45,12 @@ static shared_t *shared_new(void)
     return s;
 }
 
-static int size_of(tutti_comm_t c)
-{
-    int p = -1;
-    tutti_comm_size(c, &p);
-    return p;
-}
-
-static int rank_of(tutti_comm_t c)
-{
-    int r = -1;
-    tutti_comm_rank(c, &r);
-    return r;
-}
-
 #define N 257 /* elements per rank: odd, so the blocks are uneven */
 
 /* Every collective on comm, each result checked; 0 when all are right. */
 static int every_collective(tutti_comm_t comm)
 {
-    int r = rank_of(comm), p = size_of(comm), bad = 0;
+    int r = tt_rank_of(comm), p = tt_size_of(comm), bad = 0;
     float *a = malloc(sizeof(float) * N * (size_t)p), *b = malloc(sizeof(float) * N * (size_t)p);
     for (size_t i = 0; i < (size_t)N * (size_t)p; i++)
         a[i] = (float)(r + (int)(i % 7));
@@ -136,8 +122,8 @@ static int check_shrunk(tutti_comm_t comm, tutti_comm_t next, int r, int p, cons
         left -= gone[q];
         want -= q < r && gone[q];
     }
-    TT_FAIL_IF(size_of(next) != left || rank_of(next) != want,
-               "rank %d: rank %d of %d after the shrink, want %d of %d", r, rank_of(next), size_of(next),
+    TT_FAIL_IF(tt_size_of(next) != left || tt_rank_of(next) != want,
+               "rank %d: rank %d of %d after the shrink, want %d of %d", r, tt_rank_of(next), tt_size_of(next),
                want, left);
     TT_FAIL_IF(every_collective(next), "rank %d: a collective failed on the shrunk communicator", r);
     TT_FAIL_IF(tutti_comm_destroy(next), "rank %d: destroy of the new communicator: %s", r,
@@ -364,17 +350,17 @@ static int shrink_then_grow(tutti_comm_t comm, int r, int p, void *arg)
                tutti_comm_last_error(comm));
     tutti_comm_abort(comm);
     tutti_unique_id_t id;
-    if (rank_of(small) == 0) {
+    if (tt_rank_of(small) == 0) {
         TT_FAIL_IF(tutti_get_unique_id(&id), "unique id");
         sh->id = id;
         __atomic_store_n(&sh->id_set, 1, __ATOMIC_SEQ_CST);
     }
     TT_FAIL_IF(tutti_comm_grow(small, 3, &id, &big) != TUTTI_ERR_INVALID_ARG, "rank %d: grew to its own size",
                r);
-    tutti_status_t st = tutti_comm_grow(small, 4, rank_of(small) == 0 ? &id : NULL, &big);
+    tutti_status_t st = tutti_comm_grow(small, 4, tt_rank_of(small) == 0 ? &id : NULL, &big);
     TT_FAIL_IF(st, "rank %d: grow: %s: %s", r, tutti_status_name(st), tutti_comm_last_error(small));
-    TT_FAIL_IF(size_of(big) != 4 || rank_of(big) != rank_of(small), "rank %d: rank %d of %d after the grow",
-               r, rank_of(big), size_of(big));
+    TT_FAIL_IF(tt_size_of(big) != 4 || tt_rank_of(big) != tt_rank_of(small), "rank %d: rank %d of %d after the grow",
+               r, tt_rank_of(big), tt_size_of(big));
     TT_FAIL_IF(every_collective(big), "rank %d: collectives after the grow", r);
     TT_FAIL_IF(tutti_comm_destroy(big) || tutti_comm_destroy(small), "rank %d: destroy", r);
     return -1;

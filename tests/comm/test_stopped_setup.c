@@ -126,13 +126,6 @@ tt_star_frame_t *__wrap_tt_star_frame_new(int type, int rank, tutti_status_t sta
     return __real_tt_star_frame_new(type, rank, status, seq, p, len);
 }
 
-static int size_of(tutti_comm_t c)
-{
-    int p = -1;
-    tutti_comm_size(c, &p);
-    return p;
-}
-
 /* An all-reduce of the ranks' numbers on comm: right, or 1. */
 static int sums(tutti_comm_t comm, int r)
 {
@@ -148,8 +141,8 @@ static int shrink_again(tutti_comm_t comm, int r)
     tutti_comm_t next = NULL;
     wait_flag(&S->resumed);
     tutti_status_t st = tutti_comm_shrink(comm, NULL, 0, TUTTI_SHRINK_DEAD, &next);
-    TT_FAIL_IF(st || size_of(next) != P, "rank %d: the shrink that follows gave %s (%d ranks)%s%s", r,
-               tutti_status_name(st), next ? size_of(next) : 0, st ? ": " : "",
+    TT_FAIL_IF(st || tt_size_of(next) != P, "rank %d: the shrink that follows gave %s (%d ranks)%s%s", r,
+               tutti_status_name(st), next ? tt_size_of(next) : 0, st ? ": " : "",
                st ? tutti_comm_last_error(comm) : "");
     tutti_comm_id(next, &S->again[r]);
     for (int q = 0; q < P; q++)
@@ -177,11 +170,11 @@ static int stopped_rank(tutti_comm_t comm, int r, int p, void *arg)
     int rc = 0;
     if (S->late == 0) { /* the hub: nobody goes on, then all do, together */
         TT_FAIL_IF(next, "rank %d went on in %016llx, a communicator of %d%s", r,
-                   (unsigned long long)S->name[r], size_of(next),
+                   (unsigned long long)S->name[r], tt_size_of(next),
                    r == 0 ? " the others gave up while it was stopped" : "");
         rc = shrink_again(comm, r);
     } else { /* a member: all go on, in one communicator */
-        TT_FAIL_IF(st || size_of(next) != P, "rank %d: its shrink gave %s%s: %s", r, tutti_status_name(st),
+        TT_FAIL_IF(st || tt_size_of(next) != P, "rank %d: its shrink gave %s%s: %s", r, tutti_status_name(st),
                    r == S->late ? " though the others went on in the communicator it gave up" : "",
                    tutti_comm_last_error(comm));
         for (int q = 0; q < P; q++)

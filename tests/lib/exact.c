@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Exact values, their reductions, and one checked round of every collective. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm/comm.h"
@@ -133,4 +134,23 @@ int tt_test_on_transport(tutti_comm_t handle, const tt_transport_ops_t *ops)
         on++;
     }
     return on > 0;
+}
+
+int tt_round_ok(tutti_comm_t comm)
+{
+    enum { N = 257 };
+    int p = -1, r = -1;
+    tutti_comm_size(comm, &p);
+    tutti_comm_rank(comm, &r);
+    tt_round_bufs_t b;
+    char *mem = p > 0 ? calloc(4, (size_t)N * (size_t)p * 8) : NULL;
+    if (!mem)
+        return 1;
+    b.in = mem;
+    b.out = b.in + (size_t)N * (size_t)p * 8;
+    b.want = b.out + (size_t)N * (size_t)p * 8;
+    b.term = b.want + (size_t)N * (size_t)p * 8;
+    int bad = tt_check_round(comm, r, p, N, TUTTI_FP32, TUTTI_SUM, 0, &b);
+    free(mem);
+    return bad;
 }

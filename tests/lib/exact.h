@@ -50,6 +50,10 @@ typedef struct {
 int tt_check_round(tutti_comm_t comm, int r, int p, size_t n, tutti_dtype_t t, tutti_op_t op, int ip,
                    const tt_round_bufs_t *b);
 
+/* tt_check_round of fp32 sums at count 257 on comm, with buffers of its
+ * own: 0 when every result is exact. */
+int tt_round_ok(tutti_comm_t comm);
+
 /* Whether every peer on another host that the rank has connected to so
  * far (pairs connect at first use) is on the transport ops, not a
  * fallback, and there is at least one such peer (white box: its

@@ -272,3 +272,17 @@ int tt_named_as_dead(const char *msg, int rank)
             return 1;
     return 0;
 }
+
+int tt_size_of(tutti_comm_t comm)
+{
+    int p = -1;
+    tutti_comm_size(comm, &p);
+    return p;
+}
+
+int tt_rank_of(tutti_comm_t comm)
+{
+    int r = -1;
+    tutti_comm_rank(comm, &r);
+    return r;
+}

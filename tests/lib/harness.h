@@ -38,6 +38,11 @@ int tt_wait_ranks(int nranks, const pid_t *pids, int *codes, int timeout_s);
 
 /* Runs the built tool (TT_BUILDDIR/tool) with args through the shell;
  * returns its exit status, its stdout and stderr in out. */
+/* comm's size and this rank's place in it; -1 where the call fails (a
+ * revoked, aborted or destroyed communicator). */
+int tt_size_of(tutti_comm_t comm);
+int tt_rank_of(tutti_comm_t comm);
+
 int tt_run_tool(const char *tool, const char *args, char *out, size_t len);
 
 /* Ends the running test case as skipped, saying why it cannot run here
