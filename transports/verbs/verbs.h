@@ -402,8 +402,8 @@ tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char
  * pairs are up and a write went each way. */
 void tt_verbs_offer_make(tt_verbs_ctx_t *ctx);
 tutti_status_t tt_verbs_pair_up(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline);
-/* pair_up, then closes fd; its errors are logged but for
- * TUTTI_ERR_CONFIG, which pair_up said in full. */
+/* pair_up; its errors are logged but for TUTTI_ERR_CONFIG, which pair_up
+ * said in full. The caller closes fd. */
 tutti_status_t tt_verbs_exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline);
 
 /* Posting (verbs_post.c). */

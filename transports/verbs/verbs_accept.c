@@ -66,6 +66,9 @@ static void serve(tt_verbs_ctx_t *ctx, int fd, const tt_hello_t *h)
         e->state = TT_VERBS_PAIR_UP;
     }
     pthread_mutex_unlock(&ctx->lock);
+    /* Only now that busy_fd no longer names it: a stop shuts busy_fd down,
+     * and once closed its number may be another thread's new socket. */
+    close(fd);
 }
 
 static void *acceptor_main(void *arg)

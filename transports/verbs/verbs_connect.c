@@ -68,7 +68,9 @@ static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_ver
                  tutti_strerror(st));
         return st;
     }
-    return tt_verbs_exchange(ctx, fd, c, deadline);
+    st = tt_verbs_exchange(ctx, fd, c, deadline);
+    close(fd);
+    return st;
 }
 
 /* A new connection's memory for peer, kept in its pending entry in state;

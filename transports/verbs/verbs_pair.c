@@ -12,6 +12,7 @@
  * line; when no pair works, the error names every pair tried and why.
  */
 #include <arpa/inet.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -89,7 +90,11 @@ static tutti_status_t swap(int fd, const void *mine, void *theirs, size_t len, i
 }
 
 /* A zero-length write to the peer, which its NIC must acknowledge: the
- * path works both ways. 0, or -1 with why filled. */
+ * path works both ways. 0, or -1 with why filled. On the accepting thread
+ * the wait also ends when the communicator closes (ctx->stopping): a peer
+ * stopped here never answers, a killed one only once the NIC's retries run
+ * out (seconds), and the close waits for this thread; the set-up socket's
+ * shutdown, which ends the other steps' waits, does not reach this one. */
 static int probe(tt_verbs_conn_t *c, int64_t deadline, char *why, size_t len)
 {
     const tt_ibv_t *ibv = c->ctx->ibv;
@@ -99,7 +104,8 @@ static int probe(tt_verbs_conn_t *c, int64_t deadline, char *why, size_t len)
     }
     struct ibv_wc wc;
     int n;
-    while ((n = ibv_poll_cq(c->cq, 1, &wc)) == 0 && tt_now_ms() < deadline) {
+    while ((n = ibv_poll_cq(c->cq, 1, &wc)) == 0 && tt_now_ms() < deadline &&
+           !atomic_load(&c->ctx->stopping)) {
         struct timespec ts = {0, 200000};
         nanosleep(&ts, NULL);
     }
@@ -107,8 +113,10 @@ static int probe(tt_verbs_conn_t *c, int64_t deadline, char *why, size_t len)
         c->qp[0].freed = wc.wr_id & 0xffffffffffffull;
         return 0;
     }
+    int closed = n == 0 && atomic_load(&c->ctx->stopping);
     snprintf(why, len, "a write to the peer was not acknowledged: %s",
              n < 0                ? "polling the completion queue failed"
+             : closed             ? "the communicator was closed"
              : n == 0             ? "no answer before TUTTI_TIMEOUT"
              : ibv->wc_status_str ? ibv->wc_status_str(wc.status)
                                   : "work request failed");
@@ -224,6 +232,11 @@ tutti_status_t tt_verbs_pair_up(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c,
         if (st)
             return st;
         TT_DEBUG(TT_SUB_NET, "verbs: rank %d's %s and rank %d's %s: %s", ctx->env->rank, a, c->peer, b, why);
+        /* Past the deadline (a rank stopped through the set-up, or gone) a
+         * write unanswered says nothing of the ports: no pair could be tried
+         * in time, and "set TUTTI_IB_HCA" would send the user astray. */
+        if (tt_now_ms() >= deadline)
+            return TUTTI_ERR_TIMEOUT;
         if (used < sizeof tried)
             used += (size_t)snprintf(tried + used, used < sizeof tried ? sizeof tried - used : 0,
                                      "%srank %d's %s to rank %d's %s: %s", k ? "; " : "", ctx->env->rank, a,
@@ -239,10 +252,11 @@ tutti_status_t tt_verbs_pair_up(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c,
 tutti_status_t tt_verbs_exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline)
 {
     tutti_status_t st = tt_verbs_pair_up(ctx, fd, c, deadline);
-    close(fd);
+    /* CONFIG: no pair of ports, said in full already; stopping: this
+     * rank's close cut the set-up short, and nothing failed. */
     if (!st)
         c->probe_at_ms = tt_now_ms();
-    else if (st != TUTTI_ERR_CONFIG) /* CONFIG: no pair of ports, said in full already */
+    else if (st != TUTTI_ERR_CONFIG && !atomic_load(&ctx->stopping))
         TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", c->peer, tutti_strerror(st));
     return st;
 }
