@@ -39,6 +39,10 @@ typedef struct {
 
 /* A rank_fds entry: the rank joined through its block's root (bootstrap_roots.c). */
 #define TT_BOOTSTRAP_BY_ROOT (-3)
+/* Past its deadline, a joined rank (or another root) still waits this long
+ * for rank 0's word: rank 0 says why the job will not form at its own
+ * deadline, which comes later where it began later. */
+#define TT_BOOTSTRAP_GRACE_MS 1000
 
 /* Reads a unique id's bytes into id: 0 when they are one tutti made (magic,
  * version, an IPv4 or IPv6 address of the right length), else -1. */

@@ -24,8 +24,6 @@
 #include "core/ranks.h"
 #include "core/try.h"
 
-#define WELCOME_GRACE_MS 1000 /* past its deadline, a joined rank still waits for rank 0's word */
-
 /* What rank 0 tells a joining rank. */
 typedef struct {
     tt_sockaddr_t parent, root;
@@ -293,9 +291,17 @@ static tutti_status_t await_root(tt_bootstrap_t *bs, const char *where, const ch
                          : "another process joined as this rank, or it counts another number of ranks");
             return TUTTI_ERR_AUTH;
         }
-        const char *why = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)
-                              ? "it closed the connection without answering, so it is not this job's root"
-                              : not_root(&h, got, bs->key);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            /* A root that dies before answering closes so too: only a
+             * program that answers is told apart from it (not_root). */
+            snprintf(
+                err, errlen,
+                "rank %d: the bootstrap root at %s closed the connection without answering: it died (its "
+                "log says why), or the program there is not this job's root%s",
+                bs->rank, where, note);
+            return TUTTI_ERR_PEER_FAILED;
+        }
+        const char *why = not_root(&h, got, bs->key);
         if (why) {
             snprintf(err, errlen, "rank %d: the program at %s is not tutti's bootstrap root: %s%s", bs->rank,
                      where, why, note);
@@ -344,8 +350,20 @@ tutti_status_t tt_bootstrap_send_join(tt_bootstrap_t *bs, int64_t deadline, char
     return TUTTI_SUCCESS;
 }
 
-/* Reads rank 0's welcome: where the parent and rank 0 listen, or why the
- * job will not form. */
+/* Who welcomes this rank: rank 0, or for a member of another block, that
+ * block's root (a root, which has rank_fds, reported to rank 0). */
+static void welcomer(const tt_bootstrap_t *bs, char *out, size_t len)
+{
+    int first = tt_root_first(bs->block, bs->nranks, bs->nroots);
+    if (bs->block == 0 || bs->rank_fds)
+        snprintf(out, len, "rank 0");
+    else
+        snprintf(out, len, "bootstrap root %d (of ranks %d-%d)", bs->block, first,
+                 first + tt_root_size(bs->block, bs->nranks, bs->nroots) - 1);
+}
+
+/* Reads rank 0's welcome (or its block root's): where the parent and rank
+ * 0 listen, or why the job will not form. */
 static tutti_status_t read_welcome(tt_bootstrap_t *bs, welcome_t *w, int64_t deadline, char *err,
                                    size_t errlen)
 {
@@ -358,9 +376,11 @@ static tutti_status_t read_welcome(tt_bootstrap_t *bs, welcome_t *w, int64_t dea
     if (!st)
         st = tt_sock_recv_all(bs->up_fd, h.status ? (void *)text : (void *)w, h.len, deadline);
     if (st) {
-        snprintf(err, errlen, "rank %d: rank 0 did not say where this rank's parent listens: %s", bs->rank,
+        char who[64];
+        welcomer(bs, who, sizeof who);
+        snprintf(err, errlen, "rank %d: %s did not say where this rank's parent listens: %s", bs->rank, who,
                  st == TUTTI_ERR_TIMEOUT ? "not every rank joined within TUTTI_TIMEOUT"
-                                         : "it closed the connection");
+                                         : "it closed the connection: it died (its log says why)");
         return st;
     }
     bs->bytes_in += sizeof h + h.len;
@@ -377,7 +397,7 @@ tutti_status_t tt_bootstrap_attach(tt_bootstrap_t *bs, int64_t deadline, char *e
     /* Rank 0 says why the job did not form at its own deadline, which can
      * come a little after this rank's (it may have begun later): wait that
      * much longer, so that the reason arrives rather than a bare timeout. */
-    TT_TRY(read_welcome(bs, &w, deadline + WELCOME_GRACE_MS, err, errlen));
+    TT_TRY(read_welcome(bs, &w, deadline + TT_BOOTSTRAP_GRACE_MS, err, errlen));
     close(bs->up_fd);
     bs->up_fd = -1;
     bs->root = w.root;

@@ -128,17 +128,20 @@ tutti_status_t tt_bootstrap_report(tt_bootstrap_t *bs, int64_t deadline, char *e
     char text[TT_STAR_TEXT + 1] = "";
     size_t want = (size_t)(n + 1) * sizeof *bs->addrs;
     tt_sockaddr_t *p = malloc(want);
-    st = p ? tt_sock_recv_all(bs->up_fd, &h, sizeof h, deadline) : TUTTI_ERR_NO_MEMORY;
+    /* As a joined rank waits for its welcome: rank 0's reason comes at its
+     * own deadline, and every failure says something. */
+    int64_t until = deadline + TT_BOOTSTRAP_GRACE_MS;
+    st = p ? tt_sock_recv_all(bs->up_fd, &h, sizeof h, until) : TUTTI_ERR_NO_MEMORY;
     if (!st && h.type == TT_STAR_WELCOME && h.status && h.len <= TT_STAR_TEXT &&
-        !tt_sock_recv_all(bs->up_fd, text, h.len, deadline)) {
+        !tt_sock_recv_all(bs->up_fd, text, h.len, until)) {
         snprintf(err, errlen, "rank %d: %s", bs->rank, text); /* rank 0 says why the job will not form */
         st = (tutti_status_t)h.status;
-    } else if (!st &&
-               (!tt_star_hdr_ok(&h, bs->nranks) || h.type != TT_STAR_PARENTS || h.seq != (uint64_t)lo ||
-                h.len != want || tt_sock_recv_all(bs->up_fd, p, want, deadline))) {
-        snprintf(err, errlen, "root %d (rank %d): rank 0 did not say where its ranks' parents listen",
-                 bs->block, bs->rank);
-        st = TUTTI_ERR_PEER_FAILED;
+    } else if (st || !tt_star_hdr_ok(&h, bs->nranks) || h.type != TT_STAR_PARENTS || h.seq != (uint64_t)lo ||
+               h.len != want || tt_sock_recv_all(bs->up_fd, p, want, until)) {
+        snprintf(err, errlen, "root %d (rank %d): rank 0 did not say where its ranks' parents listen%s",
+                 bs->block, bs->rank,
+                 st == TUTTI_ERR_TIMEOUT ? ": not every rank joined within TUTTI_TIMEOUT" : "");
+        st = st == TUTTI_ERR_TIMEOUT || st == TUTTI_ERR_NO_MEMORY ? st : TUTTI_ERR_PEER_FAILED;
     }
     if (!st) {
         bs->bytes_in += sizeof h + want;
