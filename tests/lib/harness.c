@@ -246,8 +246,8 @@ void tt_fabric_begin(const char *tag)
 
 void tt_fabric_end(void)
 {
-    DIR *d = opendir("/dev/shm");
-    if (!d || !fabric_name[0])
+    DIR *d = fabric_name[0] ? opendir("/dev/shm") : NULL;
+    if (!d)
         return;
     for (struct dirent *e; (e = readdir(d));)
         if (strncmp(e->d_name, fabric_name, strlen(fabric_name)) == 0 &&

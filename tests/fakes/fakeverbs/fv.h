@@ -60,7 +60,7 @@ typedef struct {
     _Atomic uint32_t nak_code;
     _Atomic uint64_t rnr_msn; /* msn + 1 of a message waiting for a receive WQE, or 0 */
     _Atomic uint32_t rnr_timer;
-    char ring[FV_RING_BYTES];
+    _Alignas(8) char ring[FV_RING_BYTES]; /* packets (fv_pkt_t) at multiples of 8 */
 } fv_qp_shared_t;
 
 /* The shared half of one opened device: what other NICs read and poke. */

@@ -335,7 +335,8 @@ static int post_one(fv_qp_t *q, const struct ibv_send_wr *wr)
         w->is_inline = 1;
     } else {
         w->num_sge = wr->num_sge;
-        memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof *w->sge);
+        if (wr->num_sge > 0) /* a zero-length write may give no list */
+            memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof *w->sge);
     }
     w->wr_id = wr->wr_id;
     w->opcode = op;
@@ -384,7 +385,8 @@ int fv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
         fv_rwqe_t *r = &q->rq[q->rq_head++ % q->cap.max_recv_wr];
         r->wr_id = wr->wr_id;
         r->num_sge = wr->num_sge;
-        memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof *r->sge);
+        if (wr->num_sge > 0) /* a receive for a write with immediate may give no list */
+            memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof *r->sge);
     }
     if (qp->state == IBV_QPS_ERR)
         fv_qp_to_error(q);         /* flushes what was just posted */
