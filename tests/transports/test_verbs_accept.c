@@ -62,6 +62,7 @@ typedef struct {
     int where;        /* where the asker stops */
     int end;          /* how the answerer ends */
     char fds[4096];   /* the answerer's descriptors before its pair's set-up */
+    char tasks[1024]; /* ... and its threads */
     pid_t asker;      /* its pid */
     int stopping;     /* the asker is about to stop itself */
     int serving;      /* the answerer's accepting thread took the asker's hello */
@@ -229,37 +230,39 @@ int __wrap_close(int fd)
     return rc;
 }
 
-static int count_threads(void)
+/* The entries of /proc/self/DIR as ",name,name," into out, each with
+ * ":what it is" for descriptors (a socket's inode tells one socket from a
+ * later one under the same number). */
+static void entries(const char *dir, char *out, size_t len)
 {
-    DIR *d = opendir("/proc/self/task");
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n;
-}
-
-/* Every open descriptor as ",fd:what it is" into out, with a "," after
- * the last (a socket's inode tells one socket from a later one under the
- * same number). */
-static void fds_list(char *out, size_t len)
-{
-    DIR *d = opendir("/proc/self/fd");
-    size_t used = 1;
-    snprintf(out, len, ",");
+    char path[300], what[200];
+    snprintf(path, sizeof path, "/proc/self/%s", dir);
+    DIR *d = opendir(path);
+    size_t used = (size_t)snprintf(out, len, ",");
+    int fds = strcmp(dir, "fd") == 0;
     for (struct dirent *e; d && (e = readdir(d)) && used < len;) {
-        char path[300], what[200];
-        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-        ssize_t n =
-            e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d) ? -1 : readlink(path, what, sizeof what - 1);
-        if (n >= 0) {
-            what[n] = '\0';
-            used += (size_t)snprintf(out + used, len - used, "%s:%s,", e->d_name, what);
-        }
+        if (e->d_name[0] == '.' || (fds && atoi(e->d_name) == dirfd(d)))
+            continue;
+        snprintf(path, sizeof path, "/proc/self/%s/%s", dir, e->d_name);
+        ssize_t n = fds ? readlink(path, what, sizeof what - 1) : 0;
+        what[n > 0 ? n : 0] = '\0';
+        used += (size_t)snprintf(out + used, len - used, "%s%s%s,", e->d_name, n > 0 ? ":" : "", what);
     }
     if (d)
         closedir(d);
+}
+
+/* The first entry of /proc/self/DIR not in before, into out ("" when none). */
+static void entry_new(const char *dir, const char *before, char *out, size_t len)
+{
+    char now[sizeof S->fds];
+    entries(dir, now, sizeof now);
+    out[0] = '\0';
+    for (char *e = now + 1, *end; !out[0] && (end = strchr(e, ',')); e = end + 1) {
+        snprintf(out, len, ",%.*s,", (int)(end - e), e);
+        if (strstr(before, out))
+            out[0] = '\0';
+    }
 }
 
 static int asker(tutti_comm_t comm)
@@ -291,21 +294,20 @@ static void *abort_later(void *arg)
     return NULL;
 }
 
-/* What is left of the communicator once it is gone: only this thread, and
- * only descriptors that were open before its pairs' set-up began (the
- * process keeps a few of its own across communicators). */
+/* What is left of the communicator once it is gone: no thread and no
+ * descriptor that was not there before its pairs' set-up began (the
+ * process keeps a few descriptors of its own across communicators; a
+ * joined thread may take a moment to leave /proc). */
 static int nothing_left(void)
 {
-    char now[sizeof S->fds];
-    int threads = count_threads();
-    TT_FAIL_IF(threads != 1, "rank 1: %d threads are left after closing the communicator", threads);
-    fds_list(now, sizeof now);
-    for (char *fd = now + 1, *end; (end = strchr(fd, ',')); fd = end + 1) {
-        char want[300];
-        snprintf(want, sizeof want, ",%.*s,", (int)(end - fd), fd);
-        TT_FAIL_IF(!strstr(S->fds, want),
-                   "rank 1: descriptor %s is open after closing the communicator; before: %s", want, S->fds);
-    }
+    char extra[300];
+    for (int t = 0; t < 1000 && (entry_new("task", S->tasks, extra, sizeof extra), extra[0]); t++)
+        usleep(1000);
+    TT_FAIL_IF(extra[0], "rank 1: thread %s is left after closing the communicator; before: %s", extra,
+               S->tasks);
+    entry_new("fd", S->fds, extra, sizeof extra);
+    TT_FAIL_IF(extra[0], "rank 1: descriptor %s is open after closing the communicator; before: %s", extra,
+               S->fds);
     return 0;
 }
 
@@ -322,7 +324,8 @@ static int after_close(tutti_comm_t comm)
 
 static int answerer(tutti_comm_t comm)
 {
-    fds_list(S->fds, sizeof S->fds);
+    entries("fd", S->fds, sizeof S->fds);
+    entries("task", S->tasks, sizeof S->tasks);
     if (S->end == END_AFTER_CLOSE)
         return after_close(comm);
     TT_FAIL_IF(wait_stopped(), "rank 1: rank 0 did not stop where it should (%s)",
@@ -374,6 +377,8 @@ static int body(tutti_comm_t comm, int r, int p, void *arg)
 
 static void run(int where, int end)
 {
+    if (!getenv("TT_FAKEVERBS"))
+        tt_skip("TT_FAKEVERBS names no libibverbs stand-in (make check sets it)");
     S = mmap(NULL, sizeof *S, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert_ptr_ne(S, MAP_FAILED);
     memset(S, 0, sizeof *S);
