@@ -6,15 +6,20 @@
  * run steps of collectives whose results depend on who the members are,
  * a revocation or a grow by a newcomer the driver starts; the driver kills
  * ranks (SIGKILL), stops them a moment or past TUTTI_TIMEOUT (SIGSTOP, then
- * SIGCONT), or makes one busy past it. Every member of a new communicator
- * records it under its name (tutti_comm_id) and the one it came from as
- * soon as it holds it, then, once its first all-gather on it succeeds, who
- * the members are; at the end the driver checks that all who recorded one
- * agree on its members and their order, that no communicator had two
- * children (a job split in two), that every result was right, and that the
- * ranks still running end on one line of communicators (the same, or one a
- * rank left behind when its last calls completed).
- * usage: chaos [-n SCHEDULES] [-s SEED] [-v]    every check, exit 0 when all held
+ * SIGCONT), makes one busy past it, or kills one and, while the others
+ * recover, stops another (a moment or past TUTTI_TIMEOUT). Every member of
+ * a new communicator records it under its name (tutti_comm_id) and the one
+ * it came from as soon as it holds it, then, once its first all-gather on
+ * it succeeds, who the members are; at the end the driver checks that all
+ * who recorded one agree on its members and their order, that no
+ * communicator had two children (a job split in two), that every result
+ * was right, and that the ranks still running end on one line of
+ * communicators (the same, or one a rank left behind when its last calls
+ * completed).
+ * usage: chaos [-n SCHEDULES] [-s SEED] [-k FAULT] [-v]
+ *                                               every check, exit 0 when all held;
+ *                                               -k: every fault of that kind (kill,
+ *                                               stop, stop-long, busy, kill-stop)
  *        chaos -R [-p RANKS] [-n RUNS]          kill to the first right 16 MiB
  *                                               all-reduce after the shrink, in ms
  * Only the public API: it builds against any tutti.
@@ -39,9 +44,9 @@
 enum { RUNNING, DONE, EXCLUDED, GAVE_UP, WRONG, NOT_JOINED, CRASHED, KILLED };
 static const char *const state_name[] = {"running", "done",       "excluded", "gave up",
                                          "wrong",   "not joined", "crashed",  "killed"};
-enum { F_KILL, F_STOP, F_STOP_LONG, F_SLOW, F_KINDS };
-static const char *const fault_name[] = {"kill -9", "SIGSTOP 0.2 s", "SIGSTOP past the timeout",
-                                         "busy 1.5 s"};
+enum { F_KILL, F_STOP, F_STOP_LONG, F_SLOW, F_KILL_STOP, F_KINDS };
+static const char *const fault_name[] = {"kill -9", "SIGSTOP 0.2 s", "SIGSTOP past the timeout", "busy 1.5 s",
+                                         "kill -9, then another SIGSTOP while they recover"};
 
 typedef struct {
     uint64_t id, parent; /* the communicator's name, and the one it came from (0: init) */
@@ -65,7 +70,8 @@ typedef struct {
 } chaos_t;
 
 static chaos_t *C;
-static int verbose;
+static int verbose, only_kind = -1; /* -k: every fault of this kind */
+static const char *const kind_opt[] = {"kill", "stop", "stop-long", "busy", "kill-stop"};
 
 static uint64_t mix(uint64_t x)
 {
@@ -307,6 +313,8 @@ typedef struct {
     struct {
         int kind, step;
     } fault[2];
+    int64_t stop_at; /* F_KILL_STOP: when to stop another (0: none due) */
+    int stop_ms;     /* ... and for how long */
     uint64_t rng;
 } sched_t;
 
@@ -324,29 +332,64 @@ static int furthest(const sched_t *s)
     return f;
 }
 
-static void inject(sched_t *s)
+/* A process running, drawn at random; -1 when fewer than two run (the
+ * last one is left be). */
+static int draw_live(sched_t *s)
 {
-    if (s->next_fault >= s->nfaults || furthest(s) < s->fault[s->next_fault].step)
-        return;
     int live[MAXW], n = 0;
     for (int w = 0; w < C->nworld; w++)
         if (alive_running(s, w))
             live[n++] = w;
-    if (n < 2) /* leave the last one be */
+    return n < 2 ? -1 : live[(s->rng = mix(s->rng)) % (uint64_t)n];
+}
+
+static void stop(sched_t *s, int v, int ms)
+{
+    kill(s->pid[v], SIGSTOP);
+    s->stopped[v] = 1;
+    s->resume_at[v] = now_ms() + ms;
+}
+
+/* F_KILL_STOP's second half: another process stopped while the others
+ * recover from the kill (they noticed it within a few ms, and revoke,
+ * agree and set the successor up for tens). */
+static void stop_later(sched_t *s)
+{
+    if (!s->stop_at || now_ms() < s->stop_at)
         return;
-    int kind = s->fault[s->next_fault++].kind, v = live[(s->rng = mix(s->rng)) % (uint64_t)n];
+    s->stop_at = 0;
+    int v = draw_live(s);
+    if (verbose)
+        printf(v < 0 ? "  no other process to stop\n" : "  SIGSTOP %d ms on process %d at step %d\n",
+               s->stop_ms, v, v < 0 ? 0 : C->step_now[v]);
+    if (v < 0)
+        return;
+    stop(s, v, s->stop_ms);
+}
+
+static void inject(sched_t *s)
+{
+    if (s->next_fault >= s->nfaults || furthest(s) < s->fault[s->next_fault].step || s->stop_at)
+        return;
+    int v = draw_live(s);
+    if (v < 0)
+        return;
+    int kind = s->fault[s->next_fault++].kind;
     usleep((useconds_t)(s->rng >> 40) % 20000); /* somewhere inside the step's calls */
     if (verbose)
         printf("  %s on process %d at step %d\n", fault_name[kind], v, C->step_now[v]);
-    if (kind == F_KILL) {
+    if (kind == F_KILL || kind == F_KILL_STOP) {
         kill(s->pid[v], SIGKILL);
         s->killed[v] = 1;
+        if (kind == F_KILL_STOP) { /* within 80 ms, for a moment or past the timeout */
+            s->rng = mix(s->rng);
+            s->stop_at = now_ms() + (int64_t)(s->rng % 80);
+            s->stop_ms = s->rng >> 32 & 1 ? 200 : 2500;
+        }
     } else if (kind == F_SLOW) {
         C->slow_ms[v] = SLOW_MS;
     } else {
-        kill(s->pid[v], SIGSTOP);
-        s->stopped[v] = 1;
-        s->resume_at[v] = now_ms() + (kind == F_STOP ? 200 : 2500);
+        stop(s, v, kind == F_STOP ? 200 : 2500);
     }
 }
 
@@ -463,7 +506,9 @@ static int schedule(int idx, uint64_t seed, int *outcomes)
     for (int f = 0; f < s.nfaults; f++) {
         uint64_t x = mix(seed + 3 + (uint64_t)f);
         s.fault[f].step = 1 + (int)(x % (STEPS - 3)); /* none in the last steps: the stopped resume in time */
-        s.fault[f].kind = x / 8 % 10 < 6 ? F_KILL : (int)(x / 80 % (F_KINDS - 1)) + 1;
+        s.fault[f].kind = only_kind >= 0   ? only_kind
+                          : x / 8 % 10 < 6 ? F_KILL
+                                           : (int)(x / 80 % (F_KINDS - 1)) + 1;
     }
     if (s.nfaults == 2 && s.fault[1].step < s.fault[0].step) {
         int t = s.fault[0].step;
@@ -485,6 +530,7 @@ static int schedule(int idx, uint64_t seed, int *outcomes)
         reap(&s);
         serve_grow(&s);
         inject(&s);
+        stop_later(&s);
         left = 0;
         for (int w = 0; w < C->nworld; w++) {
             if (s.stopped[w] && now_ms() >= s.resume_at[w]) {
@@ -578,15 +624,23 @@ int main(int argc, char **argv)
 {
     int n = 200, opt, ranks = 4, recovery = 0;
     uint64_t seed = (uint64_t)time(NULL);
-    while ((opt = getopt(argc, argv, "n:s:p:Rvh")) != -1) {
+    while ((opt = getopt(argc, argv, "n:s:k:p:Rvh")) != -1) {
         switch (opt) {
         case 'n': n = atoi(optarg); break;
+        case 'k':
+            for (int k = 0; k < F_KINDS; k++)
+                only_kind = strcmp(optarg, kind_opt[k]) == 0 ? k : only_kind;
+            if (only_kind < 0) {
+                printf("chaos: -k takes kill, stop, stop-long, busy or kill-stop\n");
+                return 2;
+            }
+            break;
         case 's': seed = strtoull(optarg, NULL, 0); break;
         case 'p': ranks = atoi(optarg); break;
         case 'R': recovery = 1; break;
         case 'v': verbose = 1; break;
         default:
-            printf("usage: chaos [-n SCHEDULES] [-s SEED] [-v] | chaos -R [-p RANKS] [-n RUNS]\n");
+            printf("usage: chaos [-n SCHEDULES] [-s SEED] [-k FAULT] [-v] | chaos -R [-p RANKS] [-n RUNS]\n");
             return opt == 'h' ? 0 : 2;
         }
     }
@@ -604,7 +658,8 @@ int main(int argc, char **argv)
     setenv("TUTTI_LOG", "error", 0);
     int bad = 0, outcomes[KILLED + 1] = {0};
     int64_t t0 = now_ms();
-    printf("chaos: %d schedules from seed %llu\n", n, (unsigned long long)seed);
+    printf("chaos: %d schedules from seed %llu%s%s\n", n, (unsigned long long)seed,
+           only_kind >= 0 ? ", faults: " : "", only_kind >= 0 ? kind_opt[only_kind] : "");
     for (int i = 0; i < n; i++)
         bad += schedule(i, seed + (uint64_t)i, outcomes);
     printf("chaos: %d schedules in %.1f s, %d problems; processes:", n, (double)(now_ms() - t0) / 1000, bad);
