@@ -214,10 +214,17 @@ int __wrap_close(int fd)
         return __real_close(fd);
     __atomic_store_n(&served_fd, -1, __ATOMIC_SEQ_CST);
     int rc = __real_close(fd), sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || (sv[0] != fd && dup2(sv[0], fd) != fd))
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
         return rc;
-    if (sv[0] != fd) /* the lowest number free is often the one just closed */
+    /* The decoy is the end that has fd's number: the lowest numbers free
+     * are often the one just closed, or one below it (then the pair's
+     * second end has it). Otherwise the first end is moved onto it. */
+    int peer = sv[1] == fd ? sv[0] : sv[1];
+    if (sv[0] != fd && sv[1] != fd) {
+        if (dup2(sv[0], fd) != fd)
+            return rc;
         __real_close(sv[0]);
+    }
     __atomic_store_n(&S->decoy, 1, __ATOMIC_SEQ_CST);
     for (int t = 0; t < WAIT_MS && !atomic_load(&served_ctx->stopping); t++)
         usleep(1000);
@@ -226,7 +233,7 @@ int __wrap_close(int fd)
     char b;
     __atomic_store_n(&S->decoy_shut, recv(fd, &b, 1, MSG_DONTWAIT) == 0, __ATOMIC_SEQ_CST);
     __real_close(fd);
-    __real_close(sv[1]);
+    __real_close(peer);
     return rc;
 }
 
