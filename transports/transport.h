@@ -57,6 +57,13 @@ typedef struct {
      * rank gave up or died, having said so; the wait then ends with it. */
     tutti_status_t (*watch)(void *arg);
     void *watch_arg;
+    /* The communicator's abort flag, raised from any thread by an abort or
+     * a revocation before wake_fd (-1: none) rings. A transport's wait on
+     * a caller's thread (a pair's set-up inside a call) polls wake_fd and
+     * ends once the flag is up, as the engine's waits do: the abort waits
+     * for that call to leave. NULL: nothing aborts. */
+    const _Atomic int *aborting;
+    int wake_fd;
 } tt_tp_env_t;
 
 #define TT_MSG_MAGIC 0x74747431u /* "ttt1" */

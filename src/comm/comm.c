@@ -241,7 +241,9 @@ static tutti_status_t comm_join(tutti_comm_t *out, int nranks, int rank, const u
                               .barrier = tt_bootstrap_barrier,
                               .barrier_arg = &comm->bs,
                               .watch = tt_bootstrap_watch,
-                              .watch_arg = &comm->bs};
+                              .watch_arg = &comm->bs,
+                              .aborting = &comm->aborting,
+                              .wake_fd = comm->wake_fd};
     memcpy(comm->env.key, key, TT_KEY_BYTES);
     st = tt_comm_setup(comm, node_id, t0); /* says why itself */
     if (st) {

@@ -354,6 +354,10 @@ static tutti_status_t cause(tt_comm_t *comm, tutti_status_t st)
 {
     if (st == TUTTI_ERR_TIMEOUT || st == TUTTI_ERR_NO_MEMORY || st == TUTTI_ERR_CONFIG)
         return st;
+    /* An abort or a revocation cut a transport's set-up short (verbs' asking
+     * side): said at once, as any wait of the connecting says it. */
+    if (atomic_load_explicit(&comm->aborting, memory_order_relaxed))
+        return watch(comm, NULL, 0, UINT64_MAX, INT64_MAX);
     for (int64_t until = tt_now_ms() + CAUSE_WAIT_MS; !tt_comm_has_news(comm) && tt_now_ms() < until;)
         tt_star_wait_mail(comm->bs.star, tt_now_ms() + STEP_MS);
     /* The connection failed already: whichever call the news is of says why. */

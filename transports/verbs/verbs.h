@@ -328,6 +328,8 @@ typedef struct {
     tt_verbs_tx_t tx[TT_MAX_CHANNELS];
     tt_verbs_rx_t rx[TT_MAX_CHANNELS];
     int64_t probe_at_ms; /* next keepalive write; 0 while one is out */
+    int asking;          /* its set-up runs on the caller's thread (dial), not the accepting thread */
+    int cut;             /* ... and was cut short: tt_verbs_cut_short said why */
 } tt_verbs_conn_t;
 
 /* A pair on its way up at first use (verbs_connect.c, verbs_accept.c):
@@ -403,8 +405,12 @@ tutti_status_t tt_verbs_dev_ready(tt_verbs_ctx_t *ctx, tt_verbs_dev_t *dev, char
 void tt_verbs_offer_make(tt_verbs_ctx_t *ctx);
 tutti_status_t tt_verbs_pair_up(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline);
 /* pair_up; its errors are logged but for TUTTI_ERR_CONFIG, which pair_up
- * said in full. The caller closes fd. */
+ * said in full, and a set-up cut short. The caller closes fd. */
 tutti_status_t tt_verbs_exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline);
+/* Why the asking side's set-up (c->asking) must end before its deadline:
+ * TUTTI_ERR_ABORTED once the communicator is aborted or revoked, or what
+ * env->watch says (it logged why); TUTTI_SUCCESS to go on. */
+tutti_status_t tt_verbs_cut_short(tt_verbs_conn_t *c);
 
 /* Posting (verbs_post.c). */
 int tt_verbs_sq_room(const tt_verbs_qp_t *q);

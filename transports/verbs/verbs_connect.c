@@ -55,17 +55,26 @@ static tutti_status_t check_peer(const tt_verbs_ctx_t *ctx, int peer, const tt_v
     return TUTTI_SUCCESS;
 }
 
+static tutti_status_t dial_watch(void *c)
+{
+    return tt_verbs_cut_short(c);
+}
+
+/* On the caller's thread: every wait of this half ends early when
+ * tt_verbs_cut_short says so (an abort, a rank gone). */
 static tutti_status_t dial(tt_verbs_ctx_t *ctx, tt_verbs_conn_t *c, const tt_verbs_addr_t *peer)
 {
     const tt_tp_env_t *env = ctx->env;
     int64_t deadline = tt_now_ms() + env->timeout_ms;
     int fd;
-    tutti_status_t st = tt_sock_connect_watched(&peer->oob, deadline, env->watch, env->watch_arg, &fd);
+    c->asking = 1;
+    tutti_status_t st = tt_sock_connect_watched(&peer->oob, deadline, dial_watch, c, &fd);
     if (!st && (st = tt_hello_send(fd, env->key, env->rank, env->nranks, 0, deadline)) != TUTTI_SUCCESS)
         close(fd);
     if (st) {
-        TT_ERROR(TT_SUB_NET, "verbs: reaching rank %d's set-up socket failed: %s", c->peer,
-                 tutti_strerror(st));
+        if (!c->cut) /* an abort is no failure; the watch said why */
+            TT_ERROR(TT_SUB_NET, "verbs: reaching rank %d's set-up socket failed: %s", c->peer,
+                     tutti_strerror(st));
         return st;
     }
     st = tt_verbs_exchange(ctx, fd, c, deadline);

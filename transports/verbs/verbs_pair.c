@@ -12,6 +12,8 @@
  * line; when no pair works, the error names every pair tried and why.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,9 +22,11 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/wake.h"
 #include "transports/verbs/verbs.h"
 
 #define MAX_TRIES 16
+#define WATCH_MS 100 /* between looks at env->watch while the set-up socket is silent */
 
 void tt_verbs_offer_make(tt_verbs_ctx_t *ctx)
 {
@@ -82,10 +86,55 @@ static void port_text(const tt_verbs_port_info_t *p, char *out, size_t len)
     snprintf(out, len, "%s port %u (GID index %d, %s)", p->dev, p->port, p->gid_index, gid);
 }
 
-/* Sends ours, reads theirs: one step of a try, both ways. */
-static tutti_status_t swap(int fd, const void *mine, void *theirs, size_t len, int64_t deadline)
+/* The asking side's half runs on the caller's thread inside a call
+ * (verbs_connect.c), and tutti_comm_abort waits for that call to leave
+ * before it closes anything: no close shuts its set-up socket down, as one
+ * does the accepting thread's. So its waits look at the abort flag and the
+ * star's news themselves; else a peer stopped mid set-up held an abort
+ * for the whole TUTTI_TIMEOUT. */
+tutti_status_t tt_verbs_cut_short(tt_verbs_conn_t *c)
+{
+    const tt_tp_env_t *env = c->ctx->env;
+    if (!c->asking)
+        return TUTTI_SUCCESS;
+    tutti_status_t st = TUTTI_ERR_ABORTED;
+    if (!env->aborting || !atomic_load_explicit(env->aborting, memory_order_relaxed))
+        st = env->watch ? env->watch(env->watch_arg) : TUTTI_SUCCESS;
+    c->cut |= st != TUTTI_SUCCESS;
+    return st;
+}
+
+/* Until fd has something to read: TUTTI_SUCCESS, TUTTI_ERR_TIMEOUT at the
+ * deadline, or why the set-up was cut short. The asking side polls the
+ * communicator's wake-up too, which an abort rings once its flag is up. */
+static tutti_status_t readable(tt_verbs_conn_t *c, int fd, int64_t deadline)
+{
+    const tt_tp_env_t *env = c->ctx->env;
+    int wake = c->asking && env->aborting ? env->wake_fd : -1;
+    for (;;) {
+        tutti_status_t st = tt_verbs_cut_short(c);
+        int64_t left = deadline - tt_now_ms();
+        if (st || left <= 0)
+            return st ? st : TUTTI_ERR_TIMEOUT;
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = wake, .events = POLLIN}};
+        int rc = poll(p, 2, left > WATCH_MS ? WATCH_MS : (int)left);
+        if (rc < 0 && errno != EINTR)
+            return TUTTI_ERR_SYSTEM;
+        if (rc > 0 && p[1].revents)
+            tt_wake_drain(wake); /* the engine reads the flag and the news on every poll anyway */
+        if (rc > 0 && p[0].revents)
+            return TUTTI_SUCCESS;
+    }
+}
+
+/* Sends ours, reads theirs: one step of a try, both ways. A step is far
+ * smaller than a socket's buffer, so only the read waits on the peer. */
+static tutti_status_t swap(tt_verbs_conn_t *c, int fd, const void *mine, void *theirs, size_t len,
+                           int64_t deadline)
 {
     tutti_status_t st = tt_sock_send_all(fd, mine, len, deadline);
+    if (!st)
+        st = readable(c, fd, deadline);
     return st ? st : tt_sock_recv_all(fd, theirs, len, deadline);
 }
 
@@ -94,8 +143,9 @@ static tutti_status_t swap(int fd, const void *mine, void *theirs, size_t len, i
  * the wait also ends when the communicator closes (ctx->stopping): a peer
  * stopped here never answers, a killed one only once the NIC's retries run
  * out (seconds), and the close waits for this thread; the set-up socket's
- * shutdown, which ends the other steps' waits, does not reach this one. */
-static int probe(tt_verbs_conn_t *c, int64_t deadline, char *why, size_t len)
+ * shutdown, which ends the other steps' waits, does not reach this one.
+ * On the asking side it ends when the set-up is cut short (*cut says why). */
+static int probe(tt_verbs_conn_t *c, int64_t deadline, tutti_status_t *cut, char *why, size_t len)
 {
     const tt_ibv_t *ibv = c->ctx->ibv;
     if (tt_verbs_post_write(c, 0, NULL, 0, 0, c->peer_region, c->peer_rkey, 0, TT_WR_PROBE, 0)) {
@@ -105,7 +155,7 @@ static int probe(tt_verbs_conn_t *c, int64_t deadline, char *why, size_t len)
     struct ibv_wc wc;
     int n;
     while ((n = ibv_poll_cq(c->cq, 1, &wc)) == 0 && tt_now_ms() < deadline &&
-           !atomic_load(&c->ctx->stopping)) {
+           !atomic_load(&c->ctx->stopping) && !(*cut = tt_verbs_cut_short(c))) {
         struct timespec ts = {0, 200000};
         nanosleep(&ts, NULL);
     }
@@ -139,7 +189,7 @@ static int try_pair(tt_verbs_conn_t *c, int fd, tt_verbs_dev_t *mine, const tt_v
 {
     tt_verbs_wire_t w, pw;
     tt_verbs_conn_attach(c, mine, &w);
-    *st = swap(fd, &w, &pw, sizeof w, deadline);
+    *st = swap(c, fd, &w, &pw, sizeof w, deadline);
     if (!*st && (pw.magic != TT_VERBS_MAGIC || pw.rank != c->peer)) {
         TT_ERROR(TT_SUB_NET, "verbs: rank %d answered set-up with a malformed message", c->peer);
         *st = TUTTI_ERR_INTERNAL;
@@ -156,7 +206,7 @@ static int try_pair(tt_verbs_conn_t *c, int fd, tt_verbs_dev_t *mine, const tt_v
     if (me.err)
         snprintf(me.why, sizeof me.why, "bringing the queue pairs up failed: %s", strerror(me.err));
     for (int round = 0; round < 2; round++) {
-        if ((*st = swap(fd, &me, &peer, sizeof me, deadline)) != TUTTI_SUCCESS)
+        if ((*st = swap(c, fd, &me, &peer, sizeof me, deadline)) != TUTTI_SUCCESS)
             return 0;
         peer.why[sizeof peer.why - 1] = '\0';
         if (me.err || peer.err) {
@@ -164,8 +214,11 @@ static int try_pair(tt_verbs_conn_t *c, int fd, tt_verbs_dev_t *mine, const tt_v
                      me.err ? me.why : peer.why);
             return 0;
         }
-        if (round == 0) /* both up: each writes once */
-            me.err = probe(c, deadline, me.why, sizeof me.why) ? -1 : 0;
+        if (round == 0) { /* both up: each writes once */
+            me.err = probe(c, deadline, st, me.why, sizeof me.why) ? -1 : 0;
+            if (*st) /* cut short: no step more */
+                return 0;
+        }
     }
     return 1;
 }
@@ -204,7 +257,7 @@ static void no_pair(const tt_verbs_ctx_t *ctx, const tt_verbs_conn_t *c, const c
 tutti_status_t tt_verbs_pair_up(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c, int64_t deadline)
 {
     tt_verbs_offer_t peer;
-    tutti_status_t st = swap(fd, &ctx->offer, &peer, sizeof peer, deadline);
+    tutti_status_t st = swap(c, fd, &ctx->offer, &peer, sizeof peer, deadline);
     if (!st && (peer.magic != TT_VERBS_MAGIC || peer.rank != c->peer || peer.nports > TT_VERBS_MAX_PORTS)) {
         TT_ERROR(TT_SUB_NET, "verbs: rank %d answered set-up with a malformed message", c->peer);
         st = TUTTI_ERR_INTERNAL;
@@ -253,10 +306,11 @@ tutti_status_t tt_verbs_exchange(tt_verbs_ctx_t *ctx, int fd, tt_verbs_conn_t *c
 {
     tutti_status_t st = tt_verbs_pair_up(ctx, fd, c, deadline);
     /* CONFIG: no pair of ports, said in full already; stopping: this
-     * rank's close cut the set-up short, and nothing failed. */
+     * rank's close cut the set-up short, and nothing failed; cut: an abort
+     * did (no failure either), or the watch said which rank is gone. */
     if (!st)
         c->probe_at_ms = tt_now_ms();
-    else if (st != TUTTI_ERR_CONFIG && !atomic_load(&ctx->stopping))
+    else if (st != TUTTI_ERR_CONFIG && !atomic_load(&ctx->stopping) && !c->cut)
         TT_ERROR(TT_SUB_NET, "verbs: set-up with rank %d failed: %s", c->peer, tutti_strerror(st));
     return st;
 }
