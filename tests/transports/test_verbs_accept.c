@@ -32,7 +32,6 @@
  * suite links with --wrap), so the suite needs no luck with timing.
  */
 #include <check.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -45,12 +44,12 @@
 
 #include "core/clock.h"
 #include "tests/lib/harness.h"
+#include "tests/transports/verbs_stall.h"
 #include "transports/verbs/verbs.h"
 
 #define TIMEOUT_S 20   /* TUTTI_TIMEOUT: what a wait that ignores the close would take */
 #define SHORT_S 2      /* ... where a destroy waits for it: for the stopped rank to call destroy */
 #define PROMPT_MS 3000 /* what closing may take on a loaded machine */
-#define WAIT_MS 15000  /* the longest the ranks wait for each other's flags */
 #define ASKER 0
 #define ANSWERER 1
 
@@ -79,13 +78,6 @@ static __thread int qps_up;  /* ... and has brought its queue pairs up */
 static int served_fd = -1;   /* END_AFTER_CLOSE: the set-up socket the accepting thread serves */
 static tt_verbs_ctx_t *served_ctx;
 
-static int wait_flag(const int *flag)
-{
-    for (int t = 0; t < WAIT_MS && !__atomic_load_n(flag, __ATOMIC_SEQ_CST); t++)
-        usleep(1000);
-    return __atomic_load_n(flag, __ATOMIC_SEQ_CST);
-}
-
 static void stop_here(int point)
 {
     if (armed != point)
@@ -95,26 +87,10 @@ static void stop_here(int point)
     raise(SIGSTOP);
 }
 
-/* Whether pid is stopped (its state in /proc is T). */
-static int is_stopped(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    const char *paren = f && fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
-    if (f)
-        fclose(f);
-    return paren && paren[1] == ' ' && paren[2] == 'T';
-}
-
 /* Waits until the asker stopped itself; 0 once it is. */
 static int wait_stopped(void)
 {
-    if (!wait_flag(&S->stopping))
-        return -1;
-    for (int t = 0; t < WAIT_MS && !is_stopped(S->asker); t++)
-        usleep(1000);
-    return is_stopped(S->asker) ? 0 : -1;
+    return tt_stall_wait_stopped(&S->stopping, &S->asker);
 }
 
 tutti_status_t __real_tt_verbs_join(void *ctx, int peer, int offered, const void *theirs, size_t len,
@@ -213,20 +189,11 @@ int __wrap_close(int fd)
     if (!S || S->end != END_AFTER_CLOSE || fd < 0 || fd != __atomic_load_n(&served_fd, __ATOMIC_SEQ_CST))
         return __real_close(fd);
     __atomic_store_n(&served_fd, -1, __ATOMIC_SEQ_CST);
-    int rc = __real_close(fd), sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+    int rc = __real_close(fd), peer;
+    if (tt_stall_decoy(fd, &peer))
         return rc;
-    /* The decoy is the end that has fd's number: the lowest numbers free
-     * are often the one just closed, or one below it (then the pair's
-     * second end has it). Otherwise the first end is moved onto it. */
-    int peer = sv[1] == fd ? sv[0] : sv[1];
-    if (sv[0] != fd && sv[1] != fd) {
-        if (dup2(sv[0], fd) != fd)
-            return rc;
-        __real_close(sv[0]);
-    }
     __atomic_store_n(&S->decoy, 1, __ATOMIC_SEQ_CST);
-    for (int t = 0; t < WAIT_MS && !atomic_load(&served_ctx->stopping); t++)
+    for (int t = 0; t < TT_STALL_WAIT_MS && !atomic_load(&served_ctx->stopping); t++)
         usleep(1000);
     pthread_mutex_lock(&served_ctx->lock); /* the close's look at the set-up socket is over */
     pthread_mutex_unlock(&served_ctx->lock);
@@ -235,41 +202,6 @@ int __wrap_close(int fd)
     __real_close(fd);
     __real_close(peer);
     return rc;
-}
-
-/* The entries of /proc/self/DIR as ",name,name," into out, each with
- * ":what it is" for descriptors (a socket's inode tells one socket from a
- * later one under the same number). */
-static void entries(const char *dir, char *out, size_t len)
-{
-    char path[300], what[200];
-    snprintf(path, sizeof path, "/proc/self/%s", dir);
-    DIR *d = opendir(path);
-    size_t used = (size_t)snprintf(out, len, ",");
-    int fds = strcmp(dir, "fd") == 0;
-    for (struct dirent *e; d && (e = readdir(d)) && used < len;) {
-        if (e->d_name[0] == '.' || (fds && atoi(e->d_name) == dirfd(d)))
-            continue;
-        snprintf(path, sizeof path, "/proc/self/%s/%s", dir, e->d_name);
-        ssize_t n = fds ? readlink(path, what, sizeof what - 1) : 0;
-        what[n > 0 ? n : 0] = '\0';
-        used += (size_t)snprintf(out + used, len - used, "%s%s%s,", e->d_name, n > 0 ? ":" : "", what);
-    }
-    if (d)
-        closedir(d);
-}
-
-/* The first entry of /proc/self/DIR not in before, into out ("" when none). */
-static void entry_new(const char *dir, const char *before, char *out, size_t len)
-{
-    char now[sizeof S->fds];
-    entries(dir, now, sizeof now);
-    out[0] = '\0';
-    for (char *e = now + 1, *end; !out[0] && (end = strchr(e, ',')); e = end + 1) {
-        snprintf(out, len, ",%.*s,", (int)(end - e), e);
-        if (strstr(before, out))
-            out[0] = '\0';
-    }
 }
 
 static int asker(tutti_comm_t comm)
@@ -301,44 +233,28 @@ static void *abort_later(void *arg)
     return NULL;
 }
 
-/* What is left of the communicator once it is gone: no thread and no
- * descriptor that was not there before its pairs' set-up began (the
- * process keeps a few descriptors of its own across communicators; a
- * joined thread may take a moment to leave /proc). */
-static int nothing_left(void)
-{
-    char extra[300];
-    for (int t = 0; t < 1000 && (entry_new("task", S->tasks, extra, sizeof extra), extra[0]); t++)
-        usleep(1000);
-    TT_FAIL_IF(extra[0], "rank 1: thread %s is left after closing the communicator; before: %s", extra,
-               S->tasks);
-    entry_new("fd", S->fds, extra, sizeof extra);
-    TT_FAIL_IF(extra[0], "rank 1: descriptor %s is open after closing the communicator; before: %s", extra,
-               S->fds);
-    return 0;
-}
-
 /* The pair came up, and the set-up socket's number is another's now: the
  * close must not shut that one down. */
 static int after_close(tutti_comm_t comm)
 {
-    TT_FAIL_IF(!wait_flag(&S->decoy), "rank 1: its thread never closed the set-up socket");
+    TT_FAIL_IF(!tt_stall_wait_flag(&S->decoy), "rank 1: its thread never closed the set-up socket");
     tutti_comm_abort(comm);
     TT_FAIL_IF(S->decoy_shut, "rank 1: tutti_comm_abort shut down a descriptor that had taken the number of "
                               "the set-up socket closed before");
-    return nothing_left() ? 1 : -1;
+    return tt_stall_nothing_left(1, S->fds, S->tasks) ? 1 : -1;
 }
 
 static int answerer(tutti_comm_t comm)
 {
-    entries("fd", S->fds, sizeof S->fds);
-    entries("task", S->tasks, sizeof S->tasks);
+    tt_stall_holdings(S->fds, sizeof S->fds, S->tasks, sizeof S->tasks);
     if (S->end == END_AFTER_CLOSE)
         return after_close(comm);
     TT_FAIL_IF(wait_stopped(), "rank 1: rank 0 did not stop where it should (%s)",
                S->stopping ? "it was to stop there" : "it never got there");
-    TT_FAIL_IF(S->where == AT_HELLO && !wait_flag(&S->serving), "rank 1: its thread never took the hello");
-    TT_FAIL_IF(S->where == AT_QPS_UP && !wait_flag(&S->probing), "rank 1: its thread never made its write");
+    TT_FAIL_IF(S->where == AT_HELLO && !tt_stall_wait_flag(&S->serving),
+               "rank 1: its thread never took the hello");
+    TT_FAIL_IF(S->where == AT_QPS_UP && !tt_stall_wait_flag(&S->probing),
+               "rank 1: its thread never made its write");
     float x[4];
     tutti_status_t st;
     if (S->end == END_KILL) {
@@ -351,7 +267,7 @@ static int answerer(tutti_comm_t comm)
         tutti_comm_destroy(comm);
         int64_t took = tt_now_ms() - t0;
         TT_FAIL_IF(took > PROMPT_MS, "rank 1: tutti_comm_destroy took %lld ms", (long long)took);
-        return nothing_left() ? 1 : -1;
+        return tt_stall_nothing_left(1, S->fds, S->tasks) ? 1 : -1;
     }
     if (S->end == END_DESTROY) { /* collective: it waits for rank 0, for TUTTI_TIMEOUT */
         int64_t t0 = tt_now_ms();
@@ -361,7 +277,7 @@ static int answerer(tutti_comm_t comm)
         TT_FAIL_IF(st != TUTTI_ERR_TIMEOUT || took > SHORT_S * 1000 + PROMPT_MS,
                    "rank 1: tutti_comm_destroy gave %s after %lld ms (TUTTI_TIMEOUT %d s)",
                    tutti_status_name(st), (long long)took, SHORT_S);
-        return nothing_left() ? 1 : -1;
+        return tt_stall_nothing_left(1, S->fds, S->tasks) ? 1 : -1;
     }
     pthread_t th;
     pthread_create(&th, NULL, abort_later, comm);
@@ -372,7 +288,7 @@ static int answerer(tutti_comm_t comm)
                tutti_status_name(st));
     TT_FAIL_IF(S->abort_ms > PROMPT_MS, "rank 1: tutti_comm_abort from another thread took %lld ms",
                (long long)S->abort_ms);
-    return nothing_left() ? 1 : -1;
+    return tt_stall_nothing_left(1, S->fds, S->tasks) ? 1 : -1;
 }
 
 static int body(tutti_comm_t comm, int r, int p, void *arg)

@@ -28,7 +28,6 @@
  * suite links with --wrap), so the suite needs no luck with timing.
  */
 #include <check.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,11 +40,11 @@
 #include "core/admit.h"
 #include "core/clock.h"
 #include "tests/lib/harness.h"
+#include "tests/transports/verbs_stall.h"
 #include "transports/verbs/verbs.h"
 
 #define TIMEOUT_S 20   /* TUTTI_TIMEOUT: what a wait that ignores the abort would take */
 #define PROMPT_MS 2000 /* what ending the send, the abort or the destroy may take */
-#define WAIT_MS 15000  /* the longest the ranks wait for each other's flags */
 #define ANSWERER 0
 #define ASKER 1
 
@@ -76,13 +75,6 @@ static __thread int qps_up;     /* ... and has brought its queue pairs up */
 static int setup_fd = -1;       /* END_AFTER_CLOSE: the asker's set-up socket */
 static int decoy[2] = {-1, -1}; /* ... and what took its number once closed, with its other end */
 
-static int wait_flag(const int *flag)
-{
-    for (int t = 0; t < WAIT_MS && !__atomic_load_n(flag, __ATOMIC_SEQ_CST); t++)
-        usleep(1000);
-    return __atomic_load_n(flag, __ATOMIC_SEQ_CST);
-}
-
 static void stop_here(int point)
 {
     if (__atomic_load_n(&armed, __ATOMIC_SEQ_CST) != point)
@@ -92,26 +84,10 @@ static void stop_here(int point)
     raise(SIGSTOP);
 }
 
-/* Whether pid is stopped (its state in /proc is T). */
-static int is_stopped(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    const char *paren = f && fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
-    if (f)
-        fclose(f);
-    return paren && paren[1] == ' ' && paren[2] == 'T';
-}
-
 /* Waits until the answerer stopped itself; 0 once it is. */
 static int wait_stopped(void)
 {
-    if (!wait_flag(&S->stopping))
-        return -1;
-    for (int t = 0; t < WAIT_MS && !is_stopped(S->answerer); t++)
-        usleep(1000);
-    return is_stopped(S->answerer) ? 0 : -1;
+    return tt_stall_wait_stopped(&S->stopping, &S->answerer);
 }
 
 int __real_tt_admit_try(tt_admit_t *a, int listen_ready, int *fd, tt_hello_t *hello);
@@ -195,69 +171,12 @@ int __wrap_close(int fd)
     if (!S || S->end != END_AFTER_CLOSE || fd < 0 || fd != __atomic_load_n(&setup_fd, __ATOMIC_SEQ_CST))
         return __real_close(fd);
     __atomic_store_n(&setup_fd, -1, __ATOMIC_SEQ_CST);
-    int rc = __real_close(fd), sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || (sv[0] != fd && dup2(sv[0], fd) != fd))
+    int rc = __real_close(fd);
+    if (tt_stall_decoy(fd, &decoy[1]))
         return rc;
-    if (sv[0] != fd) /* the lowest number free is often the one just closed */
-        __real_close(sv[0]);
     decoy[0] = fd;
-    decoy[1] = sv[1];
     __atomic_store_n(&S->decoy, 1, __ATOMIC_SEQ_CST);
     return rc;
-}
-
-/* The entries of /proc/self/DIR as ",name,name," into out, each with
- * ":what it is" for descriptors (a socket's inode tells one socket from a
- * later one under the same number); not those the process keeps across
- * communicators. */
-static void entries(const char *dir, char *out, size_t len)
-{
-    char path[300], what[200];
-    snprintf(path, sizeof path, "/proc/self/%s", dir);
-    DIR *d = opendir(path);
-    size_t used = (size_t)snprintf(out, len, ",");
-    int fds = strcmp(dir, "fd") == 0;
-    for (struct dirent *e; d && (e = readdir(d)) && used < len;) {
-        if (e->d_name[0] == '.' || (fds && atoi(e->d_name) == dirfd(d)))
-            continue;
-        snprintf(path, sizeof path, "/proc/self/%s/%s", dir, e->d_name);
-        ssize_t n = fds ? readlink(path, what, sizeof what - 1) : 0;
-        what[n > 0 ? n : 0] = '\0';
-        if (strcmp(what, "/proc/loadavg") == 0) /* the process's, from its first idle spell (core/load.c) */
-            continue;
-        used += (size_t)snprintf(out + used, len - used, "%s%s%s,", e->d_name, n > 0 ? ":" : "", what);
-    }
-    if (d)
-        closedir(d);
-}
-
-/* The first entry of /proc/self/DIR not in before, into out ("" when none). */
-static void entry_new(const char *dir, const char *before, char *out, size_t len)
-{
-    char now[sizeof S->fds];
-    entries(dir, now, sizeof now);
-    out[0] = '\0';
-    for (char *e = now + 1, *end; !out[0] && (end = strchr(e, ',')); e = end + 1) {
-        snprintf(out, len, ",%.*s,", (int)(end - e), e);
-        if (strstr(before, out))
-            out[0] = '\0';
-    }
-}
-
-/* What is left of the communicator once it is gone: no thread and no
- * descriptor that was not there before its send (a joined thread may take
- * a moment to leave /proc). */
-static int nothing_left(void)
-{
-    char extra[300];
-    for (int t = 0; t < 1000 && (entry_new("task", S->tasks, extra, sizeof extra), extra[0]); t++)
-        usleep(1000);
-    TT_FAIL_IF(extra[0], "rank 1: thread %s is left after closing the communicator; before: %s", extra,
-               S->tasks);
-    entry_new("fd", S->fds, extra, sizeof extra);
-    TT_FAIL_IF(extra[0], "rank 1: descriptor %s is open after closing the communicator; before: %s", extra,
-               S->fds);
-    return 0;
 }
 
 /* The asker's other thread: once its main thread waits where the case
@@ -265,9 +184,9 @@ static int nothing_left(void)
 static void *cut_later(void *arg)
 {
     if (S->where == NOWHERE)
-        wait_flag(&S->decoy);
+        tt_stall_wait_flag(&S->decoy);
     else if (!wait_stopped())
-        wait_flag(S->where == AT_QPS_UP ? &S->probing : &S->asking);
+        tt_stall_wait_flag(S->where == AT_QPS_UP ? &S->probing : &S->asking);
     usleep(200000); /* the main thread waits */
     int64_t t0 = tt_now_ms();
     __atomic_store_n(&S->cut_at_ms, t0, __ATOMIC_SEQ_CST);
@@ -324,9 +243,8 @@ static int check_cut(tutti_comm_t comm, tutti_status_t st, int64_t took)
 
 static int asker(tutti_comm_t comm)
 {
-    entries("fd", S->fds, sizeof S->fds);
-    entries("task", S->tasks, sizeof S->tasks);
-    TT_FAIL_IF(!wait_flag(&S->armed), "rank 1: rank 0 never got ready");
+    tt_stall_holdings(S->fds, sizeof S->fds, S->tasks, sizeof S->tasks);
+    TT_FAIL_IF(!tt_stall_wait_flag(&S->armed), "rank 1: rank 0 never got ready");
     pthread_t th;
     pthread_create(&th, NULL, cut_later, comm);
     float x[4] = {1, 2, 3, 4};
@@ -339,7 +257,7 @@ static int asker(tutti_comm_t comm)
         kill(S->answerer, SIGCONT);
     __atomic_store_n(&S->done, 1, __ATOMIC_SEQ_CST);
     int rc = S->end == END_AFTER_CLOSE ? after_close(comm, st, got) : check_cut(comm, st, took);
-    return rc ? rc : nothing_left() ? 1 : -1;
+    return rc ? rc : tt_stall_nothing_left(1, S->fds, S->tasks) ? 1 : -1;
 }
 
 /* Rank 0 makes no call that names rank 1 before rank 1 is done: it would
@@ -349,13 +267,13 @@ static int answerer(tutti_comm_t comm)
     S->answerer = getpid();
     __atomic_store_n(&armed, S->where, __ATOMIC_SEQ_CST);
     __atomic_store_n(&S->armed, 1, __ATOMIC_SEQ_CST);
-    if (S->end == END_AFTER_CLOSE && wait_flag(&S->asking)) {
+    if (S->end == END_AFTER_CLOSE && tt_stall_wait_flag(&S->asking)) {
         float x[4];
         tutti_status_t st = tutti_recv(x, 4, TUTTI_FP32, ASKER, comm, NULL);
         TT_FAIL_IF(st != TUTTI_SUCCESS || x[3] != 4, "rank 0: its receive gave %s: %s", tutti_status_name(st),
                    tutti_comm_last_error(comm));
     }
-    wait_flag(&S->done);
+    tt_stall_wait_flag(&S->done);
     tutti_comm_abort(comm);
     return -1;
 }
