@@ -58,6 +58,7 @@ struct tt_rescue_inbox {
     char first_drop[192];
     int verdict_from; /* -1 until a verdict came */
     tutti_status_t verdict;
+    int left_out; /* the verdict taken left this rank out */
     int coordinating; /* this rank coordinates: it takes what its members know */
 };
 
@@ -212,9 +213,15 @@ static void take_verdict(tt_rescue_inbox_t *in, int i)
     tt_rescue_decision_t d;
     memcpy(&d, c->payload, sizeof d);
     tutti_status_t st;
-    if (in->verdict_from < 0 && tt_rescue_verdict_ok(sh, &c->hdr, &d, c->payload + sizeof d, &st)) {
+    /* A verdict that this shrink failed may be followed by one that a later
+     * shrink of comm (the others retried without this rank) left it out,
+     * both waiting in the listener: that one is final and must be read, or
+     * comm->shrunk_out_by stays unset and this rank shrinks comm again. */
+    if ((in->verdict_from < 0 || (!in->left_out && !d.status)) &&
+        tt_rescue_verdict_ok(sh, &c->hdr, &d, c->payload + sizeof d, &st)) {
         in->verdict_from = c->hdr.rank;
         in->verdict = st;
+        in->left_out = !d.status;
     }
     forget(in, i, 1);
 }
