@@ -64,7 +64,10 @@ tutti_status_t tt_comm_news(tt_comm_t *comm, const char *call, uint64_t seq)
         return tt_comm_error(comm, TUTTI_ERR_PEER_FAILED, "%s: rank %d died or lost its connection", call,
                              n.died_rank);
     if (n.failed_rank >= 0 && seq >= n.failed_from) {
-        tutti_status_t st = n.failed_status == TUTTI_ERR_MISMATCH || n.failed_status == TUTTI_ERR_TIMEOUT
+        /* A peer that gave up because the communicator was revoked tells of
+         * the revocation, which may reach this rank a moment after it. */
+        tutti_status_t st = n.failed_status == TUTTI_ERR_MISMATCH || n.failed_status == TUTTI_ERR_TIMEOUT ||
+                                    n.failed_status == TUTTI_ERR_REVOKED
                                 ? n.failed_status
                                 : TUTTI_ERR_PEER_FAILED;
         return tt_comm_error(comm, st, "%s: rank %d gave up (%s): %s", call, n.failed_rank,
