@@ -68,7 +68,7 @@ boot_guests() {
     rund=$(mktemp -d /var/tmp/tutti-rxe.XXXXXX) || exit 1
     trap stop_guests EXIT
     trap 'exit 130' INT TERM HUP
-    mkdir "$rund/a" "$rund/b" "$rund/init"
+    mkdir "$rund/init"
     cp "$repo/.ci/rxe-init" "$rund/init/init" && chmod 755 "$rund/init/init"
     # The kernel unpacks both archives, the second over the first.
     (cd "$rund/init" && echo init | cpio -o -H newc --quiet) >"$rund/init.cpio" &&
@@ -79,6 +79,13 @@ boot_guests() {
         accel="-accel tcg,thread=multi -cpu max" # emulated: a functional test, no speed to read
     fi
     say "booting two guests ($accel, linked by ${TUTTI_RXE_LINK:-tcp}) in $rund"
+    start_guests
+}
+
+# start_guests: both guests started, linked, and up (their exchange
+# folders new).
+start_guests() {
+    mkdir "$rund/a" "$rund/b" || exit 1
     link_env=""
     if [ "${TUTTI_RXE_LINK:-tcp}" = udp ]; then
         start_guest a $guest_net.1 "socket,udp=127.0.0.1:$((port + 1)),localaddr=127.0.0.1:$port" 52:54:00:12:34:0a
@@ -161,6 +168,7 @@ wait_job() {
             guest_alive "$1" || guest_tail "$1"
             return 124
         fi
+        ! link_stalled >/dev/null || return 124 # nothing more will cross
         sleep 0.2
     done
     return "$(cat "$rund/$1/rc.$n")"
@@ -200,4 +208,34 @@ s.sendall(sys.argv[2].encode() + b"\n")
 time.sleep(0.5)
 s.close()
 EOF
+}
+
+# link_stalled: says which guest's emulated network card stopped sending
+# for good (its kernel's watchdog: "transmit queue 0 timed out"), and fails
+# when neither did. QEMU's device then drops every frame the guest sends
+# (seen about once in a few runs under TCG, with tutti's ranks and with
+# nothing but ARP); no program in the guest can cause or clear it.
+link_stalled() {
+    for g in a b; do
+        if grep -q 'transmit queue [0-9]* timed out' "$rund/$g.console" 2>/dev/null; then
+            echo "guest $g's network card stopped sending (its kernel: $(grep -m 1 -o 'transmit queue [0-9]* timed out' \
+                "$rund/$g.console"))"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# restart_guests: both guests killed and booted again, the old ones'
+# consoles and exchange folders kept beside as NAME.stalled-N.
+restart_guests() {
+    restarts=$((${restarts:-0} + 1))
+    for g in a b; do
+        eval "pid=\$pid_$g"
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        mv "$rund/$g" "$rund/$g.stalled-$restarts" && mv "$rund/$g.console" "$rund/$g.console.stalled-$restarts"
+    done
+    say "booting both guests again"
+    start_guests
 }
