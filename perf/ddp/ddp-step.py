@@ -15,6 +15,17 @@ perfectly scaling job would take (scaling efficiency = that step / the DDP
 step). A step is forward, backward and the optimizer's step; its time is
 rank 0's, its CPU time the process's (every thread) averaged over ranks.
 Prints one JSON line (perf/ddp/ddp-bench gathers them).
+
+Two references can take turns with the backends (--backends
+tutti,gloo,no-comm,sum-only): DDP over the default group whose
+communication hook returns each bucket as it is (no-comm: every cost of
+torch's DDP, no all-reduce), and one whose hook only adds the second half
+of each bucket into the first in place (sum-only, 2 ranks: the arithmetic
+of a rank's share of a 2-rank all-reduce, reading the bucket once and
+writing half of it, with nothing sent or received). No backend can make a
+step shorter than sum-only's: it still has to do that sum and bring the
+peer's half and the result across. Their gradients are not reduced, so
+their models drift apart; only their time is read.
 """
 import argparse
 import datetime
@@ -44,6 +55,8 @@ def parse():
                     help="zero_grad(set_to_none=True), torch 2's default, or zeroing in place, 1.13's")
     ap.add_argument("--backends", default="tutti,gloo", help="comma list, in turn step by step")
     ap.add_argument("--single", action="store_true", help="one process, no DDP: the reference step")
+    ap.add_argument("--check-hooks", action="store_true",
+                    help="fail unless each reference's hook saw buckets in every step")
     ap.add_argument("--profile", help="write a torch profiler trace of tutti's steps here (rank 0)")
     return ap.parse_args()
 
@@ -86,15 +99,44 @@ def cpu_seconds():
     return ru.ru_utime + ru.ru_stime
 
 
+def done(tensor):
+    fut = torch.futures.Future()
+    fut.set_result(tensor)
+    return fut
+
+
+CALLS = {"no-comm": 0, "sum-only": 0}  # buckets each reference's hook saw (--check-hooks)
+
+
+def no_comm(_, bucket):
+    CALLS["no-comm"] += 1
+    return done(bucket.buffer())
+
+
+def sum_only(_, bucket):
+    CALLS["sum-only"] += 1
+    b = bucket.buffer()
+    half = b.numel() // 2
+    b[:half].add_(b[half:2 * half])
+    return done(b)
+
+
+REFERENCES = {"no-comm": no_comm, "sum-only": sum_only}
+
+
 class Trainer:
     """One model (DDP over group, or bare), its optimizer and its records."""
 
-    def __init__(self, args, group=None, rank=0):
+    def __init__(self, args, group=None, rank=0, reference=None):
+        self.reference = reference
+        self.buckets = []  # buckets a reference's hook saw, step by step
         self.model = make_model(args.model)
         self.net = self.model
         if not args.single:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model, process_group=group,
                                                                  gradient_as_bucket_view=args.bucket_view)
+            if reference:
+                self.net.register_comm_hook(None, REFERENCES[reference])
         self.opt = torch.optim.SGD(self.net.parameters(), lr=0.01, momentum=0.9)
         self.gen = torch.Generator().manual_seed(1000 + rank)
         self.lossf = torch.nn.CrossEntropyLoss()
@@ -102,12 +144,15 @@ class Trainer:
 
     def step(self, args, record):
         x, y = batch_of(args.model, args.batch, self.gen)
+        calls = CALLS.get(self.reference, 0)
         c0, t0 = cpu_seconds(), time.perf_counter()
         loss = self.lossf(self.net(x), y)
         self.opt.zero_grad(set_to_none=args.zero_grad == "none")
         loss.backward()
         self.opt.step()
         t1, c1 = time.perf_counter(), cpu_seconds()
+        if self.reference:
+            self.buckets.append(CALLS[self.reference] - calls)
         if record:
             self.step_s.append(t1 - t0)
             self.cpu_s.append(c1 - c0)
@@ -146,15 +191,21 @@ def main():
     dist.init_process_group(backends[0], timeout=datetime.timedelta(minutes=10))
     torch.set_num_threads(1)
     rank, size = dist.get_rank(), dist.get_world_size()
+    if "sum-only" in backends and size != 2:
+        sys.exit("ddp-step: sum-only models a 2-rank all-reduce's sum (run it on 2 ranks)")
     groups = {backends[0]: None}
     for b in backends[1:]:
-        groups[b] = dist.new_group(backend=b)
-    trainers = {b: Trainer(args, groups[b], rank) for b in backends}
+        groups[b] = None if b in REFERENCES else dist.new_group(backend=b)
+    trainers = {b: Trainer(args, groups[b], rank, b if b in REFERENCES else None) for b in backends}
     if args.profile:
         profiled(args, trainers[backends[0]])
     for i in range(args.warmup + args.steps):
         for b in backends:
             trainers[b].step(args, i >= args.warmup)
+    if args.check_hooks:
+        seen = {b: trainers[b].buckets for b in backends if b in REFERENCES}
+        if any(not n or min(n) < 1 for n in seen.values()):
+            sys.exit(f"ddp-step: the references' hooks saw {seen} buckets, step by step")
     out = {"kind": "ddp", "model": args.model, "batch": args.batch, "ranks": size,
            "bucket_view": args.bucket_view, "params": sum(p.numel() for p in trainers[backends[0]].model.parameters()),
            "backends": {}}
