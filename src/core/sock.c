@@ -159,6 +159,40 @@ tutti_status_t tt_sock_connect(const tt_sockaddr_t *addr, int64_t deadline_ms, i
     return tt_sock_connect_watched(addr, deadline_ms, NULL, NULL, fd);
 }
 
+/* A dial not answered within this long lost its SYN (the kernel's first
+ * retry is at 1 s): a try that failed, after which the watch is asked. */
+#define DIAL_TRY_MS 1000
+
+/*
+ * One non-blocking dial of s to addr, waited for in slices of 100 ms so that
+ * the deadline is heard, and the watch too once the dial is past its first
+ * try: a listener whose queue is full drops the SYN, and the kernel's own
+ * retries (about two minutes) would outlast both. Returns 0 when connected,
+ * else an errno (ETIMEDOUT at the deadline; ECANCELED when the watch said
+ * *gone).
+ */
+static int dial(int s, const tt_sockaddr_t *addr, int64_t deadline_ms, tutti_status_t (*watch)(void *arg),
+                void *arg, tutti_status_t *gone)
+{
+    int64_t tried = tt_now_ms() + DIAL_TRY_MS;
+    int err = connect(s, &addr->u.sa, addr->len) == 0 ? 0 : errno;
+    while (err == EINPROGRESS || err == EINTR) { /* after EINTR the connection goes on as well */
+        if (watch && tt_now_ms() >= tried && (*gone = watch(arg)) != TUTTI_SUCCESS)
+            return ECANCELED;
+        int64_t left = deadline_ms - tt_now_ms();
+        if (left <= 0)
+            return ETIMEDOUT;
+        struct pollfd p = {.fd = s, .events = POLLOUT};
+        int rc = poll(&p, 1, left > 100 ? 100 : (int)left);
+        if (rc < 0 && errno != EINTR)
+            return errno;
+        socklen_t len = sizeof err;
+        if (rc > 0 && getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len))
+            err = errno;
+    }
+    return err;
+}
+
 tutti_status_t tt_sock_connect_watched(const tt_sockaddr_t *addr, int64_t deadline_ms,
                                        tutti_status_t (*watch)(void *arg), void *arg, int *fd)
 {
@@ -166,28 +200,32 @@ tutti_status_t tt_sock_connect_watched(const tt_sockaddr_t *addr, int64_t deadli
     tt_sock_addr_str(addr, where, sizeof where);
     int delay_ms = 1;
     for (;;) {
-        int s = socket(addr->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int s = socket(addr->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (s < 0) {
             char why[320];
             TT_ERROR(TT_SUB_INIT, "connecting to %s: socket failed: %s", where,
                      tt_fd_strerror(errno, why, sizeof why));
             return TUTTI_ERR_SYSTEM;
         }
-        if (connect(s, &addr->u.sa, addr->len) == 0) {
-            *fd = s;
+        tutti_status_t gone = TUTTI_SUCCESS;
+        int err = dial(s, addr, deadline_ms, watch, arg, &gone);
+        if (!err && fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK) == 0) {
+            *fd = s; /* blocking, as its users expect */
             return TUTTI_SUCCESS;
         }
-        int err = errno;
+        err = err ? err : errno;
         close(s);
+        if (gone)
+            return gone; /* the set-up failed elsewhere, and the watch said why */
         /* The listener may not exist yet: retry with backoff until the deadline. */
         if (err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN && err != EINTR && err != ENETUNREACH &&
             err != EHOSTUNREACH) {
             TT_ERROR(TT_SUB_INIT, "connect to %s failed: %s", where, strerror(err));
             return TUTTI_ERR_SYSTEM;
         }
-        tutti_status_t gone = watch ? watch(arg) : TUTTI_SUCCESS;
+        gone = watch ? watch(arg) : TUTTI_SUCCESS;
         if (gone)
-            return gone; /* the set-up failed elsewhere, and the watch said why */
+            return gone;
         if (tt_now_ms() + delay_ms >= deadline_ms) {
             TT_ERROR(TT_SUB_INIT, "connect to %s timed out: %s", where, strerror(err));
             return TUTTI_ERR_TIMEOUT;

@@ -57,8 +57,9 @@ tutti_status_t tt_sock_listen(tt_sockaddr_t *addr, int *fd);
 tutti_status_t tt_sock_listen_quiet(tt_sockaddr_t *addr, int *fd, int *err);
 /* Connects, retrying refused connections until deadline_ms (tt_now_ms clock). */
 tutti_status_t tt_sock_connect(const tt_sockaddr_t *addr, int64_t deadline_ms, int *fd);
-/* The same, asking watch (when not NULL) between tries: its non-zero
- * status (it said why) ends the wait. */
+/* The same, asking watch (when not NULL) between tries, and every 100 ms
+ * of a dial unanswered for a second (its SYN lost: a listener whose queue
+ * is full): its non-zero status (it said why) ends the wait. */
 tutti_status_t tt_sock_connect_watched(const tt_sockaddr_t *addr, int64_t deadline_ms,
                                        tutti_status_t (*watch)(void *arg), void *arg, int *fd);
 /* Connects once, without retrying: TUTTI_ERR_PEER_FAILED when refused
