@@ -241,17 +241,14 @@ tutti_status_t tt_sock_connect_once(const tt_sockaddr_t *addr, int64_t deadline_
     int s = socket(addr->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
         return TUTTI_ERR_SYSTEM;
-    int err = connect(s, &addr->u.sa, addr->len) == 0 ? 0 : errno;
-    if (err == EINPROGRESS) {
-        int rc = wait_fd(s, POLLOUT, deadline_ms);
-        socklen_t len = sizeof err;
-        err = rc <= 0 ? ETIMEDOUT : getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) ? errno : err;
-    }
+    tutti_status_t unused = TUTTI_SUCCESS;
+    int err = dial(s, addr, deadline_ms, NULL, NULL, &unused);
+    if (!err && fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK))
+        err = errno;
     if (err) {
         close(s);
         return err == ETIMEDOUT ? TUTTI_ERR_TIMEOUT : TUTTI_ERR_PEER_FAILED;
     }
-    fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
     *fd = s;
     return TUTTI_SUCCESS;
 }
